@@ -1,0 +1,54 @@
+# Rave Backend. A newcomer needs two commands: `make run` (the whole stack, locally)
+# and `make test` (every test, against a throwaway PostgreSQL). See README.md.
+
+SHELL := /bin/bash
+SWIFT ?= swift
+CONFIG ?= debug
+BUILD_FLAGS ?= -Xswiftc -warnings-as-errors
+PROTO_FILES := $(shell find Proto -name '*.proto' | sort)
+
+# Debian packages the build, the tests, and `make run` need.
+DEB_PACKAGES := libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libssl-dev libpq-dev \
+	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps
+
+.PHONY: deps proto proto-check build release test test-swift bench fuzz fmt lint certs run stop reset clean
+
+deps:
+	@scripts/install-deps.sh $(DEB_PACKAGES)
+
+## proto: regenerate the C (protoc-c) and Swift (rave-protogen) code from Proto/.
+proto: deps
+	@scripts/generate-proto.sh
+
+## proto-check: fail when the committed generated code differs from what `make proto` makes.
+proto-check: deps
+	@scripts/generate-proto.sh --check
+
+build: deps
+	$(SWIFT) build -c $(CONFIG) $(BUILD_FLAGS)
+
+release:
+	@$(MAKE) --no-print-directory build CONFIG=release
+
+## test: generated code is current, lint passes, then every test against a throwaway PostgreSQL.
+test: deps proto-check lint
+	$(SWIFT) build --build-tests $(BUILD_FLAGS)
+	scripts/with-postgres.sh $(SWIFT) test --skip-build --parallel
+
+bench: deps
+	scripts/bench.sh
+
+fuzz: deps
+	scripts/fuzz.sh
+
+fmt:
+	$(SWIFT) format --in-place --recursive --parallel Package.swift Shared Services Tests
+
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Shared Services Tests
+
+certs: build
+	.build/$(CONFIG)/ravectl certs --out .run/certs
+
+clean:
+	rm -rf .build .bench .fuzz

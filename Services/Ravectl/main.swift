@@ -1,0 +1,2 @@
+// ravectl: the Rave command-line tool.
+print("usage: ravectl <command> [options]")

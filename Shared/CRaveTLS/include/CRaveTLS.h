@@ -1,0 +1,25 @@
+#ifndef C_RAVE_TLS_H
+#define C_RAVE_TLS_H
+
+// OpenSSL's macros as functions, so Swift can call them.
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+int rave_ssl_ctx_set_min_tls12(SSL_CTX *ctx);
+int rave_ssl_ctx_set_max_tls(SSL_CTX *ctx, int version);
+int rave_ssl_set_sni(SSL *ssl, const char *host_name);
+long rave_ssl_ctx_set_mode_defaults(SSL_CTX *ctx);
+int rave_tls1_1_version(void);
+int rave_tls1_2_version(void);
+int rave_tls1_3_version(void);
+int rave_ssl_ctx_set_verify_peer(SSL_CTX *ctx, int require_certificate);
+int rave_ssl_error_want_read(void);
+int rave_ssl_error_want_write(void);
+int rave_ssl_error_zero_return(void);
+int rave_ssl_error_syscall(void);
+int rave_ssl_error_ssl(void);
+/// Sets the host name (or IP address literal) the peer certificate must match.
+int rave_ssl_set_expected_host(SSL *ssl, const char *host);
+
+#endif

@@ -1,0 +1,43 @@
+#include "CRaveTLS.h"
+
+#include <openssl/x509v3.h>
+#include <string.h>
+
+int rave_ssl_ctx_set_min_tls12(SSL_CTX *ctx) { return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
+
+int rave_ssl_ctx_set_max_tls(SSL_CTX *ctx, int version) { return SSL_CTX_set_max_proto_version(ctx, version); }
+
+int rave_ssl_set_sni(SSL *ssl, const char *host_name) { return SSL_set_tlsext_host_name(ssl, host_name); }
+
+long rave_ssl_ctx_set_mode_defaults(SSL_CTX *ctx) {
+    return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                                     SSL_MODE_RELEASE_BUFFERS);
+}
+
+int rave_tls1_1_version(void) { return TLS1_1_VERSION; }
+int rave_tls1_2_version(void) { return TLS1_2_VERSION; }
+int rave_tls1_3_version(void) { return TLS1_3_VERSION; }
+
+int rave_ssl_ctx_set_verify_peer(SSL_CTX *ctx, int require_certificate) {
+    int mode = SSL_VERIFY_PEER;
+    if (require_certificate) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+    SSL_CTX_set_verify(ctx, mode, NULL);
+    return 1;
+}
+
+int rave_ssl_error_want_read(void) { return SSL_ERROR_WANT_READ; }
+int rave_ssl_error_want_write(void) { return SSL_ERROR_WANT_WRITE; }
+int rave_ssl_error_zero_return(void) { return SSL_ERROR_ZERO_RETURN; }
+int rave_ssl_error_syscall(void) { return SSL_ERROR_SYSCALL; }
+int rave_ssl_error_ssl(void) { return SSL_ERROR_SSL; }
+
+int rave_ssl_set_expected_host(SSL *ssl, const char *host) {
+    X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+    ASN1_OCTET_STRING *ip = a2i_IPADDRESS(host);
+    if (ip != NULL) {
+        ASN1_OCTET_STRING_free(ip);
+        return X509_VERIFY_PARAM_set1_ip_asc(param, host);
+    }
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    return X509_VERIFY_PARAM_set1_host(param, host, strlen(host));
+}

@@ -1,0 +1,47 @@
+/// One routable method: its full name and a handler working on encoded messages.
+///
+/// Generated code builds these from a service's handler protocol; the server routes by `name`.
+public struct RPCMethod: Sendable {
+    public typealias Handler = @Sendable (_ request: [UInt8], _ context: RequestContext) async throws -> [UInt8]
+
+    /// "rave.<area>.v1.<Service>/<Method>".
+    public let name: String
+    public let handler: Handler
+
+    public init(name: String, handler: @escaping Handler) {
+        self.name = name
+        self.handler = handler
+    }
+}
+
+/// A service implementation the server can route to; generated handler protocols refine it.
+public protocol RPCService: Sendable {
+    /// The fully qualified service name ("rave.echo.v1.Echo").
+    static var serviceName: String { get }
+    /// Every method of the service, bound to this implementation.
+    var methods: [RPCMethod] { get }
+}
+
+/// Options for one outgoing call.
+public struct CallOptions: Sendable {
+    /// How long the caller waits; also sent to the server as the request's deadline.
+    public var timeout: Duration
+    /// Request metadata (authorization, idempotency key, trace id, caller identity).
+    public var metadata: [String: String]
+    /// Failures marked not-processed are retried up to this many times (on a fresh connection if needed).
+    public var maxRetries: Int
+
+    public init(timeout: Duration = .seconds(10), metadata: [String: String] = [:], maxRetries: Int = 2) {
+        self.timeout = timeout
+        self.metadata = metadata
+        self.maxRetries = maxRetries
+    }
+}
+
+/// Something that can carry a call to a server: a connection, a pool, or the gateway's router.
+///
+/// Generated typed clients are thin wrappers over a caller.
+public protocol RPCCaller: Sendable {
+    /// Sends an encoded request and returns the encoded response, or throws `RPCError`.
+    func call(method: String, request: [UInt8], options: CallOptions) async throws(RPCError) -> [UInt8]
+}

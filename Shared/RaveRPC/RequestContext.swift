@@ -1,0 +1,111 @@
+import RaveTelemetry
+import RaveTransport
+
+/// Well-known request metadata keys (see docs/PROTOCOL.md).
+public enum MetadataKey {
+    public static let authorization = "authorization"
+    public static let traceID = "trace-id"
+    public static let idempotencyKey = "idempotency-key"
+    /// Caller identity, set by the gateway; trusted only from peers presenting a service certificate.
+    public static let callerUserID = "rave-caller-user-id"
+    public static let callerAppID = "rave-caller-app-id"
+    public static let callerSessionID = "rave-caller-session-id"
+    public static let callerScopes = "rave-caller-scopes"
+}
+
+/// Who is calling, as established by the gateway (or an admin credential).
+public struct Caller: Hashable, Sendable {
+    public var userID: String
+    public var appID: String
+    public var sessionID: String
+    public var scopes: Set<String>
+
+    public init(userID: String, appID: String, sessionID: String, scopes: Set<String>) {
+        self.userID = userID
+        self.appID = appID
+        self.sessionID = sessionID
+        self.scopes = scopes
+    }
+
+    /// The scope operators' and game servers' admin credentials carry.
+    public static let adminScope = "admin"
+    /// The scope other services carry when they call internal methods.
+    public static let serviceScope = "service"
+}
+
+/// The TLS peer of a connection.
+public struct PeerIdentity: Hashable, Sendable {
+    /// The remote address ("127.0.0.1:53122").
+    public var address: String
+    /// The verified client certificate's subject common name, when the peer presented one.
+    public var certificateCommonName: String?
+
+    public init(address: String, certificateCommonName: String?) {
+        self.address = address
+        self.certificateCommonName = certificateCommonName
+    }
+
+    /// Whether the peer proved, with a certificate of our CA, that it is one of our services.
+    public var isService: Bool { certificateCommonName != nil }
+}
+
+/// Everything a handler knows about the call besides its request message.
+public struct RequestContext: Sendable {
+    /// Unique per call; appears in every log line about it and in INTERNAL error messages.
+    public var requestID: String
+    /// The fully qualified method name.
+    public var method: String
+    /// When the caller stops waiting (monotonic nanoseconds, see `monotonicNanoseconds()`).
+    public var deadline: UInt64
+    public var metadata: [String: String]
+    public var peer: PeerIdentity
+    /// The authenticated caller, from metadata of a trusted peer; nil for anonymous calls.
+    public var caller: Caller?
+    public var logger: Logger
+
+    public init(
+        requestID: String, method: String, deadline: UInt64, metadata: [String: String], peer: PeerIdentity,
+        caller: Caller?, logger: Logger
+    ) {
+        self.requestID = requestID
+        self.method = method
+        self.deadline = deadline
+        self.metadata = metadata
+        self.peer = peer
+        self.caller = caller
+        self.logger = logger
+    }
+
+    /// Nanoseconds until the deadline (0 once it has passed).
+    public var remainingNanoseconds: UInt64 {
+        let now = monotonicNanoseconds()
+        return deadline > now ? deadline - now : 0
+    }
+
+    /// The caller, or UNAUTHENTICATED.
+    public func requireCaller() throws(RPCError) -> Caller {
+        guard let caller else { throw .unauthenticated("this method needs an authenticated caller") }
+        return caller
+    }
+
+    /// The calling user, or UNAUTHENTICATED.
+    public func requireUser() throws(RPCError) -> Caller {
+        let caller = try requireCaller()
+        guard !caller.userID.isEmpty else { throw .unauthenticated("this method needs a signed-in user") }
+        return caller
+    }
+
+    /// The caller if it holds the admin scope, else PERMISSION_DENIED.
+    public func requireAdmin() throws(RPCError) -> Caller {
+        let caller = try requireCaller()
+        guard caller.scopes.contains(Caller.adminScope) else {
+            throw .permissionDenied("this method needs an admin credential")
+        }
+        return caller
+    }
+
+    /// Succeeds only for calls from another of our services (mTLS with a service certificate).
+    public func requireService() throws(RPCError) {
+        guard peer.isService else { throw .permissionDenied("this method is internal to the backend") }
+    }
+}

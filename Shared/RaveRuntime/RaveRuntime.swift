@@ -1,0 +1,2 @@
+// The service runtime: configuration, service group, admin HTTP server, metrics.
+@_exported import RaveTelemetry

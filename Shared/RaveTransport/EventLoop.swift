@@ -1,0 +1,317 @@
+import CRaveSystem
+import Glibc
+import Synchronization
+
+/// Readiness a registered descriptor is interested in or reports.
+public struct IOEvents: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    public static let readable = IOEvents(rawValue: 1 << 0)
+    public static let writable = IOEvents(rawValue: 1 << 1)
+    /// The peer hung up or the descriptor is in error; delivered whether or not it was asked for.
+    public static let hangup = IOEvents(rawValue: 1 << 2)
+    public static let error = IOEvents(rawValue: 1 << 3)
+}
+
+/// Something that owns a descriptor registered with an event loop.
+///
+/// All methods are called on the loop the descriptor is registered with.
+public protocol IOHandler: AnyObject {
+    func handleEvents(_ events: IOEvents)
+}
+
+/// A descriptor's registration; events for a closed-and-reused descriptor carry another id and are dropped.
+public struct IORegistration: Hashable, Sendable {
+    public let fd: Int32
+    let id: UInt32
+}
+
+/// A timer scheduled on an event loop.
+public struct TimerHandle: Hashable, Sendable {
+    let id: UInt64
+}
+
+/// A single-threaded epoll event loop running on a thread of its own.
+///
+/// `execute(_:)`, `isInLoop`, and `shutdown()` may be called from any thread. Every other method must be called
+/// on the loop's own thread (checked by assertions); I/O handlers and timer callbacks run there too.
+public final class EventLoop: @unchecked Sendable {
+    // @unchecked: `pending` is guarded by its Mutex; everything else is confined to the loop thread.
+
+    public let index: Int
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let timerFD: Int32
+    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let wakeRequested = Atomic<Bool>(false)
+    private let running = Atomic<Bool>(true)
+    private let threadID = Atomic<UInt>(0)
+
+    private var handlers: [Int32: (id: UInt32, handler: any IOHandler)] = [:]
+    private var nextRegistrationID: UInt32 = 1
+    private var timers = TimerQueue()
+    private var armedDeadline: UInt64 = .max
+    private var endOfIteration: [() -> Void] = []
+    private var thread: pthread_t?
+
+    private static let wakeToken: UInt64 = .max
+    private static let timerToken: UInt64 = .max - 1
+
+    init(index: Int) throws {
+        self.index = index
+        epollFD = try blockingSystemCall("epoll_create1") { rave_epoll_create() }
+        wakeFD = try blockingSystemCall("eventfd") { rave_eventfd_create() }
+        timerFD = try blockingSystemCall("timerfd_create") { rave_timerfd_create() }
+        _ = try blockingSystemCall("epoll_ctl") {
+            rave_epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, rave_epollin(), Self.wakeToken)
+        }
+        _ = try blockingSystemCall("epoll_ctl") {
+            rave_epoll_ctl(epollFD, EPOLL_CTL_ADD, timerFD, rave_epollin(), Self.timerToken)
+        }
+    }
+
+    deinit {
+        close(epollFD)
+        close(wakeFD)
+        close(timerFD)
+    }
+
+    /// Whether the caller runs on this loop's thread.
+    public var isInLoop: Bool {
+        threadID.load(ordering: .relaxed) == UInt(bitPattern: Int(bitPattern: pthread_self()))
+    }
+
+    /// Runs `work` on the loop thread, soon; wakes the loop if it is waiting.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        pending.withLock { $0.append(work) }
+        if !wakeRequested.exchange(true, ordering: .acquiringAndReleasing) {
+            _ = rave_eventfd_signal(wakeFD)
+        }
+    }
+
+    /// Stops the loop after the work already queued; returns at once.
+    public func shutdown() {
+        running.store(false, ordering: .releasing)
+        _ = rave_eventfd_signal(wakeFD)
+    }
+
+    // MARK: - Descriptors
+
+    /// Registers `fd` for `interest`; the handler is kept until `deregister`.
+    public func register(fd: Int32, interest: IOEvents, handler: any IOHandler) throws -> IORegistration {
+        assert(isInLoop, "register must run on the event loop")
+        let id = nextRegistrationID
+        nextRegistrationID &+= 1
+        if nextRegistrationID == 0 { nextRegistrationID = 1 }
+        let registration = IORegistration(fd: fd, id: id)
+        _ = try blockingSystemCall("epoll_ctl(ADD)") {
+            rave_epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, Self.epollMask(interest), Self.token(registration))
+        }
+        handlers[fd] = (id, handler)
+        return registration
+    }
+
+    /// Changes what a registered descriptor waits for.
+    public func modify(_ registration: IORegistration, interest: IOEvents) throws {
+        assert(isInLoop, "modify must run on the event loop")
+        _ = try blockingSystemCall("epoll_ctl(MOD)") {
+            rave_epoll_ctl(
+                epollFD, EPOLL_CTL_MOD, registration.fd, Self.epollMask(interest), Self.token(registration))
+        }
+    }
+
+    /// Forgets a descriptor; call before closing it.
+    public func deregister(_ registration: IORegistration) {
+        assert(isInLoop, "deregister must run on the event loop")
+        guard let entry = handlers[registration.fd], entry.id == registration.id else { return }
+        handlers[registration.fd] = nil
+        _ = rave_epoll_ctl(epollFD, EPOLL_CTL_DEL, registration.fd, 0, 0)
+    }
+
+    /// Runs `work` on this loop after the events, queued work and timers of the current iteration.
+    ///
+    /// Writers use it to coalesce: many responses produced in one iteration leave in one flush.
+    public func executeAtEndOfIteration(_ work: @escaping () -> Void) {
+        assert(isInLoop, "executeAtEndOfIteration must run on the event loop")
+        endOfIteration.append(work)
+    }
+
+    // MARK: - Timers
+
+    /// Calls `callback` on the loop once `deadline` (monotonic nanoseconds) has passed.
+    @discardableResult
+    public func scheduleTimer(at deadline: UInt64, _ callback: @escaping () -> Void) -> TimerHandle {
+        assert(isInLoop, "scheduleTimer must run on the event loop")
+        let handle = timers.insert(deadline: deadline, callback: callback)
+        if deadline < armedDeadline {
+            armedDeadline = deadline
+            _ = rave_timerfd_arm(timerFD, max(deadline, 1))
+        }
+        return handle
+    }
+
+    /// Calls `callback` on the loop after `nanoseconds`.
+    @discardableResult
+    public func scheduleTimer(after nanoseconds: UInt64, _ callback: @escaping () -> Void) -> TimerHandle {
+        scheduleTimer(at: monotonicNanoseconds() &+ nanoseconds, callback)
+    }
+
+    /// Cancels a timer that has not fired; cancelling a fired or cancelled timer does nothing.
+    public func cancelTimer(_ handle: TimerHandle) {
+        assert(isInLoop, "cancelTimer must run on the event loop")
+        timers.cancel(handle)
+    }
+
+    // MARK: - Running
+
+    func start(name: String) throws {
+        let box = Unmanaged.passRetained(self)
+        var thread = pthread_t()
+        let result = pthread_create(
+            &thread, nil,
+            { argument in
+                let loop = Unmanaged<EventLoop>.fromOpaque(argument!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, box.toOpaque())
+        guard result == 0 else {
+            box.release()
+            throw SystemCallError("pthread_create", errno: result)
+        }
+        self.thread = thread
+        _ = name
+    }
+
+    func join() {
+        if let thread { pthread_join(thread, nil) }
+    }
+
+    private func run() {
+        threadID.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
+        var events = [rave_epoll_event](repeating: rave_epoll_event(), count: 256)
+        while running.load(ordering: .acquiring) {
+            let timeout = pendingIsEmpty() && endOfIteration.isEmpty ? -1 : 0
+            let count = events.withUnsafeMutableBufferPointer {
+                rave_epoll_wait(epollFD, $0.baseAddress, Int32($0.count), Int32(timeout))
+            }
+            if count < 0 {
+                let code = Glibc.errno
+                precondition(code == EINTR, "epoll_wait failed with errno \(code)")
+                continue
+            }
+            for event in events[0..<Int(count)] {
+                dispatch(event)
+            }
+            runPendingWork()
+            fireDueTimers()
+            runEndOfIteration()
+        }
+        runPendingWork()
+        // Handlers get a final hangup so their descriptors are closed on this thread.
+        for (_, entry) in handlers { entry.handler.handleEvents(.hangup) }
+        handlers.removeAll()
+    }
+
+    private func dispatch(_ event: rave_epoll_event) {
+        switch event.data {
+        case Self.wakeToken:
+            _ = rave_eventfd_drain(wakeFD)
+        case Self.timerToken:
+            _ = rave_timerfd_drain(timerFD)
+            armedDeadline = .max
+        default:
+            let fd = Int32(truncatingIfNeeded: event.data & 0xffff_ffff)
+            let id = UInt32(truncatingIfNeeded: event.data >> 32)
+            guard let entry = handlers[fd], entry.id == id else { return }
+            entry.handler.handleEvents(Self.ioEvents(event.events))
+        }
+    }
+
+    private func pendingIsEmpty() -> Bool {
+        pending.withLock { $0.isEmpty }
+    }
+
+    private func runPendingWork() {
+        // Clear the flag first so work queued while we run wakes the next iteration.
+        wakeRequested.store(false, ordering: .releasing)
+        let work = pending.withLock { queue -> [@Sendable () -> Void] in
+            let taken = queue
+            queue.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for item in work { item() }
+    }
+
+    private func runEndOfIteration() {
+        while !endOfIteration.isEmpty {
+            let work = endOfIteration
+            endOfIteration.removeAll(keepingCapacity: true)
+            for item in work { item() }
+        }
+    }
+
+    private func fireDueTimers() {
+        let now = monotonicNanoseconds()
+        while let callback = timers.popDue(now: now) { callback() }
+        if let next = timers.nextDeadline, next != armedDeadline {
+            armedDeadline = next
+            _ = rave_timerfd_arm(timerFD, max(next, 1))
+        }
+    }
+
+    private static func token(_ registration: IORegistration) -> UInt64 {
+        UInt64(registration.id) << 32 | UInt64(UInt32(bitPattern: registration.fd))
+    }
+
+    private static func epollMask(_ interest: IOEvents) -> UInt32 {
+        var mask = rave_epollrdhup()
+        if interest.contains(.readable) { mask |= rave_epollin() }
+        if interest.contains(.writable) { mask |= rave_epollout() }
+        return mask
+    }
+
+    private static func ioEvents(_ mask: UInt32) -> IOEvents {
+        var events: IOEvents = []
+        if mask & rave_epollin() != 0 { events.insert(.readable) }
+        if mask & rave_epollout() != 0 { events.insert(.writable) }
+        if mask & (rave_epollhup() | rave_epollrdhup()) != 0 { events.insert(.hangup) }
+        if mask & rave_epollerr() != 0 { events.insert(.error) }
+        return events
+    }
+}
+
+/// A fixed set of event loops, one thread each; new connections are spread over them round robin.
+public final class EventLoopGroup: Sendable {
+    public let loops: [EventLoop]
+    private let nextIndex = Atomic<Int>(0)
+
+    /// Starts `count` loops (default: one per core).
+    public init(loopCount count: Int = System.coreCount) throws {
+        precondition(count > 0, "an event loop group needs at least one loop")
+        var loops: [EventLoop] = []
+        for index in 0..<count {
+            let loop = try EventLoop(index: index)
+            try loop.start(name: "rave-loop-\(index)")
+            loops.append(loop)
+        }
+        self.loops = loops
+    }
+
+    /// The next loop, round robin.
+    public func next() -> EventLoop {
+        loops[nextIndex.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count]
+    }
+
+    /// Stops every loop and waits for their threads to end.
+    public func shutdown() {
+        for loop in loops { loop.shutdown() }
+        for loop in loops { loop.join() }
+    }
+}
+
+/// Facts about the machine.
+public enum System {
+    /// Online processor cores.
+    public static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+}
