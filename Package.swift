@@ -47,12 +47,12 @@ let package = Package(
         ),
         .target(
             name: "RavePostgres",
-            dependencies: ["CLibPQ", "RaveTransport", "CRaveSystem", "RaveTelemetry"],
+            dependencies: ["CLibPQ", "COpenSSL", "RaveTransport", "CRaveSystem", "RaveTelemetry"],
             path: "Shared/RavePostgres"
         ),
         .target(
             name: "RaveRuntime",
-            dependencies: ["RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "CRaveSystem"],
+            dependencies: ["RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "RaveTelemetry", "CRaveSystem"],
             path: "Shared/RaveRuntime"
         ),
 
@@ -61,8 +61,7 @@ let package = Package(
         .executableTarget(
             name: "Ravectl",
             dependencies: [
-                "RaveRPC", "RaveServices", "RaveMessages", "RaveRuntime", "RaveTransport", "COpenSSL",
-                "CRaveTLS",
+                "RaveRPC", "RaveServices", "RaveMessages", "RaveTransport", "RaveTelemetry",
             ],
             path: "Services/Ravectl"
         ),
@@ -72,6 +71,31 @@ let package = Package(
             name: "RaveTransportTests",
             dependencies: ["RaveTransport", "CRaveSystem"],
             path: "Tests/RaveTransportTests"
+        ),
+        .testTarget(
+            name: "RavePostgresTests",
+            dependencies: ["RavePostgres", "RaveTransport", "RaveTelemetry"],
+            path: "Tests/RavePostgresTests"
+        ),
+        .testTarget(
+            name: "RaveProtobufTests",
+            dependencies: ["RaveProtobuf", "RaveMessages", "CRaveProto", "RaveServices", "RaveTelemetry"],
+            path: "Tests/RaveProtobufTests",
+            exclude: ["crosscheck"]
+        ),
+        .testTarget(name: "RaveWireTests", dependencies: ["RaveWire"], path: "Tests/RaveWireTests"),
+        .testTarget(
+            name: "RaveRPCTests",
+            dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveWire", "RaveTransport"],
+            path: "Tests/RaveRPCTests"
+        ),
+        .testTarget(
+            name: "RaveRuntimeTests",
+            dependencies: [
+                "RaveRuntime", "RaveTelemetry", "RaveTransport", "RaveRPC", "RavePostgres", "RaveMessages",
+                "RaveProtobuf",
+            ],
+            path: "Tests/RaveRuntimeTests"
         ),
     ]
 )

@@ -31,14 +31,16 @@ printf 'module CRaveProto {\n    header "CRaveProto.h"\n    export *\n}\n' >"$ou
 
 # Swift: rave-protogen reads the descriptor set protoc-c writes (with comments).
 (cd Proto && protoc-c --include_source_info --descriptor_set_out="$out/descriptors.bin" "${protos[@]}")
-if [ -x .build/debug/rave-protogen ] && [ -z "$(find Shared/RaveProtoGen -newer .build/debug/rave-protogen -print -quit)" ]; then
-    generator=.build/debug/rave-protogen
-else
-    swift build --product rave-protogen -q >&2
-    generator=.build/debug/rave-protogen
+# RAVE_SCRATCH_PATH lets a build tree other than .build provide the generator.
+scratch=${RAVE_SCRATCH_PATH:-.build}
+generator=$scratch/debug/rave-protogen
+if [ ! -x "$generator" ] || [ -n "$(find Shared/RaveProtoGen -newer "$generator" -print -quit)" ]; then
+    swift build --scratch-path "$scratch" --product rave-protogen -q >&2
 fi
 "$generator" --descriptors "$out/descriptors.bin" --messages-out "$out/swift/RaveMessages" \
     --services-out "$out/swift/RaveServices"
+# The generator writes readable code; swift-format gives it the house layout so `make lint` passes on it.
+swift format --configuration .swift-format --in-place --recursive "$out/swift"
 
 compare_or_copy() {
     local generated=$1 committed=$2

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "CRaveSystem.h"
 
 #include <errno.h>
@@ -84,3 +85,138 @@ uint32_t rave_epollerr(void) { return EPOLLERR; }
 uint32_t rave_epollhup(void) { return EPOLLHUP; }
 uint32_t rave_epollrdhup(void) { return EPOLLRDHUP; }
 uint32_t rave_epollet(void) { return EPOLLET; }
+
+// MARK: - Sockets
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int parse_address(const char *host, int port, struct sockaddr_storage *storage, socklen_t *length) {
+    memset(storage, 0, sizeof *storage);
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    struct sockaddr_in *v4 = (struct sockaddr_in *)storage;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        *length = sizeof *v4;
+        return AF_INET;
+    }
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)storage;
+    if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *length = sizeof *v6;
+        return AF_INET6;
+    }
+    return -1;
+}
+
+static void format_address(const struct sockaddr_storage *storage, char *out, size_t capacity) {
+    char text[INET6_ADDRSTRLEN] = "?";
+    if (storage->ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)storage;
+        inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+        snprintf(out, capacity, "%s:%u", text, ntohs(v4->sin_port));
+    } else if (storage->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)storage;
+        inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+        snprintf(out, capacity, "[%s]:%u", text, ntohs(v6->sin6_port));
+    } else {
+        snprintf(out, capacity, "unknown");
+    }
+}
+
+int rave_tcp_is_numeric_host(const char *host) {
+    struct sockaddr_storage storage;
+    socklen_t length;
+    return parse_address(host, 0, &storage, &length) >= 0;
+}
+
+int rave_tcp_socket_for(const char *host) {
+    struct sockaddr_storage storage;
+    socklen_t length;
+    int family = parse_address(host, 0, &storage, &length);
+    if (family < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+int rave_tcp_bind_listen(int fd, const char *host, int port, int backlog) {
+    struct sockaddr_storage storage;
+    socklen_t length;
+    if (parse_address(host, port, &storage, &length) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) return -1;
+    if (bind(fd, (struct sockaddr *)&storage, length) < 0) return -1;
+    return listen(fd, backlog);
+}
+
+int rave_tcp_connect(int fd, const char *host, int port) {
+    struct sockaddr_storage storage;
+    socklen_t length;
+    if (parse_address(host, port, &storage, &length) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return connect(fd, (struct sockaddr *)&storage, length);
+}
+
+int rave_tcp_accept(int fd, char *address, size_t capacity) {
+    struct sockaddr_storage storage;
+    socklen_t length = sizeof storage;
+    int client = accept4(fd, (struct sockaddr *)&storage, &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (client >= 0) format_address(&storage, address, capacity);
+    return client;
+}
+
+int rave_tcp_peer_address(int fd, char *address, size_t capacity) {
+    struct sockaddr_storage storage;
+    socklen_t length = sizeof storage;
+    if (getpeername(fd, (struct sockaddr *)&storage, &length) < 0) return -1;
+    format_address(&storage, address, capacity);
+    return 0;
+}
+
+int rave_tcp_local_port(int fd) {
+    struct sockaddr_storage storage;
+    socklen_t length = sizeof storage;
+    if (getsockname(fd, (struct sockaddr *)&storage, &length) < 0) return -1;
+    if (storage.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&storage)->sin_port);
+    return ntohs(((struct sockaddr_in6 *)&storage)->sin6_port);
+}
+
+int rave_tcp_pending_error(int fd) {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) < 0) return -1;
+    return error;
+}
+
+int rave_tcp_set_nodelay(int fd) {
+    int one = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// MARK: - Per-thread scratch memory
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void make_scratch_key(void) { pthread_key_create(&scratch_key, free); }
+
+void *rave_thread_scratch_buffer(size_t size) {
+    pthread_once(&scratch_once, make_scratch_key);
+    void *buffer = pthread_getspecific(scratch_key);
+    if (buffer == NULL) {
+        buffer = malloc(size);
+        pthread_setspecific(scratch_key, buffer);
+    }
+    return buffer;
+}

@@ -5,6 +5,8 @@
 
 int rave_ssl_ctx_set_min_tls12(SSL_CTX *ctx) { return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
 
+int rave_ssl_ctx_set_min_tls(SSL_CTX *ctx, int version) { return SSL_CTX_set_min_proto_version(ctx, version); }
+
 int rave_ssl_ctx_set_max_tls(SSL_CTX *ctx, int version) { return SSL_CTX_set_max_proto_version(ctx, version); }
 
 int rave_ssl_set_sni(SSL *ssl, const char *host_name) { return SSL_set_tlsext_host_name(ssl, host_name); }

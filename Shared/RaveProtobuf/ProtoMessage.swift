@@ -1,6 +1,11 @@
 /// A protobuf message as a Swift value; encoding and decoding go through protobuf-c.
 ///
 /// Generated code (rave-protogen) conforms every message in Proto/ to this protocol.
+///
+/// protobuf-c keeps strings as NUL-terminated C strings, which shapes two rules: encoding drops the text
+/// after an embedded NUL (so such a string arrives truncated, deterministically), and decoding rejects a
+/// string field that is not valid UTF-8 with `ProtoDecodingError`, as proto3 requires. Map fields encode
+/// in key order, so equal messages always encode to the same bytes. Unknown fields are dropped.
 public protocol ProtoMessage: Sendable, Equatable {
     /// The fully qualified message name ("rave.echo.v1.EchoRequest").
     static var protoMessageName: String { get }
@@ -18,9 +23,11 @@ public protocol ProtoMessage: Sendable, Equatable {
 extension ProtoMessage {
     /// Decodes the protobuf wire format from an array.
     public init(protobufBytes bytes: [UInt8]) throws(ProtoDecodingError) {
-        self = try bytes.withUnsafeBytes { (buffer) throws(ProtoDecodingError) -> Self in
-            try Self(protobufBytes: buffer)
+        // withUnsafeBytes only rethrows untyped errors, so the typed error travels in a Result.
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(ProtoDecodingError) -> Self in try Self(protobufBytes: buffer) }
         }
+        self = try result.get()
     }
 }
 

@@ -1,2 +1,2 @@
-// The service runtime: configuration, service group, admin HTTP server, metrics.
+// The service runtime: configuration, service group, signals, admin HTTP server, and the `main` of every service.
 @_exported import RaveTelemetry

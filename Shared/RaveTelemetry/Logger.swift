@@ -129,7 +129,9 @@ public struct Logger: Sendable {
     }
 }
 
-/// Where log lines go. Writes are whole lines, serialized, so lines from threads never interleave.
+/// Where log lines go.
+///
+/// Writes are whole lines, serialized, so lines from threads never interleave.
 public final class LogSink: Sendable {
     private let fd: Int32
     private let lock = Mutex<Void>(())

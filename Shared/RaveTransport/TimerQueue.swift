@@ -1,4 +1,8 @@
 /// A min-heap of deadlines with lazy cancellation, owned by one event loop.
+///
+/// Cancelled entries stay in the heap until they reach the top or until they outnumber the live ones, when
+/// the heap is rebuilt: most RPC deadlines are cancelled long before they fire, and without the rebuild a
+/// busy server would carry every call of the last deadline period in the heap.
 struct TimerQueue {
     private struct Entry {
         var deadline: UInt64
@@ -21,9 +25,18 @@ struct TimerQueue {
     }
 
     mutating func cancel(_ handle: TimerHandle) {
-        callbacks[handle.id] = nil
+        guard callbacks.removeValue(forKey: handle.id) != nil else { return }
         // Drop cancelled entries at the top so `nextDeadline` stays meaningful.
         while let top = heap.first, callbacks[top.id] == nil { removeTop() }
+        if heap.count > 1024, heap.count > 2 * callbacks.count { compact() }
+    }
+
+    /// Heap entries, live or cancelled (for tests).
+    var storedEntryCount: Int { heap.count }
+
+    private mutating func compact() {
+        heap.removeAll { callbacks[$0.id] == nil }
+        for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
     }
 
     /// The earliest live deadline.

@@ -10,6 +10,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
     case cancel = 4
     /// Liveness probe with an opaque body of up to 64 bytes, answered by PONG with the same body.
     case ping = 5
+    /// The answer to a PING, carrying the PING's body.
     case pong = 6
     /// Graceful drain (body: rave.rpc.v1.GoAway).
     case goAway = 7
@@ -21,9 +22,13 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
 ///
 /// `length` counts the header after it (6 bytes) plus the body.
 public struct Frame: Hashable, Sendable {
+    /// What the frame carries; decides how `body` is read.
     public var type: FrameType
+    /// Reserved: senders write 0, receivers ignore it.
     public var flags: UInt8
+    /// The call the frame belongs to, or 0 for connection-level frames.
     public var streamID: UInt32
+    /// The encoded body message (see `FrameType`).
     public var body: [UInt8]
 
     public init(type: FrameType, flags: UInt8 = 0, streamID: UInt32, body: [UInt8] = []) {

@@ -26,6 +26,23 @@ import Testing
     }
 }
 
+extension TimerQueueTests {
+    @Test func cancelledTimersDoNotAccumulate() {
+        var queue = TimerQueue()
+        var fired = 0
+        for round in 0..<100 {
+            let handles = (0..<1000).map { index in
+                queue.insert(deadline: UInt64(1_000_000 + round * 1000 + index)) { fired += 1 }
+            }
+            for handle in handles.dropFirst() { queue.cancel(handle) }
+        }
+        #expect(queue.count == 100)
+        #expect(queue.storedEntryCount <= 2 * 1024 + 100)
+        while let callback = queue.popDue(now: .max) { callback() }
+        #expect(fired == 100)
+    }
+}
+
 @Suite struct EventLoopTests {
     @Test func executeRunsWorkOnTheLoopThread() async throws {
         let group = try EventLoopGroup(loopCount: 1)

@@ -5,4 +5,5 @@
 #include "rave/rpc/v1/envelope.pb-c.h"
 #include "rave/rpc/v1/health.pb-c.h"
 #include "rave/rpc/v1/status.pb-c.h"
+#include "rave/testing/v1/sample.pb-c.h"
 #endif

@@ -44,6 +44,31 @@ int rave_set_cloexec(int fd);
 /// Blocks SIGPIPE for the whole process (writes to a closed socket return EPIPE instead).
 void rave_ignore_sigpipe(void);
 
+// MARK: Sockets (numeric IPv4/IPv6 addresses; "localhost" means 127.0.0.1).
+
+/// 1 when `host` is a numeric IPv4/IPv6 address or "localhost", else 0.
+int rave_tcp_is_numeric_host(const char *host);
+/// Creates a non-blocking, close-on-exec TCP socket for `host`'s family; -1 with errno on failure
+/// (EINVAL when `host` is not numeric).
+int rave_tcp_socket_for(const char *host);
+/// Binds to host:port with SO_REUSEADDR and listens; -1 with errno set.
+int rave_tcp_bind_listen(int fd, const char *host, int port, int backlog);
+/// Starts a non-blocking connect; 0 when connected, -1 with errno (EINPROGRESS while pending).
+int rave_tcp_connect(int fd, const char *host, int port);
+/// Accepts one connection as non-blocking and close-on-exec, writing "ip:port" of the peer into `address`.
+int rave_tcp_accept(int fd, char *address, size_t capacity);
+/// Writes "ip:port" of the peer into `address`; -1 with errno on failure.
+int rave_tcp_peer_address(int fd, char *address, size_t capacity);
+/// The locally bound port, or -1 with errno.
+int rave_tcp_local_port(int fd);
+/// The pending socket error (SO_ERROR), or -1 with errno when it cannot be read.
+int rave_tcp_pending_error(int fd);
+int rave_tcp_set_nodelay(int fd);
+
+/// A per-thread scratch buffer of `size` bytes (allocated once per thread, freed at thread exit), so every
+/// channel on an event loop reads into the same memory instead of holding a buffer of its own.
+void *rave_thread_scratch_buffer(size_t size);
+
 uint32_t rave_epollin(void);
 uint32_t rave_epollout(void);
 uint32_t rave_epollerr(void);

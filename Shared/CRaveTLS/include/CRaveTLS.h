@@ -7,6 +7,7 @@
 #include <openssl/x509.h>
 
 int rave_ssl_ctx_set_min_tls12(SSL_CTX *ctx);
+int rave_ssl_ctx_set_min_tls(SSL_CTX *ctx, int version);
 int rave_ssl_ctx_set_max_tls(SSL_CTX *ctx, int version);
 int rave_ssl_set_sni(SSL *ssl, const char *host_name);
 long rave_ssl_ctx_set_mode_defaults(SSL_CTX *ctx);

@@ -1,0 +1,176 @@
+import Foundation
+import RaveRPC
+import RaveServices
+import RaveTelemetry
+import RaveTransport
+import Synchronization
+
+/// `ravectl bench rpc`: a closed-loop load test of Echo/Echo with a latency histogram.
+enum BenchCommand {
+    static let usage = """
+        ravectl bench rpc [--target HOST:PORT] [--connections 16] [--in-flight 64] [--duration 10] \
+        [--payload 32] [--ca FILE] [--cert FILE --key FILE] [--out .bench/rpc.json]
+        """
+
+    struct Parameters {
+        var target: String
+        var connections: Int
+        var inFlight: Int
+        var seconds: Int
+        var payloadSize: Int
+    }
+
+    static func run(_ arguments: ArraySlice<String>) async throws -> Int32 {
+        guard arguments.first == "rpc" else { throw UsageError("bench knows one benchmark: rpc") }
+        let options = try Arguments(
+            arguments.dropFirst(),
+            valueOptions: [
+                "target", "connections", "in-flight", "duration", "payload", "ca", "cert", "key", "server-name", "out",
+            ])
+        var parameters = Parameters(
+            target: options.value("target") ?? "in-process",
+            connections: try options.integer("connections", default: 16, in: 1...1024),
+            inFlight: try options.integer("in-flight", default: 64, in: 1...4096),
+            seconds: try options.integer("duration", default: 10, in: 1...3600),
+            payloadSize: try options.integer("payload", default: 32, in: 0...1_048_576))
+        let group = try EventLoopGroup()
+        defer { group.shutdown() }
+
+        var server: RPCServer?
+        let host: String
+        let port: Int
+        let tls: TLSContext
+        if let target = options.value("target") {
+            (host, port) = try parseAddress(target)
+            tls = try TLSOptions.client(options)
+        } else {
+            let local = try await startLocalServer(group: group)
+            server = local.server
+            (host, port, tls) = ("127.0.0.1", local.server.localPort, local.clientTLS)
+            parameters.target = "in-process 127.0.0.1:\(port)"
+        }
+
+        var connections: [RPCConnection] = []
+        for _ in 0..<parameters.connections {
+            connections.append(try await RPCConnection.connect(host: host, port: port, tls: tls, group: group))
+        }
+        let result = await measure(connections: connections, parameters: parameters)
+        for connection in connections { connection.close() }
+        await server?.shutdown()
+        report(result, parameters: parameters, path: options.value("out") ?? ".bench/rpc.json")
+        return result.errors == 0 ? 0 : 1
+    }
+
+    struct Result {
+        var histogram = LatencyHistogram()
+        var errors = 0
+        var elapsedNanoseconds: UInt64 = 0
+    }
+
+    private static func measure(connections: [RPCConnection], parameters: Parameters) async -> Result {
+        let completed = CallCounter()
+        let started = monotonicNanoseconds()
+        let end = started + UInt64(parameters.seconds) * 1_000_000_000
+        let request = EchoV1.EchoRequest(payload: [UInt8](repeating: 0x5A, count: parameters.payloadSize))
+        return await withTaskGroup(of: (LatencyHistogram, Int).self) { group in
+            for connection in connections {
+                let client = EchoV1.EchoClient(caller: connection)
+                for _ in 0..<parameters.inFlight {
+                    group.addTask {
+                        var histogram = LatencyHistogram()
+                        var errors = 0
+                        while true {
+                            let before = monotonicNanoseconds()
+                            guard before < end else { break }
+                            do {
+                                _ = try await client.echo(request)
+                                histogram.record(microseconds: (monotonicNanoseconds() - before) / 1000)
+                            } catch {
+                                errors += 1
+                            }
+                            completed.value.add(1, ordering: .relaxed)
+                        }
+                        return (histogram, errors)
+                    }
+                }
+            }
+            group.addTask {
+                var last = 0
+                var second = 0
+                while monotonicNanoseconds() < end {
+                    try? await Task.sleep(for: .seconds(1))
+                    second += 1
+                    let now = completed.value.load(ordering: .relaxed)
+                    print("[\(second)s] \(now - last) calls/s, \(now) total")
+                    last = now
+                }
+                return (LatencyHistogram(), 0)
+            }
+            var result = Result()
+            for await (histogram, errors) in group {
+                result.histogram.merge(histogram)
+                result.errors += errors
+            }
+            result.elapsedNanoseconds = monotonicNanoseconds() - started
+            return result
+        }
+    }
+
+    private static func report(_ result: Result, parameters: Parameters, path: String) {
+        let seconds = Double(result.elapsedNanoseconds) / 1e9
+        let throughput = Double(result.histogram.total) / seconds
+        let quantiles: [(String, Double)] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)]
+        let values = quantiles.map { ($0.0, result.histogram.value(atQuantile: $0.1)) }
+        print("")
+        print(
+            "rpc echo: \(parameters.connections) connections × \(parameters.inFlight) in flight, "
+                + "\(parameters.payloadSize)-byte payload, \(parameters.target)")
+        print("  calls: \(result.histogram.total) ok, \(result.errors) failed in \(String(format: "%.1f", seconds)) s")
+        print("  throughput: \(Int(throughput)) calls/s")
+        print(
+            "  latency µs: " + values.map { "\($0.0)=\($0.1)" }.joined(separator: " ")
+                + " max=\(result.histogram.maximum)")
+        let json = """
+            {"benchmark": "rpc", "throughput_calls_per_second": \(Int(throughput)), \
+            "calls": \(result.histogram.total), "errors": \(result.errors), "seconds": \(seconds), \
+            "latency_us": {\(values.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ")), \
+            "max": \(result.histogram.maximum)}, \
+            "parameters": {"target": "\(parameters.target)", "connections": \(parameters.connections), \
+            "in_flight": \(parameters.inFlight), "duration_s": \(parameters.seconds), \
+            "payload_bytes": \(parameters.payloadSize)}}
+
+            """
+        let url = URL(fileURLWithPath: path)
+        do {
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try json.write(to: url, atomically: true, encoding: .utf8)
+            print("  results: \(path)")
+        } catch {
+            print("  cannot write \(path): \(error)")
+        }
+    }
+
+    /// An echo server on an ephemeral port with fresh development certificates, for `make bench`.
+    private static func startLocalServer(
+        group: EventLoopGroup
+    ) async throws -> (server: RPCServer, clientTLS: TLSContext) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ravectl-bench-\(getpid())").path
+        try DevelopmentCertificates.write(to: directory, services: ["echo"])
+        let serverTLS = try TLSContext(
+            .server(certificateChainPath: directory + "/echo.pem", privateKeyPath: directory + "/echo-key.pem"))
+        let clientTLS = try TLSContext(.client(trustRootsPath: directory + "/ca.pem"))
+        var configuration = RPCServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.requestLogLevel = .debug
+        let server = RPCServer(
+            configuration: configuration, services: [EchoService()], tls: serverTLS, group: group,
+            logger: Logger(label: "bench.server", level: .warning))
+        try server.start()
+        return (server, clientTLS)
+    }
+}
+
+/// Calls completed so far, shared by the load tasks and the progress printer.
+private final class CallCounter: Sendable {
+    let value = Atomic<Int>(0)
+}

@@ -1,0 +1,63 @@
+import Dispatch
+import Glibc
+import RaveRPC
+import RaveTelemetry
+import RaveTransport
+
+/// `ravectl serve-echo`: Health and Echo on one port until SIGTERM or SIGINT, then a graceful drain.
+enum ServeEchoCommand {
+    static let usage = "ravectl serve-echo [--listen 127.0.0.1:7600] --cert FILE --key FILE [--ca FILE (mTLS)]"
+
+    static func run(_ arguments: ArraySlice<String>) async throws -> Int32 {
+        let options = try Arguments(arguments, valueOptions: ["listen", "cert", "key", "ca"])
+        let (host, port) = try parseAddress(options.value("listen") ?? "127.0.0.1:7600")
+        let tls = try TLSOptions.server(options)
+        let group = try EventLoopGroup()
+        let logger = Logger(label: "ravectl.echo")
+        let server = RPCServer(
+            configuration: RPCServerConfiguration(host: host, port: port), services: [EchoService()], tls: tls,
+            group: group, logger: logger)
+        try server.start()
+        let signal = await TerminationSignal.wait()
+        logger.notice("draining", [("signal", String(signal))])
+        await server.drain()
+        group.shutdown()
+        logger.notice("stopped")
+        return 0
+    }
+}
+
+/// Waits for SIGTERM or SIGINT; the default handlers are replaced so the process can drain first.
+enum TerminationSignal {
+    static func wait() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let queue = DispatchQueue(label: "ravectl.signals")
+            let resumed = SignalOnce(continuation)
+            for number in [SIGTERM, SIGINT] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler { resumed.fire(number) }
+                source.resume()
+                resumed.keep(source)
+            }
+        }
+    }
+}
+
+/// Resumes its continuation for the first signal only and keeps the signal sources alive.
+private final class SignalOnce: @unchecked Sendable {
+    // @unchecked: mutated only on the one serial signal queue (and before the sources start).
+    private var continuation: CheckedContinuation<Int32, Never>?
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(_ continuation: CheckedContinuation<Int32, Never>) {
+        self.continuation = continuation
+    }
+
+    func keep(_ source: any DispatchSourceSignal) { sources.append(source) }
+
+    func fire(_ number: Int32) {
+        continuation?.resume(returning: number)
+        continuation = nil
+    }
+}

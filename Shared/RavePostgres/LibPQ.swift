@@ -1,0 +1,267 @@
+import CLibPQ
+import Foundation
+
+/// What `PQconnectPoll` wants next.
+enum ConnectProgress {
+    case waitReadable
+    case waitWritable
+    case connected
+    case failed(String)
+}
+
+/// What `PQflush` or `PQputCopyData` did.
+enum SendProgress {
+    case done
+    case waitWritable
+    case failed(String)
+}
+
+/// One result libpq handed back, already copied out of its `PGresult`.
+enum LibPQResult {
+    case rows(PostgresRows)
+    case error(PostgresError)
+    case copyIn
+    case pipelineSync
+    case pipelineAborted
+}
+
+/// An asynchronous notification (NOTIFY) received on a connection.
+public struct PostgresNotification: Sendable, Hashable {
+    public var channel: String
+    public var payload: String
+    /// The process id of the server backend that sent it.
+    public var senderProcessID: Int32
+}
+
+/// Owns one libpq `PGconn`; every libpq call in the module goes through here so C types stay in this file.
+///
+/// Not thread-safe: the owning `PostgresConnection` calls it only on its event loop.
+final class LibPQConnection {
+    private let connection: OpaquePointer
+
+    /// Starts a non-blocking connection attempt (`PQconnectStart`); drive it with `connectPoll()`.
+    init(connectionString: String) throws {
+        guard let connection = PQconnectStart(connectionString) else {
+            throw PostgresError(.client, "libpq could not allocate a connection")
+        }
+        self.connection = connection
+        if PQstatus(connection) == CONNECTION_BAD {
+            let message = Self.trimmed(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError(.client, "invalid connection string: \(message)")
+        }
+    }
+
+    deinit { PQfinish(connection) }
+
+    var socket: Int32 { PQsocket(connection) }
+    var isBad: Bool { PQstatus(connection) == CONNECTION_BAD }
+    var errorMessage: String { Self.trimmed(PQerrorMessage(connection)) }
+    var isBusy: Bool { PQisBusy(connection) != 0 }
+    var backendProcessID: Int32 { PQbackendPID(connection) }
+
+    func connectPoll() -> ConnectProgress {
+        switch PQconnectPoll(connection) {
+        case PGRES_POLLING_READING: return .waitReadable
+        case PGRES_POLLING_WRITING: return .waitWritable
+        case PGRES_POLLING_OK:
+            if PQsetnonblocking(connection, 1) != 0 { return .failed(errorMessage) }
+            return .connected
+        default: return .failed(errorMessage)
+        }
+    }
+
+    // MARK: - Sending
+
+    /// Simple-query protocol: may hold several statements; results come back in text format.
+    func sendScript(_ sql: String) -> Bool { PQsendQuery(connection, sql) == 1 }
+
+    func sendQuery(_ sql: String, _ parameters: [PostgresValue?]) -> Bool {
+        withParameters(parameters) { count, types, values, lengths, formats in
+            PQsendQueryParams(connection, sql, count, types, values, lengths, formats, 1) == 1
+        }
+    }
+
+    func sendPrepare(name: String, sql: String, _ parameters: [PostgresValue?]) -> Bool {
+        let types = parameters.map { $0?.type.oid ?? 0 }
+        return PQsendPrepare(connection, name, sql, Int32(types.count), types) == 1
+    }
+
+    func sendPrepared(name: String, _ parameters: [PostgresValue?]) -> Bool {
+        withParameters(parameters) { count, _, values, lengths, formats in
+            PQsendQueryPrepared(connection, name, count, values, lengths, formats, 1) == 1
+        }
+    }
+
+    func enterPipelineMode() -> Bool { PQenterPipelineMode(connection) == 1 }
+    func exitPipelineMode() -> Bool { PQexitPipelineMode(connection) == 1 }
+    func pipelineSync() -> Bool { PQpipelineSync(connection) == 1 }
+
+    func flush() -> SendProgress {
+        switch PQflush(connection) {
+        case 0: return .done
+        case 1: return .waitWritable
+        default: return .failed(errorMessage)
+        }
+    }
+
+    func putCopyData(_ bytes: [UInt8]) -> SendProgress {
+        let result = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { PQputCopyData(connection, $0.baseAddress, Int32($0.count)) }
+        }
+        switch result {
+        case 1: return .done
+        case 0: return .waitWritable
+        default: return .failed(errorMessage)
+        }
+    }
+
+    func putCopyEnd(failure: String?) -> SendProgress {
+        switch PQputCopyEnd(connection, failure) {
+        case 1: return .done
+        case 0: return .waitWritable
+        default: return .failed(errorMessage)
+        }
+    }
+
+    // MARK: - Receiving
+
+    /// Reads what the socket has; false when the connection is broken.
+    func consumeInput() -> Bool { PQconsumeInput(connection) == 1 }
+
+    /// The next result, or nil at the end of one command's results (`PQgetResult` returning NULL).
+    func nextResult() -> LibPQResult? {
+        guard let result = PQgetResult(connection) else { return nil }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_SINGLE_TUPLE:
+            return .rows(Self.rows(result))
+        case PGRES_COPY_IN: return .copyIn
+        case PGRES_PIPELINE_SYNC: return .pipelineSync
+        case PGRES_PIPELINE_ABORTED: return .pipelineAborted
+        default: return .error(error(result))
+        }
+    }
+
+    func notifications() -> [PostgresNotification] {
+        var received: [PostgresNotification] = []
+        while let notify = PQnotifies(connection) {
+            let payload = notify.pointee.extra.map { String(cString: $0) } ?? ""
+            received.append(
+                PostgresNotification(
+                    channel: String(cString: notify.pointee.relname), payload: payload,
+                    senderProcessID: notify.pointee.be_pid))
+            PQfreemem(notify)
+        }
+        return received
+    }
+
+    /// A token to cancel this connection's running statement from another thread.
+    func makeCancelRequest() -> PostgresCancelRequest? {
+        PQgetCancel(connection).map(PostgresCancelRequest.init)
+    }
+
+    // MARK: - Conversion
+
+    private func error(_ result: OpaquePointer) -> PostgresError {
+        func field(_ code: Character) -> String? {
+            PQresultErrorField(result, Int32(code.asciiValue ?? 0)).map { String(cString: $0) }
+        }
+        let sqlState = field("C")
+        guard let sqlState else {
+            // No SQLSTATE: libpq itself failed, almost always because the connection broke.
+            var message = Self.trimmed(PQresultErrorMessage(result))
+            if message.isEmpty { message = errorMessage }
+            return PostgresError(.connectionFailed, message.isEmpty ? "the database connection was lost" : message)
+        }
+        return PostgresError(
+            .server, field("M") ?? "unknown server error", sqlState: sqlState, detail: field("D"),
+            constraint: field("n"))
+    }
+
+    private static func rows(_ result: OpaquePointer) -> PostgresRows {
+        let fieldCount = PQnfields(result)
+        let rowCount = PQntuples(result)
+        var columns: [PostgresColumn] = []
+        columns.reserveCapacity(Int(fieldCount))
+        for field in 0..<fieldCount {
+            columns.append(
+                PostgresColumn(
+                    name: String(cString: PQfname(result, field)), type: PostgresType(oid: PQftype(result, field))))
+        }
+        var storage: [UInt8] = []
+        var cells: [(start: Int32, length: Int32)] = []
+        cells.reserveCapacity(Int(fieldCount * rowCount))
+        for row in 0..<rowCount {
+            for field in 0..<fieldCount {
+                if PQgetisnull(result, row, field) == 1 {
+                    cells.append((0, -1))
+                    continue
+                }
+                let length = PQgetlength(result, row, field)
+                cells.append((Int32(storage.count), length))
+                if length > 0, let value = PQgetvalue(result, row, field) {
+                    value.withMemoryRebound(to: UInt8.self, capacity: Int(length)) {
+                        storage.append(contentsOf: UnsafeBufferPointer(start: $0, count: Int(length)))
+                    }
+                }
+            }
+        }
+        let tag = PQcmdStatus(result).map { String(cString: $0) } ?? ""
+        return PostgresRows(columns: columns, commandTag: tag, storage: storage, cells: cells)
+    }
+
+    /// Lays parameters out the way `PQsendQueryParams` wants: parallel C arrays, all in binary format.
+    private func withParameters(
+        _ parameters: [PostgresValue?],
+        _ body: (
+            Int32, UnsafePointer<Oid>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?,
+            UnsafePointer<Int32>?
+        ) -> Bool
+    ) -> Bool {
+        if parameters.isEmpty { return body(0, nil, nil, nil, nil) }
+        var buffer: [UInt8] = []
+        var offsets: [Int] = []
+        for parameter in parameters {
+            offsets.append(buffer.count)
+            buffer.append(contentsOf: parameter?.bytes ?? [])
+        }
+        buffer.append(0)
+        let types = parameters.map { $0?.type.oid ?? 0 }
+        let lengths = parameters.map { Int32($0?.bytes.count ?? 0) }
+        let formats = [Int32](repeating: 1, count: parameters.count)
+        return buffer.withUnsafeBufferPointer { raw in
+            raw.withMemoryRebound(to: CChar.self) { base in
+                let values: [UnsafePointer<CChar>?] = parameters.indices.map { index in
+                    parameters[index] == nil ? nil : base.baseAddress.map { $0 + offsets[index] }
+                }
+                return body(Int32(parameters.count), types, values, lengths, formats)
+            }
+        }
+    }
+
+    private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+        guard let message else { return "" }
+        return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// A libpq cancel token (`PGcancel`); `send()` blocks, so it runs on a thread of its own.
+final class PostgresCancelRequest: @unchecked Sendable {
+    // @unchecked: PQcancel is documented thread-safe, and the token is never mutated after creation.
+    private let token: OpaquePointer
+
+    init(_ token: OpaquePointer) { self.token = token }
+
+    deinit { PQfreeCancel(token) }
+
+    /// Asks the server, over a separate connection, to cancel the running statement; never blocks the caller.
+    func sendInBackground() {
+        let thread = Thread { [self] in
+            var buffer = [CChar](repeating: 0, count: 256)
+            _ = PQcancel(token, &buffer, Int32(buffer.count))
+        }
+        thread.name = "rave-pg-cancel"
+        thread.start()
+    }
+}

@@ -1,0 +1,145 @@
+/// A statement with its parameters, ready to send (`$1`, `$2`, … in the SQL).
+public struct PostgresQuery: Sendable {
+    public var sql: String
+    public var parameters: [PostgresValue?]
+
+    public init(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) {
+        self.sql = sql
+        self.parameters = parameters.map { $0?.postgresValue ?? nil }
+    }
+
+    public init(sql: String, values: [PostgresValue?]) {
+        self.sql = sql
+        self.parameters = values
+    }
+}
+
+/// A named prepared statement: prepared on a connection the first time it runs there, then reused.
+///
+/// Declare these as constants next to the store code that uses them; the name must be unique per SQL text.
+public struct PostgresStatement: Sendable, Hashable {
+    public let name: String
+    public let sql: String
+
+    public init(name: String, sql: String) {
+        self.name = name
+        self.sql = sql
+    }
+}
+
+/// Things every client (a connection, a transaction, the pool) can run.
+public protocol PostgresQueryable: Sendable {
+    /// Runs one statement with binary-format parameters and results.
+    @discardableResult
+    func query(_ query: PostgresQuery) async throws -> PostgresRows
+    /// Runs a named prepared statement, preparing it on first use.
+    func execute(_ statement: PostgresStatement, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows
+}
+
+extension PostgresQueryable {
+    /// Runs `sql` with `parameters` for `$1`, `$2`, …; NULL is `nil`.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) async throws -> PostgresRows {
+        try await query(PostgresQuery(sql, parameters))
+    }
+}
+
+/// Encodes rows in COPY's text format: tab-separated, `\N` for NULL, backslash escapes.
+enum CopyTextEncoder {
+    static func encode(_ rows: some Sequence<[(any PostgresEncodable)?]>, chunkSize: Int = 256 * 1024) -> [[UInt8]] {
+        var chunks: [[UInt8]] = []
+        var current: [UInt8] = []
+        current.reserveCapacity(chunkSize + 1024)
+        for row in rows {
+            for (index, value) in row.enumerated() {
+                if index > 0 { current.append(UInt8(ascii: "\t")) }
+                appendText(value, to: &current)
+            }
+            current.append(UInt8(ascii: "\n"))
+            if current.count >= chunkSize {
+                chunks.append(current)
+                current.removeAll(keepingCapacity: true)
+            }
+        }
+        if !current.isEmpty { chunks.append(current) }
+        return chunks
+    }
+
+    private static func appendText(_ value: (any PostgresEncodable)?, to output: inout [UInt8]) {
+        guard let value, let encoded = value.postgresValue else {
+            output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
+            return
+        }
+        switch value {
+        case let text as String: appendEscaped(text.utf8, to: &output)
+        case let json as PostgresJSON: appendEscaped(json.text.utf8, to: &output)
+        case let number as Int: output.append(contentsOf: String(number).utf8)
+        case let number as Int64: output.append(contentsOf: String(number).utf8)
+        case let number as Int32: output.append(contentsOf: String(number).utf8)
+        case let number as Double: output.append(contentsOf: "\(number)".utf8)
+        case let flag as Bool: output.append(flag ? UInt8(ascii: "t") : UInt8(ascii: "f"))
+        case let id as RaveID: output.append(contentsOf: id.description.utf8)
+        case let time as PostgresTimestamp: appendTimestamp(time, to: &output)
+        default: appendBytea(encoded, to: &output)
+        }
+    }
+
+    private static func appendEscaped(_ bytes: some Sequence<UInt8>, to output: inout [UInt8]) {
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\t"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case UInt8(ascii: "\n"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            default: output.append(byte)
+            }
+        }
+    }
+
+    /// Epoch seconds with a fraction and explicit UTC offset: unambiguous whatever the session's DateStyle.
+    private static func appendTimestamp(_ time: PostgresTimestamp, to output: inout [UInt8]) {
+        let micros = time.microsecondsSinceEpoch
+        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
+        let fraction = micros - seconds * 1_000_000
+        var fractionText = String(fraction)
+        fractionText = String(repeating: "0", count: 6 - fractionText.count) + fractionText
+        // "epoch" arithmetic is not accepted by COPY, so spell the instant as an ISO date computed here.
+        output.append(contentsOf: ISODate.format(secondsSinceEpoch: seconds).utf8)
+        output.append(contentsOf: ".\(fractionText)+00".utf8)
+    }
+
+    private static func appendBytea(_ value: PostgresValue, to output: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        // In COPY text format the bytea's own backslash must itself be escaped.
+        output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\"), UInt8(ascii: "x")])
+        for byte in value.bytes {
+            output.append(hex[Int(byte >> 4)])
+            output.append(hex[Int(byte & 0xf)])
+        }
+    }
+}
+
+/// Civil-date formatting for UTC instants, without Foundation's formatters on the bulk-load path.
+enum ISODate {
+    /// "YYYY-MM-DD HH:MM:SS" for seconds since 1970-01-01T00:00:00Z.
+    static func format(secondsSinceEpoch: Int64) -> String {
+        let days = secondsSinceEpoch >= 0 ? secondsSinceEpoch / 86_400 : (secondsSinceEpoch - 86_399) / 86_400
+        let secondOfDay = secondsSinceEpoch - days * 86_400
+        // Howard Hinnant's days-to-civil algorithm.
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthPrime = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
+        let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func pad(_ value: Int64, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2)) "
+            + "\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
+    }
+}

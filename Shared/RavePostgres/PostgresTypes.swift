@@ -1,0 +1,221 @@
+import Foundation
+
+/// A 16-byte identifier stored as PostgreSQL `uuid`; Rave IDs are these.
+///
+/// Kept free of Foundation's `UUID` so hot paths format and parse without bridging.
+public struct RaveID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var high: UInt64
+    public var low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// Parses the canonical 36-character form ("4f0c…-…") or 32 bare hex digits; nil for anything else.
+    public init?(_ text: some StringProtocol) {
+        var digits: [UInt8] = []
+        digits.reserveCapacity(32)
+        for byte in text.utf8 where byte != UInt8(ascii: "-") {
+            guard let digit = Self.hexValue(byte) else { return nil }
+            digits.append(digit)
+        }
+        let dashes = text.utf8.count - digits.count
+        guard digits.count == 32, dashes == 0 || dashes == 4 else { return nil }
+        high = digits[0..<16].reduce(0) { $0 << 4 | UInt64($1) }
+        low = digits[16..<32].reduce(0) { $0 << 4 | UInt64($1) }
+    }
+
+    /// A random version-4 identifier.
+    public static func random() -> RaveID {
+        var generator = SystemRandomNumberGenerator()
+        let high = (generator.next() & ~0xf000) | 0x4000
+        let low = (generator.next() & ~(0xc000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000
+        return RaveID(high: high, low: low)
+    }
+
+    /// The 16 bytes, most significant first.
+    public var bytes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        appendBigEndian(high, to: &bytes)
+        appendBigEndian(low, to: &bytes)
+        return bytes
+    }
+
+    public var description: String {
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (index, byte) in bytes.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0xf)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    public static func < (lhs: RaveID, rhs: RaveID) -> Bool { (lhs.high, lhs.low) < (rhs.high, rhs.low) }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+extension RaveID: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue? { PostgresValue(type: .uuid, bytes: bytes) }
+
+    public init(postgresCell cell: PostgresCell) throws {
+        guard cell.type == .uuid, cell.bytes.count == 16 else { throw cell.typeMismatch(RaveID.self) }
+        let start = cell.bytes.startIndex
+        high = cell.bytes[start..<start + 8].reduce(0) { $0 << 8 | UInt64($1) }
+        low = cell.bytes[start + 8..<start + 16].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
+
+/// A `timestamptz`: microseconds since the Unix epoch, UTC, exactly as precise as PostgreSQL.
+public struct PostgresTimestamp: Hashable, Sendable, Comparable {
+    public var microsecondsSinceEpoch: Int64
+
+    public init(microsecondsSinceEpoch: Int64) { self.microsecondsSinceEpoch = microsecondsSinceEpoch }
+
+    public init(_ date: Date) {
+        microsecondsSinceEpoch = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+    }
+
+    /// The current wall-clock time.
+    public static func now() -> PostgresTimestamp { PostgresTimestamp(Date()) }
+
+    public var date: Date { Date(timeIntervalSince1970: Double(microsecondsSinceEpoch) / 1_000_000) }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.microsecondsSinceEpoch < rhs.microsecondsSinceEpoch }
+
+    /// PostgreSQL counts from 2000-01-01 rather than 1970-01-01.
+    static let postgresEpochOffset: Int64 = 946_684_800_000_000
+}
+
+extension PostgresTimestamp: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue? {
+        var bytes: [UInt8] = []
+        appendBigEndian(microsecondsSinceEpoch - Self.postgresEpochOffset, to: &bytes)
+        return PostgresValue(type: .timestamptz, bytes: bytes)
+    }
+
+    public init(postgresCell cell: PostgresCell) throws {
+        guard cell.type == .timestamptz || cell.type == .timestamp else {
+            throw cell.typeMismatch(PostgresTimestamp.self)
+        }
+        microsecondsSinceEpoch = try cell.integer(Int64.self) + Self.postgresEpochOffset
+    }
+}
+
+extension Date: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue? { PostgresTimestamp(self).postgresValue }
+    public init(postgresCell cell: PostgresCell) throws { self = try PostgresTimestamp(postgresCell: cell).date }
+}
+
+// MARK: - Arrays
+
+/// A type that can be an element of a one-dimensional PostgreSQL array parameter or column.
+public protocol PostgresArrayElement: PostgresEncodable, PostgresDecodable {
+    /// The element's PostgreSQL type.
+    static var postgresElementType: PostgresType { get }
+}
+
+extension String: PostgresArrayElement { public static var postgresElementType: PostgresType { .text } }
+extension Int64: PostgresArrayElement { public static var postgresElementType: PostgresType { .int8 } }
+extension Int: PostgresArrayElement { public static var postgresElementType: PostgresType { .int8 } }
+extension Int32: PostgresArrayElement { public static var postgresElementType: PostgresType { .int4 } }
+extension RaveID: PostgresArrayElement { public static var postgresElementType: PostgresType { .uuid } }
+
+extension UInt8: PostgresArrayElement {
+    /// Only `[UInt8]` (sent as `bytea`) uses this conformance; a lone byte travels as `int2`.
+    public static var postgresElementType: PostgresType { .int2 }
+
+    public var postgresValue: PostgresValue? {
+        var bytes: [UInt8] = []
+        appendBigEndian(Int16(self), to: &bytes)
+        return PostgresValue(type: .int2, bytes: bytes)
+    }
+
+    public init(postgresCell cell: PostgresCell) throws {
+        guard let value = UInt8(exactly: try Int64(postgresCell: cell)) else { throw cell.typeMismatch(UInt8.self) }
+        self = value
+    }
+}
+
+/// PostgreSQL's binary array format: dimensions, a null flag, the element type, then length-prefixed elements.
+enum PostgresArrayCoding {
+    static let arrayTypes: [PostgresType: PostgresType] = [
+        .text: .textArray, .int8: .int8Array, .int4: .int4Array, .uuid: .uuidArray,
+    ]
+
+    static func encode<Element: PostgresArrayElement>(_ elements: [Element]) -> PostgresValue {
+        var bytes: [UInt8] = []
+        let elementType = Element.postgresElementType
+        let values = elements.map(\.postgresValue)
+        appendBigEndian(Int32(elements.isEmpty ? 0 : 1), to: &bytes)
+        appendBigEndian(Int32(values.contains { $0 == nil } ? 1 : 0), to: &bytes)
+        appendBigEndian(elementType.oid, to: &bytes)
+        if !elements.isEmpty {
+            appendBigEndian(Int32(elements.count), to: &bytes)
+            appendBigEndian(Int32(1), to: &bytes)
+        }
+        for value in values {
+            guard let value else {
+                appendBigEndian(Int32(-1), to: &bytes)
+                continue
+            }
+            appendBigEndian(Int32(value.bytes.count), to: &bytes)
+            bytes.append(contentsOf: value.bytes)
+        }
+        return PostgresValue(type: arrayTypes[elementType] ?? .unspecified, bytes: bytes)
+    }
+
+    static func decode<Element: PostgresArrayElement>(_ cell: PostgresCell, as: Element.Type) throws -> [Element] {
+        var reader = ByteReader(bytes: cell.bytes, cell: cell)
+        let dimensions = try reader.int32()
+        _ = try reader.int32()
+        let elementType = PostgresType(oid: UInt32(bitPattern: try reader.int32()))
+        guard dimensions <= 1 else {
+            throw PostgresError(.decoding, "column \"\(cell.column)\" is a \(dimensions)-dimensional array")
+        }
+        guard dimensions == 1 else { return [] }
+        let count = Int(try reader.int32())
+        _ = try reader.int32()
+        var elements: [Element] = []
+        elements.reserveCapacity(count)
+        for _ in 0..<count {
+            let length = Int(try reader.int32())
+            if length < 0 {
+                elements.append(try Element.decodeNull(column: cell.column))
+            } else {
+                let slice = try reader.take(length)
+                elements.append(
+                    try Element(postgresCell: PostgresCell(column: cell.column, type: elementType, bytes: slice)))
+            }
+        }
+        return elements
+    }
+
+    private struct ByteReader {
+        var bytes: ArraySlice<UInt8>
+        let cell: PostgresCell
+
+        mutating func take(_ count: Int) throws -> ArraySlice<UInt8> {
+            guard count <= bytes.count else { throw PostgresError(.decoding, "column \"\(cell.column)\" is truncated") }
+            let slice = bytes.prefix(count)
+            bytes = bytes.dropFirst(count)
+            return slice
+        }
+
+        mutating func int32() throws -> Int32 {
+            try take(4).reduce(0) { $0 << 8 | Int32($1) }
+        }
+    }
+}

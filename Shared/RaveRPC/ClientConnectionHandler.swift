@@ -1,0 +1,223 @@
+import RaveMessages
+import RaveTelemetry
+import RaveTransport
+import RaveWire
+import Synchronization
+
+/// The client side of one connection: pending calls by stream id, deadlines, pings, GOAWAY.
+///
+/// All methods except the atomics' readers run on the channel's event loop.
+final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
+    // @unchecked: mutable fields are confined to the channel's loop; `isUsable` and `serverLimits` are atomics.
+
+    typealias Completion = CheckedContinuation<Result<[UInt8], RPCError>, Never>
+    typealias SignalCompletion = CheckedContinuation<Result<Void, RPCError>, Never>
+
+    private struct PendingCall {
+        var continuation: Completion
+        var deadlineTimer: TimerHandle
+    }
+
+    let isUsable = Atomic<Bool>(true)
+    let serverLimits = Atomic<UInt32>(0)
+    private let logger: Logger
+    private var channel: Channel?
+    private var decoder = FrameDecoder()
+    private var pending: [UInt32: PendingCall] = [:]
+    private var handshakeResult: Result<Void, RPCError>?
+    private var handshakeWaiter: SignalCompletion?
+    private var pings: [UInt64: SignalCompletion] = [:]
+    private var nextPing: UInt64 = 0
+    private var goingAway = false
+    private var closed = false
+    private var output: [UInt8] = []
+    private var flushScheduled = false
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    // MARK: - Calls
+
+    func start(_ call: OutgoingCall, cancellation: CallCancellation, continuation: Completion) {
+        if cancellation.isCancelled.load(ordering: .acquiring) {
+            continuation.resume(returning: .failure(RPCError(.cancelled, "the calling task was cancelled")))
+            return
+        }
+        guard let channel, !closed, !goingAway, pending[call.streamID] == nil else {
+            continuation.resume(
+                returning: .failure(.unavailable("the connection is closed or going away", notProcessed: true)))
+            return
+        }
+        let timeout = call.timeout.nanoseconds
+        let timer = channel.loop.scheduleTimer(after: timeout) { [self] in
+            self.cancel(streamID: call.streamID, code: .deadlineExceeded)
+        }
+        pending[call.streamID] = PendingCall(continuation: continuation, deadlineTimer: timer)
+        let request = RpcV1.Request(
+            method: call.method, timeoutMs: UInt32(clamping: timeout / 1_000_000), metadata: call.metadata,
+            payload: call.payload)
+        send(type: .request, streamID: call.streamID, body: request.protobufBytes())
+    }
+
+    /// Gives up on a call locally and tells the server with CANCEL.
+    func cancel(streamID: UInt32, code: StatusCode) {
+        guard let call = pending.removeValue(forKey: streamID) else { return }
+        channel?.loop.cancelTimer(call.deadlineTimer)
+        let message =
+            code == .deadlineExceeded ? "the call's deadline passed" : "the calling task was cancelled"
+        call.continuation.resume(returning: .failure(RPCError(code, message)))
+        if !closed { send(type: .cancel, streamID: streamID, body: []) }
+        closeIfDrained()
+    }
+
+    func ping(_ continuation: SignalCompletion) {
+        guard !closed else {
+            continuation.resume(returning: .failure(.unavailable("the connection is closed")))
+            return
+        }
+        nextPing += 1
+        pings[nextPing] = continuation
+        var body: [UInt8] = []
+        for shift in stride(from: 56, through: 0, by: -8) { body.append(UInt8(truncatingIfNeeded: nextPing >> shift)) }
+        send(type: .ping, streamID: 0, body: body)
+    }
+
+    /// Resumes once the server's HANDSHAKE arrived, or fails after `timeout` nanoseconds without one.
+    func waitForHandshake(_ continuation: SignalCompletion, on loop: EventLoop, timeout: UInt64) {
+        if let handshakeResult {
+            continuation.resume(returning: handshakeResult)
+            return
+        }
+        handshakeWaiter = continuation
+        loop.scheduleTimer(after: timeout) { [self] in
+            guard handshakeResult == nil else { return }
+            finishHandshake(.failure(.unavailable("the server sent no protocol handshake in time", notProcessed: true)))
+            channel?.closeNow()
+        }
+    }
+
+    // MARK: - Channel events
+
+    func channelActive(_ channel: Channel) {
+        self.channel = channel
+        var handshake = RpcV1.Handshake()
+        handshake.protocolVersion = Frame.protocolVersion
+        handshake.maxFrameSize = UInt32(Frame.defaultMaxFrameSize)
+        handshake.agent = "rave-backend/1 client"
+        send(type: .handshake, streamID: 0, body: handshake.protobufBytes())
+    }
+
+    func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
+        guard !closed else { return }
+        decoder.append(bytes)
+        do {
+            while !closed, let frame = try decoder.nextFrame() {
+                try frame.validate()
+                handle(frame)
+            }
+        } catch {
+            logger.warning("server broke the protocol; closing", [("error", error.message)])
+            channel.closeNow()
+        }
+    }
+
+    func channelInactive(_ channel: Channel, error: TransportError?) {
+        closed = true
+        isUsable.store(false, ordering: .releasing)
+        let reason = error.map { "the connection failed: \($0)" } ?? "the connection closed"
+        finishHandshake(.failure(.unavailable(reason, notProcessed: true)))
+        let calls = pending
+        pending.removeAll()
+        for (_, call) in calls {
+            channel.loop.cancelTimer(call.deadlineTimer)
+            call.continuation.resume(returning: .failure(.unavailable(reason)))
+        }
+        let waiting = pings
+        pings.removeAll()
+        for (_, ping) in waiting { ping.resume(returning: .failure(.unavailable(reason))) }
+    }
+
+    // MARK: - Frames
+
+    private func handle(_ frame: Frame) {
+        switch frame.type {
+        case .handshake:
+            guard let handshake = try? RpcV1.Handshake(protobufBytes: frame.body),
+                handshake.protocolVersion == Frame.protocolVersion
+            else {
+                finishHandshake(.failure(RPCError(.failedPrecondition, "the server speaks another protocol version")))
+                channel?.close()
+                return
+            }
+            serverLimits.store(handshake.maxConcurrentStreams, ordering: .releasing)
+            if handshake.maxFrameSize > 0 {
+                decoder.maxFrameSize = max(decoder.maxFrameSize, Int(handshake.maxFrameSize))
+            }
+            finishHandshake(.success(()))
+        case .response:
+            guard let call = pending.removeValue(forKey: frame.streamID) else { return }
+            channel?.loop.cancelTimer(call.deadlineTimer)
+            call.continuation.resume(returning: Self.result(of: frame.body))
+            closeIfDrained()
+        case .pong:
+            guard frame.body.count == 8 else { return }
+            let token = frame.body.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            pings.removeValue(forKey: token)?.resume(returning: .success(()))
+        case .ping:
+            send(type: .pong, streamID: 0, body: frame.body)
+        case .goAway:
+            if (try? RpcV1.GoAway(protobufBytes: frame.body)) == nil {
+                logger.warning("server sent a GOAWAY that does not parse; closing")
+                channel?.closeNow()
+            }
+            goingAway = true
+            isUsable.store(false, ordering: .releasing)
+            closeIfDrained()
+        case .error:
+            let error = try? RpcV1.ProtocolError(protobufBytes: frame.body)
+            logger.warning("server closed the connection with an error", [("error", error?.message ?? "")])
+            finishHandshake(.failure(RPCError(error?.code ?? .unavailable, error?.message ?? "protocol error")))
+            channel?.close()
+        case .request, .cancel:
+            logger.warning("server sent a \(frame.type) frame; ignoring it")
+        }
+    }
+
+    private static func result(of body: [UInt8]) -> Result<[UInt8], RPCError> {
+        guard let response = try? RpcV1.Response(protobufBytes: body) else {
+            return .failure(.internalError("the server's response envelope does not parse"))
+        }
+        if response.code == .ok { return .success(response.payload) }
+        return .failure(
+            RPCError(response.code, response.message, details: response.details, notProcessed: response.notProcessed))
+    }
+
+    private func finishHandshake(_ result: Result<Void, RPCError>) {
+        guard handshakeResult == nil else { return }
+        handshakeResult = result
+        handshakeWaiter?.resume(returning: result)
+        handshakeWaiter = nil
+    }
+
+    private func closeIfDrained() {
+        if goingAway && pending.isEmpty && !closed { channel?.close() }
+    }
+
+    // MARK: - Output
+
+    private func send(type: FrameType, streamID: UInt32, body: [UInt8]) {
+        guard let channel else { return }
+        Frame.appendHeader(type: type, streamID: streamID, bodyCount: body.count, to: &output)
+        output.append(contentsOf: body)
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        channel.loop.executeAtEndOfIteration { [self] in
+            flushScheduled = false
+            guard !output.isEmpty, !closed else { return }
+            channel.write(output)
+            output.removeAll(keepingCapacity: true)
+            channel.flush()
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import RaveMessages
+import RaveTelemetry
+import RaveTransport
+import RaveWire
+import Synchronization
+
+/// Serves `RPCService`s over the Rave protocol on one listening port.
+///
+/// Always serves `rave.rpc.v1.Health/Check` (SERVING, NOT_SERVING while draining). Each request runs as a
+/// Swift `Task`; the connection's protocol state lives on its event loop (see `ServerConnection`).
+public final class RPCServer: Sendable {
+    public let configuration: RPCServerConfiguration
+    let router: RPCRouter
+    private let group: EventLoopGroup
+    private let tls: TLSContext?
+    private let listener = Mutex<Listener?>(nil)
+    private let connections = ConnectionRegistry()
+
+    /// Prepares a server; `start()` opens the port.
+    public init(
+        configuration: RPCServerConfiguration = RPCServerConfiguration(), services: [any RPCService],
+        tls: TLSContext?, group: EventLoopGroup, logger: Logger = Logger(label: "rpc.server"),
+        observer: any RPCServerObserver = SilentServerObserver()
+    ) {
+        self.configuration = configuration
+        self.group = group
+        self.tls = tls
+        self.router = RPCRouter(
+            services: services, configuration: configuration, logger: logger, observer: observer)
+    }
+
+    /// Starts listening; connections are spread over the group's loops.
+    public func start() throws(RPCError) {
+        let router = self.router
+        let connections = self.connections
+        do {
+            let listener = try Listener(
+                group: group, host: configuration.host, port: configuration.port, tls: tls,
+                options: configuration.channelOptions
+            ) { channel in
+                let connection = ServerConnection(channel: channel, router: router, registry: connections)
+                channel.setHandler(connection)
+            }
+            self.listener.withLock { $0 = listener }
+        } catch {
+            throw .unavailable("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+        }
+        router.logger.info("listening", [("address", "\(configuration.host):\(localPort)")])
+    }
+
+    /// The port actually bound (useful with port 0).
+    public var localPort: Int {
+        listener.withLock { $0.map { Int($0.localPort) } ?? 0 }
+    }
+
+    /// Stops accepting, sends GOAWAY on every connection, and returns once in-flight calls finished (or the
+    /// grace period ended) and every connection closed.
+    public func drain() async {
+        router.health.isDraining.store(true, ordering: .releasing)
+        listener.withLock { listener in
+            listener?.close()
+            listener = nil
+        }
+        for connection in connections.all {
+            connection.channel.loop.execute { connection.startDraining() }
+        }
+        await connections.waitUntilEmpty()
+    }
+
+    /// Same as `drain()`: in-flight work is never dropped on purpose, only after the grace period.
+    public func shutdown() async {
+        await drain()
+    }
+}
+
+/// Routes method names to handlers and carries what every connection of a server shares.
+final class RPCRouter: Sendable {
+    let methods: [String: RPCMethod.Handler]
+    let serviceNames: Set<String>
+    let configuration: RPCServerConfiguration
+    let logger: Logger
+    let observer: any RPCServerObserver
+    let health: HealthState
+    private let requestCounter = Atomic<UInt64>(0)
+    private let requestIDPrefix: String
+
+    init(
+        services: [any RPCService], configuration: RPCServerConfiguration, logger: Logger,
+        observer: any RPCServerObserver
+    ) {
+        var methods: [String: RPCMethod.Handler] = [:]
+        var names: Set<String> = []
+        for service in services {
+            names.insert(type(of: service).serviceName)
+            for method in service.methods { methods[method.name] = method.handler }
+        }
+        self.serviceNames = names
+        self.configuration = configuration
+        self.logger = logger
+        self.observer = observer
+        self.requestIDPrefix = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
+        let health = HealthState(serviceNames: names)
+        methods[HealthCheck.methodName] = HealthCheck.handler(health: health)
+        self.health = health
+        self.methods = methods
+    }
+
+    var isDraining: Bool { health.isDraining.load(ordering: .acquiring) }
+
+    /// A process-unique, cheap request id: a random per-server prefix and a counter.
+    func nextRequestID() -> String {
+        let number = requestCounter.wrappingAdd(1, ordering: .relaxed).newValue
+        return requestIDPrefix + "-" + String(number, radix: 16)
+    }
+}
+
+/// The built-in Health service, written against bytes because RaveServices (where its generated handler
+/// protocol lives) sits above this module.
+enum HealthCheck {
+    static let methodName = "rave.rpc.v1.Health/Check"
+
+    static func handler(health: HealthState) -> RPCMethod.Handler {
+        { request, _ in
+            let query = try RpcV1.HealthCheckRequest(protobufBytes: request)
+            var response = RpcV1.HealthCheckResponse()
+            let draining = health.isDraining.load(ordering: .acquiring)
+            if !query.service.isEmpty && !health.serviceNames.contains(query.service) {
+                response.status = .serviceUnknown
+            } else {
+                response.status = draining ? .notServing : .serving
+            }
+            return response.protobufBytes()
+        }
+    }
+}
+
+/// What the Health service reports: whether the server drains, and which services it has.
+final class HealthState: Sendable {
+    let serviceNames: Set<String>
+    let isDraining = Atomic<Bool>(false)
+
+    init(serviceNames: Set<String>) {
+        self.serviceNames = serviceNames
+    }
+}
+
+/// The open connections of a server, so `drain()` can reach them and wait for them to close.
+final class ConnectionRegistry: Sendable {
+    private struct State {
+        var connections: [ObjectIdentifier: ServerConnection] = [:]
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    var all: [ServerConnection] { state.withLock { Array($0.connections.values) } }
+
+    func add(_ connection: ServerConnection) -> Int {
+        state.withLock {
+            $0.connections[ObjectIdentifier(connection)] = connection
+            return $0.connections.count
+        }
+    }
+
+    func remove(_ connection: ServerConnection) -> Int {
+        let (count, waiters) = state.withLock { state -> (Int, [CheckedContinuation<Void, Never>]) in
+            state.connections[ObjectIdentifier(connection)] = nil
+            guard state.connections.isEmpty else { return (state.connections.count, []) }
+            let waiters = state.waiters
+            state.waiters = []
+            return (0, waiters)
+        }
+        for waiter in waiters { waiter.resume() }
+        return count
+    }
+
+    func waitUntilEmpty() async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.connections.isEmpty { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}

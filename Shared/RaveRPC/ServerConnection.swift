@@ -1,0 +1,392 @@
+import RaveMessages
+import RaveTelemetry
+import RaveTransport
+import RaveWire
+
+/// The server side of one connection: handshake, stream table, deadlines, drain, idle timeout.
+///
+/// All methods run on the channel's event loop. Request handlers run as Tasks elsewhere and come back with
+/// `loop.execute`; responses are appended to `output` and leave in one flush at the end of the iteration.
+final class ServerConnection: ChannelHandler, @unchecked Sendable {
+    // @unchecked: every mutable field is touched only on `channel.loop`; other threads reach it via loop.execute.
+
+    private enum State {
+        case open
+        case goingAway
+        case closed
+    }
+
+    /// One request being handled; `sequence` tells a late completion from a reused stream id.
+    private struct InFlightCall {
+        var sequence: UInt64
+        var method: String
+        var requestID: String
+        var startedAt: UInt64
+        var deadlineTimer: TimerHandle
+        var task: Task<Void, Never>?
+    }
+
+    let channel: Channel
+    private let router: RPCRouter
+    private let registry: ConnectionRegistry
+    private let logger: Logger
+    private var decoder: FrameDecoder
+    private var state = State.open
+    /// Whether the client's HANDSHAKE arrived; until then no other frame is allowed.
+    private var handshakeReceived = false
+    private var calls: [UInt32: InFlightCall] = [:]
+    private var nextSequence: UInt64 = 0
+    private var highestStreamID: UInt32 = 0
+    private var peerMaxFrameSize = Frame.defaultMaxFrameSize
+    private var output: [UInt8] = []
+    private var flushScheduled = false
+    private var lastActivity: UInt64 = 0
+    private var idleTimer: TimerHandle?
+    private var graceTimer: TimerHandle?
+
+    init(channel: Channel, router: RPCRouter, registry: ConnectionRegistry) {
+        self.channel = channel
+        self.router = router
+        self.registry = registry
+        self.logger = router.logger.with("peer", channel.remoteAddress)
+        self.decoder = FrameDecoder(maxFrameSize: router.configuration.maxFrameSize)
+    }
+
+    private var configuration: RPCServerConfiguration { router.configuration }
+
+    // MARK: - Channel events
+
+    func channelActive(_ channel: Channel) {
+        router.observer.connectionCountChanged(to: registry.add(self))
+        var handshake = RpcV1.Handshake()
+        handshake.protocolVersion = Frame.protocolVersion
+        handshake.maxFrameSize = UInt32(clamping: configuration.maxFrameSize)
+        handshake.maxConcurrentStreams = UInt32(clamping: configuration.maxConcurrentStreams)
+        handshake.agent = configuration.agent
+        send(type: .handshake, streamID: 0, body: handshake.protobufBytes())
+        lastActivity = monotonicNanoseconds()
+        scheduleIdleCheck(at: lastActivity + configuration.idleTimeout.nanoseconds)
+        if router.isDraining { startDraining() }
+    }
+
+    func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
+        guard state != .closed else { return }
+        decoder.append(bytes)
+        do {
+            try handleBufferedFrames()
+        } catch {
+            failConnection(code: error.code, error.message)
+        }
+    }
+
+    private func handleBufferedFrames() throws(RPCError) {
+        while state != .closed {
+            let frame: Frame
+            do {
+                guard let next = try decoder.nextFrame() else { return }
+                try next.validate()
+                frame = next
+            } catch {
+                throw .invalidArgument(error.message)
+            }
+            try handle(frame)
+        }
+    }
+
+    func channelReadComplete(_ channel: Channel) {
+        lastActivity = monotonicNanoseconds()
+    }
+
+    func channelWritabilityChanged(_ channel: Channel) {}
+
+    func channelInactive(_ channel: Channel, error: TransportError?) {
+        state = .closed
+        for (_, call) in calls {
+            call.task?.cancel()
+            channel.loop.cancelTimer(call.deadlineTimer)
+            // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
+            router.observer.callFinished(
+                method: call.method, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
+        }
+        calls.removeAll()
+        if let idleTimer { channel.loop.cancelTimer(idleTimer) }
+        if let graceTimer { channel.loop.cancelTimer(graceTimer) }
+        router.observer.connectionCountChanged(to: registry.remove(self))
+    }
+
+    // MARK: - Frames
+
+    private func handle(_ frame: Frame) throws(RPCError) {
+        if !handshakeReceived {
+            guard frame.type == .handshake else {
+                throw .invalidArgument("the first frame must be HANDSHAKE, got \(frame.type)")
+            }
+            let handshake: RpcV1.Handshake
+            do { handshake = try RpcV1.Handshake(protobufBytes: frame.body) } catch {
+                throw .invalidArgument("the handshake does not parse: \(error)")
+            }
+            guard handshake.protocolVersion == Frame.protocolVersion else {
+                throw RPCError(
+                    .failedPrecondition,
+                    "protocol version \(handshake.protocolVersion) is not supported; this server speaks 1")
+            }
+            if handshake.maxFrameSize >= UInt32(Frame.headerSize) {
+                peerMaxFrameSize = Int(handshake.maxFrameSize)
+            }
+            handshakeReceived = true
+            return
+        }
+        switch frame.type {
+        case .request:
+            try receiveRequest(streamID: frame.streamID, body: frame.body)
+        case .cancel:
+            cancelCall(streamID: frame.streamID, code: .cancelled, message: "the client cancelled the call")
+        case .ping:
+            send(type: .pong, streamID: 0, body: frame.body)
+        case .pong:
+            break
+        case .goAway:
+            do { _ = try RpcV1.GoAway(protobufBytes: frame.body) } catch {
+                throw .invalidArgument("the GOAWAY body does not parse: \(error)")
+            }
+            // The client leaves: answer what is in flight, then close.
+            state = .goingAway
+            closeIfDrained()
+        case .error:
+            logger.warning("peer reported a protocol error", [("body_bytes", String(frame.body.count))])
+            closeConnection()
+        case .handshake:
+            throw .invalidArgument("a second HANDSHAKE frame")
+        case .response:
+            throw .invalidArgument("a client must not send RESPONSE frames")
+        }
+    }
+
+    private func receiveRequest(streamID: UInt32, body: [UInt8]) throws(RPCError) {
+        guard calls[streamID] == nil else {
+            throw .invalidArgument("stream id \(streamID) is already in flight")
+        }
+        let request: RpcV1.Request
+        do { request = try RpcV1.Request(protobufBytes: body) } catch {
+            // The stream id is usable, so answer on the stream and keep the connection.
+            reject(streamID: streamID, method: "", RPCError(.invalidArgument, "the request envelope \(error)"))
+            return
+        }
+        if state == .goingAway {
+            reject(
+                streamID: streamID, method: request.method,
+                .unavailable("the server is draining; retry on another connection", notProcessed: true))
+            return
+        }
+        guard calls.count < configuration.maxConcurrentStreams else {
+            reject(
+                streamID: streamID, method: request.method,
+                RPCError(
+                    .resourceExhausted,
+                    "at most \(configuration.maxConcurrentStreams) calls may be in flight on one connection",
+                    notProcessed: true))
+            return
+        }
+        guard let handler = router.methods[request.method] else {
+            reject(
+                streamID: streamID, method: request.method,
+                .unimplemented("method \"\(request.method)\" is not served here"))
+            return
+        }
+        highestStreamID = max(highestStreamID, streamID)
+        start(streamID: streamID, request: request, handler: handler)
+    }
+
+    private func start(streamID: UInt32, request: RpcV1.Request, handler: @escaping RPCMethod.Handler) {
+        router.observer.callStarted(method: request.method)
+        let now = monotonicNanoseconds()
+        let timeout =
+            request.timeoutMs == 0
+            ? configuration.defaultTimeout.nanoseconds
+            : min(UInt64(request.timeoutMs) * 1_000_000, configuration.maxTimeout.nanoseconds)
+        let deadline = now + timeout
+        nextSequence += 1
+        let sequence = nextSequence
+        let requestID = router.nextRequestID()
+        let timer = channel.loop.scheduleTimer(at: deadline) { [self] in
+            expireCall(streamID: streamID, sequence: sequence)
+        }
+        calls[streamID] = InFlightCall(
+            sequence: sequence, method: request.method, requestID: requestID, startedAt: now,
+            deadlineTimer: timer, task: nil)
+
+        let context = RequestContext(
+            requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
+            peer: PeerIdentity(
+                address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName),
+            caller: trustedCaller(request.metadata), logger: logger.with("request_id", requestID))
+        let loop = channel.loop
+        let payload = request.payload
+        let task = Task { [self] in
+            let response: RpcV1.Response
+            do {
+                let result = try await handler(payload, context)
+                response = RpcV1.Response(code: .ok, message: "", details: [], notProcessed: false, payload: result)
+            } catch {
+                let status = RPCError(mapping: error, requestID: requestID)
+                if status.code == .internal {
+                    context.logger.error("handler failed", [("error", String(describing: error))])
+                }
+                response = RpcV1.Response(
+                    code: status.code, message: status.message, details: status.details,
+                    notProcessed: status.notProcessed, payload: [])
+            }
+            loop.execute { self.finishCall(streamID: streamID, sequence: sequence, response: response) }
+        }
+        calls[streamID]?.task = task
+    }
+
+    /// The caller from metadata, trusted only from peers that proved with a certificate to be our services.
+    private func trustedCaller(_ metadata: [String: String]) -> Caller? {
+        guard channel.peerCertificateCommonName != nil,
+            let userID = metadata[MetadataKey.callerUserID] ?? metadata[MetadataKey.callerAppID].map({ _ in "" })
+        else { return nil }
+        let scopes = (metadata[MetadataKey.callerScopes] ?? "").split(separator: " ").map(String.init)
+        return Caller(
+            userID: userID, appID: metadata[MetadataKey.callerAppID] ?? "",
+            sessionID: metadata[MetadataKey.callerSessionID] ?? "", scopes: Set(scopes))
+    }
+
+    // MARK: - Completion
+
+    private func finishCall(streamID: UInt32, sequence: UInt64, response: RpcV1.Response) {
+        guard let call = calls[streamID], call.sequence == sequence else { return }
+        calls[streamID] = nil
+        channel.loop.cancelTimer(call.deadlineTimer)
+        complete(streamID: streamID, call: call, code: response.code, message: response.message) {
+            response.protobufBytes()
+        }
+    }
+
+    private func expireCall(streamID: UInt32, sequence: UInt64) {
+        guard let call = calls[streamID], call.sequence == sequence else { return }
+        cancelCall(streamID: streamID, code: .deadlineExceeded, message: "the deadline passed before the call finished")
+    }
+
+    private func cancelCall(streamID: UInt32, code: StatusCode, message: String) {
+        guard let call = calls.removeValue(forKey: streamID) else { return }
+        call.task?.cancel()
+        channel.loop.cancelTimer(call.deadlineTimer)
+        complete(streamID: streamID, call: call, code: code, message: message) {
+            RpcV1.Response(code: code, message: message, details: [], notProcessed: false, payload: []).protobufBytes()
+        }
+    }
+
+    private func complete(
+        streamID: UInt32, call: InFlightCall, code: StatusCode, message: String, body: () -> [UInt8]
+    ) {
+        let elapsed = monotonicNanoseconds() &- call.startedAt
+        router.observer.callFinished(method: call.method, code: code, nanoseconds: elapsed)
+        logger.log(
+            configuration.requestLogLevel, "call finished",
+            [
+                ("method", call.method), ("status", "\(code)"), ("latency_us", String(elapsed / 1000)),
+                ("request_id", call.requestID),
+            ])
+        guard state != .closed else { return }
+        var encoded = body()
+        if Frame.headerSize + encoded.count > peerMaxFrameSize {
+            encoded = RpcV1.Response(
+                code: .resourceExhausted,
+                message: "the response (\(encoded.count) bytes) exceeds the client's maximum frame size",
+                details: [], notProcessed: false, payload: []
+            ).protobufBytes()
+        }
+        send(type: .response, streamID: streamID, body: encoded)
+        closeIfDrained()
+    }
+
+    private func reject(streamID: UInt32, method: String, _ error: RPCError) {
+        router.observer.callStarted(method: method)
+        router.observer.callFinished(method: method, code: error.code, nanoseconds: 0)
+        let response = RpcV1.Response(
+            code: error.code, message: error.message, details: error.details, notProcessed: error.notProcessed,
+            payload: [])
+        send(type: .response, streamID: streamID, body: response.protobufBytes())
+    }
+
+    // MARK: - Output
+
+    private func send(type: FrameType, streamID: UInt32, body: [UInt8]) {
+        Frame.appendHeader(type: type, streamID: streamID, bodyCount: body.count, to: &output)
+        output.append(contentsOf: body)
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        channel.loop.executeAtEndOfIteration { [self] in flushOutput() }
+    }
+
+    private func flushOutput() {
+        flushScheduled = false
+        guard !output.isEmpty, state != .closed else { return }
+        channel.write(output)
+        output.removeAll(keepingCapacity: true)
+        channel.flush()
+    }
+
+    // MARK: - Drain, idle, errors
+
+    /// Sends GOAWAY; in-flight calls finish, later requests are refused, the connection closes when idle.
+    func startDraining() {
+        guard state == .open else { return }
+        state = .goingAway
+        var goAway = RpcV1.GoAway()
+        goAway.lastStreamId = highestStreamID
+        goAway.reason = "server draining"
+        send(type: .goAway, streamID: 0, body: goAway.protobufBytes())
+        graceTimer = channel.loop.scheduleTimer(after: configuration.drainGracePeriod.nanoseconds) { [self] in
+            logger.warning("drain grace period over; closing with calls in flight", [("calls", String(calls.count))])
+            closeConnection()
+        }
+        closeIfDrained()
+    }
+
+    private func closeIfDrained() {
+        if state == .goingAway && calls.isEmpty { closeConnection() }
+    }
+
+    private func scheduleIdleCheck(at deadline: UInt64) {
+        idleTimer = channel.loop.scheduleTimer(at: deadline) { [self] in
+            guard state != .closed else { return }
+            let idleUntil = lastActivity + configuration.idleTimeout.nanoseconds
+            if calls.isEmpty && monotonicNanoseconds() >= idleUntil {
+                logger.debug("closing idle connection")
+                startDraining()
+            } else {
+                scheduleIdleCheck(
+                    at: max(idleUntil, monotonicNanoseconds() + configuration.idleTimeout.nanoseconds / 4))
+            }
+        }
+    }
+
+    private func failConnection(code: StatusCode, _ message: String) {
+        logger.warning("protocol error; closing the connection", [("error", message)])
+        var error = RpcV1.ProtocolError()
+        error.code = code
+        error.message = message
+        send(type: .error, streamID: 0, body: error.protobufBytes())
+        closeConnection()
+    }
+
+    private func closeConnection() {
+        guard state != .closed else { return }
+        if !output.isEmpty {
+            channel.write(output)
+            output.removeAll()
+        }
+        state = .closed
+        for (_, call) in calls {
+            call.task?.cancel()
+            channel.loop.cancelTimer(call.deadlineTimer)
+            // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
+            router.observer.callFinished(
+                method: call.method, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
+        }
+        calls.removeAll()
+        channel.close()
+    }
+}

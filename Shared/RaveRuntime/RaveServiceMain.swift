@@ -1,0 +1,91 @@
+import Foundation
+import RaveRPC
+import RaveTelemetry
+import RaveTransport
+
+/// The `main` of every service.
+///
+/// It reads the configuration and sets up logging, metrics, the database and its migrations, the RPC server with
+/// mTLS, the admin HTTP server, and signal handling, so a service's own `main` is a few lines:
+///
+/// ```swift
+/// @main struct IdentityMain {
+///     static func main() async {
+///         await RaveServiceMain.run(name: "identity", migrations: .directory("Services/Identity/Migrations")) {
+///             context in [IdentityHandler(pool: context.pool)]
+///         }
+///     }
+/// }
+/// ```
+///
+/// On SIGTERM or SIGINT: `/readyz` turns 503, the RPC server sends GOAWAY and lets in-flight calls finish,
+/// background services stop, the pool closes, and the process exits 0 (1 when a part failed). A second signal
+/// exits at once. SIGHUP re-reads the TLS certificate, key and CA.
+public enum RaveServiceMain {
+    /// Exit status for configuration errors (sysexits.h EX_CONFIG), so supervisors can tell them from crashes.
+    public static let configurationErrorStatus: Int32 = 78
+
+    public static func run(
+        name: String, migrations: MigrationSource = .none,
+        services makeServices: @escaping @Sendable (ServiceContext) async throws -> [any RPCService]
+    ) async -> Never {
+        // First, before anything starts a thread: every thread must block the signals the watcher waits for.
+        SignalWatcher.blockSignals()
+        let environment = ProcessInfo.processInfo.environment
+        let runtime: ServiceRuntime
+        do {
+            runtime = try await ServiceRuntime.start(
+                name: name, environment: environment, migrations: migrations, services: makeServices)
+        } catch let error as RuntimeError where error.kind == .invalidConfiguration {
+            Logger(label: name).critical("configuration error: \(error.message)")
+            exit(configurationErrorStatus)
+        } catch {
+            Logger(label: name).critical("start-up failed", [("error", "\(error)")])
+            exit(1)
+        }
+        let logger = runtime.logger
+        do {
+            try SignalWatcher.start { signal in handle(signal, runtime: runtime) }
+            try await runtime.run()
+            logger.notice("stopped cleanly")
+            exit(0)
+        } catch {
+            logger.critical("stopped with an error", [("error", "\(error)")])
+            exit(1)
+        }
+    }
+
+    private static func handle(_ signal: ProcessSignal, runtime: ServiceRuntime) {
+        let logger = runtime.logger
+        switch signal {
+        case .terminate, .interrupt:
+            if runtime.isShuttingDown {
+                logger.warning("second \(signal.name) during shutdown; exiting now")
+                exit(1)
+            }
+            logger.notice("received \(signal.name); shutting down")
+            runtime.triggerShutdown()
+            startWatchdog(after: runtime.configuration.shutdownGracePeriod * 2 + .seconds(10), logger: logger)
+        case .hangup:
+            do {
+                try runtime.reloadCertificates()
+                logger.notice("received SIGHUP; reloaded TLS certificates")
+            } catch {
+                logger.error(
+                    "received SIGHUP; TLS reload failed, keeping the old certificates", [("error", "\(error)")])
+            }
+        }
+    }
+
+    /// Ends the process if shutdown hangs: a stuck service must not keep a terminated process alive forever.
+    private static func startWatchdog(after limit: Duration, logger: Logger) {
+        let thread = Thread {
+            let (seconds, attoseconds) = limit.components
+            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) * 1e-18)
+            logger.critical("shutdown did not finish within \(limit); exiting")
+            exit(1)
+        }
+        thread.name = "rave-shutdown-watchdog"
+        thread.start()
+    }
+}

@@ -1,0 +1,75 @@
+import RavePostgres
+import RaveRPC
+import RaveTelemetry
+import Synchronization
+
+/// The RPC server as a `Service`: listens in `run()`, drains (GOAWAY, finish in-flight calls) on shutdown.
+public final class RPCServerService: Service {
+    public let name = "rpc-server"
+    public let server: RPCServer
+    private let stopped = ShutdownLatch()
+    private let started = Mutex(false)
+
+    public init(server: RPCServer) {
+        self.server = server
+    }
+
+    /// Opens the port now (instead of in `run()`), so a port conflict stops start-up early; idempotent.
+    public func bind() throws(RPCError) {
+        try started.withLock { started throws(RPCError) in
+            guard !started else { return }
+            try server.start()
+            started = true
+        }
+    }
+
+    public func run() async throws {
+        try bind()
+        await stopped.wait()
+        await server.drain()
+    }
+
+    public func shutdown() async {
+        stopped.open()
+    }
+}
+
+/// The database pool as a `Service`, so it closes after every service that uses it has stopped.
+public final class DatabaseService: Service {
+    public let name = "postgres-pool"
+    public let pool: PostgresPool
+    private let stopped = ShutdownLatch()
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    public func run() async throws {
+        await stopped.wait()
+        pool.shutdown()
+    }
+
+    public func shutdown() async {
+        stopped.open()
+    }
+}
+
+extension MetricsRegistry {
+    /// Registers the pool's used, idle and waiting connection counts as gauges read at scrape time.
+    public func registerGauges(for pool: PostgresPool, name: String = "main") {
+        gauge("db.client.connections", help: "Open database connections.", labels: [("pool", name), ("state", "used")])
+        {
+            let statistics = pool.statistics
+            return Double(statistics.open - statistics.idle)
+        }
+        gauge("db.client.connections", help: "Open database connections.", labels: [("pool", name), ("state", "idle")])
+        {
+            Double(pool.statistics.idle)
+        }
+        gauge(
+            "db.client.pending_requests", help: "Callers waiting for a database connection.", labels: [("pool", name)]
+        ) {
+            Double(pool.statistics.waiting)
+        }
+    }
+}

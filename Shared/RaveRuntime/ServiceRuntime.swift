@@ -1,0 +1,170 @@
+import RavePostgres
+import RaveRPC
+import RaveTelemetry
+import RaveTransport
+import Synchronization
+
+/// One service process, assembled: event loops, database pool and migrations, the RPC server with its TLS
+/// context, the admin server, and the service group that runs and stops them.
+///
+/// `RaveServiceMain` adds signals and the exit status; tests drive it directly with `triggerShutdown()`.
+public final class ServiceRuntime: Sendable {
+    public let configuration: ServiceConfiguration
+    public let context: ServiceContext
+    public let logger: Logger
+    private let group: EventLoopGroup
+    private let tls: TLSContext
+    private let rpc: RPCServerService
+    private let admin: AdminHTTPServer
+    private let serviceGroup: ServiceGroup
+
+    /// Reads the configuration, connects, migrates, creates the handlers, and binds both ports; serving
+    /// begins at once, `run()` then waits for shutdown.
+    public static func start(
+        name: String, environment: [String: String], migrations: MigrationSource = .none,
+        services makeServices: @Sendable (ServiceContext) async throws -> [any RPCService]
+    ) async throws -> ServiceRuntime {
+        let configuration = try ServiceConfiguration(
+            serviceName: name, environment: environment, coreCount: System.coreCount)
+        let logger = Logger(label: name, level: configuration.logLevel)
+        logger.info("starting", configuration.effectiveSettings)
+        let group = try EventLoopGroup(loopCount: configuration.eventLoopCount)
+        do {
+            return try await ServiceRuntime(
+                configuration: configuration, environment: environment, migrations: migrations, logger: logger,
+                group: group, makeServices: makeServices)
+        } catch {
+            group.shutdown()
+            throw error
+        }
+    }
+
+    private init(
+        configuration: ServiceConfiguration, environment: [String: String], migrations: MigrationSource,
+        logger: Logger, group: EventLoopGroup, makeServices: @Sendable (ServiceContext) async throws -> [any RPCService]
+    ) async throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.group = group
+        let metrics = MetricsRegistry.shared
+        let readiness = ReadinessChecks()
+        let admin = AdminHTTPServer(
+            address: configuration.adminListen, group: group, metrics: metrics, readiness: readiness,
+            logger: logger.with("component", "admin"))
+        try admin.bind()
+        self.admin = admin
+
+        var database: PostgresPool?
+        if let url = configuration.databaseURL {
+            var poolConfiguration = PostgresPool.Configuration(connectionString: url)
+            poolConfiguration.size = configuration.databasePoolSize
+            let pool = try PostgresPool(
+                configuration: poolConfiguration, group: group, logger: logger.with("component", "postgres"))
+            database = pool
+            metrics.registerGauges(for: pool)
+            readiness.add("database", throwing: { try await pool.query(PostgresQuery("SELECT 1")) })
+            let migrated = Flag()
+            readiness.add("migrations") { migrated.isSet ? nil : "not applied yet" }
+            do {
+                try await Self.migrate(pool, migrations, environment: environment, logger: logger)
+            } catch {
+                pool.shutdown()
+                admin.closeNow()
+                throw error
+            }
+            migrated.set()
+        }
+
+        let context = ServiceContext(
+            configuration: configuration, environment: environment, logger: logger, group: group, metrics: metrics,
+            readiness: readiness, database: database)
+        self.context = context
+        do {
+            let tls = try TLSContext(
+                .server(
+                    certificateChainPath: configuration.tlsCertificatePath,
+                    privateKeyPath: configuration.tlsPrivateKeyPath,
+                    trustRootsPath: configuration.tlsCertificateAuthorityPath,
+                    requireClientCertificate: configuration.requireClientCertificate))
+            let handlers = try await makeServices(context)
+            let server = RPCServer(
+                configuration: RPCServerConfiguration(
+                    host: configuration.listen.host, port: configuration.listen.port,
+                    maxFrameSize: configuration.maxFrameSize, maxConcurrentStreams: configuration.maxConcurrentStreams,
+                    idleTimeout: configuration.idleTimeout, drainGracePeriod: configuration.shutdownGracePeriod),
+                services: handlers, tls: tls, group: group, logger: logger.with("component", "rpc"),
+                observer: RPCMetrics(registry: metrics))
+            let rpc = RPCServerService(server: server)
+            try rpc.bind()
+            self.tls = tls
+            self.rpc = rpc
+        } catch {
+            database?.shutdown()
+            admin.closeNow()
+            throw error
+        }
+
+        // Stopped in reverse: the RPC server drains first, the admin server answers probes until the very end.
+        var services: [any Service] = [admin]
+        if let database { services.append(DatabaseService(pool: database)) }
+        services += context.backgroundServices
+        services.append(self.rpc)
+        let serviceGroup = ServiceGroup(
+            services: services, gracePeriod: configuration.shutdownGracePeriod + .seconds(5), logger: logger)
+        self.serviceGroup = serviceGroup
+        readiness.add("accepting") { serviceGroup.isShuttingDown ? "shutting down" : nil }
+    }
+
+    /// The RPC port actually bound (differs from the configured one when that is 0).
+    public var rpcPort: Int { rpc.server.localPort }
+
+    /// The admin port actually bound.
+    public var adminPort: Int { admin.localPort ?? 0 }
+
+    /// Whether shutdown has begun.
+    public var isShuttingDown: Bool { serviceGroup.isShuttingDown }
+
+    /// Serves until shutdown, then stops everything in reverse order and stops the event loops.
+    public func run() async throws {
+        defer { group.shutdown() }
+        try await serviceGroup.run()
+    }
+
+    /// Begins a graceful shutdown (what SIGTERM does); safe from any thread, any number of times.
+    public func triggerShutdown() {
+        serviceGroup.triggerShutdown()
+    }
+
+    /// Re-reads the TLS files (what SIGHUP does); new connections use them, established ones keep theirs.
+    public func reloadCertificates() throws(TransportError) {
+        try tls.reload()
+    }
+
+    private static func migrate(
+        _ pool: PostgresPool, _ source: MigrationSource, environment: [String: String], logger: Logger
+    ) async throws {
+        let migrator: Migrator
+        switch source {
+        case .none: return
+        case .directory(let directory):
+            migrator = try Migrator(pool: pool, directory: environment["RAVE_MIGRATIONS_DIR"] ?? directory)
+        case .list(let migrations):
+            migrator = Migrator(pool: pool, migrations: migrations)
+        }
+        let applied = try await migrator.migrate()
+        logger.info(
+            "migrations applied",
+            [("count", String(applied.count)), ("versions", applied.map { String($0.version) }.joined(separator: ","))])
+    }
+}
+
+/// A boolean that flips once, shared between start-up and the readiness check that reports it.
+private final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isSet: Bool { value.load(ordering: .acquiring) }
+
+    func set() {
+        value.store(true, ordering: .releasing)
+    }
+}

@@ -1,0 +1,207 @@
+import COpenSSL
+import CRaveTLS
+import Synchronization
+
+/// A TLS configuration loaded into OpenSSL (an `SSL_CTX`), shared by every connection that uses it.
+///
+/// `reload()` re-reads certificates, key and CA from disk (on SIGHUP): connections made afterwards use the new
+/// files, established ones keep theirs.
+public final class TLSContext: Sendable {
+    public let configuration: TLSConfiguration
+    private let current: Mutex<ContextBox>
+
+    /// Loads `configuration`; throws `.tlsConfiguration` when a file is missing or the key doesn't match.
+    public init(_ configuration: TLSConfiguration) throws(TransportError) {
+        self.configuration = configuration
+        current = Mutex(try ContextBox(configuration))
+    }
+
+    /// Re-reads the configured files; on failure the previous certificates stay in use.
+    public func reload() throws(TransportError) {
+        let fresh = try ContextBox(configuration)
+        current.withLock { $0 = fresh }
+    }
+
+    /// A session for one connection on `fd`, verifying the server against `serverName` on the client side.
+    func makeSession(fd: Int32, serverName: String?) throws(TransportError) -> TLSSession {
+        let box = current.withLock { $0 }
+        guard let ssl = SSL_new(box.pointer) else { throw .tlsConfiguration("SSL_new: \(takeErrorText())") }
+        let session = TLSSession(ssl: ssl)
+        guard SSL_set_fd(ssl, fd) == 1 else { throw .tlsConfiguration("SSL_set_fd: \(takeErrorText())") }
+        switch configuration.role {
+        case .server:
+            SSL_set_accept_state(ssl)
+        case .client:
+            SSL_set_connect_state(ssl)
+            if let host = serverName ?? configuration.serverName {
+                guard rave_ssl_set_expected_host(ssl, host) == 1 else {
+                    throw .tlsConfiguration("cannot verify against host '\(host)': \(takeErrorText())")
+                }
+                // SNI carries names only; RFC 6066 forbids IP literals there.
+                if !host.contains(":"), !host.allSatisfy({ $0 == "." || $0.isNumber }) {
+                    _ = rave_ssl_set_sni(ssl, host)
+                }
+            }
+        }
+        return session
+    }
+}
+
+/// Owns one `SSL_CTX`; a reload swaps the box, and sessions keep the context alive through OpenSSL's refcount.
+private final class ContextBox: Sendable {
+    // nonisolated(unsafe): the SSL_CTX is immutable after init and OpenSSL makes SSL_new on it thread-safe.
+    nonisolated(unsafe) let pointer: OpaquePointer
+
+    init(_ configuration: TLSConfiguration) throws(TransportError) {
+        let method = configuration.role == .server ? TLS_server_method() : TLS_client_method()
+        guard let context = SSL_CTX_new(method) else {
+            throw .tlsConfiguration("SSL_CTX_new: \(takeErrorText())")
+        }
+        pointer = context
+        _ = rave_ssl_ctx_set_min_tls12(context)
+        if configuration.minimumVersion == .tls13 {
+            _ = rave_ssl_ctx_set_min_tls(context, rave_tls1_3_version())
+        }
+        if configuration.offersOnlyTLS11ForTesting {
+            // OpenSSL 3 refuses TLS 1.1 above security level 0, so lower it or the client never says hello.
+            _ = rave_ssl_ctx_set_min_tls(context, rave_tls1_1_version())
+            _ = rave_ssl_ctx_set_max_tls(context, rave_tls1_1_version())
+            SSL_CTX_set_security_level(context, 0)
+            _ = SSL_CTX_set_cipher_list(context, "DEFAULT:@SECLEVEL=0")
+        }
+        _ = rave_ssl_ctx_set_mode_defaults(context)
+        if let chain = configuration.certificateChainPath {
+            guard SSL_CTX_use_certificate_chain_file(context, chain) == 1 else {
+                throw .tlsConfiguration("certificate chain \(chain): \(takeErrorText())")
+            }
+        }
+        if let key = configuration.privateKeyPath {
+            guard SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) == 1,
+                SSL_CTX_check_private_key(context) == 1
+            else { throw .tlsConfiguration("private key \(key): \(takeErrorText())") }
+        }
+        if let roots = configuration.trustRootsPath {
+            guard SSL_CTX_load_verify_locations(context, roots, nil) == 1 else {
+                throw .tlsConfiguration("trust roots \(roots): \(takeErrorText())")
+            }
+        }
+        switch configuration.role {
+        case .client:
+            _ = rave_ssl_ctx_set_verify_peer(context, 1)
+        case .server where configuration.requireClientCertificate:
+            guard let roots = configuration.trustRootsPath else {
+                throw .tlsConfiguration("requireClientCertificate needs trustRootsPath (the CA of clients)")
+            }
+            if let names = SSL_load_client_CA_file(roots) { SSL_CTX_set_client_CA_list(context, names) }
+            _ = rave_ssl_ctx_set_verify_peer(context, 1)
+        case .server:
+            break
+        }
+        ERR_clear_error()
+    }
+
+    deinit { SSL_CTX_free(pointer) }
+}
+
+/// The outcome of one non-blocking TLS operation.
+enum TLSResult {
+    /// The handshake finished, or this many bytes were read or written.
+    case done(Int)
+    case wantRead
+    case wantWrite
+    /// The peer sent close_notify.
+    case closed
+    case failed(TransportError)
+}
+
+/// One connection's `SSL`; used only on its channel's loop.
+final class TLSSession {
+    private let ssl: OpaquePointer
+
+    fileprivate init(ssl: OpaquePointer) { self.ssl = ssl }
+
+    deinit { SSL_free(ssl) }
+
+    func handshake() -> TLSResult {
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 { return .done(0) }
+        switch classify(result) {
+        case .closed:
+            return .failed(.tlsHandshakeFailed("peer closed the connection during the handshake"))
+        case .failed(let error):
+            let reason = [verificationText(), error.message].compactMap { $0 }.filter { !$0.isEmpty }
+            return .failed(
+                .tlsHandshakeFailed(reason.isEmpty ? "peer closed the connection" : reason.joined(separator: "; ")))
+        case let other:
+            return other
+        }
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSResult {
+        ERR_clear_error()
+        let result = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
+        return result > 0 ? .done(Int(result)) : classify(result)
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> TLSResult {
+        ERR_clear_error()
+        let result = SSL_write(ssl, bytes.baseAddress, Int32(clamping: bytes.count))
+        return result > 0 ? .done(Int(result)) : classify(result)
+    }
+
+    /// Sends close_notify without waiting for the peer's.
+    func shutdown() {
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+    }
+
+    /// The common name of the verified peer certificate, if the peer sent one.
+    var peerCommonName: String? {
+        guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        guard SSL_get_verify_result(ssl) == Int(X509_V_OK), let name = X509_get_subject_name(certificate) else {
+            return nil
+        }
+        var text = [CChar](repeating: 0, count: 256)
+        let length = X509_NAME_get_text_by_NID(name, NID_commonName, &text, Int32(text.count))
+        guard length >= 0 else { return nil }
+        return String(decoding: text[0..<Int(length)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// "TLSv1.3" or "TLSv1.2".
+    var protocolVersion: String { String(cString: SSL_get_version(ssl)) }
+
+    private func classify(_ result: Int32) -> TLSResult {
+        let code = SSL_get_error(ssl, result)
+        switch code {
+        case rave_ssl_error_want_read(): return .wantRead
+        case rave_ssl_error_want_write(): return .wantWrite
+        case rave_ssl_error_zero_return(): return .closed
+        case rave_ssl_error_syscall():
+            let text = takeErrorText()
+            return .failed(
+                TransportError(.connectionReset, text.isEmpty ? "connection closed without close_notify" : text))
+        default:
+            return .failed(.tlsFailure(takeErrorText()))
+        }
+    }
+
+    private func verificationText() -> String? {
+        let result = SSL_get_verify_result(ssl)
+        guard result != Int(X509_V_OK) else { return nil }
+        return "certificate verification: " + String(cString: X509_verify_cert_error_string(result))
+    }
+}
+
+/// Drains OpenSSL's thread-local error queue into one readable line.
+private func takeErrorText() -> String {
+    var messages: [String] = []
+    while case let code = ERR_get_error(), code != 0 {
+        var text = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &text, text.count)
+        messages.append(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+    return messages.joined(separator: "; ")
+}

@@ -1,0 +1,168 @@
+import RavePostgres
+import Testing
+
+@Suite struct PostgresConnectionTests {
+    @Test func everyTypeRoundTripsIncludingNull() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            let id = RaveID.random()
+            let time = PostgresTimestamp(microsecondsSinceEpoch: 1_700_000_000_123_456)
+            let rows = try await connection.query(
+                """
+                SELECT $1::text AS name, $2::int4 AS small, $3::int8 AS big, $4::int8 AS plain, $5::bool AS flag,
+                       $6::uuid AS id, $7::timestamptz AS at, $8::bytea AS blob, $9::jsonb AS doc,
+                       $10::text[] AS names, $11::int8[] AS numbers, $12::uuid[] AS ids, $13::text AS missing
+                """,
+                [
+                    "héllo\tworld", Int32(-7), Int64.max, 42, true, id, time, [UInt8]([0, 1, 255]),
+                    PostgresJSON(#"{"a": 1}"#), ["x", "y z"], [Int64(1), -2], [id], nil as String?,
+                ])
+            let row = try #require(rows.first)
+            #expect(try row.decode(String.self, column: "name") == "héllo\tworld")
+            #expect(try row.decode(Int32.self, column: "small") == -7)
+            #expect(try row.decode(Int64.self, column: "big") == Int64.max)
+            #expect(try row.decode(Int.self, column: "plain") == 42)
+            #expect(try row.decode(Bool.self, column: "flag"))
+            #expect(try row.decode(RaveID.self, column: "id") == id)
+            #expect(try row.decode(PostgresTimestamp.self, column: "at") == time)
+            #expect(try row.decode([UInt8].self, column: "blob") == [0, 1, 255])
+            #expect(try row.decode(PostgresJSON.self, column: "doc").text == #"{"a": 1}"#)
+            #expect(try row.decode([String].self, column: "names") == ["x", "y z"])
+            #expect(try row.decode([Int64].self, column: "numbers") == [1, -2])
+            #expect(try row.decode([RaveID].self, column: "ids") == [id])
+            #expect(try row.decode(String?.self, column: "missing") == nil)
+            #expect(try row.decode(String?.self, at: 0) == "héllo\tworld")
+        }
+    }
+
+    @Test func nullIntoNonOptionalNamesTheColumn() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            let row = try #require(try await connection.query("SELECT NULL::text AS nickname").first)
+            let error = try #require(throws: PostgresError.self) { try row.decode(String.self, column: "nickname") }
+            #expect(error.code == .decoding && error.message.contains("nickname"))
+        }
+    }
+
+    @Test func uniqueViolationMapsToAlreadyExists() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            try await connection.runScript("CREATE TABLE users (id int8 PRIMARY KEY, name text NOT NULL)")
+            let insert = PostgresStatement(name: "insert_user", sql: "INSERT INTO users (id, name) VALUES ($1, $2)")
+            try await connection.execute(insert, [1, "ann"])
+            let error = try await #require(throws: PostgresError.self) {
+                try await connection.execute(insert, [1, "bob"])
+            }
+            #expect(error.kind == .alreadyExists && error.statusCodeName == "ALREADY_EXISTS")
+            #expect(error.sqlState == "23505" && error.constraint == "users_pkey")
+            let notNull = try await #require(throws: PostgresError.self) {
+                try await connection.execute(insert, [2, nil as String?])
+            }
+            #expect(notNull.kind == .failedPrecondition)
+            // The cached statement keeps working after errors.
+            try await connection.execute(insert, [3, "cy"])
+            let count = try await connection.query("SELECT count(*) AS n FROM users")
+            #expect(try count.first?.decode(Int64.self, column: "n") == 2)
+        }
+    }
+
+    @Test func deadlineCancelsTheStatementOnTheServer() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            let observer = try await database.connect()
+            defer { observer.close() }
+            let started = ContinuousClock.now
+            let error = try await #require(throws: PostgresError.self) {
+                try await connection.query(PostgresQuery("SELECT pg_sleep(30)"), timeout: .milliseconds(200))
+            }
+            #expect(error.code == .queryTimeout && error.kind == .deadlineExceeded)
+            #expect(ContinuousClock.now - started < .seconds(5))
+            let active = try await observer.query(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND state = 'active' "
+                    + "AND query LIKE 'SELECT pg_sleep%'", [database.name])
+            #expect(try active.first?.decode(Int64.self, column: "n") == 0)
+            // The connection stays usable.
+            #expect(try await connection.query("SELECT 1 AS one").first?.decode(Int.self, column: "one") == 1)
+        }
+    }
+
+    @Test func taskCancellationCancelsTheStatement() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            let task = Task { try await connection.query("SELECT pg_sleep(30)") }
+            try await Task.sleep(for: .milliseconds(200))
+            task.cancel()
+            let error = try await #require(throws: PostgresError.self) { try await task.value }
+            #expect(error.kind == .cancelled)
+        }
+    }
+
+    @Test func pipelineRunsAThousandInsertsInOneRoundTrip() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            try await connection.runScript("CREATE TABLE events (id int8 PRIMARY KEY, note text)")
+            let queries = (0..<1_000).map { (index: Int) in
+                PostgresQuery("INSERT INTO events (id, note) VALUES ($1, $2)", [index, "note \(index)"])
+            }
+            let results = try await connection.pipeline(queries)
+            #expect(results.count == 1_000)
+            #expect(results.allSatisfy { $0.affectedRowCount == 1 })
+            let count = try await connection.query("SELECT count(*) AS n FROM events")
+            #expect(try count.first?.decode(Int64.self, column: "n") == 1_000)
+        }
+    }
+
+    @Test func copyLoadsOneHundredThousandRows() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            try await connection.runScript("CREATE TABLE scores (id uuid, points int8, at timestamptz, note text)")
+            let time = PostgresTimestamp(microsecondsSinceEpoch: 1_700_000_000_000_001)
+            let rows = (0..<100_000).lazy.map { index -> [(any PostgresEncodable)?] in
+                [RaveID.random(), Int64(index), time, index == 0 ? "tab\there\\" : nil]
+            }
+            let copied = try await connection.copyFrom(
+                table: "scores", columns: ["id", "points", "at", "note"], rows: rows)
+            #expect(copied == 100_000)
+            let summary = try await connection.query(
+                "SELECT count(*) AS n, sum(points) AS total, min(at) AS at, max(note) AS note FROM scores")
+            let row = try #require(summary.first)
+            #expect(try row.decode(Int64.self, column: "n") == 100_000)
+            #expect(try row.decode(PostgresTimestamp.self, column: "at") == time)
+            #expect(try row.decode(String.self, column: "note") == "tab\there\\")
+        }
+    }
+
+    @Test func rejectedLoginFailsFastWithAClearError() async throws {
+        // The test server trusts every local login, so an unknown role stands in for a wrong password: both are
+        // refused by the server during authentication.
+        let url = try TestDatabase.serverURL()
+        guard let scheme = url.range(of: "://"), let at = url.firstIndex(of: "@") else {
+            Issue.record("unexpected server URL \(url)")
+            return
+        }
+        let badURL = url[..<scheme.upperBound] + "nobody_here:wrong" + url[at...]
+        let started = ContinuousClock.now
+        let error = try await #require(throws: PostgresError.self) {
+            _ = try await PostgresConnection.connect(to: String(badURL), on: TestDatabase.group.next())
+        }
+        #expect(error.kind == .unavailable && error.message.contains("nobody_here"))
+        #expect(ContinuousClock.now - started < .seconds(2))
+    }
+
+    @Test func unreachableServerFailsFast() async throws {
+        let started = ContinuousClock.now
+        let error = try await #require(throws: PostgresError.self) {
+            _ = try await PostgresConnection.connect(
+                to: "postgresql://rave@127.0.0.1:1/none", on: TestDatabase.group.next(), timeout: .seconds(2))
+        }
+        #expect(error.kind == .unavailable)
+        #expect(ContinuousClock.now - started < .seconds(2))
+    }
+}

@@ -1,0 +1,105 @@
+import RavePostgres
+import Synchronization
+import Testing
+
+@Suite struct PostgresPoolTests {
+    @Test func exhaustedPoolFailsQuicklyInsteadOfHanging() async throws {
+        try await TestDatabase.with { database in
+            let pool = try database.makePool(size: 1, acquireTimeout: .milliseconds(300))
+            defer { pool.shutdown() }
+            let holder = Task { try await pool.withConnection { _ in try await Task.sleep(for: .seconds(2)) } }
+            try await Task.sleep(for: .milliseconds(300))
+            let started = ContinuousClock.now
+            let error = try await #require(throws: PostgresError.self) { try await pool.query("SELECT 1") }
+            #expect(error.code == .poolExhausted && error.kind == .resourceExhausted)
+            #expect(ContinuousClock.now - started < .seconds(1))
+            try await holder.value
+            #expect(try await pool.query("SELECT 1 AS one").first?.decode(Int.self, column: "one") == 1)
+        }
+    }
+
+    @Test func transactionRollsBackWhenTheBodyThrows() async throws {
+        struct Refused: Error {}
+        try await TestDatabase.with { database in
+            let pool = try database.makePool()
+            defer { pool.shutdown() }
+            try await pool.query("CREATE TABLE wallets (id int8 PRIMARY KEY, balance int8 NOT NULL)")
+            try await pool.query("INSERT INTO wallets VALUES (1, 100)")
+            await #expect(throws: Refused.self) {
+                try await pool.transaction { tx in
+                    try await tx.query("UPDATE wallets SET balance = balance - 50 WHERE id = 1")
+                    throw Refused()
+                }
+            }
+            let balance = try await pool.query("SELECT balance FROM wallets WHERE id = 1")
+            #expect(try balance.first?.decode(Int64.self, column: "balance") == 100)
+            try await pool.transaction { tx in
+                try await tx.query("UPDATE wallets SET balance = balance - 30 WHERE id = 1")
+            }
+            let after = try await pool.query("SELECT balance FROM wallets WHERE id = 1")
+            #expect(try after.first?.decode(Int64.self, column: "balance") == 70)
+        }
+    }
+
+    @Test func serializationFailuresAreRetried() async throws {
+        try await TestDatabase.with { database in
+            let pool = try database.makePool(size: 4)
+            defer { pool.shutdown() }
+            try await pool.query("CREATE TABLE counters (id int8 PRIMARY KEY, value int8 NOT NULL)")
+            try await pool.query("INSERT INTO counters VALUES (1, 0)")
+            let attempts = AttemptCounter()
+            // Each transaction reads, waits so the other reads too, then writes: one of them must fail 40001.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { tx in
+                            attempts.increment()
+                            let rows = try await tx.query("SELECT value FROM counters WHERE id = 1")
+                            let value = try rows.first?.decode(Int64.self, column: "value") ?? 0
+                            try await tx.query("SELECT pg_sleep(0.2)")
+                            try await tx.query("UPDATE counters SET value = $1 WHERE id = 1", [value + 1])
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let final = try await pool.query("SELECT value FROM counters WHERE id = 1")
+            #expect(try final.first?.decode(Int64.self, column: "value") == 2)
+            #expect(attempts.value >= 3)
+        }
+    }
+
+    @Test func withoutRetrySerializationFailureSurfacesAsAborted() async throws {
+        try await TestDatabase.with { database in
+            let pool = try database.makePool(size: 4)
+            defer { pool.shutdown() }
+            try await pool.query("CREATE TABLE counters (id int8 PRIMARY KEY, value int8 NOT NULL)")
+            try await pool.query("INSERT INTO counters VALUES (1, 0)")
+            let outcomes = try await withThrowingTaskGroup(of: PostgresErrorKind?.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        do {
+                            try await pool.transaction(isolation: .serializable) { tx in
+                                try await tx.query("SELECT value FROM counters WHERE id = 1")
+                                try await tx.query("SELECT pg_sleep(0.2)")
+                                try await tx.query("UPDATE counters SET value = value + 1 WHERE id = 1")
+                            }
+                            return nil
+                        } catch let error as PostgresError {
+                            return error.kind
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes.contains(nil) && outcomes.contains(.aborted))
+        }
+    }
+}
+
+/// Counts closure invocations across concurrent transactions.
+final class AttemptCounter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import RavePostgres
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A PostgreSQL cluster of the test's own (initdb in a temporary directory, a free loopback port), for tests
+/// that stop or restart the server and so must not touch the shared one.
+///
+/// Mirrors scripts/with-postgres.sh: as root the server runs as `postgres` through `runuser`, since it refuses
+/// to run as root. Call `destroy()` when done; it stops the server and removes the directory.
+final class TemporaryCluster: Sendable {
+    let directory: String
+    let port: Int
+    let user: String
+    private let binaries: String
+    private let runAs: [String]
+
+    /// A superuser URL for database `postgres`.
+    var url: String { "postgresql://\(user)@127.0.0.1:\(port)/postgres" }
+
+    private init(directory: String, port: Int, user: String, binaries: String, runAs: [String]) {
+        self.directory = directory
+        self.port = port
+        self.user = user
+        self.binaries = binaries
+        self.runAs = runAs
+    }
+
+    /// Creates and starts a new cluster.
+    static func start() throws -> TemporaryCluster {
+        let binaries = try serverBinaries()
+        var buffer = Array("/tmp/rave-pg-test.XXXXXX".utf8CString)
+        guard mkdtemp(&buffer) != nil else { throw ClusterError("mkdtemp failed: errno \(errno)") }
+        let directory = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        chmod(directory, 0o755)
+        let isRoot = getuid() == 0
+        if isRoot { try run(["/bin/chown", "postgres:", directory]) }
+        let cluster = TemporaryCluster(
+            directory: directory, port: try freePort(), user: isRoot ? "postgres" : currentUserName(),
+            binaries: binaries, runAs: isRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : [])
+        do {
+            try cluster.runServerTool(
+                "initdb", ["-D", cluster.dataDirectory, "-U", cluster.user, "-A", "trust", "-E", "UTF8", "--no-locale"])
+            try cluster.startServer()
+        } catch {
+            cluster.destroy()
+            throw error
+        }
+        return cluster
+    }
+
+    var dataDirectory: String { directory + "/data" }
+
+    /// Starts the server and waits until it accepts connections.
+    func startServer() throws {
+        let options =
+            "-c listen_addresses=127.0.0.1 -c port=\(port) -c unix_socket_directories=\(directory) "
+            + "-c max_connections=100 -c fsync=off"
+        try runServerTool(
+            "pg_ctl", ["-D", dataDirectory, "-l", directory + "/server.log", "-w", "-t", "60", "start", "-o", options])
+    }
+
+    /// Stops the server; `immediate` kills backends without a clean shutdown, like a crash.
+    func stopServer(immediate: Bool = false) throws {
+        try runServerTool("pg_ctl", ["-D", dataDirectory, "-m", immediate ? "immediate" : "fast", "-w", "stop"])
+    }
+
+    /// Stops the server (if running) and removes its directory.
+    func destroy() {
+        try? runServerTool("pg_ctl", ["-D", dataDirectory, "-m", "immediate", "stop"])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func runServerTool(_ tool: String, _ arguments: [String]) throws {
+        try Self.run(runAs + [binaries + "/" + tool] + arguments)
+    }
+
+    // MARK: - Process helpers
+
+    /// Runs `command` and waits for it with posix_spawn/waitpid: Foundation's `Process` reaps children through
+    /// a signal source that never fired here, leaving waits hanging on zombies.
+    private static func run(_ command: [String]) throws {
+        // A file, not a pipe: the server pg_ctl starts would inherit a pipe and keep it open.
+        let outputPath = NSTemporaryDirectory() + "rave-pg-tool-" + UUID().uuidString + ".log"
+        defer { unlink(outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, &arguments, environ)
+        guard spawned == 0 else { throw ClusterError("cannot run \(command[0]): error \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exitCode = (status >> 8) & 0xff
+        guard status & 0x7f == 0, exitCode == 0 else {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            throw ClusterError("\(command.joined(separator: " ")) failed (status \(status)): \(text)")
+        }
+    }
+
+    private static func serverBinaries() throws -> String {
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        let sorted = versions.compactMap { Int($0) }.sorted()
+        guard let newest = sorted.last else { throw ClusterError("no PostgreSQL server under \(root)") }
+        return "\(root)/\(newest)/bin"
+    }
+
+    private static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw ClusterError("socket failed: errno \(errno)") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(socket, generic, length) == 0 && getsockname(socket, generic, &length) == 0
+            }
+        }
+        guard bound else { throw ClusterError("bind failed: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func currentUserName() -> String {
+        getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) } ?? "postgres"
+    }
+}
+
+/// A cluster could not be created, started or stopped; the message carries the tool's output.
+struct ClusterError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
