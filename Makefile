@@ -52,3 +52,16 @@ certs: build
 
 clean:
 	rm -rf .build .bench .fuzz
+
+## run: the whole stack locally (PostgreSQL under .run/, certificates, every built service); Ctrl-C stops it.
+run: deps
+	$(SWIFT) build -c release -q
+	deploy/local/run.sh
+
+## stop: stop the development PostgreSQL that `make run` leaves running.
+stop:
+	deploy/local/postgres.sh stop
+
+## reset: stop and delete all local state (database, certificates, logs).
+reset: stop
+	rm -rf .run

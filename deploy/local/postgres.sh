@@ -15,12 +15,11 @@ databases=(rave_identity rave_social rave_leaderboards rave_gifts rave_push rave
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -n "$bindir" ] || { echo "postgres.sh: no PostgreSQL server found (run 'make deps')" >&2; exit 1; }
 
+# The database superuser is always `postgres` (the services' default RAVE_DATABASE_URL uses it), whichever
+# operating-system user runs the server.
+pg_user=postgres
 run_as=()
-pg_user=$(id -un)
-if [ "$(id -u)" -eq 0 ]; then
-    run_as=(runuser -u postgres --)
-    pg_user=postgres
-fi
+[ "$(id -u)" -eq 0 ] && run_as=(runuser -u postgres --)
 
 ctl() { "${run_as[@]}" "$bindir/pg_ctl" -D "$data" "$@"; }
 

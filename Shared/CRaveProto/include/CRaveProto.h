@@ -2,6 +2,7 @@
 #ifndef C_RAVE_PROTO_H
 #define C_RAVE_PROTO_H
 #include "rave/echo/v1/echo.pb-c.h"
+#include "rave/merge/v1/merge.pb-c.h"
 #include "rave/rpc/v1/envelope.pb-c.h"
 #include "rave/rpc/v1/health.pb-c.h"
 #include "rave/rpc/v1/status.pb-c.h"

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# `make run`: the whole stack on this machine. Starts the development PostgreSQL (deploy/local/postgres.sh),
+# makes certificates if missing, then supervises every service executable that has been built: each one's
+# log lines are prefixed with its name, and a crashed service is restarted with exponential backoff.
+# Waits until every /readyz answers, prints the endpoints, and runs until Ctrl-C, which stops everything.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+bin=.build/release
+export RAVE_CERT_DIR=$(pwd)/.run/certs
+mkdir -p .run/logs
+
+deploy/local/postgres.sh start
+[ -f "$RAVE_CERT_DIR/ca.pem" ] || "$bin/ravectl" certs --out "$RAVE_CERT_DIR"
+
+# name, protocol port, admin port (DESIGN.md §10); a service runs only if its executable exists.
+services=(
+    "identity 7501 9401"
+    "social 7502 9402"
+    "leaderboards 7503 9403"
+    "gifts 7504 9404"
+    "push 7505 9405"
+    "wallet 7506 9406"
+    "gateway 7443 9400"
+)
+
+pids=()
+stopping=false
+stop_all() {
+    stopping=true
+    echo "stopping…"
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    wait || true
+    echo "stopped (PostgreSQL keeps running: 'make stop' stops it)"
+}
+trap stop_all INT TERM
+
+# Runs one command forever, restarting it with backoff when it exits unexpectedly.
+supervise() {
+    local name=$1
+    shift
+    local backoff=1 child
+    trap 'kill -TERM $child 2>/dev/null; wait $child 2>/dev/null; exit 0' TERM
+    while true; do
+        local started=$SECONDS
+        "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
+        child=$!
+        wait $child && status=0 || status=$?
+        [ $((SECONDS - started)) -gt 30 ] && backoff=1
+        echo "[$name] exited with status $status; restarting in ${backoff}s" >&2
+        sleep "$backoff"
+        backoff=$((backoff < 30 ? backoff * 2 : 30))
+    done
+}
+
+started=()
+for entry in "${services[@]}"; do
+    read -r name port admin <<<"$entry"
+    [ -x "$bin/$name" ] || continue
+    supervise "$name" "$bin/$name" &
+    pids+=($!)
+    started+=("$entry")
+done
+supervise echo "$bin/ravectl" serve-echo --listen 127.0.0.1:7600 \
+    --cert "$RAVE_CERT_DIR/identity.pem" --key "$RAVE_CERT_DIR/identity-key.pem" &
+pids+=($!)
+
+for entry in "${started[@]}"; do
+    read -r name port admin <<<"$entry"
+    for _ in $(seq 100); do
+        python3 - "$admin" <<'PY' && break
+import sys, urllib.request
+try:
+    urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/readyz", timeout=1)
+except Exception:
+    sys.exit(1)
+PY
+        sleep 0.2
+    done
+done
+
+echo
+echo "Rave Backend is running (Ctrl-C stops it):"
+echo "  PostgreSQL     127.0.0.1:55432 (user postgres; data in .run/postgres)"
+for entry in "${started[@]}"; do
+    read -r name port admin <<<"$entry"
+    printf '  %-14s 127.0.0.1:%s (TLS), metrics http://127.0.0.1:%s/metrics\n' "$name" "$port" "$admin"
+done
+echo "  echo           127.0.0.1:7600 (TLS, the protocol's conformance service)"
+echo "  certificates   $RAVE_CERT_DIR"
+echo
+echo "Try:"
+echo "  $bin/ravectl ping 127.0.0.1:7600 --ca $RAVE_CERT_DIR/ca.pem"
+for entry in "${started[@]}"; do
+    read -r name port admin <<<"$entry"
+    echo "  $bin/ravectl ping 127.0.0.1:$port --ca $RAVE_CERT_DIR/ca.pem --cert $RAVE_CERT_DIR/admin.pem --key $RAVE_CERT_DIR/admin-key.pem"
+    break
+done
+echo "  $bin/ravectl bench rpc --target 127.0.0.1:7600 --ca $RAVE_CERT_DIR/ca.pem --duration 5"
+echo
+wait
