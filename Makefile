@@ -9,7 +9,8 @@ PROTO_FILES := $(shell find Proto -name '*.proto' | sort)
 
 # Debian packages the build, the tests, and `make run` need.
 DEB_PACKAGES := libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libssl-dev libpq-dev \
-	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps
+	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps \
+	libcurl4-openssl-dev python3-h2
 
 .PHONY: deps proto proto-check build release test test-swift bench fuzz fmt lint certs run stop reset clean
 
@@ -33,7 +34,7 @@ release:
 ## test: generated code is current, lint passes, then every test against a throwaway PostgreSQL.
 test: deps proto-check lint
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
-	scripts/with-postgres.sh $(SWIFT) test --skip-build --parallel
+	scripts/with-postgres.sh scripts/run-tests.sh
 
 bench: deps
 	scripts/bench.sh
@@ -42,10 +43,10 @@ fuzz: deps
 	scripts/fuzz.sh
 
 fmt:
-	$(SWIFT) format --in-place --recursive --parallel Package.swift Shared Services Tests
+	$(SWIFT) format --in-place --recursive --parallel Package.swift Shared Services Tests Fuzz
 
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Package.swift Shared Services Tests
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Shared Services Tests Fuzz
 
 certs: build
 	.build/$(CONFIG)/ravectl certs --out .run/certs

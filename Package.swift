@@ -11,6 +11,12 @@ let package = Package(
     products: [
         .executable(name: "ravectl", targets: ["Ravectl"]),
         .executable(name: "rave-protogen", targets: ["RaveProtoGen"]),
+        .executable(name: "identity", targets: ["Identity"]),
+        .executable(name: "leaderboards", targets: ["Leaderboards"]),
+        .executable(name: "wallet", targets: ["Wallet"]),
+        .executable(name: "gateway", targets: ["Gateway"]),
+        .executable(name: "social", targets: ["Social"]),
+        .executable(name: "push", targets: ["Push"]),
     ],
     targets: [
         // MARK: - C libraries and shims
@@ -18,6 +24,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CLibPQ", path: "Shared/CLibPQ", pkgConfig: "libpq"),
         .target(name: "CRaveSystem", path: "Shared/CRaveSystem"),
+        .systemLibrary(name: "CCurl", path: "Shared/CCurl", pkgConfig: "libcurl"),
         .target(name: "CRaveTLS", dependencies: ["COpenSSL"], path: "Shared/CRaveTLS"),
         .target(name: "CRaveProto", dependencies: ["CProtobufC"], path: "Shared/CRaveProto"),
 
@@ -28,6 +35,7 @@ let package = Package(
             dependencies: ["RaveProtobuf", "CRaveProto", "CProtobufC"],
             path: "Shared/RaveMessages"
         ),
+        .target(name: "RaveDynamic", dependencies: ["CRaveProto", "CProtobufC"], path: "Shared/RaveDynamic"),
         .target(name: "RaveTelemetry", path: "Shared/RaveTelemetry"),
         .target(name: "RaveWire", path: "Shared/RaveWire"),
         .target(
@@ -51,6 +59,12 @@ let package = Package(
             path: "Shared/RavePostgres"
         ),
         .target(
+            name: "RaveOutbox",
+            dependencies: ["RavePostgres", "RaveTelemetry", "RaveTransport"],
+            path: "Shared/RaveOutbox"
+        ),
+        .target(name: "RaveAuth", dependencies: ["COpenSSL"], path: "Shared/RaveAuth"),
+        .target(
             name: "RaveRuntime",
             dependencies: ["RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "RaveTelemetry", "CRaveSystem"],
             path: "Shared/RaveRuntime"
@@ -61,9 +75,67 @@ let package = Package(
         .executableTarget(
             name: "Ravectl",
             dependencies: [
-                "RaveRPC", "RaveServices", "RaveMessages", "RaveTransport", "RaveTelemetry",
+                "RaveRPC", "RaveServices", "RaveMessages", "RaveTransport", "RaveTelemetry", "RavePostgres",
+                "RaveDynamic", "RaveProtobuf",
             ],
             path: "Services/Ravectl"
+        ),
+        .executableTarget(
+            name: "Identity",
+            dependencies: [
+                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "COpenSSL", "CRaveTLS", "RaveAuth",
+            ],
+            path: "Services/Identity",
+            resources: [.copy("Migrations")]
+        ),
+        .executableTarget(
+            name: "Wallet",
+            dependencies: [
+                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveTelemetry", "COpenSSL",
+            ],
+            path: "Services/Wallet",
+            resources: [.copy("Migrations")]
+        ),
+
+        .executableTarget(
+            name: "Leaderboards",
+            dependencies: [
+                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveTelemetry",
+            ],
+            path: "Services/Leaderboards",
+            resources: [.copy("Migrations")]
+        ),
+
+        .executableTarget(
+            name: "Social",
+            dependencies: [
+                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveTelemetry", "RaveTransport",
+            ],
+            path: "Services/Social",
+            resources: [.copy("Migrations")]
+        ),
+
+        .executableTarget(
+            name: "Gateway",
+            dependencies: [
+                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RaveTelemetry",
+                "RaveTransport", "RaveAuth", "RaveDynamic",
+            ],
+            path: "Services/Gateway"
+        ),
+
+        .executableTarget(
+            name: "Push",
+            dependencies: [
+                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveTelemetry", "COpenSSL", "CCurl",
+            ],
+            path: "Services/Push",
+            resources: [.copy("Migrations")]
         ),
 
         // MARK: - Tests
@@ -78,10 +150,19 @@ let package = Package(
             path: "Tests/RavePostgresTests"
         ),
         .testTarget(
+            name: "RaveOutboxTests",
+            dependencies: ["RaveOutbox", "RavePostgres", "RaveTransport"],
+            path: "Tests/RaveOutboxTests"
+        ),
+        .testTarget(
             name: "RaveProtobufTests",
             dependencies: ["RaveProtobuf", "RaveMessages", "CRaveProto", "RaveServices", "RaveTelemetry"],
             path: "Tests/RaveProtobufTests",
             exclude: ["crosscheck"]
+        ),
+        .testTarget(
+            name: "RaveDynamicTests", dependencies: ["RaveDynamic", "RaveMessages", "RaveProtobuf"],
+            path: "Tests/RaveDynamicTests"
         ),
         .testTarget(name: "RaveWireTests", dependencies: ["RaveWire"], path: "Tests/RaveWireTests"),
         .testTarget(
@@ -96,6 +177,56 @@ let package = Package(
                 "RaveProtobuf",
             ],
             path: "Tests/RaveRuntimeTests"
+        ),
+        .testTarget(
+            name: "IdentityTests",
+            dependencies: [
+                "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "COpenSSL",
+            ],
+            path: "Tests/IdentityTests"
+        ),
+        .testTarget(name: "RaveAuthTests", dependencies: ["RaveAuth"], path: "Tests/RaveAuthTests"),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "Gateway", "RaveAuth", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveTelemetry",
+                "RaveTransport",
+            ],
+            path: "Tests/GatewayTests"
+        ),
+        .testTarget(
+            name: "WalletTests",
+            dependencies: [
+                "Wallet", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveTelemetry", "RaveTransport",
+            ],
+            path: "Tests/WalletTests"
+        ),
+        .testTarget(
+            name: "LeaderboardsTests",
+            dependencies: [
+                "Leaderboards", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
+                "RavePostgres", "RaveTelemetry", "RaveTransport",
+            ],
+            path: "Tests/LeaderboardsTests"
+        ),
+        .testTarget(
+            name: "PushTests",
+            dependencies: [
+                "Push", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveTelemetry", "RaveTransport",
+            ],
+            path: "Tests/PushTests",
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "SocialTests",
+            dependencies: [
+                "Social", "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
+                "RavePostgres", "RaveTelemetry", "RaveTransport",
+            ],
+            path: "Tests/SocialTests"
         ),
     ]
 )

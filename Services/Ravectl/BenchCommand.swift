@@ -9,7 +9,8 @@ import Synchronization
 enum BenchCommand {
     static let usage = """
         ravectl bench rpc [--target HOST:PORT] [--connections 16] [--in-flight 64] [--duration 10] \
-        [--payload 32] [--ca FILE] [--cert FILE --key FILE] [--out .bench/rpc.json]
+        [--payload 32] [--loops CORES] [--client callbacks|tasks] [--ca FILE] [--cert FILE --key FILE] \
+        [--out .bench/rpc.json]
         """
 
     struct Parameters {
@@ -18,22 +19,30 @@ enum BenchCommand {
         var inFlight: Int
         var seconds: Int
         var payloadSize: Int
+        /// Tasks awaiting the typed client (`tasks`) or loop callbacks (`callbacks`, the leaner default).
+        var client: String
     }
 
     static func run(_ arguments: ArraySlice<String>) async throws -> Int32 {
-        guard arguments.first == "rpc" else { throw UsageError("bench knows one benchmark: rpc") }
+        if arguments.first == "postgres" { return try await BenchPostgresCommand.run(arguments.dropFirst()) }
+        guard arguments.first == "rpc" else { throw UsageError("bench knows two benchmarks: rpc and postgres") }
         let options = try Arguments(
             arguments.dropFirst(),
             valueOptions: [
                 "target", "connections", "in-flight", "duration", "payload", "ca", "cert", "key", "server-name", "out",
+                "loops", "client",
             ])
         var parameters = Parameters(
             target: options.value("target") ?? "in-process",
             connections: try options.integer("connections", default: 16, in: 1...1024),
             inFlight: try options.integer("in-flight", default: 64, in: 1...4096),
             seconds: try options.integer("duration", default: 10, in: 1...3600),
-            payloadSize: try options.integer("payload", default: 32, in: 0...1_048_576))
-        let group = try EventLoopGroup()
+            payloadSize: try options.integer("payload", default: 32, in: 0...1_048_576),
+            client: options.value("client") ?? "callbacks")
+        guard ["callbacks", "tasks"].contains(parameters.client) else {
+            throw UsageError("--client must be callbacks or tasks, got \(parameters.client)")
+        }
+        let group = try EventLoopGroup(loopCount: try options.integer("loops", default: System.coreCount, in: 1...64))
         defer { group.shutdown() }
 
         var server: RPCServer?
@@ -71,14 +80,23 @@ enum BenchCommand {
         let completed = CallCounter()
         let started = monotonicNanoseconds()
         let end = started + UInt64(parameters.seconds) * 1_000_000_000
-        let request = EchoV1.EchoRequest(payload: [UInt8](repeating: 0x5A, count: parameters.payloadSize))
+        let payload = [UInt8](repeating: 0x5A, count: parameters.payloadSize)
+        let request = EchoV1.EchoRequest(payload: payload)
         return await withTaskGroup(of: (LatencyHistogram, Int).self) { group in
-            for connection in connections {
+            for connection in connections where parameters.client == "callbacks" {
+                let load = ConnectionLoad(connection: connection, payload: payload, end: end, completed: completed)
+                group.addTask { await load.run(chains: parameters.inFlight) }
+            }
+            for connection in connections where parameters.client == "tasks" {
                 let client = EchoV1.EchoClient(caller: connection)
                 for _ in 0..<parameters.inFlight {
-                    group.addTask {
+                    // On the connection's loop a call starts and completes without waking another thread, so
+                    // the load generator costs the shared cores as little as it can.
+                    group.addTask(executorPreference: connection.eventLoop) {
                         var histogram = LatencyHistogram()
                         var errors = 0
+                        var unreported = 0
+                        defer { completed.value.add(unreported, ordering: .relaxed) }
                         while true {
                             let before = monotonicNanoseconds()
                             guard before < end else { break }
@@ -88,7 +106,11 @@ enum BenchCommand {
                             } catch {
                                 errors += 1
                             }
-                            completed.value.add(1, ordering: .relaxed)
+                            unreported += 1
+                            if unreported == 64 {
+                                completed.value.add(unreported, ordering: .relaxed)
+                                unreported = 0
+                            }
                         }
                         return (histogram, errors)
                     }
@@ -136,7 +158,7 @@ enum BenchCommand {
             "latency_us": {\(values.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ")), \
             "max": \(result.histogram.maximum)}, \
             "parameters": {"target": "\(parameters.target)", "connections": \(parameters.connections), \
-            "in_flight": \(parameters.inFlight), "duration_s": \(parameters.seconds), \
+            "in_flight": \(parameters.inFlight), "client": "\(parameters.client)", "duration_s": \(parameters.seconds), \
             "payload_bytes": \(parameters.payloadSize)}}
 
             """
@@ -168,9 +190,4 @@ enum BenchCommand {
         try server.start()
         return (server, clientTLS)
     }
-}
-
-/// Calls completed so far, shared by the load tasks and the progress printer.
-private final class CallCounter: Sendable {
-    let value = Atomic<Int>(0)
 }

@@ -6,17 +6,25 @@ import RaveTransport
 
 /// `ravectl serve-echo`: Health and Echo on one port until SIGTERM or SIGINT, then a graceful drain.
 enum ServeEchoCommand {
-    static let usage = "ravectl serve-echo [--listen 127.0.0.1:7600] --cert FILE --key FILE [--ca FILE (mTLS)]"
+    static let usage =
+        "ravectl serve-echo [--listen 127.0.0.1:7600] --cert FILE --key FILE [--ca FILE (mTLS)] [--loops CORES] [--handlers loop|pool]"
 
     static func run(_ arguments: ArraySlice<String>) async throws -> Int32 {
-        let options = try Arguments(arguments, valueOptions: ["listen", "cert", "key", "ca"])
+        let options = try Arguments(arguments, valueOptions: ["listen", "cert", "key", "ca", "loops", "handlers"])
         let (host, port) = try parseAddress(options.value("listen") ?? "127.0.0.1:7600")
         let tls = try TLSOptions.server(options)
-        let group = try EventLoopGroup()
+        let group = try EventLoopGroup(loopCount: try options.integer("loops", default: System.coreCount, in: 1...64))
         let logger = Logger(label: "ravectl.echo")
+        var configuration = RPCServerConfiguration(host: host, port: port)
+        // A benchmark target: a log line per call would measure the log file, not the protocol.
+        configuration.requestLogLevel = .debug
+        switch options.value("handlers") ?? "loop" {
+        case "loop": configuration.runsHandlersOnEventLoop = true
+        case "pool": configuration.runsHandlersOnEventLoop = false
+        case let other: throw UsageError("--handlers must be loop or pool, got \(other)")
+        }
         let server = RPCServer(
-            configuration: RPCServerConfiguration(host: host, port: port), services: [EchoService()], tls: tls,
-            group: group, logger: logger)
+            configuration: configuration, services: [EchoService()], tls: tls, group: group, logger: logger)
         try server.start()
         let signal = await TerminationSignal.wait()
         logger.notice("draining", [("signal", String(signal))])

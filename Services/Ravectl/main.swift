@@ -8,7 +8,11 @@ let usage = """
       \(ServeEchoCommand.usage)
       \(PingCommand.usage)
       \(BenchCommand.usage)
+      \(BenchPostgresCommand.usage)
       \(CertsCommand.usage)
+      \(CallCommand.usage)
+      \(BatchCommand.usage)
+      \(LoginCommand.usage)
     """
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -19,6 +23,9 @@ do {
     case "ping": status = try await PingCommand.run(arguments.dropFirst())
     case "bench": status = try await BenchCommand.run(arguments.dropFirst())
     case "certs": status = try CertsCommand.run(arguments.dropFirst())
+    case "call": status = try await CallCommand.run(arguments.dropFirst())
+    case "batch": status = try await BatchCommand.run(arguments.dropFirst())
+    case "login": status = try await LoginCommand.run(arguments.dropFirst())
     case "help", "--help", "-h":
         print(usage)
         status = 0

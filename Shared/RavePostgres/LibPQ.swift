@@ -19,6 +19,8 @@ enum SendProgress {
 /// One result libpq handed back, already copied out of its `PGresult`.
 enum LibPQResult {
     case rows(PostgresRows)
+    /// A successful command whose rows were not wanted: only how many it touched (`PQcmdTuples`).
+    case command(affectedRows: Int)
     case error(PostgresError)
     case copyIn
     case pipelineSync
@@ -83,13 +85,45 @@ final class LibPQConnection {
     }
 
     func sendPrepare(name: String, sql: String, _ parameters: [PostgresValue?]) -> Bool {
-        let types = parameters.map { $0?.type.oid ?? 0 }
-        return PQsendPrepare(connection, name, sql, Int32(types.count), types) == 1
+        sendPrepare(name: name, sql: sql, types: parameters.map { $0?.type.oid ?? 0 })
+    }
+
+    func sendPrepare(name: String, sql: String, types: [UInt32]) -> Bool {
+        PQsendPrepare(connection, name, sql, Int32(types.count), types) == 1
     }
 
     func sendPrepared(name: String, _ parameters: [PostgresValue?]) -> Bool {
         withParameters(parameters) { count, _, values, lengths, formats in
             PQsendQueryPrepared(connection, name, count, values, lengths, formats, 1) == 1
+        }
+    }
+
+    /// Queues `rows` of `batch` as executions of the prepared statement `name`, copying each row's parameters
+    /// straight from the batch's buffer: no per-statement arrays.
+    func sendPrepared(name: String, _ batch: PostgresParameterBatch, rows: Range<Int>) -> Bool {
+        let columns = batch.columnCount
+        let formats = [Int32](repeating: 1, count: max(1, columns))
+        var values = [UnsafePointer<CChar>?](repeating: nil, count: max(1, columns))
+        return name.withCString { name in
+            batch.bytes.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { bytes in
+                    batch.lengths.withUnsafeBufferPointer { lengths in
+                        for row in rows {
+                            let first = row * columns
+                            for column in 0..<columns {
+                                let cell = first + column
+                                values[column] =
+                                    lengths[cell] < 0 ? nil : bytes.baseAddress.map { $0 + Int(batch.offsets[cell]) }
+                            }
+                            let sent = PQsendQueryPrepared(
+                                connection, name, Int32(columns), values, lengths.baseAddress.map { $0 + first },
+                                formats, 1)
+                            if sent != 1 { return false }
+                        }
+                        return true
+                    }
+                }
+            }
         }
     }
 
@@ -130,11 +164,14 @@ final class LibPQConnection {
     func consumeInput() -> Bool { PQconsumeInput(connection) == 1 }
 
     /// The next result, or nil at the end of one command's results (`PQgetResult` returning NULL).
-    func nextResult() -> LibPQResult? {
+    ///
+    /// With `keepingRows` false a successful command comes back as `.command`, without copying its rows out.
+    func nextResult(keepingRows: Bool = true) -> LibPQResult? {
         guard let result = PQgetResult(connection) else { return nil }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_SINGLE_TUPLE:
+            guard keepingRows else { return .command(affectedRows: Self.affectedRows(result)) }
             return .rows(Self.rows(result))
         case PGRES_COPY_IN: return .copyIn
         case PGRES_PIPELINE_SYNC: return .pipelineSync
@@ -179,6 +216,17 @@ final class LibPQConnection {
             constraint: field("n"))
     }
 
+    /// `PQcmdTuples` ("1" after a one-row INSERT) read without building a String.
+    private static func affectedRows(_ result: OpaquePointer) -> Int {
+        guard var digit = PQcmdTuples(result) else { return 0 }
+        var count = 0
+        while digit.pointee >= 48, digit.pointee <= 57 {  // "0"..."9"
+            count = count * 10 + Int(digit.pointee - 48)
+            digit += 1
+        }
+        return count
+    }
+
     private static func rows(_ result: OpaquePointer) -> PostgresRows {
         let fieldCount = PQnfields(result)
         let rowCount = PQntuples(result)
@@ -212,6 +260,8 @@ final class LibPQConnection {
     }
 
     /// Lays parameters out the way `PQsendQueryParams` wants: parallel C arrays, all in binary format.
+    ///
+    /// The arrays are temporary allocations (on the stack when small): sending a statement allocates nothing.
     private func withParameters(
         _ parameters: [PostgresValue?],
         _ body: (
@@ -219,23 +269,39 @@ final class LibPQConnection {
             UnsafePointer<Int32>?
         ) -> Bool
     ) -> Bool {
-        if parameters.isEmpty { return body(0, nil, nil, nil, nil) }
-        var buffer: [UInt8] = []
-        var offsets: [Int] = []
-        for parameter in parameters {
-            offsets.append(buffer.count)
-            buffer.append(contentsOf: parameter?.bytes ?? [])
-        }
-        buffer.append(0)
-        let types = parameters.map { $0?.type.oid ?? 0 }
-        let lengths = parameters.map { Int32($0?.bytes.count ?? 0) }
-        let formats = [Int32](repeating: 1, count: parameters.count)
-        return buffer.withUnsafeBufferPointer { raw in
-            raw.withMemoryRebound(to: CChar.self) { base in
-                let values: [UnsafePointer<CChar>?] = parameters.indices.map { index in
-                    parameters[index] == nil ? nil : base.baseAddress.map { $0 + offsets[index] }
+        let count = parameters.count
+        if count == 0 { return body(0, nil, nil, nil, nil) }
+        var byteCount = 0
+        for parameter in parameters { byteCount += parameter?.bytes.count ?? 0 }
+        // Lengths in the first half, formats (all 1: binary) in the second.
+        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * count) { integers in
+            withUnsafeTemporaryAllocation(of: Oid.self, capacity: count) { types in
+                withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: count) { values in
+                    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, byteCount)) { storage in
+                        guard let base = storage.baseAddress else { return false }
+                        var offset = 0
+                        for (index, parameter) in parameters.enumerated() {
+                            types[index] = parameter?.type.oid ?? 0
+                            integers[count + index] = 1
+                            guard let bytes = parameter?.bytes else {
+                                integers[index] = 0
+                                values[index] = nil
+                                continue
+                            }
+                            bytes.withUnsafeBufferPointer { source in
+                                if let address = source.baseAddress {
+                                    (base + offset).initialize(from: address, count: source.count)
+                                }
+                            }
+                            integers[index] = Int32(bytes.count)
+                            values[index] = UnsafeRawPointer(base + offset).assumingMemoryBound(to: CChar.self)
+                            offset += bytes.count
+                        }
+                        return body(
+                            Int32(count), UnsafePointer(types.baseAddress), UnsafePointer(values.baseAddress),
+                            UnsafePointer(integers.baseAddress), UnsafePointer(integers.baseAddress.map { $0 + count }))
+                    }
                 }
-                return body(Int32(parameters.count), types, values, lengths, formats)
             }
         }
     }

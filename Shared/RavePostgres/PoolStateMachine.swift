@@ -25,7 +25,7 @@ struct PoolStateMachine<Connection: AnyObject> {
         var acquireTimeout: UInt64
         var healthCheckInterval: UInt64
         var initialBackoff: UInt64 = 50_000_000
-        var maximumBackoff: UInt64 = 2_000_000_000
+        var maximumBackoff: UInt64 = 1_000_000_000
     }
 
     private struct Waiter {
@@ -39,6 +39,8 @@ struct PoolStateMachine<Connection: AnyObject> {
     private var connecting = 0
     private var waiters: [Waiter] = []
     private var consecutiveFailures = 0
+    /// Why the last attempt failed, until one succeeds; nil while the database is believed reachable.
+    private var lastConnectError: PostgresError?
     private(set) var isShutDown = false
 
     init(limits: Limits) {
@@ -60,6 +62,16 @@ struct PoolStateMachine<Connection: AnyObject> {
             leased.insert(ObjectIdentifier(entry.connection))
             return [.lease(entry.connection, to: waiter)]
         }
+        if openCount == 0, let lastConnectError {
+            // The database is unreachable: fail fast rather than queue behind a backoff, and keep one attempt
+            // going so the pool notices when it is back.
+            var actions: [Action] = []
+            if connecting == 0 {
+                connecting += 1
+                actions.append(.connect(delay: backoff))
+            }
+            return actions + [.fail([waiter], lastConnectError)]
+        }
         waiters.append(Waiter(id: waiter, deadline: now &+ limits.acquireTimeout))
         return growIfNeeded()
     }
@@ -75,22 +87,33 @@ struct PoolStateMachine<Connection: AnyObject> {
     mutating func connected(_ connection: Connection, now: UInt64) -> [Action] {
         connecting -= 1
         consecutiveFailures = 0
+        lastConnectError = nil
         if isShutDown { return [.close([connection])] }
         return place(connection, now: now)
     }
 
-    /// A connection attempt failed: with nothing open, waiters fail at once (the database is unreachable);
-    /// otherwise they keep waiting while a new attempt is made after a backoff.
+    /// A connection attempt failed: with nothing open, waiters fail at once (the database is unreachable, and
+    /// other attempts in flight would most likely fail too: waiting for them makes an outage look like a hang);
+    /// otherwise they keep waiting for a connection to come back while a new attempt is made after a backoff.
     mutating func connectFailed(_ error: PostgresError, now: UInt64) -> [Action] {
         connecting -= 1
         consecutiveFailures += 1
         if isShutDown { return [] }
+        lastConnectError = error
         var actions: [Action] = []
-        if openCount == 0 && connecting == 0 && !waiters.isEmpty {
+        if openCount == 0 && !waiters.isEmpty {
             actions.append(.fail(waiters.map(\.id), error))
             waiters.removeAll()
         }
         return actions + growIfNeeded()
+    }
+
+    /// A connection broke on its own (the server went away); an idle one is forgotten now rather than when next
+    /// leased, so the pool sees that nothing is open and fails waiters instead of holding them during an outage.
+    mutating func connectionBroke(_ connection: Connection) -> [Action] {
+        guard let index = idle.firstIndex(where: { $0.connection === connection }) else { return [] }
+        idle.remove(at: index)
+        return [.close([connection])] + growIfNeeded()
     }
 
     /// Fails waiters whose acquire timeout has passed.

@@ -195,10 +195,25 @@ public final class PostgresPool: PostgresQueryable, Sendable {
         let logger = logger
         Task {
             if delay > 0 { try? await Task.sleep(for: .nanoseconds(Int64(delay))) }
+            if state.withLock({ $0.machine.isShutDown }) {
+                // Shut down during the backoff: give the slot back without dialling the database.
+                let effects = state.withLock { state in
+                    Self.resolve(state.machine.connectFailed(.shutdown, now: clock()), in: &state)
+                }
+                run(effects)
+                return
+            }
             do {
                 let connection = try await PostgresConnection.connect(
                     to: configuration.connectionString, on: loop, timeout: configuration.connectTimeout,
                     defaultTimeout: configuration.statementTimeout, logger: logger)
+                connection.whenClosed { [weak self, weak connection] in
+                    guard let self, let connection else { return }
+                    let effects = state.withLock { state in
+                        Self.resolve(state.machine.connectionBroke(connection), in: &state)
+                    }
+                    run(effects)
+                }
                 let effects = state.withLock { state in
                     Self.resolve(state.machine.connected(connection, now: clock()), in: &state)
                 }

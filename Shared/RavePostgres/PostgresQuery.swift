@@ -66,21 +66,64 @@ enum CopyTextEncoder {
     }
 
     private static func appendText(_ value: (any PostgresEncodable)?, to output: inout [UInt8]) {
-        guard let value, let encoded = value.postgresValue else {
-            output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
-            return
-        }
+        // Concrete casts first: the common column types are written straight into the buffer, without building
+        // a PostgresValue or a String per cell.
         switch value {
         case let text as String: appendEscaped(text.utf8, to: &output)
-        case let json as PostgresJSON: appendEscaped(json.text.utf8, to: &output)
-        case let number as Int: output.append(contentsOf: String(number).utf8)
-        case let number as Int64: output.append(contentsOf: String(number).utf8)
-        case let number as Int32: output.append(contentsOf: String(number).utf8)
-        case let number as Double: output.append(contentsOf: "\(number)".utf8)
-        case let flag as Bool: output.append(flag ? UInt8(ascii: "t") : UInt8(ascii: "f"))
-        case let id as RaveID: output.append(contentsOf: id.description.utf8)
+        case let number as Int: appendDecimal(Int64(number), to: &output)
+        case let number as Int64: appendDecimal(number, to: &output)
+        case let number as Int32: appendDecimal(Int64(number), to: &output)
+        case let id as RaveID: appendUUID(id, to: &output)
         case let time as PostgresTimestamp: appendTimestamp(time, to: &output)
-        default: appendBytea(encoded, to: &output)
+        case let flag as Bool: output.append(flag ? UInt8(ascii: "t") : UInt8(ascii: "f"))
+        case let json as PostgresJSON: appendEscaped(json.text.utf8, to: &output)
+        case let number as Double: output.append(contentsOf: "\(number)".utf8)
+        default:
+            // NULL, including a nil Optional (which none of the casts above match), or a type sent as bytea.
+            guard let encoded = value?.postgresValue else {
+                output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
+                return
+            }
+            appendBytea(encoded, to: &output)
+        }
+    }
+
+    static func appendDecimal(_ value: Int64, to output: inout [UInt8]) {
+        if value < 0 { output.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            output.append(contentsOf: buffer[index...])
+        }
+    }
+
+    static func appendPadded(_ value: Int64, width: Int, to output: inout [UInt8]) {
+        var divisor: Int64 = 1
+        for _ in 1..<width { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            output.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
+            rest %= divisor
+            divisor /= 10
+        }
+    }
+
+    private static func appendUUID(_ id: RaveID, to output: inout [UInt8]) {
+        let hex: StaticString = "0123456789abcdef"
+        hex.withUTF8Buffer { digits in
+            for position in 0..<32 {
+                if position == 8 || position == 12 || position == 16 || position == 20 {
+                    output.append(UInt8(ascii: "-"))
+                }
+                let word = position < 16 ? id.high : id.low
+                output.append(digits[Int(word >> UInt64(60 - 4 * (position % 16)) & 0xf)])
+            }
         }
     }
 
@@ -96,16 +139,14 @@ enum CopyTextEncoder {
         }
     }
 
-    /// Epoch seconds with a fraction and explicit UTC offset: unambiguous whatever the session's DateStyle.
+    /// An ISO date with microseconds and an explicit UTC offset: unambiguous whatever the session's DateStyle.
     private static func appendTimestamp(_ time: PostgresTimestamp, to output: inout [UInt8]) {
         let micros = time.microsecondsSinceEpoch
         let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
-        let fraction = micros - seconds * 1_000_000
-        var fractionText = String(fraction)
-        fractionText = String(repeating: "0", count: 6 - fractionText.count) + fractionText
-        // "epoch" arithmetic is not accepted by COPY, so spell the instant as an ISO date computed here.
-        output.append(contentsOf: ISODate.format(secondsSinceEpoch: seconds).utf8)
-        output.append(contentsOf: ".\(fractionText)+00".utf8)
+        ISODate.append(secondsSinceEpoch: seconds, to: &output)
+        output.append(UInt8(ascii: "."))
+        appendPadded(micros - seconds * 1_000_000, width: 6, to: &output)
+        output.append(contentsOf: [UInt8(ascii: "+"), UInt8(ascii: "0"), UInt8(ascii: "0")])
     }
 
     private static func appendBytea(_ value: PostgresValue, to output: inout [UInt8]) {
@@ -121,8 +162,8 @@ enum CopyTextEncoder {
 
 /// Civil-date formatting for UTC instants, without Foundation's formatters on the bulk-load path.
 enum ISODate {
-    /// "YYYY-MM-DD HH:MM:SS" for seconds since 1970-01-01T00:00:00Z.
-    static func format(secondsSinceEpoch: Int64) -> String {
+    /// Appends "YYYY-MM-DD HH:MM:SS" for seconds since 1970-01-01T00:00:00Z.
+    static func append(secondsSinceEpoch: Int64, to output: inout [UInt8]) {
         let days = secondsSinceEpoch >= 0 ? secondsSinceEpoch / 86_400 : (secondsSinceEpoch - 86_399) / 86_400
         let secondOfDay = secondsSinceEpoch - days * 86_400
         // Howard Hinnant's days-to-civil algorithm.
@@ -135,11 +176,17 @@ enum ISODate {
         let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
         let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func pad(_ value: Int64, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2)) "
-            + "\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
+        let pad = CopyTextEncoder.appendPadded
+        pad(year, 4, &output)
+        output.append(UInt8(ascii: "-"))
+        pad(month, 2, &output)
+        output.append(UInt8(ascii: "-"))
+        pad(day, 2, &output)
+        output.append(UInt8(ascii: " "))
+        pad(secondOfDay / 3600, 2, &output)
+        output.append(UInt8(ascii: ":"))
+        pad(secondOfDay / 60 % 60, 2, &output)
+        output.append(UInt8(ascii: ":"))
+        pad(secondOfDay % 60, 2, &output)
     }
 }

@@ -27,6 +27,13 @@ public struct PostgresTransaction: PostgresQueryable {
     public func pipeline(_ queries: [PostgresQuery]) async throws -> [PostgresRows] {
         try await connection.pipeline(queries)
     }
+
+    /// Runs a prepared statement once per parameter row in one round trip, inside the transaction.
+    public func pipeline(
+        _ statement: PostgresStatement, parameterRows: [[(any PostgresEncodable)?]]
+    ) async throws -> [PostgresRows] {
+        try await connection.pipeline(statement, parameterRows: parameterRows)
+    }
 }
 
 extension PostgresPool {

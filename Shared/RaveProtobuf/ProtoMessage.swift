@@ -22,6 +22,7 @@ public protocol ProtoMessage: Sendable, Equatable {
 
 extension ProtoMessage {
     /// Decodes the protobuf wire format from an array.
+    @inlinable
     public init(protobufBytes bytes: [UInt8]) throws(ProtoDecodingError) {
         // withUnsafeBytes only rethrows untyped errors, so the typed error travels in a Result.
         let result = bytes.withUnsafeBytes { buffer in

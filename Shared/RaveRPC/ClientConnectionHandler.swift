@@ -10,11 +10,23 @@ import Synchronization
 final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     // @unchecked: mutable fields are confined to the channel's loop; `isUsable` and `serverLimits` are atomics.
 
-    typealias Completion = CheckedContinuation<Result<[UInt8], RPCError>, Never>
     typealias SignalCompletion = CheckedContinuation<Result<Void, RPCError>, Never>
 
+    /// Who hears a call's result: an awaiting Task, or a callback that already runs on the loop.
+    enum Completion {
+        case continuation(CheckedContinuation<Result<[UInt8], RPCError>, Never>)
+        case callback((Result<[UInt8], RPCError>) -> Void)
+
+        func resume(returning result: Result<[UInt8], RPCError>) {
+            switch self {
+            case .continuation(let continuation): continuation.resume(returning: result)
+            case .callback(let callback): callback(result)
+            }
+        }
+    }
+
     private struct PendingCall {
-        var continuation: Completion
+        var completion: Completion
         var deadlineTimer: TimerHandle
     }
 
@@ -39,21 +51,22 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
 
     // MARK: - Calls
 
-    func start(_ call: OutgoingCall, cancellation: CallCancellation, continuation: Completion) {
-        if cancellation.isCancelled.load(ordering: .acquiring) {
-            continuation.resume(returning: .failure(RPCError(.cancelled, "the calling task was cancelled")))
+    func start(_ call: OutgoingCall, cancellation: CallCancellation?, completion: Completion) {
+        if let cancellation, cancellation.isCancelled.load(ordering: .acquiring) {
+            completion.resume(returning: .failure(RPCError(.cancelled, "the calling task was cancelled")))
             return
         }
         guard let channel, !closed, !goingAway, pending[call.streamID] == nil else {
-            continuation.resume(
+            completion.resume(
                 returning: .failure(.unavailable("the connection is closed or going away", notProcessed: true)))
             return
         }
         let timeout = call.timeout.nanoseconds
+        let streamID = call.streamID
         let timer = channel.loop.scheduleTimer(after: timeout) { [self] in
-            self.cancel(streamID: call.streamID, code: .deadlineExceeded)
+            cancel(streamID: streamID, code: .deadlineExceeded)
         }
-        pending[call.streamID] = PendingCall(continuation: continuation, deadlineTimer: timer)
+        pending[call.streamID] = PendingCall(completion: completion, deadlineTimer: timer)
         let request = RpcV1.Request(
             method: call.method, timeoutMs: UInt32(clamping: timeout / 1_000_000), metadata: call.metadata,
             payload: call.payload)
@@ -66,7 +79,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
         channel?.loop.cancelTimer(call.deadlineTimer)
         let message =
             code == .deadlineExceeded ? "the call's deadline passed" : "the calling task was cancelled"
-        call.continuation.resume(returning: .failure(RPCError(code, message)))
+        call.completion.resume(returning: .failure(RPCError(code, message)))
         if !closed { send(type: .cancel, streamID: streamID, body: []) }
         closeIfDrained()
     }
@@ -131,7 +144,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
         pending.removeAll()
         for (_, call) in calls {
             channel.loop.cancelTimer(call.deadlineTimer)
-            call.continuation.resume(returning: .failure(.unavailable(reason)))
+            call.completion.resume(returning: .failure(.unavailable(reason)))
         }
         let waiting = pings
         pings.removeAll()
@@ -158,7 +171,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
         case .response:
             guard let call = pending.removeValue(forKey: frame.streamID) else { return }
             channel?.loop.cancelTimer(call.deadlineTimer)
-            call.continuation.resume(returning: Self.result(of: frame.body))
+            call.completion.resume(returning: Self.result(of: frame.body))
             closeIfDrained()
         case .pong:
             guard frame.body.count == 8 else { return }

@@ -40,6 +40,12 @@ public final class RPCConnection: RPCCaller, Sendable {
         return RPCConnection(handler: handler, channel: channel)
     }
 
+    /// The loop this connection's I/O runs on.
+    ///
+    /// Tasks that make many calls on the connection run fastest with it as their executor preference (`Task(executorPreference: connection.eventLoop)`): calls then start
+    /// and complete without waking another thread.
+    public var eventLoop: EventLoop { channel.loop }
+
     /// Whether new calls can go out on this connection (not closed, no GOAWAY received).
     public var isUsable: Bool { handler.isUsable.load(ordering: .acquiring) }
 
@@ -58,13 +64,40 @@ public final class RPCConnection: RPCCaller, Sendable {
             metadata: options.metadata)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                loop.execute { handler.start(outgoing, cancellation: cancellation, continuation: continuation) }
+                // A caller already on the loop (a Task preferring `eventLoop`) starts the call directly.
+                if loop.isInLoop {
+                    handler.start(outgoing, cancellation: cancellation, completion: .continuation(continuation))
+                } else {
+                    loop.execute {
+                        handler.start(outgoing, cancellation: cancellation, completion: .continuation(continuation))
+                    }
+                }
             }
         } onCancel: {
             cancellation.isCancelled.store(true, ordering: .releasing)
             loop.execute { handler.cancel(streamID: streamID, code: .cancelled) }
         }
         return try result.get()
+    }
+
+    /// Starts a call from the connection's event loop; `completion` runs on the loop with the encoded response.
+    ///
+    /// For load generators and proxies that already live on the loop: no Task, continuation or thread
+    /// hand-off per call. Must be called on `eventLoop`. The call fails with DEADLINE_EXCEEDED after
+    /// `options.timeout`, and with UNAVAILABLE if the connection closes first; it is not retried.
+    public func startCall(
+        method: String, request: [UInt8], options: CallOptions,
+        completion: @escaping (Result<[UInt8], RPCError>) -> Void
+    ) {
+        precondition(eventLoop.isInLoop, "startCall must run on the connection's event loop")
+        guard isUsable else {
+            completion(.failure(.unavailable("the connection is closed or going away", notProcessed: true)))
+            return
+        }
+        let outgoing = OutgoingCall(
+            streamID: allocateStreamID(), method: method, payload: request, timeout: options.timeout,
+            metadata: options.metadata)
+        handler.start(outgoing, cancellation: nil, completion: .callback(completion))
     }
 
     /// Sends PING and returns the round trip time.

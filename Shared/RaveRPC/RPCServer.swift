@@ -17,16 +17,19 @@ public final class RPCServer: Sendable {
     private let connections = ConnectionRegistry()
 
     /// Prepares a server; `start()` opens the port.
+    ///
+    /// `fallback`, when given, serves every method no service has (the gateway proxies them); it finds the
+    /// method name in `RequestContext.method`.
     public init(
         configuration: RPCServerConfiguration = RPCServerConfiguration(), services: [any RPCService],
         tls: TLSContext?, group: EventLoopGroup, logger: Logger = Logger(label: "rpc.server"),
-        observer: any RPCServerObserver = SilentServerObserver()
+        observer: any RPCServerObserver = SilentServerObserver(), fallback: RPCMethod.Handler? = nil
     ) {
         self.configuration = configuration
         self.group = group
         self.tls = tls
         self.router = RPCRouter(
-            services: services, configuration: configuration, logger: logger, observer: observer)
+            services: services, configuration: configuration, logger: logger, observer: observer, fallback: fallback)
     }
 
     /// Starts listening; connections are spread over the group's loops.
@@ -76,6 +79,8 @@ public final class RPCServer: Sendable {
 /// Routes method names to handlers and carries what every connection of a server shares.
 final class RPCRouter: Sendable {
     let methods: [String: RPCMethod.Handler]
+    /// Serves methods not in `methods` (the gateway's proxy); the method name is in `RequestContext.method`.
+    let fallback: RPCMethod.Handler?
     let serviceNames: Set<String>
     let configuration: RPCServerConfiguration
     let logger: Logger
@@ -86,8 +91,9 @@ final class RPCRouter: Sendable {
 
     init(
         services: [any RPCService], configuration: RPCServerConfiguration, logger: Logger,
-        observer: any RPCServerObserver
+        observer: any RPCServerObserver, fallback: RPCMethod.Handler? = nil
     ) {
+        self.fallback = fallback
         var methods: [String: RPCMethod.Handler] = [:]
         var names: Set<String> = []
         for service in services {

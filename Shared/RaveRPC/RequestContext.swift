@@ -31,6 +31,12 @@ public struct Caller: Hashable, Sendable {
     public static let adminScope = "admin"
     /// The scope other services carry when they call internal methods.
     public static let serviceScope = "service"
+    /// Every player access token carries it.
+    public static let playerScope = "player"
+    /// The player's account is anonymous (a guest: no personal data, no credential).
+    public static let guestScope = "guest"
+    /// The player's account has a credential (a password or a provider link).
+    public static let authenticatedScope = "authenticated"
 }
 
 /// The TLS peer of a connection.

@@ -22,7 +22,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         var method: String
         var requestID: String
         var startedAt: UInt64
-        var deadlineTimer: TimerHandle
+        var deadline: UInt64
+        /// Armed only for calls still running at the end of the loop iteration that started them.
+        var deadlineTimer: TimerHandle?
         var task: Task<Void, Never>?
     }
 
@@ -40,6 +42,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private var peerMaxFrameSize = Frame.defaultMaxFrameSize
     private var output: [UInt8] = []
     private var flushScheduled = false
+    /// Calls started in this loop iteration whose deadline timer is not armed yet.
+    private var unarmedCalls: [(streamID: UInt32, sequence: UInt64)] = []
     private var lastActivity: UInt64 = 0
     private var idleTimer: TimerHandle?
     private var graceTimer: TimerHandle?
@@ -103,7 +107,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         state = .closed
         for (_, call) in calls {
             call.task?.cancel()
-            channel.loop.cancelTimer(call.deadlineTimer)
+            if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
             // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
             router.observer.callFinished(
                 method: call.method, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
@@ -187,7 +191,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                     notProcessed: true))
             return
         }
-        guard let handler = router.methods[request.method] else {
+        guard let handler = router.methods[request.method] ?? router.fallback else {
             reject(
                 streamID: streamID, method: request.method,
                 .unimplemented("method \"\(request.method)\" is not served here"))
@@ -208,12 +212,10 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         nextSequence += 1
         let sequence = nextSequence
         let requestID = router.nextRequestID()
-        let timer = channel.loop.scheduleTimer(at: deadline) { [self] in
-            expireCall(streamID: streamID, sequence: sequence)
-        }
         calls[streamID] = InFlightCall(
-            sequence: sequence, method: request.method, requestID: requestID, startedAt: now,
-            deadlineTimer: timer, task: nil)
+            sequence: sequence, method: request.method, requestID: requestID, startedAt: now, deadline: deadline,
+            deadlineTimer: nil, task: nil)
+        deferDeadlineTimer(streamID: streamID, sequence: sequence)
 
         let context = RequestContext(
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
@@ -222,7 +224,10 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             caller: trustedCaller(request.metadata), logger: logger.with("request_id", requestID))
         let loop = channel.loop
         let payload = request.payload
-        let task = Task { [self] in
+        // Preferring the loop keeps the handler on this thread: no wake-up of another thread to start the
+        // call, none to hand the response back, and a fast handler finishes within this loop iteration.
+        let executor: (any TaskExecutor)? = configuration.runsHandlersOnEventLoop ? loop : nil
+        let task = Task(executorPreference: executor) { [self] in
             let response: RpcV1.Response
             do {
                 let result = try await handler(payload, context)
@@ -236,9 +241,33 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                     code: status.code, message: status.message, details: status.details,
                     notProcessed: status.notProcessed, payload: [])
             }
-            loop.execute { self.finishCall(streamID: streamID, sequence: sequence, response: response) }
+            if loop.isInLoop {
+                finishCall(streamID: streamID, sequence: sequence, response: response)
+            } else {
+                loop.execute { self.finishCall(streamID: streamID, sequence: sequence, response: response) }
+            }
         }
         calls[streamID]?.task = task
+    }
+
+    /// Arms the call's deadline timer at the end of this loop iteration, if the call is still running then.
+    ///
+    /// Most calls finish within the iteration that started them and so never pay for a timer. The deadline is
+    /// absolute, so arming late does not move it.
+    private func deferDeadlineTimer(streamID: UInt32, sequence: UInt64) {
+        unarmedCalls.append((streamID, sequence))
+        guard unarmedCalls.count == 1 else { return }
+        channel.loop.executeAtEndOfIteration { [self] in armDeadlineTimers() }
+    }
+
+    private func armDeadlineTimers() {
+        for (streamID, sequence) in unarmedCalls {
+            guard let call = calls[streamID], call.sequence == sequence, call.deadlineTimer == nil else { continue }
+            calls[streamID]?.deadlineTimer = channel.loop.scheduleTimer(at: call.deadline) { [self] in
+                expireCall(streamID: streamID, sequence: sequence)
+            }
+        }
+        unarmedCalls.removeAll(keepingCapacity: true)
     }
 
     /// The caller from metadata, trusted only from peers that proved with a certificate to be our services.
@@ -257,7 +286,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private func finishCall(streamID: UInt32, sequence: UInt64, response: RpcV1.Response) {
         guard let call = calls[streamID], call.sequence == sequence else { return }
         calls[streamID] = nil
-        channel.loop.cancelTimer(call.deadlineTimer)
+        if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
         complete(streamID: streamID, call: call, code: response.code, message: response.message) {
             response.protobufBytes()
         }
@@ -271,7 +300,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private func cancelCall(streamID: UInt32, code: StatusCode, message: String) {
         guard let call = calls.removeValue(forKey: streamID) else { return }
         call.task?.cancel()
-        channel.loop.cancelTimer(call.deadlineTimer)
+        if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
         complete(streamID: streamID, call: call, code: code, message: message) {
             RpcV1.Response(code: code, message: message, details: [], notProcessed: false, payload: []).protobufBytes()
         }
@@ -381,7 +410,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         state = .closed
         for (_, call) in calls {
             call.task?.cancel()
-            channel.loop.cancelTimer(call.deadlineTimer)
+            if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
             // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
             router.observer.callFinished(
                 method: call.method, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)

@@ -41,6 +41,7 @@ public struct ServiceDefaults: Hashable, Sendable {
 /// | RAVE_MAX_FRAME_SIZE | 4MiB | largest frame accepted, 1KiB…64MiB |
 /// | RAVE_MAX_CONCURRENT_STREAMS | 1024 | in-flight requests per connection, 1…100000 |
 /// | RAVE_EVENT_LOOPS | cores | event loop threads, 1…256 |
+/// | RAVE_HANDLERS_ON_EVENT_LOOP | true (false for identity) | run handlers on the connection's loop (fast) or on Swift's pool (for CPU-heavy handlers) |
 /// | RAVE_IDLE_TIMEOUT | 300s | idle connections are closed after this |
 /// | RAVE_SHUTDOWN_GRACE | 30s | on SIGTERM, how long in-flight work may take before connections close |
 public struct ServiceConfiguration: Sendable {
@@ -58,6 +59,8 @@ public struct ServiceConfiguration: Sendable {
     public var maxFrameSize: Int
     public var maxConcurrentStreams: Int
     public var eventLoopCount: Int
+    /// Whether RPC handlers run on their connection's event loop; identity's password hashing keeps it off there.
+    public var handlersOnEventLoop: Bool
     public var idleTimeout: Duration
     public var shutdownGracePeriod: Duration
     /// Every setting with secrets masked, for the start-up log line; services' own settings are appended.
@@ -101,6 +104,7 @@ public struct ServiceConfiguration: Sendable {
         maxFrameSize = try reader.byteSize("RAVE_MAX_FRAME_SIZE", default: 4 << 20, range: 1024...(64 << 20))
         maxConcurrentStreams = try reader.integer("RAVE_MAX_CONCURRENT_STREAMS", default: 1024, range: 1...100_000)
         eventLoopCount = try reader.integer("RAVE_EVENT_LOOPS", default: max(1, coreCount), range: 1...256)
+        handlersOnEventLoop = try reader.boolean("RAVE_HANDLERS_ON_EVENT_LOOP", default: serviceName != "identity")
         idleTimeout = try reader.duration(
             "RAVE_IDLE_TIMEOUT", default: .seconds(300), range: .seconds(1)...Duration.seconds(86_400))
         shutdownGracePeriod = try reader.duration(

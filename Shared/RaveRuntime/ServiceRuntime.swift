@@ -87,11 +87,13 @@ public final class ServiceRuntime: Sendable {
                     trustRootsPath: configuration.tlsCertificateAuthorityPath,
                     requireClientCertificate: configuration.requireClientCertificate))
             let handlers = try await makeServices(context)
+            var serverConfiguration = RPCServerConfiguration(
+                host: configuration.listen.host, port: configuration.listen.port,
+                maxFrameSize: configuration.maxFrameSize, maxConcurrentStreams: configuration.maxConcurrentStreams,
+                idleTimeout: configuration.idleTimeout, drainGracePeriod: configuration.shutdownGracePeriod)
+            serverConfiguration.runsHandlersOnEventLoop = configuration.handlersOnEventLoop
             let server = RPCServer(
-                configuration: RPCServerConfiguration(
-                    host: configuration.listen.host, port: configuration.listen.port,
-                    maxFrameSize: configuration.maxFrameSize, maxConcurrentStreams: configuration.maxConcurrentStreams,
-                    idleTimeout: configuration.idleTimeout, drainGracePeriod: configuration.shutdownGracePeriod),
+                configuration: serverConfiguration,
                 services: handlers, tls: tls, group: group, logger: logger.with("component", "rpc"),
                 observer: RPCMetrics(registry: metrics))
             let rpc = RPCServerService(server: server)

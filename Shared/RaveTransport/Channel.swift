@@ -290,9 +290,14 @@ extension Channel: IOHandler {
             var filled = 0
             var drained = false
             while filled < buffer.count {
+                let space = buffer.count - filled
                 let step = readOnce(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
                 switch step {
-                case .done(let count): filled += count
+                case .done(let count):
+                    filled += count
+                    // The descriptor is level-triggered: if the kernel still holds bytes, epoll says so again.
+                    // Stopping here saves the read(2) that would only return EAGAIN.
+                    if session.map({ !$0.hasBufferedInput }) ?? (count < space) { drained = true }
                 case .wantRead: drained = true
                 case .wantWrite:
                     readWantsWritable = true

@@ -34,16 +34,26 @@ public struct TimerHandle: Hashable, Sendable {
 
 /// A single-threaded epoll event loop running on a thread of its own.
 ///
-/// `execute(_:)`, `isInLoop`, and `shutdown()` may be called from any thread. Every other method must be called
-/// on the loop's own thread (checked by assertions); I/O handlers and timer callbacks run there too.
+/// `execute(_:)`, `isInLoop`, `enqueue(_:)` and `shutdown()` may be called from any thread. Every other method
+/// must be called on the loop's own thread (checked by assertions); I/O handlers and timer callbacks run there
+/// too. The loop is also a `TaskExecutor`: a Task created with `executorPreference: loop` runs its nonisolated
+/// code on the loop thread, so a request handler and the connection it answers on never change threads.
 public final class EventLoop: @unchecked Sendable {
-    // @unchecked: `pending` is guarded by its Mutex; everything else is confined to the loop thread.
+    // @unchecked: `pending` and `pendingJobs` are guarded by their Mutexes; the rest is confined to the loop thread.
 
     public let index: Int
     private let epollFD: Int32
     private let wakeFD: Int32
     private let timerFD: Int32
     private let pending = Mutex<[@Sendable () -> Void]>([])
+    /// Task jobs enqueued from other threads.
+    private let pendingJobs = Mutex(JobQueue())
+    /// Task jobs enqueued on the loop thread itself: no lock and no wake-up needed.
+    private var localJobs: [UnownedJob] = []
+    /// The batch being run, kept to reuse its storage.
+    private var runningJobs: [UnownedJob] = []
+    /// Set on the loop thread once it stopped running; later jobs from that thread go to the global executor.
+    private var localJobsClosed = false
     private let wakeRequested = Atomic<Bool>(false)
     private let running = Atomic<Bool>(true)
     private let threadID = Atomic<UInt>(0)
@@ -191,7 +201,7 @@ public final class EventLoop: @unchecked Sendable {
         threadID.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
         var events = [rave_epoll_event](repeating: rave_epoll_event(), count: 256)
         while running.load(ordering: .acquiring) {
-            let timeout = pendingIsEmpty() && endOfIteration.isEmpty ? -1 : 0
+            let timeout = localJobs.isEmpty && pendingIsEmpty() && endOfIteration.isEmpty ? -1 : 0
             let count = events.withUnsafeMutableBufferPointer {
                 rave_epoll_wait(epollFD, $0.baseAddress, Int32($0.count), Int32(timeout))
             }
@@ -208,6 +218,7 @@ public final class EventLoop: @unchecked Sendable {
             runEndOfIteration()
         }
         runPendingWork()
+        closeJobQueue()
         // Handlers get a final hangup so their descriptors are closed on this thread.
         for (_, entry) in handlers { entry.handler.handleEvents(.hangup) }
         handlers.removeAll()
@@ -229,7 +240,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func pendingIsEmpty() -> Bool {
-        pending.withLock { $0.isEmpty }
+        pending.withLock { $0.isEmpty } && pendingJobs.withLock { $0.jobs.isEmpty }
     }
 
     private func runPendingWork() {
@@ -241,6 +252,33 @@ public final class EventLoop: @unchecked Sendable {
             return taken
         }
         for item in work { item() }
+        runJobs()
+    }
+
+    /// Runs the Task jobs queued so far; jobs they enqueue wait for the next iteration, so I/O is not starved.
+    private func runJobs() {
+        swap(&runningJobs, &localJobs)
+        pendingJobs.withLock { queue in
+            guard !queue.jobs.isEmpty else { return }
+            runningJobs.append(contentsOf: queue.jobs)
+            queue.jobs.removeAll(keepingCapacity: true)
+        }
+        guard !runningJobs.isEmpty else { return }
+        let executor = asUnownedTaskExecutor()
+        for job in runningJobs { job.runSynchronously(on: executor) }
+        runningJobs.removeAll(keepingCapacity: true)
+    }
+
+    /// After the loop stopped, Tasks that still prefer it run on the global executor instead of never.
+    private func closeJobQueue() {
+        let orphans = pendingJobs.withLock { queue -> [UnownedJob] in
+            queue.isClosed = true
+            defer { queue.jobs = [] }
+            return queue.jobs
+        }
+        localJobsClosed = true
+        for job in localJobs + orphans { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        localJobs = []
     }
 
     private func runEndOfIteration() {
@@ -279,6 +317,35 @@ public final class EventLoop: @unchecked Sendable {
         if mask & rave_epollerr() != 0 { events.insert(.error) }
         return events
     }
+}
+
+extension EventLoop: TaskExecutor {
+    /// Queues a Task job to run on the loop thread; from the loop itself it costs an array append.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if isInLoop, !localJobsClosed {
+            localJobs.append(job)
+            return
+        }
+        let accepted = pendingJobs.withLock { queue in
+            guard !queue.isClosed else { return false }
+            queue.jobs.append(job)
+            return true
+        }
+        guard accepted else {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+            return
+        }
+        if !wakeRequested.exchange(true, ordering: .acquiringAndReleasing) {
+            _ = rave_eventfd_signal(wakeFD)
+        }
+    }
+}
+
+/// Task jobs handed to a loop from other threads; closed when the loop stops.
+private struct JobQueue {
+    var jobs: [UnownedJob] = []
+    var isClosed = false
 }
 
 /// A fixed set of event loops, one thread each; new connections are spread over them round robin.

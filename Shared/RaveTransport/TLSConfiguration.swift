@@ -25,6 +25,9 @@ public struct TLSConfiguration: Sendable {
     public var trustRootsPath: String?
     /// Servers only: reject peers without a certificate signed by `trustRootsPath` (mutual TLS).
     public var requireClientCertificate: Bool = false
+    /// Servers only: ask for a client certificate signed by `trustRootsPath` but accept peers without one
+    /// (the gateway: players connect without a certificate, operators present the admin certificate).
+    public var requestClientCertificate: Bool = false
     /// The oldest protocol version allowed (default TLS 1.2; TLS 1.3 is preferred whenever both sides can).
     public var minimumVersion: Version = .tls12
     /// Clients only: the name or IP the server certificate must match and the SNI sent for names;

@@ -70,6 +70,11 @@ private final class ContextBox: Sendable {
             _ = SSL_CTX_set_cipher_list(context, "DEFAULT:@SECLEVEL=0")
         }
         _ = rave_ssl_ctx_set_mode_defaults(context)
+        // Read-ahead lets one read(2) fetch whole records (and several of them) instead of a 5-byte header
+        // read plus a body read per record. Kept buffers: releasing them when drained made every call on a
+        // busy connection malloc and free two 17 KiB buffers; the price is ~34 KiB per open connection.
+        _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_READ_AHEAD, 1, nil)
+        _ = SSL_CTX_ctrl(context, SSL_CTRL_CLEAR_MODE, Int(SSL_MODE_RELEASE_BUFFERS), nil)
         if let chain = configuration.certificateChainPath {
             guard SSL_CTX_use_certificate_chain_file(context, chain) == 1 else {
                 throw .tlsConfiguration("certificate chain \(chain): \(takeErrorText())")
@@ -88,12 +93,12 @@ private final class ContextBox: Sendable {
         switch configuration.role {
         case .client:
             _ = rave_ssl_ctx_set_verify_peer(context, 1)
-        case .server where configuration.requireClientCertificate:
+        case .server where configuration.requireClientCertificate || configuration.requestClientCertificate:
             guard let roots = configuration.trustRootsPath else {
-                throw .tlsConfiguration("requireClientCertificate needs trustRootsPath (the CA of clients)")
+                throw .tlsConfiguration("a client certificate check needs trustRootsPath (the CA of clients)")
             }
             if let names = SSL_load_client_CA_file(roots) { SSL_CTX_set_client_CA_list(context, names) }
-            _ = rave_ssl_ctx_set_verify_peer(context, 1)
+            _ = rave_ssl_ctx_set_verify_peer(context, configuration.requireClientCertificate ? 1 : 0)
         case .server:
             break
         }
@@ -149,6 +154,9 @@ final class TLSSession {
         let result = SSL_write(ssl, bytes.baseAddress, Int32(clamping: bytes.count))
         return result > 0 ? .done(Int(result)) : classify(result)
     }
+
+    /// Whether OpenSSL holds bytes already read from the socket (a record, or part of one) not yet returned.
+    var hasBufferedInput: Bool { SSL_has_pending(ssl) == 1 }
 
     /// Sends close_notify without waiting for the peer's.
     func shutdown() {

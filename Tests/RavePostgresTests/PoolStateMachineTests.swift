@@ -130,4 +130,42 @@ final class FakeConnection {}
         }
         #expect(closed.first === connection)
     }
+
+    @Test func whileTheDatabaseIsUnreachableAcquireFailsFastAndOneAttemptProbes() {
+        var machine = makeMachine()
+        _ = machine.acquire(1, now: 0)
+        _ = machine.connectFailed(PostgresError(.connectionFailed, "refused"), now: 1)
+        let first = machine.acquire(2, now: 2)
+        #expect(first.count == 2)
+        guard case .connect = first.first, case .fail([2], let error) = first.last else {
+            Issue.record("expected a probe and a failure, got \(first)")
+            return
+        }
+        #expect(error.kind == .unavailable)
+        // A probe is already in flight: the next caller fails without starting another.
+        guard case .fail([3], _) = machine.acquire(3, now: 3).first else {
+            Issue.record("expected a fast failure")
+            return
+        }
+        let connection = FakeConnection()
+        #expect(machine.connected(connection, now: 4).isEmpty && machine.idleCount == 1)
+        guard case .lease(let leased, to: 4) = machine.acquire(4, now: 5).first else {
+            Issue.record("expected the probe's connection to be leased")
+            return
+        }
+        #expect(leased === connection)
+    }
+
+    @Test func idleConnectionThatBreaksIsForgottenAtOnce() {
+        var machine = makeMachine()
+        _ = machine.acquire(1, now: 0)
+        let connection = FakeConnection()
+        _ = machine.connected(connection, now: 0)
+        _ = machine.release(connection, isBroken: false, now: 1)
+        guard case .close(let closed) = machine.connectionBroke(connection).first else {
+            Issue.record("expected the broken idle connection to close")
+            return
+        }
+        #expect(closed.first === connection && machine.openCount == 0)
+    }
 }

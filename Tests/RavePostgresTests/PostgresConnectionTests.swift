@@ -166,3 +166,41 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(2))
     }
 }
+
+@Suite struct PreparedStatementCacheTests {
+    @Test func leastRecentlyUsedStatementIsDeallocatedOnTheServer() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await PostgresConnection.connect(
+                to: database.url, on: TestDatabase.group.next(), statementCacheSize: 2)
+            defer { connection.close() }
+            let statements = (1...3).map { PostgresStatement(name: "lru_\($0)", sql: "SELECT \($0)::int8 AS n") }
+            try await connection.execute(statements[0])
+            try await connection.execute(statements[1])
+            try await connection.execute(statements[0])  // lru_2 is now the least recently used
+            try await connection.execute(statements[2])
+            let prepared = try await connection.query("SELECT name FROM pg_prepared_statements ORDER BY name")
+            #expect(try prepared.map { try $0.decode(String.self, column: "name") } == ["lru_1", "lru_3"])
+            // The evicted statement is prepared again transparently.
+            let rows = try await connection.execute(statements[1])
+            #expect(try rows.first?.decode(Int64.self, column: "n") == 2)
+        }
+    }
+
+    @Test func evictionInsideAFailedTransactionKeepsTheCacheTruthful() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await PostgresConnection.connect(
+                to: database.url, on: TestDatabase.group.next(), statementCacheSize: 1)
+            defer { connection.close() }
+            let first = PostgresStatement(name: "kept", sql: "SELECT 1::int8 AS n")
+            let second = PostgresStatement(name: "other", sql: "SELECT 2::int8 AS n")
+            try await connection.execute(first)
+            try await connection.query("BEGIN")
+            _ = try? await connection.query("SELECT 1/0")
+            await #expect(throws: PostgresError.self) { try await connection.execute(second) }
+            try await connection.query("ROLLBACK")
+            try await connection.execute(first)
+            let rows = try await connection.execute(second)
+            #expect(try rows.first?.decode(Int64.self, column: "n") == 2)
+        }
+    }
+}

@@ -8,7 +8,8 @@ import Testing
             let pool = try database.makePool(size: 1, acquireTimeout: .milliseconds(300))
             defer { pool.shutdown() }
             let holder = Task { try await pool.withConnection { _ in try await Task.sleep(for: .seconds(2)) } }
-            try await Task.sleep(for: .milliseconds(300))
+            // Wait until the holder has the connection: a fixed pause races with it on a loaded machine.
+            while pool.statistics.open == 0 || pool.statistics.idle > 0 { try await Task.sleep(for: .milliseconds(10)) }
             let started = ContinuousClock.now
             let error = try await #require(throws: PostgresError.self) { try await pool.query("SELECT 1") }
             #expect(error.code == .poolExhausted && error.kind == .resourceExhausted)

@@ -11,7 +11,7 @@ struct DrainTests {
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
-        let slow = EchoV1.EchoAfterDelayRequest(payload: [7], delayMs: 300).protobufBytes()
+        let slow = EchoV1.EchoAfterDelayRequest(payload: [7], delayMs: 1000).protobufBytes()
         client.sendRequest(streamID: 1, method: echoAfterDelayMethod, payload: slow)
         try await Task.sleep(for: .milliseconds(50))
         let drain = Task { await server.server.drain() }

@@ -2,9 +2,19 @@
 #ifndef C_RAVE_PROTO_H
 #define C_RAVE_PROTO_H
 #include "rave/echo/v1/echo.pb-c.h"
+#include "rave/gateway/v1/gateway.pb-c.h"
+#include "rave/identity/v1/identity.pb-c.h"
+#include "rave/identity/v1/types.pb-c.h"
+#include "rave/leaderboards/v1/leaderboards.pb-c.h"
 #include "rave/merge/v1/merge.pb-c.h"
+#include "rave/push/v1/push.pb-c.h"
 #include "rave/rpc/v1/envelope.pb-c.h"
 #include "rave/rpc/v1/health.pb-c.h"
 #include "rave/rpc/v1/status.pb-c.h"
+#include "rave/social/v1/social.pb-c.h"
+#include "rave/social/v1/types.pb-c.h"
 #include "rave/testing/v1/sample.pb-c.h"
+#include "rave/wallet/v1/types.pb-c.h"
+#include "rave/wallet/v1/wallet.pb-c.h"
+#include "rave/descriptor_registry.h"
 #endif

@@ -3,8 +3,29 @@
 /// The messages and enums of the proto package rave.echo.v1.
 public enum EchoV1 {}
 
+/// The messages and enums of the proto package rave.gateway.v1.
+public enum GatewayV1 {}
+
+/// The messages and enums of the proto package rave.identity.v1.
+public enum IdentityV1 {}
+
+/// The messages and enums of the proto package rave.leaderboards.v1.
+public enum LeaderboardsV1 {}
+
+/// The messages and enums of the proto package rave.merge.v1.
+public enum MergeV1 {}
+
+/// The messages and enums of the proto package rave.push.v1.
+public enum PushV1 {}
+
 /// The messages and enums of the proto package rave.rpc.v1.
 public enum RpcV1 {}
 
+/// The messages and enums of the proto package rave.social.v1.
+public enum SocialV1 {}
+
 /// The messages and enums of the proto package rave.testing.v1.
 public enum TestingV1 {}
+
+/// The messages and enums of the proto package rave.wallet.v1.
+public enum WalletV1 {}

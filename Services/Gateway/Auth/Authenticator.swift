@@ -1,0 +1,109 @@
+import Foundation
+import RaveAuth
+import RaveMessages
+import RaveRPC
+import RaveServices
+import RaveTelemetry
+import RaveTransport
+import Synchronization
+
+/// Turns an `authorization: Bearer <access token>` into the caller the services see.
+///
+/// Tokens are verified offline with identity's public keys (about 0.1 ms each) and then kept in a bounded LRU
+/// cache until they expire, so a client pays the verification once per token, not per call. The token's
+/// subject is then resolved through identity's merge records (cached for `mergeCacheLifetime`): the token of
+/// a merged-away user acts as the merge target.
+final class Authenticator: Sendable {
+    private let keys: SigningKeyStore
+    private let identity: IdentityV1.IdentityInternalClient
+    private let mergeCacheLifetime: UInt64
+    private let logger: Logger
+    private let tokens: Mutex<LeastRecentlyUsed<String, AccessTokenClaims>>
+    private let canonicalUsers: Mutex<LeastRecentlyUsed<String, (userID: String, expiresAt: UInt64)>>
+
+    init(
+        keys: SigningKeyStore, identity: any RPCCaller, tokenCacheCapacity: Int, mergeCacheLifetime: Duration,
+        logger: Logger
+    ) {
+        self.keys = keys
+        self.identity = IdentityV1.IdentityInternalClient(caller: identity)
+        self.mergeCacheLifetime = mergeCacheLifetime.wholeNanoseconds
+        self.logger = logger
+        self.tokens = Mutex(LeastRecentlyUsed(capacity: tokenCacheCapacity))
+        self.canonicalUsers = Mutex(LeastRecentlyUsed(capacity: tokenCacheCapacity))
+    }
+
+    /// The caller a bearer credential stands for, or UNAUTHENTICATED.
+    ///
+    /// `authorization` is the metadata value, "Bearer <token>" (the scheme is case-insensitive).
+    func caller(authorization: String, now: Date = Date()) async throws(RPCError) -> Caller {
+        let claims = try await verifiedClaims(try Self.bearerToken(authorization), now: now)
+        let userID = try await canonicalUserID(claims.subject)
+        return Caller(
+            userID: userID, appID: claims.applicationID, sessionID: claims.sessionID, scopes: Set(claims.scopes))
+    }
+
+    /// The token of an `authorization` value.
+    static func bearerToken(_ authorization: String) throws(RPCError) -> String {
+        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw .unauthenticated("authorization must be \"Bearer <access token>\"")
+        }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    // MARK: - Tokens
+
+    private func verifiedClaims(_ token: String, now: Date) async throws(RPCError) -> AccessTokenClaims {
+        let seconds = Int64(now.timeIntervalSince1970)
+        if let claims = tokens.withLock({ $0.value(for: token) }) {
+            if seconds < claims.expiresAt { return claims }
+            tokens.withLock { $0.remove(token) }
+            throw .unauthenticated("the access token has expired; refresh the session")
+        }
+        var verifier = keys.verifier
+        if let keyID = AccessTokenVerifier.keyID(ofToken: token), verifier?.keys.publicKey(forKeyID: keyID) == nil {
+            // A key we have not seen: identity may have rotated. The store rate-limits these fetches.
+            await keys.refreshIfAllowed()
+            verifier = keys.verifier
+        }
+        guard let verifier else {
+            throw .unavailable("the gateway cannot verify tokens yet: identity's signing keys are unreachable")
+        }
+        let claims: AccessTokenClaims
+        do {
+            claims = try verifier.verify(token, now: now)
+        } catch {
+            if error.reason == .expiredToken {
+                throw .unauthenticated("the access token has expired; refresh the session")
+            }
+            throw .unauthenticated("the access token is invalid: \(error.message)")
+        }
+        tokens.withLock { $0.insert(claims, for: token) }
+        return claims
+    }
+
+    // MARK: - Merged users
+
+    private func canonicalUserID(_ userID: String) async throws(RPCError) -> String {
+        let now = monotonicNanoseconds()
+        if let cached = canonicalUsers.withLock({ $0.value(for: userID) }), cached.expiresAt > now {
+            return cached.userID
+        }
+        var request = IdentityV1.ResolveUsersRequest()
+        request.userIds = [userID]
+        let resolved: String
+        do {
+            let response = try await identity.resolveUsers(request, options: CallOptions(timeout: .seconds(2)))
+            resolved = response.users.first { $0.requestedId == userID }?.canonicalId ?? ""
+        } catch {
+            // Identity unreachable: the token is genuine, so serve its own subject rather than fail every call;
+            // only a user merged within the outage is affected, and not cached so it is corrected soon.
+            logger.warning("resolving a merged user failed", [("user", userID), ("error", error.message)])
+            return userID
+        }
+        guard !resolved.isEmpty else { throw .unauthenticated("the access token's user no longer exists") }
+        canonicalUsers.withLock { $0.insert((resolved, now &+ mergeCacheLifetime), for: userID) }
+        return resolved
+    }
+}

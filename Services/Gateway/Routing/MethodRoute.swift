@@ -1,0 +1,59 @@
+import RaveRPC
+
+/// What the gateway does with a method name: which service serves it and which credential it needs.
+///
+/// Names are `rave.<area>.v1.<Service>/<Method>`; the area names the backend service. The service's suffix
+/// decides access: `<Area>Admin` needs the admin credential, `<Area>Internal` and everything in `rave.merge.v1`
+/// are for services only and never leave the backend network (PERMISSION_DENIED, before any credential is
+/// looked at), and the identity login methods need no token.
+struct MethodRoute: Sendable, Hashable {
+    /// Who may call a method through the gateway.
+    enum Access: Sendable, Hashable {
+        /// Signs a player in: no token needed (GuestLogin, SignUp, …).
+        case login
+        /// Needs a valid access token.
+        case player
+        /// Needs the admin client certificate.
+        case admin
+    }
+
+    /// The backend service (the area of the package).
+    var service: String
+    var access: Access
+
+    /// Identity methods that create or renew a session, so cannot require one.
+    static let loginMethods: Set<String> = [
+        "rave.identity.v1.Identity/GuestLogin", "rave.identity.v1.Identity/SignUp",
+        "rave.identity.v1.Identity/LoginWithPassword", "rave.identity.v1.Identity/LoginWithProvider",
+        "rave.identity.v1.Identity/CompleteTwoFactorLogin", "rave.identity.v1.Identity/RefreshSession",
+    ]
+
+    /// Classifies `method`, or throws UNIMPLEMENTED (malformed name) or PERMISSION_DENIED (internal method).
+    init(method: String) throws(RPCError) {
+        guard let slash = method.firstIndex(of: "/") else {
+            throw .unimplemented("method \"\(method)\" is not of the form rave.<area>.v1.<Service>/<Method>")
+        }
+        let qualifiedService = method[..<slash]
+        let methodName = method[method.index(after: slash)...]
+        let components = qualifiedService.split(separator: ".", omittingEmptySubsequences: false)
+        guard components.count == 4, components[0] == "rave", components[2] == "v1",
+            !components[1].isEmpty, !components[3].isEmpty, !methodName.isEmpty, !methodName.contains("/")
+        else {
+            throw .unimplemented("method \"\(method)\" is not of the form rave.<area>.v1.<Service>/<Method>")
+        }
+        let area = String(components[1])
+        let serviceName = components[3]
+        if area == "merge" || serviceName.hasSuffix("Internal") {
+            throw .permissionDenied(
+                "\(qualifiedService) is internal to the backend and not reachable through the gateway")
+        }
+        service = area
+        if serviceName.hasSuffix("Admin") {
+            access = .admin
+        } else if Self.loginMethods.contains(method) {
+            access = .login
+        } else {
+            access = .player
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import RaveRPC
+import RaveTransport
+
+/// Calls one service through its pool: round robin over healthy backends, and a failure marked not processed
+/// (the backend never started the call) is retried on another healthy backend, at most `maxAttempts` in all.
+///
+/// Nothing else is retried: a call a backend may have started could have taken effect.
+struct ServiceCaller: RPCCaller {
+    let pool: BackendPool
+    var maxAttempts = 3
+
+    func call(method: String, request: [UInt8], options: CallOptions) async throws(RPCError) -> [UInt8] {
+        let deadline = monotonicNanoseconds() &+ options.timeout.wholeNanoseconds
+        var tried: Set<Int> = []
+        var lastError = RPCError.unavailable("no backend of \(pool.service) is healthy", notProcessed: true)
+        for _ in 0..<maxAttempts {
+            if tried.count == pool.backends.count { tried.removeAll() }
+            guard let (index, backend) = pool.choose(excluding: tried) else { break }
+            tried.insert(index)
+            let now = monotonicNanoseconds()
+            guard deadline > now else { break }
+            var attemptOptions = options
+            attemptOptions.timeout = .nanoseconds(Int64(deadline - now))
+            attemptOptions.maxRetries = 0
+            do {
+                return try await backend.client.call(method: method, request: request, options: attemptOptions)
+            } catch  where error.notProcessed && !Task.isCancelled {
+                if error.code == .unavailable { backend.markHealthy(false) }
+                lastError = error
+            }
+        }
+        if lastError.code == .unavailable {
+            lastError.message = "\(pool.service) is unavailable: \(lastError.message)"
+        }
+        throw lastError
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, zero for negative durations.
+    var wholeNanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+    }
+}

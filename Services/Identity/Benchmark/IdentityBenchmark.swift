@@ -1,0 +1,166 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveTelemetry
+import RaveTransport
+import Synchronization
+
+/// Throughput of identity's hot paths, called in-process against a real PostgreSQL (no RPC in the path): guest
+/// logins of new devices, token refreshes, and ResolveUsers with 100 ids.
+///
+/// `identity bench` runs it against `RAVE_DATABASE_URL` (a scratch database: it is migrated and filled), prints a
+/// summary and writes `.bench/identity.json`; tests run it briefly to keep it working.
+struct IdentityBenchmark: Sendable {
+    /// What to run; every field has a default fit for `make bench`.
+    struct Parameters: Sendable {
+        /// Seconds per measured operation.
+        var seconds: Double = 5
+        /// Calls in flight at once.
+        var concurrency = 32
+    }
+
+    /// Calls per second and latency percentiles of one operation.
+    struct Measurement: Sendable {
+        var name: String
+        var calls: Int
+        var errors: Int
+        var seconds: Double
+        var p50Microseconds: UInt64
+        var p99Microseconds: UInt64
+        var perSecond: Double { Double(calls) / seconds }
+    }
+
+    let service: IdentityService
+    let parameters: Parameters
+
+    /// Runs the three measurements one after another.
+    func run() async throws -> [Measurement] {
+        let player = PlayerHandlers(service: service)
+        let internalHandlers = InternalHandlers(service: service)
+        let applications = ApplicationStore(database: service.pool)
+        let publisher = try await applications.createPublisher(name: "Benchmark")
+        guard let publisherID = RaveID(publisher.publisherId) else { throw RPCError.internalError("bad publisher") }
+        let appID = try await applications.createApplication(
+            publisherID: publisherID, name: "Benchmark", settings: .init(crossAppLogin: false)
+        ).id.hex
+        let anonymous = Self.context(caller: nil)
+
+        let guestLogins = try await measure("guest_login_new_device") { worker, iteration in
+            _ = try await player.guestLogin(
+                .init(appId: appID, device: .init(deviceId: "bench-\(worker)-\(iteration)-\(UUID().uuidString)")),
+                context: anonymous)
+        }
+        // One session per worker, refreshed over and over with the token each refresh returns.
+        var tokens: [String] = []
+        for worker in 0..<parameters.concurrency {
+            let login = try await player.guestLogin(
+                .init(appId: appID, device: .init(deviceId: "bench-refresh-\(worker)")), context: anonymous)
+            guard case .tokens(let issued) = login.outcome else { throw RPCError.internalError("no tokens") }
+            tokens.append(issued.refreshToken)
+        }
+        let latest = TokenSlots(tokens)
+        let refreshes = try await measure("refresh_session") { worker, _ in
+            let response = try await player.refreshSession(
+                .init(refreshToken: latest[worker]), context: anonymous)
+            latest[worker] = response.tokens?.refreshToken ?? ""
+        }
+        var ids: [String] = []
+        for index in 0..<100 {
+            let login = try await player.guestLogin(
+                .init(appId: appID, device: .init(deviceId: "bench-resolve-\(index)")), context: anonymous)
+            ids.append(login.user?.profile?.userId ?? "")
+        }
+        let serviceContext = Self.context(caller: nil, service: true)
+        let resolveIDs = ids
+        let resolves = try await measure("resolve_users_100") { _, _ in
+            _ = try await internalHandlers.resolveUsers(.init(userIds: resolveIDs), context: serviceContext)
+        }
+        return [guestLogins, refreshes, resolves]
+    }
+
+    /// Runs `operation` from `concurrency` workers for `seconds`.
+    private func measure(
+        _ name: String, _ operation: @escaping @Sendable (Int, Int) async throws -> Void
+    ) async throws -> Measurement {
+        let start = ContinuousClock.now
+        let end = start + .milliseconds(Int(parameters.seconds * 1000))
+        let results = await withTaskGroup(of: (latencies: [UInt64], errors: Int).self) { group in
+            for worker in 0..<parameters.concurrency {
+                group.addTask {
+                    var latencies: [UInt64] = []
+                    var errors = 0
+                    var iteration = 0
+                    while ContinuousClock.now < end {
+                        let before = ContinuousClock.now
+                        do {
+                            try await operation(worker, iteration)
+                            latencies.append(UInt64((ContinuousClock.now - before) / .microseconds(1)))
+                        } catch {
+                            errors += 1
+                        }
+                        iteration += 1
+                    }
+                    return (latencies, errors)
+                }
+            }
+            var all: [(latencies: [UInt64], errors: Int)] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+        let elapsed = ContinuousClock.now - start
+        let latencies = results.flatMap(\.latencies).sorted()
+        func percentile(_ fraction: Double) -> UInt64 {
+            latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * fraction))]
+        }
+        return Measurement(
+            name: name, calls: latencies.count, errors: results.reduce(0) { $0 + $1.errors },
+            seconds: Double(elapsed / .milliseconds(1)) / 1000, p50Microseconds: percentile(0.5),
+            p99Microseconds: percentile(0.99))
+    }
+
+    /// A human summary, one line per operation.
+    static func summary(_ measurements: [Measurement], parameters: Parameters) -> String {
+        measurements.map { measurement in
+            String(
+                format: "%@: %.0f calls/s (%d calls, %d errors, p50 %llu µs, p99 %llu µs, %d in flight)",
+                measurement.name, measurement.perSecond, measurement.calls, measurement.errors,
+                measurement.p50Microseconds, measurement.p99Microseconds, parameters.concurrency)
+        }.joined(separator: "\n")
+    }
+
+    /// The machine-readable results `make bench` collects.
+    static func json(_ measurements: [Measurement], parameters: Parameters) -> String {
+        let entries = measurements.map { measurement in
+            String(
+                format:
+                    "{\"name\":\"%@\",\"calls_per_second\":%.1f,\"calls\":%d,\"errors\":%d,\"p50_us\":%llu,\"p99_us\":%llu}",
+                measurement.name, measurement.perSecond, measurement.calls, measurement.errors,
+                measurement.p50Microseconds, measurement.p99Microseconds)
+        }
+        return "{\"benchmark\":\"identity\",\"mode\":\"in-process handlers, real PostgreSQL\","
+            + "\"parameters\":{\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency)},"
+            + "\"results\":[\(entries.joined(separator: ","))]}\n"
+    }
+
+    static func context(caller: Caller?, service: Bool = false) -> RequestContext {
+        RequestContext(
+            requestID: "bench", method: "bench", deadline: UInt64.max, metadata: [:],
+            peer: PeerIdentity(address: "127.0.0.1:0", certificateCommonName: service ? "bench" : nil),
+            caller: caller, logger: Logger(label: "identity-bench", level: .error))
+    }
+}
+
+/// The latest refresh token of each benchmark worker (each worker touches only its own slot).
+private final class TokenSlots: Sendable {
+    private let slots: Mutex<[String]>
+
+    init(_ tokens: [String]) {
+        slots = Mutex(tokens)
+    }
+
+    subscript(worker: Int) -> String {
+        get { slots.withLock { $0[worker] } }
+        set { slots.withLock { $0[worker] = newValue } }
+    }
+}

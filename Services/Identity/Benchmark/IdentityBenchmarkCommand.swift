@@ -1,0 +1,43 @@
+import Foundation
+import RavePostgres
+import RaveTelemetry
+import RaveTransport
+
+/// `identity bench`: runs `IdentityBenchmark` against the scratch database `RAVE_DATABASE_URL`.
+///
+/// `RAVE_BENCH_SECONDS` (default 5) and `RAVE_BENCH_CONCURRENCY` (default 32) tune it; results go to stdout and
+/// `.bench/identity.json` (or `RAVE_BENCH_OUT`). Exits non-zero when a call failed.
+enum IdentityBenchmarkCommand {
+    static func run(environment: [String: String]) async -> Int32 {
+        guard let url = environment["RAVE_DATABASE_URL"] else {
+            print("identity bench: set RAVE_DATABASE_URL to a scratch database (it is migrated and filled)")
+            return 64
+        }
+        var parameters = IdentityBenchmark.Parameters()
+        if let seconds = environment["RAVE_BENCH_SECONDS"].flatMap(Double.init) { parameters.seconds = seconds }
+        if let concurrency = environment["RAVE_BENCH_CONCURRENCY"].flatMap(Int.init) {
+            parameters.concurrency = max(1, concurrency)
+        }
+        do {
+            let group = try EventLoopGroup(loopCount: 2)
+            defer { group.shutdown() }
+            var configuration = PostgresPool.Configuration(connectionString: url)
+            configuration.size = 16
+            let pool = try PostgresPool(configuration: configuration, group: group)
+            defer { pool.shutdown() }
+            _ = try await Migrator(pool: pool, directory: IdentityMain.migrationsDirectory).migrate()
+            let service = try await IdentityService.start(pool: pool, configuration: IdentityConfiguration())
+            let measurements = try await IdentityBenchmark(service: service, parameters: parameters).run()
+            print(IdentityBenchmark.summary(measurements, parameters: parameters))
+            let path = environment["RAVE_BENCH_OUT"] ?? ".bench/identity.json"
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try IdentityBenchmark.json(measurements, parameters: parameters).write(
+                toFile: path, atomically: true, encoding: .utf8)
+            return measurements.allSatisfy { $0.errors == 0 } ? 0 : 1
+        } catch {
+            print("identity bench failed: \(error)")
+            return 1
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import RaveMessages
+import RaveOutbox
+import RavePostgres
+import RaveRPC
+
+/// Starts account merges: the durable saga of DESIGN.md §7, owned by identity.
+///
+/// `merge(source:into:in:)` writes the merge record, moves identity-owned data and enqueues one outbox event per
+/// participant service, all in the caller's transaction, so either the whole merge happened or none of it did.
+/// `MergeDelivery` then calls each participant's `MergeUsers` until it acknowledges.
+struct MergeSaga: Sendable {
+    /// The outbox topic of merge events; the event key is the participant's name, so merges reach one
+    /// participant in the order they happened (a merge A→B is applied before B→C).
+    static let topic = "rave.merge.v1.MergeParticipant/MergeUsers"
+
+    let participants: [String]
+
+    /// The outcome of a merge request.
+    struct Outcome: Sendable {
+        var mergeID: RaveID
+        var target: RaveID
+        /// False when the source had already been merged (a no-op).
+        var performed: Bool
+    }
+
+    /// Merges `source` into `target` inside `transaction`; a source that was already merged is a no-op that
+    /// returns the earlier merge.
+    func merge(source: RaveID, into target: RaveID, in transaction: PostgresTransaction) async throws -> Outcome {
+        let store = MergeStore(database: transaction)
+        let locked = try await store.lockUsers([source, target])
+        guard let sourcePointer = locked[source] else { throw RPCError.notFound("no user \(source.hex)") }
+        guard let targetPointer = locked[target] else { throw RPCError.notFound("no user \(target.hex)") }
+        if let earlier = sourcePointer {
+            guard let mergeID = try await store.mergeID(source: source) else {
+                throw RPCError.internalError("user \(source.hex) is merged into \(earlier.hex) without a merge record")
+            }
+            return Outcome(mergeID: mergeID, target: earlier, performed: false)
+        }
+        guard targetPointer == nil else {
+            throw RPCError(.aborted, "user \(target.hex) was merged meanwhile; retry")
+        }
+        guard source != target else { throw RPCError.failedPrecondition("a user cannot be merged into itself") }
+
+        let mergeID = RaveID.random()
+        try await store.insert(id: mergeID, source: source, target: target, participants: participants)
+        try await store.moveData(from: source, to: target, mergeID: mergeID)
+        let request = MergeV1.MergeUsersRequest(
+            mergeId: mergeID.hex, sourceUserId: source.hex, targetUserId: target.hex)
+        for participant in participants {
+            try await Outbox.enqueue(
+                in: transaction, topic: Self.topic, key: participant, payload: request.protobufBytes())
+        }
+        return Outcome(mergeID: mergeID, target: target, performed: true)
+    }
+}

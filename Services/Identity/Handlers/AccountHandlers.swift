@@ -1,0 +1,156 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// Guest login, sign-up and password login.
+extension PlayerHandlers {
+    func guestLogin(
+        _ request: IdentityV1.GuestLoginRequest, context: RequestContext
+    ) async throws -> IdentityV1.LoginResponse {
+        let appID = try Validation.raveID(request.appId, field: "app_id")
+        let device = try Validation.device(request.device)
+        let application = try await ApplicationStore(database: service.pool).application(appID)
+        return try await service.pool.transaction { transaction in
+            let logins = DeviceLoginStore(database: transaction)
+            var created = false
+            let userID: RaveID
+            if let known = try await logins.deviceUser(appID: appID, deviceID: device.deviceId) {
+                userID = known
+            } else if application.settings.crossAppLogin,
+                let shared = try await logins.crossAppUser(
+                    deviceID: device.deviceId, publisherID: application.publisherID)
+            {
+                userID = shared
+                try await logins.setDeviceUser(appID: appID, deviceID: device.deviceId, userID: userID, crossApp: true)
+            } else {
+                userID = try await UserStore(database: transaction).createUser()
+                // A concurrent first login of the same device may have won; this one then fails and is retried
+                // by the client, which then finds the device's user.
+                guard
+                    try await logins.claimDevice(
+                        appID: appID, deviceID: device.deviceId, userID: userID, crossApp: false)
+                else { throw RPCError(.aborted, "another login of this device is in progress; retry") }
+                created = true
+            }
+            return try await finishLogin(
+                userID: userID, appID: appID, device: device, created: created, in: transaction)
+        }
+    }
+
+    func signUp(_ request: IdentityV1.SignUpRequest, context: RequestContext) async throws -> IdentityV1.LoginResponse {
+        let appID = try Validation.raveID(request.appId, field: "app_id")
+        let device = try Validation.device(request.device)
+        let email = try Validation.email(request.email)
+        let password = try Validation.password(request.password)
+        let birthYear = try Validation.birthYear(request.birthYear)
+        let country = try Validation.country(request.country)
+        let username = request.username.isEmpty ? nil : try Validation.username(request.username)
+        let application = try await ApplicationStore(database: service.pool).application(appID)
+        let hash = try service.passwordHasher.hash(password)
+        // A signed-in guest becomes the new account instead of leaving an orphan behind.
+        let current = context.caller.flatMap { $0.appID == application.id.hex ? RaveID($0.userID) : nil }
+        return try await service.pool.transaction { transaction in
+            let users = UserStore(database: transaction)
+            var userID: RaveID? = nil
+            if let current, let canonical = try await users.canonicalIDs([current])[current],
+                try await !users.user(canonical, appID: nil).hasPassword
+            {
+                userID = canonical
+            }
+            let created = userID == nil
+            let accountID: RaveID
+            if let userID { accountID = userID } else { accountID = try await users.createUser() }
+            try await CredentialStore(database: transaction).addPassword(userID: accountID, email: email, hash: hash)
+            try await ProfileStore(database: transaction).recordSignUp(
+                userID: accountID, email: email, birthYear: birthYear, country: country,
+                newsletter: request.newsletterOptIn, username: username)
+            var response = try await finishLogin(
+                userID: accountID, appID: appID, device: device, created: created, explicit: true, in: transaction)
+            response.signUpData = Self.signUpData(
+                birthYear: birthYear, country: country, newsletter: request.newsletterOptIn)
+            return response
+        }
+    }
+
+    func loginWithPassword(
+        _ request: IdentityV1.LoginWithPasswordRequest, context: RequestContext
+    ) async throws -> IdentityV1.LoginResponse {
+        let appID = try Validation.raveID(request.appId, field: "app_id")
+        let device = try Validation.device(request.device)
+        let email = try Validation.text(request.email, field: "email", maximum: 254)
+        let password = try Validation.text(request.password, field: "password", maximum: 128)
+        _ = try await ApplicationStore(database: service.pool).application(appID)
+        let credentials = CredentialStore(database: service.pool)
+        let accountKey = "account:" + email.lowercased()
+        var keys = [accountKey]
+        if let address = context.metadata["rave-client-address"], !address.isEmpty { keys.append("address:" + address) }
+        if let until = try await credentials.lockedUntil(keys: keys) {
+            let seconds = max(1, Int(until.timeIntervalSinceNow.rounded(.up)))
+            throw RPCError.resourceExhausted("too many failed logins; try again in \(seconds) s")
+        }
+        let stored = try await credentials.password(email: email)
+        // Hash even for an unknown email, so the answer's timing does not tell whether the account exists.
+        let verified = try service.passwordHasher.verify(password, against: stored?.hash ?? Self.decoyHash)
+        guard let stored, verified else {
+            try await credentials.recordFailure(keys: keys, configuration: service.configuration)
+            throw RPCError.unauthenticated("the email or password is wrong")
+        }
+        try await credentials.clearFailures(key: accountKey)
+        if service.passwordHasher.needsRehash(stored.hash) {
+            try await credentials.replacePassword(
+                userID: stored.userID, hash: try service.passwordHasher.hash(password))
+        }
+        // A signed-in guest of this app logging in to the account is merged into it, as with provider logins.
+        let callerID = context.caller.flatMap { $0.appID == appID.hex ? RaveID($0.userID) : nil }
+        return try await service.pool.transaction { transaction in
+            let users = UserStore(database: transaction)
+            var guest: RaveID? = nil
+            if let callerID, let canonical = try await users.canonicalIDs([callerID])[callerID],
+                canonical != stored.userID,
+                try await users.user(canonical, appID: nil).accountState != .authenticated
+            {
+                guest = canonical
+            }
+            return try await loginOrChallenge(
+                userID: stored.userID, appID: appID, device: device, mergeSource: guest, in: transaction)
+        }
+    }
+
+    /// Records the device and app use, points the device at the user and starts a session.
+    ///
+    /// `explicit` logins (password, provider) enable cross-app login on the device; a guest login keeps it as is.
+    func finishLogin(
+        userID: RaveID, appID: RaveID, device: IdentityV1.DeviceInfo, created: Bool, explicit: Bool = false,
+        in transaction: PostgresTransaction
+    ) async throws -> IdentityV1.LoginResponse {
+        let logins = DeviceLoginStore(database: transaction)
+        if explicit {
+            try await logins.setDeviceUser(appID: appID, deviceID: device.deviceId, userID: userID, crossApp: true)
+        }
+        try await logins.recordAppUse(appID: appID, userID: userID)
+        try await SessionStore(database: transaction).recordDevice(userID: userID, device: device)
+        let tokens = try await service.startSession(
+            userID: userID, appID: appID, deviceID: device.deviceId, in: transaction)
+        let user = try await UserStore(database: transaction).user(userID, appID: appID)
+        return IdentityV1.LoginResponse(user: user.message, outcome: .tokens(tokens), created: created)
+    }
+
+    /// The seed SDK's sign-up data: COPPA for the US (13 or older for certain), the newsletter for Canada.
+    static func signUpData(
+        birthYear: Int32, country: String, newsletter: Bool, now: Date = Date()
+    ) -> IdentityV1.SignUpData {
+        let year = Int32(Calendar(identifier: .gregorian).component(.year, from: now))
+        // With only a year, the player may not have had this year's birthday yet: count the younger age.
+        let passedCoppa = country != "US" || year - birthYear - 1 >= 13
+        return IdentityV1.SignUpData(
+            passedCoppaCheck: passedCoppa, acceptedNewsletter: country == "CA" && newsletter, birthYear: birthYear)
+    }
+
+    /// A valid hash of a random password, verified against when the email is unknown.
+    private static let decoyHash: String = {
+        let hasher = PasswordHasher()
+        return (try? hasher.hash(RaveID.random().hex)) ?? "scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAA"
+    }()
+}

@@ -1,0 +1,67 @@
+import RaveMessages
+import RaveRPC
+import RaveServices
+
+/// Serves `rave.identity.v1.IdentityAdmin`: publishers and applications, for callers with the admin scope.
+struct AdminHandlers: IdentityV1.IdentityAdminHandler {
+    let service: IdentityService
+
+    private var store: ApplicationStore { ApplicationStore(database: service.pool) }
+
+    func createPublisher(
+        _ request: IdentityV1.CreatePublisherRequest, context: RequestContext
+    ) async throws -> IdentityV1.CreatePublisherResponse {
+        _ = try context.requireAdmin()
+        let name = try Validation.text(request.name, field: "name", maximum: 100)
+        return IdentityV1.CreatePublisherResponse(publisher: try await store.createPublisher(name: name))
+    }
+
+    func updatePublisher(
+        _ request: IdentityV1.UpdatePublisherRequest, context: RequestContext
+    ) async throws -> IdentityV1.UpdatePublisherResponse {
+        _ = try context.requireAdmin()
+        let id = try Validation.raveID(request.publisherId, field: "publisher_id")
+        let name = try Validation.text(request.name, field: "name", maximum: 100)
+        return IdentityV1.UpdatePublisherResponse(publisher: try await store.updatePublisher(id: id, name: name))
+    }
+
+    func createApplication(
+        _ request: IdentityV1.CreateApplicationRequest, context: RequestContext
+    ) async throws -> IdentityV1.CreateApplicationResponse {
+        _ = try context.requireAdmin()
+        let publisherID = try Validation.raveID(request.publisherId, field: "publisher_id")
+        let name = try Validation.text(request.name, field: "name", maximum: 100)
+        let settings = request.settings ?? IdentityV1.ApplicationSettings(crossAppLogin: true)
+        let application = try await store.createApplication(publisherID: publisherID, name: name, settings: settings)
+        return IdentityV1.CreateApplicationResponse(application: application.message)
+    }
+
+    func updateApplication(
+        _ request: IdentityV1.UpdateApplicationRequest, context: RequestContext
+    ) async throws -> IdentityV1.UpdateApplicationResponse {
+        _ = try context.requireAdmin()
+        let id = try Validation.raveID(request.appId, field: "app_id")
+        let name = try request.name.map { try Validation.text($0.value, field: "name", maximum: 100) }
+        let application = try await store.updateApplication(id: id, name: name, settings: request.settings)
+        return IdentityV1.UpdateApplicationResponse(application: application.message)
+    }
+
+    func getApplication(
+        _ request: IdentityV1.GetApplicationRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetApplicationResponse {
+        _ = try context.requireAdmin()
+        let id = try Validation.raveID(request.appId, field: "app_id")
+        return IdentityV1.GetApplicationResponse(application: try await store.application(id).message)
+    }
+
+    func getMergeStatus(
+        _ request: IdentityV1.GetMergeStatusRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetMergeStatusResponse {
+        _ = try context.requireAdmin()
+        let id = try Validation.raveID(request.mergeId, field: "merge_id")
+        guard let merge = try await MergeStore(database: service.pool).merge(id) else {
+            throw RPCError.notFound("no merge \(id.hex)")
+        }
+        return IdentityV1.GetMergeStatusResponse(merge: merge)
+    }
+}

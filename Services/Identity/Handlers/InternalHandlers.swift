@@ -1,0 +1,87 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// Serves `rave.identity.v1.IdentityInternal` to peers with a service certificate.
+struct InternalHandlers: IdentityV1.IdentityInternalHandler {
+    let service: IdentityService
+
+    func resolveUsers(
+        _ request: IdentityV1.ResolveUsersRequest, context: RequestContext
+    ) async throws -> IdentityV1.ResolveUsersResponse {
+        try context.requireService()
+        let ids = try Validation.raveIDs(request.userIds, field: "user_ids")
+        let canonical = try await UserStore(database: service.pool).canonicalIDs(ids)
+        return IdentityV1.ResolveUsersResponse(
+            users: zip(request.userIds, ids).map { text, id in
+                IdentityV1.ResolvedUser(requestedId: text, canonicalId: canonical[id]?.hex ?? "")
+            })
+    }
+
+    func getUsers(
+        _ request: IdentityV1.GetUsersRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetUsersResponse {
+        try context.requireService()
+        let ids = try Validation.raveIDs(request.userIds, field: "user_ids")
+        let appID = request.appId.isEmpty ? nil : try Validation.raveID(request.appId, field: "app_id")
+        let users = UserStore(database: service.pool)
+        let canonical = try await users.canonicalIDs(ids)
+        let records = try await users.users(Array(Set(canonical.values)), appID: appID)
+        return IdentityV1.GetUsersResponse(users: ids.compactMap { canonical[$0].flatMap { records[$0]?.profile } })
+    }
+
+    func lookupExternal(
+        _ request: IdentityV1.LookupExternalRequest, context: RequestContext
+    ) async throws -> IdentityV1.LookupExternalResponse {
+        try context.requireService()
+        guard request.subjects.count + request.emails.count <= 1000 else {
+            throw RPCError.invalidArgument("at most 1000 subjects and emails per call")
+        }
+        var matches: [IdentityV1.ExternalMatch] = []
+        for (index, subject) in request.subjects.enumerated() {
+            guard let provider = ProviderName.name(subject.provider) else {
+                throw RPCError.invalidArgument("subjects[\(index)].provider must be google, apple or facebook")
+            }
+            let rows = try await service.pool.execute(Self.selectLink, [provider, subject.subject])
+            if let row = rows.first {
+                matches.append(
+                    IdentityV1.ExternalMatch(
+                        key: .subject(subject), userId: try row.decode(RaveID.self, column: "user_id").hex))
+            }
+        }
+        let users = UserStore(database: service.pool)
+        for email in request.emails where !email.isEmpty {
+            if let id = try await users.userID(email: email) {
+                matches.append(IdentityV1.ExternalMatch(key: .email(email), userId: id.hex))
+            }
+        }
+        return IdentityV1.LookupExternalResponse(matches: matches)
+    }
+
+    func usedApplications(
+        _ request: IdentityV1.UsedApplicationsRequest, context: RequestContext
+    ) async throws -> IdentityV1.UsedApplicationsResponse {
+        try context.requireService()
+        let appID = try Validation.raveID(request.appId, field: "app_id")
+        let ids = try Validation.raveIDs(request.userIds, field: "user_ids")
+        let canonical = try await UserStore(database: service.pool).canonicalIDs(ids)
+        let played = try await DeviceLoginStore(database: service.pool).usersWhoPlayed(
+            appID: appID, among: Array(Set(canonical.values)))
+        return IdentityV1.UsedApplicationsResponse(
+            userIds: zip(request.userIds, ids).compactMap { text, id in
+                canonical[id].map(played.contains) == true ? text : nil
+            })
+    }
+
+    func signingKeys(
+        _ request: IdentityV1.SigningKeysRequest, context: RequestContext
+    ) async throws -> IdentityV1.SigningKeysResponse {
+        try context.requireService()
+        return IdentityV1.SigningKeysResponse(keys: try await SigningKeyStore(database: service.pool).publishedKeys())
+    }
+
+    static let selectLink = PostgresStatement(
+        name: "identity_select_provider_link",
+        sql: "SELECT user_id FROM provider_links WHERE provider = $1 AND subject = $2")
+}

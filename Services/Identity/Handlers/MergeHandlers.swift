@@ -1,0 +1,22 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// The merge status a player may see: merges of their own account.
+extension PlayerHandlers {
+    func getMergeStatus(
+        _ request: IdentityV1.GetMergeStatusRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetMergeStatusResponse {
+        let (userID, _) = try await service.player(context)
+        let id = try Validation.raveID(request.mergeId, field: "merge_id")
+        guard let merge = try await MergeStore(database: service.pool).merge(id),
+            let target = RaveID(merge.targetUserId),
+            try await UserStore(database: service.pool).canonicalIDs([target])[target] == userID
+        else {
+            // Someone else's merge and no merge at all look alike.
+            throw RPCError.notFound("no merge \(id.hex) of this account")
+        }
+        return IdentityV1.GetMergeStatusResponse(merge: merge)
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// The current user's profile, finding users, random users, merged identities and app data keys.
+extension PlayerHandlers {
+    func getCurrentUser(
+        _ request: IdentityV1.GetCurrentUserRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetCurrentUserResponse {
+        let (userID, appID) = try await service.player(context)
+        let user = try await UserStore(database: service.pool).user(userID, appID: appID)
+        return IdentityV1.GetCurrentUserResponse(user: user.message)
+    }
+
+    func updateCurrentUser(
+        _ request: IdentityV1.UpdateCurrentUserRequest, context: RequestContext
+    ) async throws -> IdentityV1.UpdateCurrentUserResponse {
+        let (userID, appID) = try await service.player(context)
+        let application = try await ApplicationStore(database: service.pool).application(appID)
+        var changes = ProfileStore.Changes()
+        changes.username = try request.username.map { try Self.cleared($0.value) { try Validation.username($0) } }
+        let displayName = try request.displayName.map {
+            try Self.cleared($0.value) { try Validation.text($0, field: "display_name", maximum: 64) }
+        }
+        let pictureURL = try request.pictureUrl.map { try Self.cleared($0.value) { try Validation.pictureURL($0) } }
+        if application.settings.displayNameScope == .application {
+            changes.appDisplayName = displayName
+        } else {
+            changes.displayName = displayName
+        }
+        if application.settings.pictureScope == .application {
+            changes.appPictureURL = pictureURL
+        } else {
+            changes.pictureURL = pictureURL
+        }
+        changes.email = try request.email.map { try Self.cleared($0.value) { try Validation.email($0) } }
+        changes.birthDate = try request.birthDate.map { try Self.cleared($0.value) { try Validation.birthDate($0) } }
+        changes.gender = try request.gender.map {
+            try Self.cleared($0.value) { try Validation.text($0, field: "gender", maximum: 32) }
+        }
+        changes.country = try request.country.map { try Self.cleared($0.value) { try Validation.country($0) } }
+        let user = try await service.pool.transaction { transaction in
+            try await ProfileStore(database: transaction).update(userID: userID, appID: appID, changes: changes)
+            return try await UserStore(database: transaction).user(userID, appID: appID)
+        }
+        return IdentityV1.UpdateCurrentUserResponse(user: user.message)
+    }
+
+    func findUser(
+        _ request: IdentityV1.FindUserRequest, context: RequestContext
+    ) async throws -> IdentityV1.FindUserResponse {
+        let (_, appID) = try await service.player(context)
+        let users = UserStore(database: service.pool)
+        let found: RaveID?
+        switch request.key {
+        case .userId(let text):
+            let id = try Validation.raveID(text, field: "user_id")
+            found = try await users.canonicalIDs([id])[id]
+        case .email(let email): found = try await users.userID(email: try Validation.email(email))
+        case .username(let name):
+            found = try await users.userID(username: try Validation.text(name, field: "username", maximum: 32))
+        case nil: throw RPCError.invalidArgument("set one of user_id, email or username")
+        }
+        guard let found, let user = try await users.users([found], appID: appID)[found] else {
+            throw RPCError.notFound("no user matches")
+        }
+        return IdentityV1.FindUserResponse(user: user.profile)
+    }
+
+    func getRandomUsers(
+        _ request: IdentityV1.GetRandomUsersRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetRandomUsersResponse {
+        let (userID, appID) = try await service.player(context)
+        let limit = request.limit == 0 ? 10 : Int(request.limit)
+        guard (1...50).contains(limit) else { throw RPCError.invalidArgument("limit must be 1…50, got \(limit)") }
+        let ids = try await DeviceLoginStore(database: service.pool).randomUsers(
+            appID: appID, excluding: userID, limit: limit)
+        let users = try await UserStore(database: service.pool).users(ids, appID: appID)
+        return IdentityV1.GetRandomUsersResponse(users: ids.compactMap { users[$0]?.profile })
+    }
+
+    func getMergedIdentities(
+        _ request: IdentityV1.GetMergedIdentitiesRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetMergedIdentitiesResponse {
+        let (userID, _) = try await service.player(context)
+        let rows = try await service.pool.execute(Self.selectMergedIdentities, [userID])
+        return IdentityV1.GetMergedIdentitiesResponse(
+            userIds: try rows.map { try $0.decode(RaveID.self, column: "source_user_id").hex })
+    }
+
+    func getAppDataKeys(
+        _ request: IdentityV1.GetAppDataKeysRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetAppDataKeysResponse {
+        let (userID, appID) = try await service.player(context)
+        return try await service.pool.transaction { transaction in
+            let store = DeviceLoginStore(database: transaction)
+            // A user who never logged in to this app (a merged session's target) gets the key at first use.
+            try await store.recordAppUse(appID: appID, userID: userID)
+            let keys = try await store.appDataKeys(userID: userID, appID: appID)
+            return IdentityV1.GetAppDataKeysResponse(
+                selectedKey: keys?.selected ?? "", candidates: keys?.candidates ?? [])
+        }
+    }
+
+    func selectAppDataKey(
+        _ request: IdentityV1.SelectAppDataKeyRequest, context: RequestContext
+    ) async throws -> IdentityV1.SelectAppDataKeyResponse {
+        let (userID, appID) = try await service.player(context)
+        let key = try Validation.raveID(request.key, field: "key").hex
+        return try await service.pool.transaction { transaction in
+            let store = DeviceLoginStore(database: transaction)
+            guard let keys = try await store.appDataKeys(userID: userID, appID: appID) else {
+                throw RPCError.failedPrecondition("the user has no app data key for this app yet")
+            }
+            if keys.selected == key, keys.candidates.isEmpty {
+                return IdentityV1.SelectAppDataKeyResponse(selectedKey: key)
+            }
+            guard keys.candidates.contains(key) else {
+                throw RPCError.invalidArgument("key must be one of the candidates \(keys.candidates), got \(key)")
+            }
+            try await store.selectAppDataKey(userID: userID, appID: appID, key: key)
+            return IdentityV1.SelectAppDataKeyResponse(selectedKey: key)
+        }
+    }
+
+    static let selectMergedIdentities = PostgresStatement(
+        name: "identity_select_merged_identities",
+        sql: "SELECT source_user_id FROM merged_identities WHERE target_user_id = $1 ORDER BY merged_at")
+
+    /// An empty value clears the field; anything else must pass `validate`.
+    private static func cleared(
+        _ value: String, _ validate: (String) throws -> String
+    ) throws -> String? {
+        value.isEmpty ? nil : try validate(value)
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// Provider login, connect and disconnect (Google, Apple, Facebook Limited Login ID tokens).
+extension PlayerHandlers {
+    func loginWithProvider(
+        _ request: IdentityV1.LoginWithProviderRequest, context: RequestContext
+    ) async throws -> IdentityV1.LoginResponse {
+        let appID = try Validation.raveID(request.appId, field: "app_id")
+        let device = try Validation.device(request.device)
+        let (provider, identity) = try verifyProviderToken(request.provider, request.idToken, nonce: request.nonce)
+        _ = try await ApplicationStore(database: service.pool).application(appID)
+        // The signed-in player of this app, if any: a guest becomes the account (or is merged into it).
+        let callerID = context.caller.flatMap { $0.appID == appID.hex ? RaveID($0.userID) : nil }
+        return try await service.pool.transaction { transaction in
+            let links = ProviderStore(database: transaction)
+            let users = UserStore(database: transaction)
+            var guest: RaveID? = nil
+            if let callerID, let canonical = try await users.canonicalIDs([callerID])[callerID],
+                try await users.user(canonical, appID: nil).accountState != .authenticated
+            {
+                guest = canonical
+            }
+            if let owner = try await links.owner(provider: provider, subject: identity.subject) {
+                // The seed: an anonymous or personalized player logging in to an existing account is merged into it.
+                let source = guest == owner ? nil : guest
+                return try await loginOrChallenge(
+                    userID: owner, appID: appID, device: device, mergeSource: source, in: transaction)
+            }
+            let accountID: RaveID
+            if let guest { accountID = guest } else { accountID = try await users.createUser() }
+            try await links.link(
+                provider: provider, subject: identity.subject, userID: accountID, email: identity.email)
+            return try await finishLogin(
+                userID: accountID, appID: appID, device: device, created: guest == nil, explicit: true,
+                in: transaction)
+        }
+    }
+
+    func connectProvider(
+        _ request: IdentityV1.ConnectProviderRequest, context: RequestContext
+    ) async throws -> IdentityV1.ConnectProviderResponse {
+        let (userID, appID) = try await service.player(context)
+        let (provider, identity) = try verifyProviderToken(request.provider, request.idToken, nonce: request.nonce)
+        let settings = try await ApplicationStore(database: service.pool).application(appID).settings
+        let mergeAllowed = settings.mergePolicy == .prompt || settings.mergePolicy == .automatic
+        return try await service.pool.transaction { transaction in
+            let links = ProviderStore(database: transaction)
+            let users = UserStore(database: transaction)
+            guard let owner = try await links.owner(provider: provider, subject: identity.subject) else {
+                try await links.link(
+                    provider: provider, subject: identity.subject, userID: userID, email: identity.email)
+                return .init(outcome: .connected(try await users.user(userID, appID: appID).message))
+            }
+            if owner == userID {
+                return .init(outcome: .connected(try await users.user(userID, appID: appID).message))
+            }
+            switch request.resolution {
+            case .forceDisconnect:
+                guard settings.allowForceDisconnect else {
+                    throw RPCError.failedPrecondition(
+                        "this \(provider) account belongs to another player and this app does not allow "
+                            + "force-disconnect")
+                }
+                try await links.move(provider: provider, subject: identity.subject, to: userID)
+                return .init(outcome: .connected(try await users.user(userID, appID: appID).message))
+            case .merge where !mergeAllowed:
+                throw RPCError.failedPrecondition(
+                    "this \(provider) account belongs to another player and this app's merge policy is none")
+            case .merge:
+                return .init(outcome: .merged(try await mergeIntoOwner(userID, owner: owner, in: transaction)))
+            case .unspecified where settings.mergePolicy == .automatic:
+                return .init(outcome: .merged(try await mergeIntoOwner(userID, owner: owner, in: transaction)))
+            default:
+                let other = try await users.user(owner, appID: appID).profile
+                return .init(
+                    outcome: .conflict(
+                        IdentityV1.ProviderConflict(
+                            otherUser: other, forceDisconnectAllowed: settings.allowForceDisconnect,
+                            mergeAllowed: mergeAllowed)))
+            }
+        }
+    }
+
+    func disconnectProvider(
+        _ request: IdentityV1.DisconnectProviderRequest, context: RequestContext
+    ) async throws -> IdentityV1.DisconnectProviderResponse {
+        let (userID, appID) = try await service.player(context)
+        guard let provider = ProviderName.name(request.provider) else {
+            throw RPCError.invalidArgument("provider must be PROVIDER_GOOGLE, PROVIDER_APPLE or PROVIDER_FACEBOOK")
+        }
+        return try await service.pool.transaction { transaction in
+            let links = ProviderStore(database: transaction)
+            let held = try await links.credentials(userID: userID)
+            guard held.providers.contains(provider) else {
+                throw RPCError.notFound("this account is not connected to \(provider)")
+            }
+            guard held.hasPassword || held.providers.count > 1 else {
+                throw RPCError.failedPrecondition(
+                    "\(provider) is this account's last way to log in; add a password or another provider first")
+            }
+            _ = try await links.unlink(userID: userID, provider: provider)
+            return .init(user: try await UserStore(database: transaction).user(userID, appID: appID).message)
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// Merges the caller into the account that owns the link, unless that account needs a second factor: an ID
+    /// token alone must not let the caller's sessions act as a two-factor account.
+    private func mergeIntoOwner(
+        _ userID: RaveID, owner: RaveID, in transaction: PostgresTransaction
+    ) async throws -> IdentityV1.Merge {
+        if try await TwoFactorStore(database: transaction).state(userID: owner)?.confirmed == true {
+            throw RPCError.failedPrecondition(
+                "the other account uses two-factor; log in to it with this provider and complete the challenge to merge"
+            )
+        }
+        let outcome = try await service.mergeSaga.merge(source: userID, into: owner, in: transaction)
+        guard let merge = try await MergeStore(database: transaction).merge(outcome.mergeID) else {
+            throw RPCError.internalError("merge \(outcome.mergeID.hex) vanished")
+        }
+        return merge
+    }
+
+    /// Checks the ID token and returns the provider's stored name with the identity it asserts.
+    func verifyProviderToken(
+        _ provider: IdentityV1.Provider, _ idToken: String, nonce: String
+    ) throws -> (String, VerifiedIdentity) {
+        guard let name = ProviderName.name(provider), let oidc = OIDCProvider(rawValue: name) else {
+            throw RPCError.invalidArgument("provider must be PROVIDER_GOOGLE, PROVIDER_APPLE or PROVIDER_FACEBOOK")
+        }
+        _ = try Validation.text(idToken, field: "id_token", maximum: 16384)
+        do {
+            let identity = try service.providerVerifier.verify(
+                idToken: idToken, from: oidc, nonce: nonce.isEmpty ? nil : nonce)
+            guard identity.subject.utf8.count <= 255 else {
+                throw RPCError.unauthenticated("the ID token's subject is longer than 255 bytes")
+            }
+            return (name, identity)
+        } catch let error as CryptoError {
+            switch error.reason {
+            case .invalidToken, .expiredToken: throw RPCError.unauthenticated(error.message)
+            case .invalidArgument: throw RPCError.failedPrecondition(error.message)
+            default: throw RPCError.internalError("cannot verify \(name) ID tokens: \(error.message)")
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveTelemetry
+
+/// What every identity handler shares: the database, the token signer and the settings.
+///
+/// The RPC services (`PlayerHandlers`, `AdminHandlers`, `InternalHandlers`) are thin views over one of these.
+final class IdentityService: Sendable {
+    let pool: PostgresPool
+    let configuration: IdentityConfiguration
+    let signer: AccessTokenSigner
+    let passwordHasher: PasswordHasher
+    /// Verifies provider ID tokens against each configured provider's keys.
+    let providerVerifier: OIDCVerifier
+    /// Starts merges and enqueues their participant events.
+    let mergeSaga: MergeSaga
+    /// Scopes a player access token carries: `player`, plus `guest` or `authenticated` by account state, so
+    /// services can apply the seed's rules (guests cannot submit scores or place backed bets) without a lookup.
+    static func playerScopes(for state: IdentityV1.AccountState) -> [String] {
+        switch state {
+        case .anonymous: [Caller.playerScope, Caller.guestScope]
+        case .authenticated: [Caller.playerScope, Caller.authenticatedScope]
+        default: [Caller.playerScope]
+        }
+    }
+
+    private init(pool: PostgresPool, configuration: IdentityConfiguration, signer: AccessTokenSigner) {
+        self.pool = pool
+        self.configuration = configuration
+        self.signer = signer
+        passwordHasher = PasswordHasher(parameters: configuration.passwordParameters)
+        providerVerifier = OIDCVerifier(configurations: configuration.providers)
+        mergeSaga = MergeSaga(participants: configuration.mergeParticipants.map(\.name))
+    }
+
+    /// Loads (or creates) the signing key; the schema must be migrated.
+    static func start(pool: PostgresPool, configuration: IdentityConfiguration) async throws -> IdentityService {
+        let signer = try await SigningKeyStore(database: pool).activeSigner()
+        return IdentityService(pool: pool, configuration: configuration, signer: signer)
+    }
+
+    /// The three RPC services, ready for the server.
+    var rpcServices: [any RPCService] {
+        [PlayerHandlers(service: self), AdminHandlers(service: self), InternalHandlers(service: self)]
+    }
+
+    // MARK: - Sessions
+
+    /// Starts a session for `userID` on the device and returns its tokens.
+    func startSession(
+        userID: RaveID, appID: RaveID, deviceID: String, in database: any PostgresQueryable
+    ) async throws -> IdentityV1.SessionTokens {
+        let (sessionID, refreshToken) = try await SessionStore(database: database).createSession(
+            userID: userID, appID: appID, deviceID: deviceID, lifetime: configuration.sessionLifetime)
+        return try await tokens(
+            userID: userID, appID: appID, sessionID: sessionID, refreshToken: refreshToken, in: database)
+    }
+
+    /// Signs an access token whose scopes reflect the user's account state now.
+    func tokens(
+        userID: RaveID, appID: RaveID, sessionID: RaveID, refreshToken: String, in database: any PostgresQueryable
+    ) async throws -> IdentityV1.SessionTokens {
+        let state = try await UserStore(database: database).user(userID, appID: nil).accountState
+        let issued = try signer.issue(
+            subject: userID.hex, applicationID: appID.hex, sessionID: sessionID.hex,
+            scopes: Self.playerScopes(for: state), lifetime: configuration.accessTokenLifetime)
+        return IdentityV1.SessionTokens(
+            accessToken: issued.token, accessTokenExpiresAtUnixMs: issued.claims.expiresAt * 1000,
+            refreshToken: refreshToken, sessionId: sessionID.hex)
+    }
+
+    // MARK: - Callers
+
+    /// The calling player's user and app ids, resolved through merges so an old session acts as the target.
+    func player(_ context: RequestContext) async throws -> (userID: RaveID, appID: RaveID) {
+        let caller = try context.requireUser()
+        let userID = try Validation.raveID(caller.userID, field: "caller user id")
+        let appID = try Validation.raveID(caller.appID, field: "caller app id")
+        guard let canonical = try await UserStore(database: pool).canonicalIDs([userID])[userID] else {
+            throw RPCError.unauthenticated("the signed-in user \(userID.hex) no longer exists")
+        }
+        return (canonical, appID)
+    }
+}

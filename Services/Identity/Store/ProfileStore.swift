@@ -1,0 +1,95 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+
+/// Writes to a user's personal data, global or app-scoped.
+struct ProfileStore: Sendable {
+    let database: any PostgresQueryable
+
+    static let recordSignUp = PostgresStatement(
+        name: "identity_record_sign_up",
+        sql: """
+            UPDATE users SET email = coalesce(email, $2), birth_year = $3, country = $4, newsletter_opt_in = $5,
+                username = coalesce($6, username), updated_at = now()
+            WHERE id = $1
+            """)
+    /// `$2…$8` are (set?, value) pairs flattened: a NULL flag leaves the column alone.
+    static let updateGlobal = PostgresStatement(
+        name: "identity_update_profile",
+        sql: """
+            UPDATE users SET
+                username = CASE WHEN $2 THEN $3 ELSE username END,
+                display_name = CASE WHEN $4 THEN $5 ELSE display_name END,
+                picture_url = CASE WHEN $6 THEN $7 ELSE picture_url END,
+                email = CASE WHEN $8 THEN $9 ELSE email END,
+                email_verified = CASE WHEN $8 THEN false ELSE email_verified END,
+                birth_date = CASE WHEN $10 THEN $11::date ELSE birth_date END,
+                gender = CASE WHEN $12 THEN $13 ELSE gender END,
+                country = CASE WHEN $14 THEN $15 ELSE country END,
+                updated_at = now()
+            WHERE id = $1
+            """)
+    static let upsertAppProfile = PostgresStatement(
+        name: "identity_upsert_app_profile",
+        sql: """
+            INSERT INTO user_app_profiles AS p (user_id, app_id, display_name, picture_url)
+            VALUES ($1, $2, CASE WHEN $3 THEN $4 END, CASE WHEN $5 THEN $6 END)
+            ON CONFLICT (user_id, app_id) DO UPDATE SET
+                display_name = CASE WHEN $3 THEN $4 ELSE p.display_name END,
+                picture_url = CASE WHEN $5 THEN $6 ELSE p.picture_url END
+            """)
+
+    func recordSignUp(
+        userID: RaveID, email: String, birthYear: Int32, country: String, newsletter: Bool, username: String?
+    ) async throws {
+        try await translatingConflicts {
+            _ = try await database.execute(
+                Self.recordSignUp, [userID, email, birthYear, country, newsletter, username])
+        }
+    }
+
+    /// A change to one field: nil leaves it alone, `.some(nil)` clears it.
+    typealias Change = String??
+
+    struct Changes: Sendable {
+        var username: Change = nil
+        var displayName: Change = nil
+        var pictureURL: Change = nil
+        var email: Change = nil
+        var birthDate: Change = nil
+        var gender: Change = nil
+        var country: Change = nil
+        /// App-scoped values, written to `user_app_profiles` instead of the user.
+        var appDisplayName: Change = nil
+        var appPictureURL: Change = nil
+    }
+
+    func update(userID: RaveID, appID: RaveID, changes: Changes) async throws {
+        func pair(_ change: Change) -> [(any PostgresEncodable)?] { [change != nil, change ?? nil] }
+        let global: [Change] = [
+            changes.username, changes.displayName, changes.pictureURL, changes.email, changes.birthDate, changes.gender,
+            changes.country,
+        ]
+        try await translatingConflicts {
+            _ = try await database.execute(Self.updateGlobal, [userID] + global.flatMap(pair))
+            if changes.appDisplayName != nil || changes.appPictureURL != nil {
+                _ = try await database.execute(
+                    Self.upsertAppProfile, [userID, appID] + pair(changes.appDisplayName) + pair(changes.appPictureURL))
+            }
+        }
+    }
+
+    /// Unique-index violations become ALREADY_EXISTS naming the taken value.
+    private func translatingConflicts(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let error as PostgresError where error.sqlState == "23505" {
+            switch error.constraint {
+            case "users_username": throw RPCError.alreadyExists("that username is taken; choose another")
+            case "users_verified_email": throw RPCError.alreadyExists("that email belongs to another account")
+            default: throw error
+            }
+        }
+    }
+}

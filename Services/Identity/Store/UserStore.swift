@@ -1,0 +1,159 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+
+/// A user's row with what the account state is derived from.
+struct UserRecord: Sendable {
+    var id: RaveID
+    var username: String?
+    var displayName: String?
+    var pictureURL: String?
+    var email: String?
+    var emailVerified: Bool
+    var birthDate: String?
+    var birthYear: Int32?
+    var gender: String?
+    var country: String?
+    var hasPassword: Bool
+    var providers: [String]
+    var twoFactorEnabled: Bool
+    var createdAt: Date
+    var updatedAt: Date
+
+    /// Derived, never stored: a credential makes an account authenticated; personal data makes it personalized.
+    var accountState: IdentityV1.AccountState {
+        if hasPassword || !providers.isEmpty { return .authenticated }
+        let personal: [Any?] = [displayName, pictureURL, email, birthDate, birthYear, gender]
+        return personal.contains { $0 != nil } ? .personalized : .anonymous
+    }
+
+    var profile: IdentityV1.UserProfile {
+        IdentityV1.UserProfile(
+            userId: id.hex, username: username ?? "", displayName: displayName ?? "", pictureUrl: pictureURL ?? "",
+            accountState: accountState)
+    }
+
+    var message: IdentityV1.User {
+        IdentityV1.User(
+            profile: profile, email: email ?? "", emailVerified: emailVerified, birthDate: birthDate ?? "",
+            birthYear: birthYear ?? 0, gender: gender ?? "", country: country ?? "",
+            providers: providers.map(ProviderName.provider), hasPassword: hasPassword,
+            twoFactorEnabled: twoFactorEnabled, createdAtUnixMs: createdAt.unixMilliseconds,
+            updatedAtUnixMs: updatedAt.unixMilliseconds)
+    }
+}
+
+/// Provider names as the database stores them.
+enum ProviderName {
+    static func provider(_ name: String) -> IdentityV1.Provider {
+        switch name {
+        case "google": .google
+        case "apple": .apple
+        case "facebook": .facebook
+        default: .unspecified
+        }
+    }
+
+    static func name(_ provider: IdentityV1.Provider) -> String? {
+        switch provider {
+        case .google: "google"
+        case .apple: "apple"
+        case .facebook: "facebook"
+        default: nil
+        }
+    }
+}
+
+/// Users, their app-scoped values and their canonical ids.
+struct UserStore: Sendable {
+    let database: any PostgresQueryable
+
+    /// Users by id with the display name and picture the application `$2` shows (its own under app scope).
+    static let selectUsers = PostgresStatement(
+        name: "identity_select_users",
+        sql: """
+            SELECT u.id, u.username,
+                CASE WHEN a.display_name_scope = 'application' THEN coalesce(p.display_name, u.display_name)
+                    ELSE u.display_name END AS display_name,
+                CASE WHEN a.picture_scope = 'application' THEN coalesce(p.picture_url, u.picture_url)
+                    ELSE u.picture_url END AS picture_url,
+                u.email, u.email_verified, u.birth_date::text AS birth_date, u.birth_year, u.gender, u.country,
+                u.created_at, u.updated_at,
+                EXISTS (SELECT 1 FROM password_credentials c WHERE c.user_id = u.id) AS has_password,
+                ARRAY(SELECT l.provider FROM provider_links l WHERE l.user_id = u.id ORDER BY l.provider) AS providers,
+                EXISTS (SELECT 1 FROM two_factor t WHERE t.user_id = u.id AND t.confirmed_at IS NOT NULL)
+                    AS two_factor
+            FROM users u
+            LEFT JOIN applications a ON a.id = $2
+            LEFT JOIN user_app_profiles p ON p.user_id = u.id AND p.app_id = $2
+            WHERE u.id = ANY($1) AND u.merged_into IS NULL
+            """)
+    static let insertUser = PostgresStatement(
+        name: "identity_insert_user", sql: "INSERT INTO users (id) VALUES ($1)")
+    /// A merged source resolves to its target (merges keep `merged_into` pointing at the final target).
+    static let resolve = PostgresStatement(
+        name: "identity_resolve_users",
+        sql: "SELECT id, coalesce(merged_into, id) AS canonical FROM users WHERE id = ANY($1)")
+    static let selectByUsername = PostgresStatement(
+        name: "identity_select_user_by_username",
+        sql: "SELECT id FROM users WHERE lower(username) = lower($1) AND merged_into IS NULL")
+    static let selectByEmail = PostgresStatement(
+        name: "identity_select_user_by_email",
+        sql: """
+            SELECT user_id AS id FROM password_credentials WHERE lower(email) = lower($1)
+            UNION SELECT id FROM users WHERE lower(email) = lower($1) AND email_verified AND merged_into IS NULL
+            LIMIT 1
+            """)
+
+    func createUser() async throws -> RaveID {
+        let id = RaveID.random()
+        _ = try await database.execute(Self.insertUser, [id])
+        return id
+    }
+
+    /// The users with these (canonical) ids, as `appID` shows them; missing and merged ids are left out.
+    func users(_ ids: [RaveID], appID: RaveID?) async throws -> [RaveID: UserRecord] {
+        guard !ids.isEmpty else { return [:] }
+        let rows = try await database.execute(Self.selectUsers, [ids, appID])
+        var users: [RaveID: UserRecord] = [:]
+        for row in rows {
+            let record = UserRecord(
+                id: try row.decode(column: "id"), username: try row.decode(column: "username"),
+                displayName: try row.decode(column: "display_name"), pictureURL: try row.decode(column: "picture_url"),
+                email: try row.decode(column: "email"), emailVerified: try row.decode(column: "email_verified"),
+                birthDate: try row.decode(column: "birth_date"), birthYear: try row.decode(column: "birth_year"),
+                gender: try row.decode(column: "gender"), country: try row.decode(column: "country"),
+                hasPassword: try row.decode(column: "has_password"), providers: try row.decode(column: "providers"),
+                twoFactorEnabled: try row.decode(column: "two_factor"), createdAt: try row.decode(column: "created_at"),
+                updatedAt: try row.decode(column: "updated_at"))
+            users[record.id] = record
+        }
+        return users
+    }
+
+    /// One user, or NOT_FOUND.
+    func user(_ id: RaveID, appID: RaveID?) async throws -> UserRecord {
+        guard let user = try await users([id], appID: appID)[id] else { throw RPCError.notFound("no user \(id.hex)") }
+        return user
+    }
+
+    /// Canonical ids of existing users: a merged source maps to its target; unknown ids are absent.
+    func canonicalIDs(_ ids: [RaveID]) async throws -> [RaveID: RaveID] {
+        guard !ids.isEmpty else { return [:] }
+        var result: [RaveID: RaveID] = [:]
+        for row in try await database.execute(Self.resolve, [ids]) {
+            result[try row.decode(column: "id")] = try row.decode(column: "canonical")
+        }
+        return result
+    }
+
+    func userID(username: String) async throws -> RaveID? {
+        return try await database.execute(Self.selectByUsername, [username]).first?.decode(RaveID.self, column: "id")
+    }
+
+    /// The account that logs in with `email`, or whose verified email it is.
+    func userID(email: String) async throws -> RaveID? {
+        return try await database.execute(Self.selectByEmail, [email]).first?.decode(RaveID.self, column: "id")
+    }
+}

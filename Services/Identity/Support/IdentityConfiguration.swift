@@ -1,0 +1,80 @@
+import Foundation
+import RaveRPC
+
+/// Identity's own settings (`RAVE_IDENTITY_*`, `RAVE_OIDC_*`), beyond what `ServiceConfiguration` reads for every
+/// service.
+struct IdentityConfiguration: Sendable {
+    /// A service that owns per-user data and must acknowledge every merge (`MergeUsers`).
+    struct MergeParticipant: Sendable, Hashable {
+        var name: String
+        var host: String
+        var port: Int
+    }
+
+    /// How long an access token lives; short, because the gateway cannot see revocations before it expires.
+    var accessTokenLifetime: Int64 = 900
+    /// How long a session (refresh-token family) lives without being refreshed.
+    var sessionLifetime: TimeInterval = 30 * 24 * 3600
+    /// scrypt parameters for new password hashes.
+    var passwordParameters: PasswordHasher.Parameters = .default
+    /// Failed logins allowed per account or client address before a lockout.
+    var failuresBeforeLockout: Int32 = 5
+    /// The first lockout; each further one doubles, up to `maximumLockout`.
+    var firstLockout: TimeInterval = 30
+    var maximumLockout: TimeInterval = 3600
+    /// Providers whose ID tokens log in; none unless configured.
+    var providers: [OIDCProviderConfiguration] = []
+    /// Services called with `MergeUsers` after every merge; none by default.
+    var mergeParticipants: [MergeParticipant] = []
+    /// How long a two-factor challenge may be completed after the first factor.
+    var twoFactorChallengeLifetime: TimeInterval = 300
+    /// The issuer authenticator apps show next to the account.
+    var twoFactorIssuer = "Rave"
+
+    init() {}
+
+    /// Reads `RAVE_IDENTITY_ACCESS_TOKEN_SECONDS`, `RAVE_IDENTITY_SESSION_DAYS`, `RAVE_IDENTITY_MERGE_PARTICIPANTS`
+    /// and the providers' `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
+    init(environment: [String: String]) throws(RPCError) {
+        if let text = environment["RAVE_IDENTITY_ACCESS_TOKEN_SECONDS"] {
+            guard let seconds = Int64(text), (60...86_400).contains(seconds) else {
+                throw .invalidArgument("RAVE_IDENTITY_ACCESS_TOKEN_SECONDS must be 60…86400, got \"\(text)\"")
+            }
+            accessTokenLifetime = seconds
+        }
+        if let text = environment["RAVE_IDENTITY_SESSION_DAYS"] {
+            guard let days = Int(text), (1...365).contains(days) else {
+                throw .invalidArgument("RAVE_IDENTITY_SESSION_DAYS must be 1…365, got \"\(text)\"")
+            }
+            sessionLifetime = TimeInterval(days) * 24 * 3600
+        }
+        mergeParticipants = try Self.participants(environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] ?? "")
+        do {
+            providers = try OIDCProviderConfiguration.fromEnvironment(environment)
+        } catch {
+            throw .invalidArgument(error.message)
+        }
+    }
+
+    /// Parses "social=127.0.0.1:7502,leaderboards=127.0.0.1:7503"; names must be unique.
+    static func participants(_ text: String) throws(RPCError) -> [MergeParticipant] {
+        var participants: [MergeParticipant] = []
+        for entry in text.split(separator: ",") {
+            let trimmed = entry.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty else { continue }
+            let parts = trimmed.split(separator: "=", maxSplits: 1).map(String.init)
+            let address = parts.count == 2 ? parts[1].split(separator: ":").map(String.init) : []
+            guard parts.count == 2, !parts[0].isEmpty, address.count == 2, !address[0].isEmpty,
+                let port = Int(address[1]), (1...65_535).contains(port)
+            else {
+                throw .invalidArgument(
+                    "RAVE_IDENTITY_MERGE_PARTICIPANTS entries must look like name=host:port, got \"\(trimmed)\"")
+            }
+            guard !participants.contains(where: { $0.name == parts[0] }) else {
+                throw .invalidArgument("RAVE_IDENTITY_MERGE_PARTICIPANTS names \(parts[0]) twice")
+            }
+            participants.append(MergeParticipant(name: parts[0], host: address[0], port: port))
+        }
+        return participants
+    }
+}

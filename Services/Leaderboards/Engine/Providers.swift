@@ -1,0 +1,61 @@
+import RavePostgres
+import Synchronization
+
+/// Where a player's friends come from: in production the social service's `SocialInternal/FriendIds`.
+///
+/// The social service's contract does not exist yet, so only the protocol and an in-process implementation
+/// live here; the RPC-backed provider is added once `rave.social.v1` is generated.
+protocol FriendsProvider: Sendable {
+    /// The Rave IDs of `userID`'s friends in `appID` (the player not included).
+    func friendIDs(of userID: RaveID, appID: String) async throws -> [RaveID]
+}
+
+/// Friends held in memory: tests, and deployments that run without the social service.
+final class StaticFriendsProvider: FriendsProvider {
+    private let friends = Mutex<[RaveID: Set<RaveID>]>([:])
+
+    init() {}
+
+    /// Makes `first` and `second` friends of each other (friendship is two-way).
+    func befriend(_ first: RaveID, _ second: RaveID) {
+        friends.withLock { friends in
+            friends[first, default: []].insert(second)
+            friends[second, default: []].insert(first)
+        }
+    }
+
+    func friendIDs(of userID: RaveID, appID: String) async throws -> [RaveID] {
+        friends.withLock { Array($0[userID] ?? []) }
+    }
+}
+
+/// What a score row shows of its player.
+struct PlayerProfile: Sendable, Hashable {
+    var displayName: String
+    var pictureURL: String
+}
+
+/// Where display names and pictures come from: in production identity's `IdentityInternal/GetUsers`, cached.
+protocol ProfileProvider: Sendable {
+    /// The profiles found among `userIDs`; players without one are left out.
+    func profiles(of userIDs: [RaveID], appID: String) async -> [RaveID: PlayerProfile]
+}
+
+/// Profiles held in memory; the default until the identity client is wired in (score rows then carry no name).
+final class StaticProfileProvider: ProfileProvider {
+    private let profiles = Mutex<[RaveID: PlayerProfile]>([:])
+
+    init() {}
+
+    func setProfile(_ profile: PlayerProfile, for userID: RaveID) {
+        profiles.withLock { $0[userID] = profile }
+    }
+
+    func profiles(of userIDs: [RaveID], appID: String) async -> [RaveID: PlayerProfile] {
+        profiles.withLock { profiles in
+            var found: [RaveID: PlayerProfile] = [:]
+            for id in userIDs { if let profile = profiles[id] { found[id] = profile } }
+            return found
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// The player methods of `rave.leaderboards.v1.Leaderboards` (scores here; achievements in
+/// AchievementMethods.swift).
+final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
+    let engine: LeaderboardEngine
+    let achievements: AchievementStore
+    let friends: any FriendsProvider
+    let profiles: any ProfileProvider
+
+    /// The scope the gateway gives anonymous (guest) players; they may read boards but not submit.
+    static let guestScope = Caller.guestScope
+
+    init(engine: LeaderboardEngine, friends: any FriendsProvider, profiles: any ProfileProvider) {
+        self.engine = engine
+        achievements = AchievementStore(pool: engine.scores.pool)
+        self.friends = friends
+        self.profiles = profiles
+    }
+
+    // MARK: - Submitting
+
+    func submitScore(
+        _ request: LeaderboardsV1.SubmitScoreRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.SubmitScoreResponse {
+        let caller = try context.requireUser()
+        guard !caller.scopes.contains(Self.guestScope) else {
+            throw LeaderboardsError.failedPrecondition("anonymous players cannot submit scores; sign in first")
+        }
+        let userID = try Self.userID(of: caller)
+        let board = try await board(request.leaderboardKey, caller: caller)
+        let outcome = try await engine.submit(score: request.score, userID: userID, to: board)
+        return LeaderboardsV1.SubmitScoreResponse(
+            newBest: outcome.newBest, highScore: outcome.best.score, globalPosition: Int64(outcome.best.position),
+            version: Int64(outcome.version))
+    }
+
+    // MARK: - Boards
+
+    func listLeaderboards(
+        _ request: LeaderboardsV1.ListLeaderboardsRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.ListLeaderboardsResponse {
+        let caller = try context.requireCaller()
+        let boards = try await engine.definitions.activeBoards(appID: caller.appID)
+        let userID = Self.optionalUserID(of: caller)
+        let friendIDs = try await friendIDs(of: userID, caller: caller)
+        var result: [LeaderboardsV1.Leaderboard] = []
+        for board in boards {
+            result.append(try await describe(board, userID: userID, friendIDs: friendIDs))
+        }
+        return LeaderboardsV1.ListLeaderboardsResponse(leaderboards: result)
+    }
+
+    func getLeaderboard(
+        _ request: LeaderboardsV1.GetLeaderboardRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.GetLeaderboardResponse {
+        let caller = try context.requireCaller()
+        let board = try await board(request.leaderboardKey, caller: caller)
+        let userID = Self.optionalUserID(of: caller)
+        let friendIDs = try await friendIDs(of: userID, caller: caller)
+        return LeaderboardsV1.GetLeaderboardResponse(
+            leaderboard: try await describe(board, userID: userID, friendIDs: friendIDs))
+    }
+
+    // MARK: - Global scores
+
+    func getGlobalScores(
+        _ request: LeaderboardsV1.GetGlobalScoresRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.ScoresResponse {
+        let caller = try context.requireCaller()
+        guard request.version >= 0 else {
+            throw LeaderboardsError.invalidArgument("version must be 0 (current) or more, got \(request.version)")
+        }
+        let page = try RequestLimits.page(request.page)
+        let pageSize = try RequestLimits.pageSize(request.pageSize)
+        let board = try await board(request.leaderboardKey, caller: caller)
+        let result = try await engine.globalPage(
+            of: board, version: request.version == 0 ? nil : Int(request.version), page: page, pageSize: pageSize)
+        return await response(result, appID: caller.appID)
+    }
+
+    func getMyGlobalScores(
+        _ request: LeaderboardsV1.GetMyScoresRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.ScoresResponse {
+        let caller = try context.requireCaller()
+        let pageSize = try RequestLimits.pageSize(request.pageSize)
+        let board = try await board(request.leaderboardKey, caller: caller)
+        let userID = Self.optionalUserID(of: caller) ?? Self.nobody
+        return await response(try await engine.pageOfPlayer(userID, in: board, pageSize: pageSize), appID: caller.appID)
+    }
+
+    func getGlobalScoresAdjacent(
+        _ request: LeaderboardsV1.GetScoresAdjacentRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.ScoresResponse {
+        let caller = try context.requireCaller()
+        let adjacent = try RequestLimits.adjacent(request.adjacent)
+        let board = try await board(request.leaderboardKey, caller: caller)
+        let userID = Self.optionalUserID(of: caller) ?? Self.nobody
+        return await response(try await engine.scoresAround(userID, in: board, adjacent: adjacent), appID: caller.appID)
+    }
+
+    // MARK: - Friends scores
+
+    func getFriendsScores(
+        _ request: LeaderboardsV1.GetFriendsScoresRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.ScoresResponse {
+        let caller = try context.requireCaller()
+        let page = try RequestLimits.page(request.page)
+        let pageSize = try RequestLimits.pageSize(request.pageSize)
+        let (ranked, version) = try await friendsRanking(request.leaderboardKey, caller: caller)
+        let start = min((page - 1) * pageSize, ranked.count)
+        let slice = Array(ranked[start..<min(start + pageSize, ranked.count)])
+        return await response(
+            ScorePage(scores: slice, version: version, page: page, total: ranked.count), appID: caller.appID)
+    }
+
+    func getMyFriendsScores(
+        _ request: LeaderboardsV1.GetMyScoresRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.ScoresResponse {
+        let caller = try context.requireCaller()
+        let pageSize = try RequestLimits.pageSize(request.pageSize)
+        let (ranked, version) = try await friendsRanking(request.leaderboardKey, caller: caller)
+        let userID = Self.optionalUserID(of: caller)
+        let anchor = ranked.first { $0.userID == userID }?.position ?? max(ranked.count, 1)
+        let page = (anchor - 1) / pageSize + 1
+        let start = min((page - 1) * pageSize, ranked.count)
+        let slice = Array(ranked[start..<min(start + pageSize, ranked.count)])
+        return await response(
+            ScorePage(scores: slice, version: version, page: page, total: ranked.count), appID: caller.appID)
+    }
+
+    func getFriendsScoresAdjacent(
+        _ request: LeaderboardsV1.GetScoresAdjacentRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.ScoresResponse {
+        let caller = try context.requireCaller()
+        let adjacent = try RequestLimits.adjacent(request.adjacent)
+        let (ranked, version) = try await friendsRanking(request.leaderboardKey, caller: caller)
+        let userID = Self.optionalUserID(of: caller)
+        // Without a score the player counts as the worst: just after the last friend.
+        let position = ranked.first { $0.userID == userID }?.position ?? ranked.count + 1
+        let first = max(1, position - adjacent)
+        let last = min(ranked.count, position + adjacent)
+        let slice = first <= last ? Array(ranked[(first - 1)..<last]) : []
+        return await response(
+            ScorePage(scores: slice, version: version, page: 1, total: ranked.count), appID: caller.appID)
+    }
+
+    // MARK: - Helpers
+
+    /// Stands for a caller without a Rave ID (a guest reading a board): nobody has this ID, so no score.
+    static let nobody = RaveID(high: 0, low: 0)
+
+    static func userID(of caller: Caller) throws(LeaderboardsError) -> RaveID {
+        guard let id = RaveID(caller.userID) else {
+            throw .invalidArgument("caller user id \"\(caller.userID)\" is not a Rave ID")
+        }
+        return id
+    }
+
+    static func optionalUserID(of caller: Caller) -> RaveID? {
+        caller.userID.isEmpty ? nil : RaveID(caller.userID)
+    }
+
+    private func board(_ key: String, caller: Caller) async throws -> BoardDefinition {
+        try await engine.board(appID: caller.appID, key: RequestLimits.key(key, field: "leaderboard_key"))
+    }
+
+    private func friendIDs(of userID: RaveID?, caller: Caller) async throws -> [RaveID] {
+        guard let userID else { return [] }
+        return try await friends.friendIDs(of: userID, appID: caller.appID)
+    }
+
+    private func friendsRanking(_ key: String, caller: Caller) async throws -> ([RankedScore], Int) {
+        let board = try await board(key, caller: caller)
+        let userID = Self.optionalUserID(of: caller) ?? Self.nobody
+        let friendIDs = try await friendIDs(of: userID, caller: caller)
+        let result = try await engine.friendsRanking(of: userID, friends: friendIDs, in: board)
+        return (result.scores, result.version)
+    }
+
+    private func describe(
+        _ board: BoardDefinition, userID: RaveID?, friendIDs: [RaveID]
+    ) async throws
+        -> LeaderboardsV1.Leaderboard
+    {
+        let index = try await engine.currentIndex(of: board)
+        var leaderboard = LeaderboardsV1.Leaderboard(
+            definition: board.message, currentVersion: Int64(index.version), entryCount: Int64(index.read { $0.count }))
+        if let userID, let best = index.read({ $0.standing(of: userID) }) {
+            let friends = try await engine.friendsRanking(of: userID, friends: friendIDs, in: board)
+            let friendsPosition = friends.scores.first { $0.userID == userID }?.position ?? 0
+            leaderboard.standing = LeaderboardsV1.Standing(
+                highScore: best.score, globalPosition: Int64(best.position), friendsPosition: Int64(friendsPosition),
+                setAtUnixMs: best.achievedAt / 1000)
+        }
+        return leaderboard
+    }
+
+    private func response(_ page: ScorePage, appID: String) async -> LeaderboardsV1.ScoresResponse {
+        let found = await profiles.profiles(of: page.scores.map(\.userID), appID: appID)
+        return LeaderboardsV1.ScoresResponse(
+            scores: page.scores.map { entry in
+                LeaderboardsV1.ScoreEntry(
+                    userId: entry.userID.wireForm, displayName: found[entry.userID]?.displayName ?? "",
+                    pictureUrl: found[entry.userID]?.pictureURL ?? "", score: entry.score,
+                    position: Int64(entry.position), setAtUnixMs: entry.achievedAt / 1000)
+            },
+            version: Int64(page.version), page: Int32(page.page), total: Int64(page.total))
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+
+/// Everything the handlers share: the pool, the stores, the clock and the hook that wakes delivery workers.
+struct PushDependencies: Sendable {
+    let pool: PostgresPool
+    let clock: any PushClock
+    let tokens = TokenStore()
+    let notifications = NotificationStore()
+    let inbox = InboxStore()
+    /// Called after a send commits, so idle delivery workers start at once instead of at their next poll.
+    let deliveriesQueued: @Sendable () -> Void
+
+    init(pool: PostgresPool, clock: any PushClock = SystemClock(), deliveriesQueued: @escaping @Sendable () -> Void = {})
+    {
+        self.pool = pool
+        self.clock = clock
+        self.deliveriesQueued = deliveriesQueued
+    }
+
+    /// The services the push process serves: player, operator and internal methods, and the merge participant.
+    func services() -> [any RPCService] {
+        [
+            PushService(dependencies: self), PushAdminService(dependencies: self),
+            PushInternalService(dependencies: self), PushMergeService(dependencies: self),
+        ]
+    }
+
+    static func raveID(_ text: String, field: String) throws(PushError) -> RaveID {
+        guard text.utf8.count == 32, text.utf8.allSatisfy({ !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
+            let id = RaveID(text)
+        else {
+            throw .invalidArgument("\(field) must be 32 lowercase hex digits, got \"\(text)\"")
+        }
+        return id
+    }
+}

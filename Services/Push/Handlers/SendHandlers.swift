@@ -1,0 +1,93 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// Validates a send request and stores the notification with its deliveries; shared by the admin and internal
+/// methods.
+struct NotificationSender: Sendable {
+    let dependencies: PushDependencies
+
+    static let maximumRecipients = 1000
+    static let defaultTTLSeconds: Int64 = 28 * 24 * 3600
+    static let maximumTTLSeconds: Int64 = 28 * 24 * 3600
+
+    func send(_ request: PushV1.SendNotificationRequest) async throws -> PushV1.SendNotificationResponse {
+        guard !request.appId.isEmpty else { throw PushError.invalidArgument("app_id is required") }
+        guard (1...Self.maximumRecipients).contains(request.userIds.count) else {
+            throw PushError.invalidArgument(
+                "user_ids must hold 1…\(Self.maximumRecipients) users, got \(request.userIds.count)")
+        }
+        var users: [RaveID] = []
+        users.reserveCapacity(request.userIds.count)
+        for text in request.userIds { users.append(try PushDependencies.raveID(text, field: "user_ids")) }
+        guard let notification = request.notification else {
+            throw PushError.invalidArgument("notification is required")
+        }
+        guard !notification.title.isEmpty || !notification.body.isEmpty else {
+            throw PushError.invalidArgument("a notification needs a title or a body")
+        }
+        if case .unrecognized(let value) = notification.category {
+            throw PushError.invalidArgument("unknown category \(value): use CATEGORY_NORMAL or CATEGORY_ADVERTISING")
+        }
+        if case .unrecognized(let value) = notification.nightPolicy {
+            throw PushError.invalidArgument("unknown night_policy \(value): use NIGHT_POLICY_HOLD or NIGHT_POLICY_DROP")
+        }
+        guard (0...Self.maximumTTLSeconds).contains(notification.ttlSeconds) else {
+            throw PushError.invalidArgument(
+                "ttl_seconds must be 0…\(Self.maximumTTLSeconds) (28 days), got \(notification.ttlSeconds)")
+        }
+        let ttl = notification.ttlSeconds == 0 ? Self.defaultTTLSeconds : notification.ttlSeconds
+        try ProviderPayload.checkSize(notification, ttlSeconds: ttl)
+        let id =
+            request.notificationId.isEmpty
+            ? RaveID.random() : try PushDependencies.raveID(request.notificationId, field: "notification_id")
+        var stored = request
+        stored.notificationId = id.wireText
+        let now = dependencies.clock.now()
+        let response = try await dependencies.notifications.send(
+            id: id, request: stored, users: users, expiresAt: now.addingTimeInterval(TimeInterval(ttl)), now: now,
+            on: dependencies.pool
+        ) { device in
+            ConsentRules.decide(
+                category: notification.category, nightPolicy: notification.nightPolicy, consent: device.consent,
+                timeZone: device.timeZone, now: now)
+        }
+        if response.queued > 0 { dependencies.deliveriesQueued() }
+        return response
+    }
+}
+
+/// rave.push.v1.PushAdmin: a game's operators send notifications and inspect their delivery.
+struct PushAdminService: PushV1.PushAdminHandler {
+    let dependencies: PushDependencies
+
+    func sendNotification(
+        _ request: PushV1.SendNotificationRequest, context: RequestContext
+    ) async throws -> PushV1.SendNotificationResponse {
+        _ = try context.requireAdmin()
+        return try await NotificationSender(dependencies: dependencies).send(request)
+    }
+
+    func getDeliveries(
+        _ request: PushV1.GetDeliveriesRequest, context: RequestContext
+    ) async throws -> PushV1.GetDeliveriesResponse {
+        _ = try context.requireAdmin()
+        let id = try PushDependencies.raveID(request.notificationId, field: "notification_id")
+        let deliveries = try await dependencies.notifications.deliveries(of: id, on: dependencies.pool)
+        return PushV1.GetDeliveriesResponse(deliveries: deliveries)
+    }
+}
+
+/// rave.push.v1.PushInternal: other backend services send notifications (gift received, achievement unlocked).
+struct PushInternalService: PushV1.PushInternalHandler {
+    let dependencies: PushDependencies
+
+    func sendNotification(
+        _ request: PushV1.SendNotificationRequest, context: RequestContext
+    ) async throws -> PushV1.SendNotificationResponse {
+        try context.requireService()
+        return try await NotificationSender(dependencies: dependencies).send(request)
+    }
+}

@@ -1,0 +1,41 @@
+import RaveRPC
+
+/// Every failure the push service reports on purpose; the RPC layer maps it to a status through `rpcError`.
+struct PushError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatusConvertible {
+    /// What went wrong, which decides the status code.
+    enum Kind: Hashable, Sendable {
+        case invalidArgument
+        case notFound
+        /// The id was used before for a different request.
+        case conflictingReplay
+        /// A provider, key or endpoint is misconfigured.
+        case configuration
+        /// The provider could not be reached or answered something unusable.
+        case provider
+    }
+
+    var kind: Kind
+    var message: String
+
+    init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    static func invalidArgument(_ message: String) -> PushError { PushError(.invalidArgument, message) }
+    static func notFound(_ message: String) -> PushError { PushError(.notFound, message) }
+
+    var description: String { "\(kind): \(message)" }
+
+    var statusCode: StatusCode {
+        switch kind {
+        case .invalidArgument: .invalidArgument
+        case .notFound: .notFound
+        case .conflictingReplay: .alreadyExists
+        case .configuration: .failedPrecondition
+        case .provider: .unavailable
+        }
+    }
+
+    var rpcError: RPCError? { RPCError(statusCode, message) }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+
+/// A delivery a worker has claimed.
+struct ClaimedDelivery: Sendable {
+    var notificationID: RaveID
+    var tokenID: RaveID
+    var platform: PushV1.Platform
+    var push: OutgoingPush
+    /// Including the one about to be made.
+    var attempts: Int
+    /// False when the token was unregistered, or moved to another user, after the notification was sent.
+    var stillRegistered: Bool
+}
+
+/// The delivery queue: due rows are claimed under a lease, and each attempt's outcome is written back.
+struct DeliveryStore: Sendable {
+    // The lease pushes next_attempt_at forward, so a worker that dies mid-attempt leaves the row due again
+    // once the lease ends: a restart resumes it (at-least-once delivery).
+    static let claim = PostgresStatement(
+        name: "push_claim_deliveries",
+        sql: """
+            WITH due AS (
+                SELECT notification_id, token_id FROM deliveries
+                WHERE state IN (1, 2) AND next_attempt_at <= $1
+                ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED),
+            claimed AS (
+                UPDATE deliveries d SET state = 1, attempts = d.attempts + 1, next_attempt_at = $2, updated_at = $1
+                FROM due WHERE d.notification_id = due.notification_id AND d.token_id = due.token_id
+                RETURNING d.notification_id, d.token_id, d.platform, d.token, d.sandbox, d.attempts, d.user_id)
+            SELECT c.notification_id, c.token_id, c.platform, c.token, c.sandbox, c.attempts, n.expires_at, n.request,
+                t.token_id IS NOT NULL, coalesce(t.option_sound, false)
+            FROM claimed c JOIN notifications n ON n.notification_id = c.notification_id
+            LEFT JOIN device_tokens t ON t.token_id = c.token_id AND t.token = c.token AND t.user_id = c.user_id
+            """)
+    static let finish = PostgresStatement(
+        name: "push_finish_delivery",
+        sql: """
+            UPDATE deliveries SET state = $3, last_result = $4, updated_at = $5
+            WHERE notification_id = $1 AND token_id = $2
+            """)
+    static let reschedule = PostgresStatement(
+        name: "push_reschedule_delivery",
+        sql: """
+            UPDATE deliveries SET state = 1, next_attempt_at = $3, last_result = $4, updated_at = $5
+            WHERE notification_id = $1 AND token_id = $2
+            """)
+
+    /// Claims up to `limit` due deliveries until `leaseEnd`.
+    func claim(now: Date, leaseEnd: Date, limit: Int, on database: some PostgresQueryable) async throws
+        -> [ClaimedDelivery]
+    {
+        var requests: [RaveID: PushV1.Notification] = [:]
+        return try await database.execute(Self.claim, [now, leaseEnd, limit]).map { row in
+            let notificationID = try row.decode(RaveID.self, at: 0)
+            let notification: PushV1.Notification
+            if let known = requests[notificationID] {
+                notification = known
+            } else {
+                let request = try PushV1.SendNotificationRequest(protobufBytes: try row.decode([UInt8].self, at: 7))
+                notification = request.notification ?? PushV1.Notification()
+                requests[notificationID] = notification
+            }
+            let push = OutgoingPush(
+                token: try row.decode(String.self, at: 3), sandbox: try row.decode(Bool.self, at: 4),
+                notification: notification, expiresAt: try row.decode(Date.self, at: 6),
+                sound: try row.decode(Bool.self, at: 9))
+            return ClaimedDelivery(
+                notificationID: notificationID, tokenID: try row.decode(RaveID.self, at: 1),
+                platform: PushV1.Platform(rawValue: Int32(try row.decode(Int64.self, at: 2))), push: push,
+                attempts: try row.decode(Int.self, at: 5), stillRegistered: try row.decode(Bool.self, at: 8))
+        }
+    }
+
+    func finish(
+        _ delivery: ClaimedDelivery, state: PushV1.DeliveryState, result: String, now: Date,
+        on database: some PostgresQueryable
+    ) async throws {
+        _ = try await database.execute(
+            Self.finish, [delivery.notificationID, delivery.tokenID, state.rawValue, result, now])
+    }
+
+    func reschedule(
+        _ delivery: ClaimedDelivery, at next: Date, result: String, now: Date, on database: some PostgresQueryable
+    ) async throws {
+        _ = try await database.execute(Self.reschedule, [delivery.notificationID, delivery.tokenID, next, result, now])
+    }
+}

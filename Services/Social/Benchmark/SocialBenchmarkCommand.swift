@@ -1,0 +1,71 @@
+import Foundation
+import RavePostgres
+import RaveTransport
+
+/// `social bench`: runs `SocialBenchmark` against the scratch database `RAVE_DATABASE_URL`.
+///
+/// `RAVE_BENCH_USERS` (default 10000), `RAVE_BENCH_FRIENDS` (1000), `RAVE_BENCH_SECONDS` (5) and
+/// `RAVE_BENCH_CONCURRENCY` (32) tune it; results go to stdout and `.bench/social.json` (or `RAVE_BENCH_OUT`).
+/// Exits non-zero when a call failed.
+enum SocialBenchmarkCommand {
+    static func run(environment: [String: String]) async -> Int32 {
+        guard let url = environment["RAVE_DATABASE_URL"] else {
+            print("social bench: set RAVE_DATABASE_URL to a scratch database (it is migrated and filled)")
+            return 64
+        }
+        var parameters = SocialBenchmark.Parameters()
+        if let users = environment["RAVE_BENCH_USERS"].flatMap(Int.init) { parameters.users = max(10, users) }
+        if let friends = environment["RAVE_BENCH_FRIENDS"].flatMap(Int.init) {
+            parameters.friends = max(2, min(friends, parameters.users - 2)) / 2 * 2
+        }
+        if let seconds = environment["RAVE_BENCH_SECONDS"].flatMap(Double.init) { parameters.seconds = seconds }
+        if let concurrency = environment["RAVE_BENCH_CONCURRENCY"].flatMap(Int.init) {
+            parameters.concurrency = max(1, concurrency)
+        }
+        do {
+            let group = try EventLoopGroup(loopCount: 2)
+            defer { group.shutdown() }
+            var configuration = PostgresPool.Configuration(connectionString: url)
+            configuration.size = 16
+            configuration.statementTimeout = nil
+            let pool = try PostgresPool(configuration: configuration, group: group)
+            defer { pool.shutdown() }
+            _ = try await Migrator(pool: pool, directory: SocialMain.migrationsDirectory).migrate()
+            let measurements = try await SocialBenchmark(pool: pool, parameters: parameters).run()
+            print(summary(measurements, parameters: parameters))
+            let path = environment["RAVE_BENCH_OUT"] ?? ".bench/social.json"
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try json(measurements, parameters: parameters).write(toFile: path, atomically: true, encoding: .utf8)
+            return measurements.allSatisfy { $0.errors == 0 } ? 0 : 1
+        } catch {
+            print("social bench failed: \(error)")
+            return 1
+        }
+    }
+
+    /// A human summary, one line per operation.
+    static func summary(_ measurements: [BenchmarkMeasurement], parameters: SocialBenchmark.Parameters) -> String {
+        measurements.map { measurement in
+            String(
+                format: "%@: %.0f calls/s (%d calls, %d errors, p50 %llu µs, p99 %llu µs, %d in flight)",
+                measurement.name, measurement.perSecond, measurement.calls, measurement.errors,
+                measurement.p50Microseconds, measurement.p99Microseconds, parameters.concurrency)
+        }.joined(separator: "\n")
+    }
+
+    /// The machine-readable results `make bench` collects.
+    static func json(_ measurements: [BenchmarkMeasurement], parameters: SocialBenchmark.Parameters) -> String {
+        let entries = measurements.map { measurement in
+            String(
+                format:
+                    "{\"name\":\"%@\",\"calls_per_second\":%.1f,\"calls\":%d,\"errors\":%d,\"p50_us\":%llu,\"p99_us\":%llu}",
+                measurement.name, measurement.perSecond, measurement.calls, measurement.errors,
+                measurement.p50Microseconds, measurement.p99Microseconds)
+        }
+        return "{\"benchmark\":\"social\",\"mode\":\"in-process handlers, real PostgreSQL, profiles from memory\","
+            + "\"parameters\":{\"users\":\(parameters.users),\"friends\":\(parameters.friends),"
+            + "\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency)},"
+            + "\"results\":[\(entries.joined(separator: ","))]}\n"
+    }
+}

@@ -1,0 +1,46 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+
+/// `rave.social.v1.SocialAdmin`: operators create custom lists.
+final class AdminHandlers: SocialV1.SocialAdminHandler {
+    let service: SocialService
+
+    init(service: SocialService) {
+        self.service = service
+    }
+
+    func createList(
+        _ request: SocialV1.CreateListRequest, context: RequestContext
+    ) async throws -> SocialV1.CreateListResponse {
+        _ = try context.requireAdmin()
+        let appID = try RequestLimits.userID(request.appId, field: "app_id")
+        let kind: RelationshipList.Kind
+        switch request.kind {
+        case .friends: kind = .friends
+        case .followers: kind = .followers
+        case .unspecified, .unrecognized: throw SocialError.invalidArgument("kind must be friends or followers")
+        }
+        let global: Bool
+        switch request.scope {
+        case .application: global = false
+        case .global: global = true
+        case .unspecified, .unrecognized: throw SocialError.invalidArgument("scope must be application or global")
+        }
+        guard request.maxMembers <= 1_000_000 else {
+            throw SocialError.invalidArgument("max_members must be 0…1000000, got \(request.maxMembers)")
+        }
+        let list = try await service.lists.create(
+            key: request.key, kind: kind, global: global, appID: appID,
+            maxMembers: request.maxMembers == 0 ? nil : Int(request.maxMembers))
+        return SocialV1.CreateListResponse(list: list.message)
+    }
+
+    func getLists(
+        _ request: SocialV1.GetListsRequest, context: RequestContext
+    ) async throws -> SocialV1.GetListsResponse {
+        _ = try context.requireAdmin()
+        let appID = try RequestLimits.userID(request.appId, field: "app_id")
+        return SocialV1.GetListsResponse(lists: try await service.lists.visibleLists(appID: appID).map(\.message))
+    }
+}

@@ -1,0 +1,38 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+
+/// Blocks: a blocked pair has no relationships or requests in any list, and the gifts service asks `IsBlocked`.
+extension PlayerHandlers {
+    func blockUser(
+        _ request: SocialV1.BlockUserRequest, context: RequestContext
+    ) async throws -> SocialV1.BlockUserResponse {
+        let player = try service.player(context)
+        let target = try await service.target(request.target, player: player)
+        try await service.blocks.block(target.userID, by: player.userID)
+        try await service.profiles.store([target], appID: player.appID)
+        return SocialV1.BlockUserResponse(userId: target.userID.hexString)
+    }
+
+    func unblockUser(
+        _ request: SocialV1.UnblockUserRequest, context: RequestContext
+    ) async throws -> SocialV1.UnblockUserResponse {
+        let player = try service.player(context)
+        let blocked = try RequestLimits.userID(request.userId, field: "user_id")
+        guard try await service.blocks.unblock(blocked, by: player.userID) else {
+            throw SocialError.notFound("you have not blocked \(blocked.hexString)")
+        }
+        return SocialV1.UnblockUserResponse()
+    }
+
+    func listBlockedUsers(
+        _ request: SocialV1.ListBlockedUsersRequest, context: RequestContext
+    ) async throws -> SocialV1.ListBlockedUsersResponse {
+        let player = try service.player(context)
+        let limit = try RequestLimits.pageSize(request.limit)
+        let offset = try RequestLimits.offset(request.offset)
+        let (rows, total) = try await service.queries.blockedUsers(by: player.userID, offset: offset, limit: limit)
+        return SocialV1.ListBlockedUsersResponse(
+            users: try await service.profiles.present(rows, appID: player.appID), totalCount: UInt32(clamping: total))
+    }
+}

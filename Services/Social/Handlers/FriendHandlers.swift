@@ -1,0 +1,104 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// `rave.social.v1.Social`: the player methods.
+///
+/// Friends here; followers, blocks and contacts in the files beside.
+final class PlayerHandlers: SocialV1.SocialHandler {
+    let service: SocialService
+
+    init(service: SocialService) {
+        self.service = service
+    }
+
+    func sendFriendRequest(
+        _ request: SocialV1.SendFriendRequestRequest, context: RequestContext
+    ) async throws -> SocialV1.SendFriendRequestResponse {
+        let player = try service.player(context)
+        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let target = try await service.target(request.target, player: player)
+        let outcome = try await service.relationships.sendFriendRequest(
+            list: list, sender: player.userID, recipient: target.userID)
+        try await service.profiles.store([target], appID: player.appID)
+        return SocialV1.SendFriendRequestResponse(
+            outcome: outcome == .accepted ? .accepted : .sent, userId: target.userID.hexString)
+    }
+
+    func acceptFriendRequest(
+        _ request: SocialV1.AcceptFriendRequestRequest, context: RequestContext
+    ) async throws -> SocialV1.AcceptFriendRequestResponse {
+        let player = try service.player(context)
+        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let sender = try RequestLimits.userID(request.userId, field: "user_id")
+        try await service.relationships.acceptFriendRequest(list: list, sender: sender, recipient: player.userID)
+        return SocialV1.AcceptFriendRequestResponse()
+    }
+
+    func rejectFriendRequest(
+        _ request: SocialV1.RejectFriendRequestRequest, context: RequestContext
+    ) async throws -> SocialV1.RejectFriendRequestResponse {
+        let player = try service.player(context)
+        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let sender = try RequestLimits.userID(request.userId, field: "user_id")
+        guard try await service.relationships.deleteFriendRequest(list: list, sender: sender, recipient: player.userID)
+        else {
+            throw SocialError.notFound("no pending friend request from \(sender.hexString) in list \"\(list.key)\"")
+        }
+        return SocialV1.RejectFriendRequestResponse()
+    }
+
+    func cancelFriendRequest(
+        _ request: SocialV1.CancelFriendRequestRequest, context: RequestContext
+    ) async throws -> SocialV1.CancelFriendRequestResponse {
+        let player = try service.player(context)
+        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let recipient = try RequestLimits.userID(request.userId, field: "user_id")
+        guard
+            try await service.relationships.deleteFriendRequest(list: list, sender: player.userID, recipient: recipient)
+        else {
+            throw SocialError.notFound("no pending friend request to \(recipient.hexString) in list \"\(list.key)\"")
+        }
+        return SocialV1.CancelFriendRequestResponse()
+    }
+
+    func removeFriend(
+        _ request: SocialV1.RemoveFriendRequest, context: RequestContext
+    ) async throws -> SocialV1.RemoveFriendResponse {
+        let player = try service.player(context)
+        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let friend = try RequestLimits.userID(request.userId, field: "user_id")
+        guard try await service.relationships.removeFriend(list: list, user: player.userID, friend: friend) else {
+            throw SocialError.notFound("\(friend.hexString) is not a friend in list \"\(list.key)\"")
+        }
+        return SocialV1.RemoveFriendResponse()
+    }
+
+    func listFriendRequests(
+        _ request: SocialV1.ListFriendRequestsRequest, context: RequestContext
+    ) async throws -> SocialV1.ListFriendRequestsResponse {
+        let player = try service.player(context)
+        let limit = try RequestLimits.pageSize(request.limit)
+        let offset = try RequestLimits.offset(request.offset)
+        let incoming: Bool
+        switch request.direction {
+        case .incoming: incoming = true
+        case .outgoing: incoming = false
+        case .unrecognized(let value): throw SocialError.invalidArgument("direction \(value) is not known")
+        }
+        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let (rows, total) = try await service.queries.requests(
+            list: list, user: player.userID, incoming: incoming, offset: offset, limit: limit)
+        return SocialV1.ListFriendRequestsResponse(
+            users: try await service.profiles.present(rows, appID: player.appID), totalCount: UInt32(clamping: total))
+    }
+
+    func queryFriends(
+        _ request: SocialV1.QueryFriendsRequest, context: RequestContext
+    ) async throws -> SocialV1.QueryFriendsResponse {
+        let player = try service.player(context)
+        return SocialV1.QueryFriendsResponse(
+            page: try await service.page(request.query, kind: .friends, direction: .friend, player: player))
+    }
+}

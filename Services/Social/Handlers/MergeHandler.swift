@@ -1,0 +1,29 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// `rave.merge.v1.MergeParticipant`: identity's merge saga unites two players' graphs here.
+final class MergeHandler: MergeV1.MergeParticipantHandler {
+    let service: SocialService
+
+    init(service: SocialService) {
+        self.service = service
+    }
+
+    /// Unites the source's friends, followers, requests, contacts and blocks into the target; repeating a merge id
+    /// changes nothing.
+    func mergeUsers(
+        _ request: MergeV1.MergeUsersRequest, context: RequestContext
+    ) async throws -> MergeV1.MergeUsersResponse {
+        try context.requireService()
+        guard (1...128).contains(request.mergeId.utf8.count) else {
+            throw SocialError.invalidArgument("merge_id must be 1…128 bytes")
+        }
+        let source = try RequestLimits.userID(request.sourceUserId, field: "source_user_id")
+        let target = try RequestLimits.userID(request.targetUserId, field: "target_user_id")
+        guard source != target else { throw SocialError.invalidArgument("cannot merge a user into itself") }
+        let applied = try await service.merges.merge(mergeID: request.mergeId, source: source, target: target)
+        return MergeV1.MergeUsersResponse(alreadyApplied: !applied)
+    }
+}

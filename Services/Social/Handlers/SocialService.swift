@@ -1,0 +1,101 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// What every handler shares: the stores, the directory of users, and the caller checks.
+final class SocialService: Sendable {
+    let pool: PostgresPool
+    let directory: any UserDirectory
+    let lists: ListStore
+    let relationships: RelationshipStore
+    let blocks: BlockStore
+    let queries: QueryStore
+    let profiles: ProfileStore
+    let contacts: ContactStore
+    let merges: MergeStore
+
+    init(pool: PostgresPool, directory: any UserDirectory, configuration: SocialConfiguration) {
+        self.pool = pool
+        self.directory = directory
+        lists = ListStore(pool: pool, directory: directory, defaultMaxMembers: configuration.maxListMembers)
+        relationships = RelationshipStore(pool: pool)
+        blocks = BlockStore(pool: pool)
+        queries = QueryStore(pool: pool)
+        profiles = ProfileStore(pool: pool, directory: directory)
+        contacts = ContactStore(pool: pool)
+        merges = MergeStore(pool: pool)
+    }
+
+    var rpcServices: [any RPCService] {
+        [
+            PlayerHandlers(service: self), AdminHandlers(service: self), InternalHandlers(service: self),
+            MergeHandler(service: self),
+        ]
+    }
+
+    /// The signed-in player and the application they play.
+    struct Player: Sendable {
+        var userID: RaveID
+        var appID: RaveID
+        var caller: Caller
+    }
+
+    func player(_ context: RequestContext) throws -> Player {
+        let caller = try context.requireUser()
+        return Player(
+            userID: try RequestLimits.userID(caller.userID, field: "caller user id"),
+            appID: try RequestLimits.userID(caller.appID, field: "caller app id"), caller: caller)
+    }
+
+    /// The user a reference names, known to identity and not the caller.
+    func target(
+        _ reference: SocialV1.UserReference?, player: Player, field: String = "target"
+    ) async throws
+        -> DirectoryProfile
+    {
+        let lookup: UserLookup
+        switch reference?.key {
+        case .userId(let text)?: lookup = .id(try RequestLimits.userID(text, field: "\(field).user_id"))
+        case .email(let email)?:
+            guard (3...254).contains(email.utf8.count), email.contains("@") else {
+                throw SocialError.invalidArgument("\(field).email must be an email address")
+            }
+            lookup = .email(email)
+        case .username(let name)?:
+            guard (1...64).contains(name.utf8.count) else {
+                throw SocialError.invalidArgument("\(field).username must be 1…64 bytes")
+            }
+            lookup = .username(name)
+        case nil: throw SocialError.invalidArgument("\(field) must set one of user_id, email or username")
+        }
+        guard let profile = try await directory.findUser(lookup, caller: player.caller) else {
+            throw SocialError.unknownUser(lookup.description)
+        }
+        guard profile.userID != player.userID else {
+            throw SocialError.invalidArgument("\(field) is the caller; relationships need two users")
+        }
+        return profile
+    }
+
+    /// A relationship page with fresh profiles and the total count.
+    func page(
+        _ query: SocialV1.ListQuery?, kind: RelationshipList.Kind, direction: EdgeDirection, player: Player
+    ) async throws -> SocialV1.ListPage {
+        let query = query ?? SocialV1.ListQuery()
+        let request = try PageRequest(query)
+        let list = try await lists.resolve(query.listKey, appID: player.appID, kind: kind)
+        try await profiles.fillMissing(list: list, owner: player.userID, direction: direction, appID: player.appID)
+        let (rows, next) = try await queries.page(
+            list: list, owner: player.userID, direction: direction, request: request, appID: player.appID)
+        let total =
+            request.prefix.isEmpty
+            ? try await relationships.count(list: list, owner: player.userID, direction: direction)
+            : try await queries.countMatching(
+                list: list, owner: player.userID, direction: direction, prefixPattern: request.prefixPattern,
+                appID: player.appID)
+        return SocialV1.ListPage(
+            users: try await profiles.present(rows, appID: player.appID), totalCount: UInt32(clamping: total),
+            nextCursor: next?.encoded ?? "")
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import RavePostgres
+import RaveRPC
+import RaveRuntime
+import RaveTransport
+
+/// The social service's entry point: friends, followers, lists, blocks and contacts.
+@main
+enum SocialMain {
+    static func main() async {
+        if CommandLine.arguments.dropFirst().first == "bench" {
+            exit(await SocialBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
+        }
+        await RaveServiceMain.run(name: "social", migrations: .directory(migrationsDirectory)) { context in
+            try await services(context: context)
+        }
+    }
+
+    /// The RPC services, with a client of identity that presents social's own certificate.
+    static func services(context: ServiceContext) async throws -> [any RPCService] {
+        let configuration = try SocialConfiguration(environment: context.environment)
+        context.logger.info("social settings", configuration.settings)
+        let tls = try TLSContext(
+            .client(
+                trustRootsPath: context.configuration.tlsCertificateAuthorityPath,
+                certificateChainPath: context.configuration.tlsCertificatePath,
+                privateKeyPath: context.configuration.tlsPrivateKeyPath))
+        let identity = RPCClient(
+            host: configuration.identityAddress.host, port: configuration.identityAddress.port, tls: tls,
+            group: context.group, logger: context.logger.with("peer", "identity"))
+        let service = SocialService(
+            pool: context.pool, directory: IdentityUserDirectory(caller: identity), configuration: configuration)
+        return service.rpcServices
+    }
+
+    /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.
+    static var migrationsDirectory: String {
+        (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
+    }
+}

@@ -1,0 +1,170 @@
+import RavePostgres
+
+/// Which side of a relationship an edge row describes (the `direction` column).
+enum EdgeDirection: Int, Sendable {
+    /// Written for both users of a friendship.
+    case friend = 0
+    /// The owner follows the peer.
+    case following = 1
+    /// The peer follows the owner.
+    case follower = 2
+}
+
+/// Friendships, follows and friend requests: every relationship is two edge rows (one per user) written in one
+/// statement together with both users' counts, so both sides page from their own index prefix.
+struct RelationshipStore: Sendable {
+    let pool: PostgresPool
+
+    /// Inserts the pair of rows and bumps the count of each row actually inserted; returns how many were new.
+    private static let insertEdges = PostgresStatement(
+        name: "social_edges_insert",
+        sql: """
+            WITH inserted AS (
+                INSERT INTO edges (list_id, owner_id, direction, peer_id) VALUES ($1, $2, $3, $4), ($1, $4, $5, $2)
+                ON CONFLICT DO NOTHING RETURNING list_id, owner_id, direction)
+            INSERT INTO edge_counts (list_id, owner_id, direction, count)
+            SELECT list_id, owner_id, direction, 1 FROM inserted
+            ON CONFLICT (list_id, owner_id, direction) DO UPDATE SET count = edge_counts.count + 1
+            RETURNING owner_id
+            """)
+    private static let deleteEdges = PostgresStatement(
+        name: "social_edges_delete",
+        sql: """
+            WITH deleted AS (
+                DELETE FROM edges WHERE list_id = $1
+                    AND ((owner_id = $2 AND direction = $3 AND peer_id = $4) OR (owner_id = $4 AND direction = $5 AND peer_id = $2))
+                RETURNING list_id, owner_id, direction)
+            UPDATE edge_counts c SET count = c.count - 1 FROM deleted d
+            WHERE c.list_id = d.list_id AND c.owner_id = d.owner_id AND c.direction = d.direction
+            RETURNING c.owner_id
+            """)
+    private static let selectCount = PostgresStatement(
+        name: "social_edge_count",
+        sql: "SELECT count FROM edge_counts WHERE list_id = $1 AND owner_id = $2 AND direction = $3")
+    private static let selectEdge = PostgresStatement(
+        name: "social_edge_exists",
+        sql: "SELECT 1 FROM edges WHERE list_id = $1 AND owner_id = $2 AND direction = $3 AND peer_id = $4")
+    private static let insertRequest = PostgresStatement(
+        name: "social_request_insert",
+        sql: "INSERT INTO friend_requests (list_id, sender_id, recipient_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+    )
+    private static let deleteRequest = PostgresStatement(
+        name: "social_request_delete",
+        sql: "DELETE FROM friend_requests WHERE list_id = $1 AND sender_id = $2 AND recipient_id = $3 RETURNING 1")
+    private static let selectBlock = PostgresStatement(
+        name: "social_block_between",
+        sql: """
+            SELECT blocker_id FROM blocks
+            WHERE (blocker_id = $1 AND blocked_id = $2) OR (blocker_id = $2 AND blocked_id = $1)
+            """)
+
+    /// What `sendFriendRequest` did.
+    enum RequestOutcome: Sendable {
+        case sent
+        case accepted
+    }
+
+    /// Records a request, or makes the two friends when `recipient` had already asked `sender`.
+    ///
+    /// Serializable, so two users asking each other at once end as friends rather than as two crossed requests.
+    func sendFriendRequest(
+        list: RelationshipList, sender: RaveID, recipient: RaveID
+    ) async throws -> RequestOutcome {
+        try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
+            try await Self.requireNotBlocked(sender, recipient, in: transaction)
+            if try await !transaction.execute(
+                Self.selectEdge, [list.id, sender, EdgeDirection.friend.rawValue, recipient]
+            )
+            .isEmpty {
+                throw SocialError.alreadyExists("you are already friends in list \"\(list.key)\"")
+            }
+            if try await !transaction.execute(Self.deleteRequest, [list.id, recipient, sender]).isEmpty {
+                try await Self.befriend(sender, recipient, list: list, in: transaction)
+                return .accepted
+            }
+            try await Self.requireRoom(for: sender, direction: .friend, list: list, in: transaction)
+            // A repeated request changes nothing: the primary key keeps one pending request per pair.
+            try await transaction.execute(Self.insertRequest, [list.id, sender, recipient])
+            return .sent
+        }
+    }
+
+    /// Turns `sender`'s pending request to `recipient` into a friendship.
+    func acceptFriendRequest(list: RelationshipList, sender: RaveID, recipient: RaveID) async throws {
+        try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
+            guard try await !transaction.execute(Self.deleteRequest, [list.id, sender, recipient]).isEmpty else {
+                throw SocialError.notFound("no pending friend request from \(sender.hexString) in list \"\(list.key)\"")
+            }
+            try await Self.requireNotBlocked(sender, recipient, in: transaction)
+            try await Self.befriend(sender, recipient, list: list, in: transaction)
+        }
+    }
+
+    /// Deletes a pending request; false when there was none.
+    func deleteFriendRequest(list: RelationshipList, sender: RaveID, recipient: RaveID) async throws -> Bool {
+        try await !pool.execute(Self.deleteRequest, [list.id, sender, recipient]).isEmpty
+    }
+
+    /// Ends a friendship; false when the two were not friends.
+    func removeFriend(list: RelationshipList, user: RaveID, friend: RaveID) async throws -> Bool {
+        let friend16 = EdgeDirection.friend.rawValue
+        return try await !pool.execute(Self.deleteEdges, [list.id, user, friend16, friend, friend16]).isEmpty
+    }
+
+    /// Makes `follower` follow `followee`; false when it already did.
+    func follow(list: RelationshipList, follower: RaveID, followee: RaveID) async throws -> Bool {
+        try await pool.transaction { transaction in
+            try await Self.requireNotBlocked(follower, followee, in: transaction)
+            if try await !transaction.execute(
+                Self.selectEdge, [list.id, follower, EdgeDirection.following.rawValue, followee]
+            ).isEmpty {
+                return false
+            }
+            try await Self.requireRoom(for: follower, direction: .following, list: list, in: transaction)
+            let rows = try await transaction.execute(
+                Self.insertEdges,
+                [list.id, follower, EdgeDirection.following.rawValue, followee, EdgeDirection.follower.rawValue])
+            return !rows.isEmpty
+        }
+    }
+
+    /// Ends a follow; false when there was none.
+    func unfollow(list: RelationshipList, follower: RaveID, followee: RaveID) async throws -> Bool {
+        try await !pool.execute(
+            Self.deleteEdges,
+            [list.id, follower, EdgeDirection.following.rawValue, followee, EdgeDirection.follower.rawValue]
+        ).isEmpty
+    }
+
+    /// How many edges of `direction` the user has in the list.
+    func count(list: RelationshipList, owner: RaveID, direction: EdgeDirection) async throws -> Int {
+        let rows = try await pool.execute(Self.selectCount, [list.id, owner, direction.rawValue])
+        return try Int(rows.first?.decode(Int32.self, column: "count") ?? 0)
+    }
+
+    // MARK: - Within a transaction
+
+    private static func befriend(
+        _ first: RaveID, _ second: RaveID, list: RelationshipList, in transaction: PostgresTransaction
+    ) async throws {
+        try await requireRoom(for: first, direction: .friend, list: list, in: transaction)
+        try await requireRoom(for: second, direction: .friend, list: list, in: transaction)
+        let friend = EdgeDirection.friend.rawValue
+        try await transaction.execute(insertEdges, [list.id, first, friend, second, friend])
+    }
+
+    private static func requireRoom(
+        for owner: RaveID, direction: EdgeDirection, list: RelationshipList, in transaction: PostgresTransaction
+    ) async throws {
+        let rows = try await transaction.execute(selectCount, [list.id, owner, direction.rawValue])
+        let count = try Int(rows.first?.decode(Int32.self, column: "count") ?? 0)
+        guard count < list.maxMembers else {
+            throw SocialError.resourceExhausted(
+                "user \(owner.hexString) has reached the maximum of \(list.maxMembers) in list \"\(list.key)\"")
+        }
+    }
+
+    static func requireNotBlocked(_ first: RaveID, _ second: RaveID, in transaction: PostgresTransaction) async throws {
+        guard try await transaction.execute(selectBlock, [first, second]).isEmpty else { throw SocialError.blocked }
+    }
+}

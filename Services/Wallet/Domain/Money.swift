@@ -1,0 +1,88 @@
+/// A currency as the ledger knows it: amounts are integers in units of 10^-decimals.
+struct Currency: Hashable, Sendable {
+    var code: String
+    /// Digits after the decimal point (USD 2, BTC 8, a game's coins 0).
+    var decimals: Int
+
+    /// The largest number of decimals a currency may have; keeps 10^decimals and amounts well inside Int64.
+    static let maximumDecimals = 8
+
+    /// Whether `code` is 2…12 upper-case letters or digits.
+    static func isValidCode(_ code: String) -> Bool {
+        (2...12).contains(code.utf8.count)
+            && code.utf8.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || isDigit($0) }
+    }
+
+    static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+}
+
+/// Exact conversion between the API's decimal strings and integer minor units.
+///
+/// No floating point anywhere.
+enum MoneyFormat {
+    /// The largest amount accepted, in minor units: leaves room for payouts (amount × multiplier) in Int64.
+    static let maximumMinorUnits: Int64 = 1_000_000_000_000_000
+    /// The largest payout one bet may produce, so balances stay far from Int64 overflow.
+    static let maximumPayout: Int64 = 1_000_000_000_000_000_000
+
+    /// Parses "12", "12.5" or "0.05" into minor units of `currency`.
+    ///
+    /// Rejects signs, exponents, spaces, empty parts ("1.", ".5"), more decimals than the currency has and
+    /// amounts above `maximumMinorUnits`. `allowNegative` admits a leading "-" (adjustments).
+    static func parse(_ text: String, currency: Currency, allowNegative: Bool = false) throws(WalletError) -> Int64 {
+        var bytes = Array(text.utf8)[...]
+        var negative = false
+        if allowNegative, bytes.first == UInt8(ascii: "-") {
+            negative = true
+            bytes = bytes.dropFirst()
+        }
+        let parts = bytes.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
+        let whole = parts.first ?? []
+        let fraction = parts.count > 1 ? parts[1] : []
+        guard !whole.isEmpty, whole.allSatisfy(Currency.isDigit), fraction.allSatisfy(Currency.isDigit),
+            parts.count == 1 || !fraction.isEmpty
+        else {
+            throw .invalidArgument("amount \"\(text)\" is not a decimal number like \"12.50\"")
+        }
+        guard fraction.count <= currency.decimals else {
+            throw .invalidArgument(
+                "amount \"\(text)\" has \(fraction.count) decimals; \(currency.code) allows at most \(currency.decimals)"
+            )
+        }
+        var value: Int64 = 0
+        let padded =
+            Array(whole) + Array(fraction)
+            + Array(repeating: UInt8(ascii: "0"), count: currency.decimals - fraction.count)
+        for digit in padded {
+            let (shifted, overflow) = value.multipliedReportingOverflow(by: 10)
+            let next = shifted &+ Int64(digit - UInt8(ascii: "0"))
+            guard !overflow, next <= maximumMinorUnits else {
+                throw .invalidArgument("amount \"\(text)\" is too large")
+            }
+            value = next
+        }
+        return negative ? -value : value
+    }
+
+    /// Parses a wager or transfer amount that must be positive.
+    static func parsePositive(_ text: String, currency: Currency, field: String) throws(WalletError) -> Int64 {
+        let value = try parse(text, currency: currency)
+        guard value > 0 else { throw .invalidArgument("\(field) must be greater than 0, got \"\(text)\"") }
+        return value
+    }
+
+    /// Formats minor units with exactly the currency's decimals: 5 cents of USD is "0.05".
+    static func format(_ minorUnits: Int64, currency: Currency) -> String {
+        format(minorUnits, decimals: currency.decimals)
+    }
+
+    static func format(_ minorUnits: Int64, decimals: Int) -> String {
+        let magnitude = minorUnits.magnitude
+        var digits = String(magnitude)
+        if decimals > 0 {
+            if digits.count <= decimals { digits = String(repeating: "0", count: decimals - digits.count + 1) + digits }
+            digits.insert(".", at: digits.index(digits.endIndex, offsetBy: -decimals))
+        }
+        return minorUnits < 0 ? "-" + digits : digits
+    }
+}

@@ -1,0 +1,102 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+
+extension WalletService {
+    func getWallet(
+        _ request: WalletV1.GetWalletRequest, context: RequestContext
+    ) async throws -> WalletV1.GetWalletResponse {
+        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
+        return WalletV1.GetWalletResponse(
+            balances: try await dependencies.queries.balances(user: user, game: request.gameId, on: dependencies.pool))
+    }
+
+    func getAccount(
+        _ request: WalletV1.GetAccountRequest, context: RequestContext
+    ) async throws -> WalletV1.GetAccountResponse {
+        let caller = try context.requireUser()
+        let user = try WalletDependencies.userID(caller.userID, field: "caller user id")
+        var response = WalletV1.GetAccountResponse()
+        response.userId = user.wireText
+        response.authenticated = caller.scopes.contains(PreparedBet.authenticatedScope)
+        let countryAllowed = try await dependencies.catalog.allowsRealMoney(
+            app: caller.appID, country: request.country, on: dependencies.pool)
+        response.realMoneyAllowed =
+            countryAllowed && response.authenticated && !caller.scopes.contains(PreparedBet.unbackedOnlyScope)
+        response.balances = try await dependencies.queries.balances(user: user, game: "", on: dependencies.pool)
+        return response
+    }
+
+    func listTransactions(
+        _ request: WalletV1.ListTransactionsRequest, context: RequestContext
+    ) async throws -> WalletV1.ListTransactionsResponse {
+        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
+        let size = request.pageSize == 0 ? 20 : Int(request.pageSize)
+        guard (1...100).contains(size) else {
+            throw WalletError.invalidArgument("page_size must be 1…100, got \(size)")
+        }
+        var before = Int64.max
+        if !request.pageToken.isEmpty {
+            guard let token = Int64(request.pageToken), token > 0 else {
+                throw WalletError.invalidArgument("page_token is not one this method returned")
+            }
+            before = token
+        }
+        let page = try await dependencies.queries.entries(
+            user: user, currency: request.currency, economy: request.economy.rawValue, before: before, limit: size,
+            on: dependencies.pool)
+        return WalletV1.ListTransactionsResponse(entries: page.entries, nextPageToken: page.last.map(String.init) ?? "")
+    }
+
+    func listGames(
+        _ request: WalletV1.ListGamesRequest, context: RequestContext
+    ) async throws -> WalletV1.ListGamesResponse {
+        _ = try context.requireCaller()
+        return WalletV1.ListGamesResponse(games: try await dependencies.catalog.allGames(on: dependencies.pool))
+    }
+
+    func getServerSeed(
+        _ request: WalletV1.GetServerSeedRequest, context: RequestContext
+    ) async throws -> WalletV1.GetServerSeedResponse {
+        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
+        let seed = try await dependencies.bets.activeSeed(user: user, on: dependencies.pool)
+        return WalletV1.GetServerSeedResponse(serverSeedHash: seed.hash, nextNonce: seed.nonce)
+    }
+
+    func rotateServerSeed(
+        _ request: WalletV1.RotateServerSeedRequest, context: RequestContext
+    ) async throws -> WalletV1.RotateServerSeedResponse {
+        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
+        let rotated = try await dependencies.bets.rotateSeed(user: user, on: dependencies.pool)
+        return WalletV1.RotateServerSeedResponse(revealed: rotated.revealed, nextServerSeedHash: rotated.next)
+    }
+
+    func verifyBet(
+        _ request: WalletV1.VerifyBetRequest, context: RequestContext
+    ) async throws -> WalletV1.VerifyBetResponse {
+        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
+        let betID = try WalletDependencies.userID(request.betId, field: "bet_id")
+        guard let row = try await dependencies.pool.execute(BetStore.selectBetForVerify, [user, betID]).first else {
+            throw WalletError.notFound("no settled bet \(request.betId) of the caller")
+        }
+        let stored = try row.decode([UInt8].self, at: 0).withUnsafeBytes { try WalletV1.BetResult(protobufBytes: $0) }
+        var response = WalletV1.VerifyBetResponse()
+        response.clientSeed = try row.decode(String.self, at: 4)
+        response.nonce = try row.decode(Int64.self, at: 5)
+        response.revealed = try row.decode(Bool.self, at: 8)
+        guard response.revealed else { return response }
+        let seed = try row.decode([UInt8].self, at: 6)
+        response.seed = WalletV1.RevealedSeed(
+            serverSeed: Crypto.hex(seed), serverSeedHash: try row.decode(String.self, at: 7))
+        let game = try await dependencies.catalog.game(try row.decode(String.self, at: 1), on: dependencies.pool)
+        let currency = try await dependencies.catalog.currency(
+            try row.decode(String.self, at: 3), on: dependencies.pool)
+        let lines = (stored.outcome?.paylines ?? []).map { Int($0.payline) }
+        var random = FairRandom(serverSeed: seed, clientSeed: response.clientSeed, nonce: response.nonce)
+        let play = try game.math.play(wager: try row.decode(Int64.self, at: 2), lines: lines, random: &random)
+        response.outcome = GameMath.outcome(play, currency: currency)
+        response.matches =
+            response.outcome == stored.outcome && Crypto.hex(Crypto.sha256(seed)) == response.seed?.serverSeedHash
+        return response
+    }
+}

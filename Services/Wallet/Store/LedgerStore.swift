@@ -1,0 +1,141 @@
+import RavePostgres
+import Synchronization
+
+/// Which ledger account: a player's wallet or game credits, a game's house bank, or the outside world.
+struct AccountKey: Hashable, Sendable {
+    enum Kind: String, Sendable {
+        case user, credit, house, external
+    }
+
+    var kind: Kind
+    /// The nil UUID for house and external accounts.
+    var userID: RaveID
+    /// "" for wallets and external accounts; the game for credits and house banks.
+    var gameID: String
+    var currency: String
+    var economy: Int32
+
+    static let noUser = RaveID(high: 0, low: 0)
+
+    static func house(game: String, currency: String, economy: Int32) -> AccountKey {
+        AccountKey(kind: .house, userID: noUser, gameID: game, currency: currency, economy: economy)
+    }
+
+    static func external(currency: String, economy: Int32) -> AccountKey {
+        AccountKey(kind: .external, userID: noUser, gameID: "", currency: currency, economy: economy)
+    }
+
+    /// Player accounts keep a running balance that may not go below zero; the others keep none.
+    var holdsBalance: Bool { kind == .user || kind == .credit }
+}
+
+/// The double-entry ledger: accounts, transfers and their entries.
+///
+/// Every transfer is written by one statement that moves the amount between the two balances and inserts both
+/// entries (-amount, +amount), so a transfer can never be half-written and every transfer sums to zero. The
+/// `player_balance_not_negative` constraint makes an overdraft fail in the database, whatever Swift believed.
+final class LedgerStore: Sendable {
+    /// Account ids never change once committed, so they are cached after `ensureAccount` committed them.
+    let accountIDs: Mutex<[AccountKey: Int64]>
+
+    init() {
+        accountIDs = Mutex([:])
+    }
+
+    static let ensureAccountStatement = PostgresStatement(
+        name: "wallet_ensure_account",
+        sql: """
+            WITH created AS (
+                INSERT INTO accounts (kind, user_id, game_id, currency, economy, balance)
+                VALUES ($1, $2, $3, $4, $5, CASE WHEN $1 IN ('user', 'credit') THEN 0 END)
+                ON CONFLICT (user_id, kind, game_id, currency, economy) DO NOTHING
+                RETURNING account_id)
+            SELECT account_id FROM created
+            UNION ALL
+            SELECT account_id FROM accounts
+            WHERE kind = $1 AND user_id = $2 AND game_id = $3 AND currency = $4 AND economy = $5
+            """)
+
+    static let findAccountStatement = PostgresStatement(
+        name: "wallet_find_account",
+        sql: """
+            SELECT account_id FROM accounts
+            WHERE kind = $1 AND user_id = $2 AND game_id = $3 AND currency = $4 AND economy = $5
+            """)
+
+    /// Both balances move and both entries are written in one statement; house and external accounts have a
+    /// NULL balance, which the updates skip.
+    static let transferStatement = PostgresStatement(
+        name: "wallet_transfer",
+        sql: """
+            WITH debited AS (
+                UPDATE accounts SET balance = balance - $5 WHERE account_id = $3 AND balance IS NOT NULL
+                RETURNING balance),
+            credited AS (
+                UPDATE accounts SET balance = balance + $5 WHERE account_id = $4 AND balance IS NOT NULL
+                RETURNING balance),
+            transfer AS (
+                INSERT INTO transfers (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id,
+                    reference)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING transfer_id)
+            INSERT INTO ledger_entries (transfer_id, account_id, amount, balance_after)
+            SELECT transfer_id, $3, -$5::bigint, (SELECT balance FROM debited) FROM transfer
+            UNION ALL
+            SELECT transfer_id, $4, $5, (SELECT balance FROM credited) FROM transfer
+            RETURNING account_id, balance_after
+            """)
+
+    /// The account's id, creating it if needed; runs in its own statement outside any bet transaction, so the
+    /// id it caches is committed.
+    func ensureAccount(_ key: AccountKey, on database: some PostgresQueryable) async throws -> Int64 {
+        if let id = accountIDs.withLock({ $0[key] }) { return id }
+        for _ in 0..<3 {
+            let rows = try await database.execute(Self.ensureAccountStatement, parameters(key))
+            if let row = rows.first {
+                let id = try row.decode(Int64.self, at: 0)
+                accountIDs.withLock { $0[key] = id }
+                return id
+            }
+            // A concurrent insert committed after this statement's snapshot: the next statement sees it.
+        }
+        throw PostgresError(.client, "account \(key) could not be created or found")
+    }
+
+    /// The id of an existing account, or nil.
+    func findAccount(_ key: AccountKey, on database: some PostgresQueryable) async throws -> Int64? {
+        if let id = accountIDs.withLock({ $0[key] }) { return id }
+        let rows = try await database.execute(Self.findAccountStatement, parameters(key))
+        return try rows.first?.decode(Int64.self, at: 0)
+    }
+
+    /// Moves `amount` (> 0) from one account to another.
+    ///
+    /// Returns the player balances after (nil for house and external accounts). Throws `insufficientFunds` when the debit would take a player balance below zero.
+    @discardableResult
+    func transfer(
+        code: String, from debit: Int64, to credit: Int64, amount: Int64, userID: RaveID?, betID: RaveID?,
+        reference: String = "", on database: some PostgresQueryable
+    ) async throws -> (debitBalance: Int64?, creditBalance: Int64?) {
+        precondition(amount > 0, "transfers move a positive amount")
+        let rows: PostgresRows
+        do {
+            rows = try await database.execute(
+                Self.transferStatement,
+                [RaveID.random(), code, debit, credit, amount, userID, betID, reference])
+        } catch let error as PostgresError where error.constraint == "player_balance_not_negative" {
+            throw WalletError(.insufficientFunds, "insufficient funds")
+        }
+        var debitBalance: Int64?
+        var creditBalance: Int64?
+        for row in rows {
+            let account = try row.decode(Int64.self, at: 0)
+            let balance = try row.decode(Int64?.self, at: 1)
+            if account == debit { debitBalance = balance } else { creditBalance = balance }
+        }
+        return (debitBalance, creditBalance)
+    }
+
+    private func parameters(_ key: AccountKey) -> [(any PostgresEncodable)?] {
+        [key.kind.rawValue, key.userID, key.gameID, key.currency, key.economy]
+    }
+}

@@ -1,0 +1,41 @@
+import RaveRPC
+
+/// Every failure the wallet reports on purpose; the RPC layer maps it to a status through `rpcError`.
+struct WalletError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatusConvertible {
+    /// What went wrong, which decides the status code.
+    enum Kind: Hashable, Sendable {
+        case invalidArgument
+        case notFound
+        case permissionDenied
+        /// Not enough money or credits: the bet is remembered as failed.
+        case insufficientFunds
+        /// The id was used before for a different request.
+        case conflictingReplay
+        case failedPrecondition
+    }
+
+    var kind: Kind
+    var message: String
+
+    init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    static func invalidArgument(_ message: String) -> WalletError { WalletError(.invalidArgument, message) }
+    static func notFound(_ message: String) -> WalletError { WalletError(.notFound, message) }
+
+    var description: String { "\(kind): \(message)" }
+
+    var statusCode: StatusCode {
+        switch kind {
+        case .invalidArgument: .invalidArgument
+        case .notFound: .notFound
+        case .permissionDenied: .permissionDenied
+        case .insufficientFunds, .failedPrecondition: .failedPrecondition
+        case .conflictingReplay: .alreadyExists
+        }
+    }
+
+    var rpcError: RPCError? { RPCError(statusCode, message) }
+}

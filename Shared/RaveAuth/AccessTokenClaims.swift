@@ -1,0 +1,103 @@
+import Foundation
+
+/// The claims of a Rave access token: a compact JWT signed with Ed25519 (`alg` "EdDSA").
+///
+/// Wire form: `base64url(header).base64url(claims).base64url(signature)` with header
+/// `{"alg":"EdDSA","typ":"JWT","kid":…}` and claims `{iss, sub, app, sid, scp, iat, exp, jti}` (times in Unix
+/// seconds, scopes space-separated). Ids are strings so this type needs nothing from the identity service.
+public struct AccessTokenClaims: Sendable, Hashable {
+    /// The issuer every Rave access token carries.
+    public static let defaultIssuer = "rave-identity"
+
+    /// `iss`: who issued the token.
+    public var issuer: String
+    /// `sub`: the user's Rave ID (32 lowercase hex digits).
+    public var subject: String
+    /// `app`: the application the session belongs to.
+    public var applicationID: String
+    /// `sid`: the session, so revoking a session can be checked and logged.
+    public var sessionID: String
+    /// `scp`: the granted scopes.
+    public var scopes: [String]
+    /// `iat`: when the token was issued, Unix seconds.
+    public var issuedAt: Int64
+    /// `exp`: when the token stops being valid, Unix seconds.
+    public var expiresAt: Int64
+    /// `jti`: a unique token id.
+    public var tokenID: String
+
+    /// Creates claims from their fields.
+    public init(
+        issuer: String = AccessTokenClaims.defaultIssuer, subject: String, applicationID: String, sessionID: String,
+        scopes: [String], issuedAt: Int64, expiresAt: Int64, tokenID: String
+    ) {
+        self.issuer = issuer
+        self.subject = subject
+        self.applicationID = applicationID
+        self.sessionID = sessionID
+        self.scopes = scopes
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+        self.tokenID = tokenID
+    }
+
+    /// True when the token grants `scope`.
+    public func hasScope(_ scope: String) -> Bool { scopes.contains(scope) }
+
+    // MARK: - JSON
+
+    /// The claims as compact JSON.
+    ///
+    /// Written by hand: signing is on the token-refresh hot path, and the field set
+    /// is fixed, so an encoder's generality buys nothing.
+    public var jsonBytes: [UInt8] {
+        var json = "{\"iss\":\(jsonString(issuer)),\"sub\":\(jsonString(subject)),\"app\":\(jsonString(applicationID))"
+        json += ",\"sid\":\(jsonString(sessionID)),\"scp\":\(jsonString(scopes.joined(separator: " ")))"
+        json += ",\"iat\":\(issuedAt),\"exp\":\(expiresAt),\"jti\":\(jsonString(tokenID))}"
+        return Array(json.utf8)
+    }
+
+    /// Parses the claims JSON of a token whose signature has already been checked.
+    public init(jsonBytes: [UInt8]) throws(CryptoError) {
+        let wire: WireClaims
+        do {
+            wire = try JSONDecoder().decode(WireClaims.self, from: Data(jsonBytes))
+        } catch {
+            throw .invalidToken("access token claims are not valid JSON with iss, sub, app, sid, iat, exp")
+        }
+        self.init(
+            issuer: wire.iss, subject: wire.sub, applicationID: wire.app, sessionID: wire.sid,
+            scopes: (wire.scp ?? "").split(separator: " ").map(String.init), issuedAt: wire.iat, expiresAt: wire.exp,
+            tokenID: wire.jti ?? "")
+    }
+
+    private struct WireClaims: Decodable {
+        var iss: String
+        var sub: String
+        var app: String
+        var sid: String
+        var scp: String?
+        var iat: Int64
+        var exp: Int64
+        var jti: String?
+    }
+}
+
+/// A JSON string literal for `value`, escaped per RFC 8259.
+public func jsonString(_ value: String) -> String {
+    var output = "\""
+    for scalar in value.unicodeScalars {
+        switch scalar {
+        case "\"": output += "\\\""
+        case "\\": output += "\\\\"
+        case "\n": output += "\\n"
+        case "\r": output += "\\r"
+        case "\t": output += "\\t"
+        case _ where scalar.value < 0x20:
+            let hex = String(scalar.value, radix: 16)
+            output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        default: output.unicodeScalars.append(scalar)
+        }
+    }
+    return output + "\""
+}

@@ -1,0 +1,82 @@
+import RavePostgres
+
+/// A transactional outbox: a service writes an event row in the same transaction as its state change, and an
+/// `OutboxDispatcher` delivers it afterwards, at least once and in order per key.
+public enum Outbox {
+    /// The tables a service adds to its migrations (as one migration, never edited afterwards).
+    ///
+    /// `outbox_events` holds events until delivered (and after, for auditing, until the service prunes them);
+    /// `processed_events` lets a receiver remember which event ids it already handled.
+    public static let migration = """
+        CREATE TABLE outbox_events (
+            id bigserial PRIMARY KEY,
+            event_id uuid NOT NULL UNIQUE,
+            topic text NOT NULL,
+            key text NOT NULL,
+            payload bytea NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            attempts int4 NOT NULL DEFAULT 0,
+            next_attempt_at timestamptz NOT NULL DEFAULT now(),
+            delivered_at timestamptz,
+            last_error text
+        );
+        CREATE INDEX outbox_events_due ON outbox_events (next_attempt_at, id) WHERE delivered_at IS NULL;
+        CREATE INDEX outbox_events_key_order ON outbox_events (key, id) WHERE delivered_at IS NULL;
+        CREATE TABLE processed_events (
+            event_id uuid PRIMARY KEY,
+            processed_at timestamptz NOT NULL DEFAULT now()
+        );
+        """
+
+    /// The LISTEN/NOTIFY channel `enqueue` notifies (at commit) so dispatchers wake without waiting for a poll.
+    public static let channel = "rave_outbox"
+
+    static let insert = PostgresStatement(
+        name: "outbox_insert",
+        sql: "INSERT INTO outbox_events (event_id, topic, key, payload) VALUES ($1, $2, $3, $4)")
+    static let notify = PostgresStatement(name: "outbox_notify", sql: "SELECT pg_notify('\(channel)', '')")
+
+    /// Records an event in `transaction` and returns its event id.
+    ///
+    /// The event is delivered only if the transaction commits.
+    ///
+    /// Events with the same `key` are delivered in the order they were enqueued (by commit of their rows' ids);
+    /// events with different keys may be delivered in any order and concurrently.
+    @discardableResult
+    public static func enqueue(
+        in transaction: PostgresTransaction, topic: String, key: String, payload: [UInt8]
+    ) async throws -> RaveID {
+        let eventID = RaveID.random()
+        try await transaction.execute(insert, [eventID, topic, key, payload])
+        // NOTIFY is transactional too: delivered at commit, dropped on rollback.
+        try await transaction.execute(notify)
+        return eventID
+    }
+}
+
+/// One event as the dispatcher hands it to the delivery function.
+public struct OutboxEvent: Sendable, Hashable {
+    /// The outbox row's position; events of one key are delivered in increasing `sequence`.
+    public var sequence: Int64
+    /// The id receivers deduplicate by (`ProcessedEvents.markProcessed`).
+    public var eventID: RaveID
+    public var topic: String
+    public var key: String
+    public var payload: [UInt8]
+    /// Deliveries tried before this one.
+    public var previousAttempts: Int
+    public var createdAt: PostgresTimestamp
+}
+
+/// For receivers: remembers handled event ids so redelivered events (at-least-once) are handled once.
+public enum ProcessedEvents {
+    static let mark = PostgresStatement(
+        name: "processed_events_mark",
+        sql: "INSERT INTO processed_events (event_id) VALUES ($1) ON CONFLICT (event_id) DO NOTHING")
+
+    /// Records `eventID` in the receiver's own transaction; false when it was already processed, in which case
+    /// the receiver skips its work (and the transaction may simply commit).
+    public static func markProcessed(_ eventID: RaveID, in transaction: PostgresTransaction) async throws -> Bool {
+        try await transaction.execute(mark, [eventID]).affectedRowCount == 1
+    }
+}

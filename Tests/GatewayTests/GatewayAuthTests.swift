@@ -1,0 +1,160 @@
+import Foundation
+import RaveAuth
+import RaveMessages
+import RaveRPC
+import Testing
+
+@testable import Gateway
+
+/// Authentication and access rules, end to end over TLS: client → gateway → service.
+@Suite("Gateway authentication")
+struct GatewayAuthTests {
+    static let whoami = EchoV1.EchoRequest(payload: Array("whoami".utf8)).protobufBytes()
+
+    @Test func validTokenReachesTheServiceAsTheCallerWithoutTheToken() async throws {
+        let harness = try await GatewayHarness.start()
+        let connection = try await harness.connect()
+        let token = try harness.token(for: "user-1", scopes: ["player"])
+        let response = try await connection.call(
+            method: "rave.echo.v1.Echo/Echo", request: Self.whoami, options: bearer(token))
+        let seen = String(decoding: try EchoV1.EchoResponse(protobufBytes: response).payload, as: UTF8.self)
+        // user | app | session | scopes | client address | authorization (never forwarded)
+        #expect(seen == "user-1|app-1|session-user-1|player|127.0.0.1|-")
+        connection.close()
+        try await harness.stop()
+    }
+
+    @Test func verifiedTokensAreCachedAndMergedUsersActAsTheTarget() async throws {
+        let harness = try await GatewayHarness.start()
+        harness.identity.merges.withLock { $0["old-user"] = "new-user" }
+        let connection = try await harness.connect()
+        let token = try harness.token(for: "old-user")
+        for _ in 0..<3 {
+            let response = try await connection.call(
+                method: "rave.echo.v1.Echo/Echo", request: Self.whoami, options: bearer(token))
+            let seen = String(decoding: try EchoV1.EchoResponse(protobufBytes: response).payload, as: UTF8.self)
+            #expect(seen.hasPrefix("new-user|app-1|"))
+        }
+        // One resolution for three calls: the merge answer is cached.
+        #expect(harness.identity.resolveCalls.load(ordering: .relaxed) == 1)
+        connection.close()
+        try await harness.stop()
+    }
+
+    @Test func badTokensAreUnauthenticated() async throws {
+        let harness = try await GatewayHarness.start()
+        let connection = try await harness.connect()
+        let valid = try harness.token(for: "user-1")
+        let expired = try harness.token(for: "user-1", lifetime: 60, now: Date().addingTimeInterval(-3600))
+        let forgedSigner = AccessTokenSigner(keyID: "test-key-1", privateKey: try Ed25519PrivateKey())
+        let forged = try forgedSigner.issue(subject: "user-1", applicationID: "app-1", sessionID: "s", scopes: []).token
+        let parts = valid.split(separator: ".")
+        let tampered = parts[0] + "." + Base64URL.encode(Array("{\"sub\":\"admin\"}".utf8)) + "." + parts[2]
+        let cases: [(String, String)] = [
+            ("Bearer " + expired, "expired"), ("Bearer " + forged, "signature"), ("Bearer " + tampered, "invalid"),
+            ("Bearer not-a-token", "invalid"), ("Basic dXNlcjpwYXNz", "Bearer"), ("Bearer", "Bearer"),
+        ]
+        for (authorization, fragment) in cases {
+            let error = await failure(
+                connection, "rave.echo.v1.Echo/Echo", Self.whoami,
+                options: CallOptions(metadata: [MetadataKey.authorization: authorization]))
+            #expect(error?.code == .unauthenticated, "\(authorization)")
+            #expect(error?.message.contains(fragment) == true, "\(error?.message ?? "")")
+        }
+        let missing = await failure(connection, "rave.echo.v1.Echo/Echo", Self.whoami)
+        #expect(missing?.code == .unauthenticated)
+        let deleted = await failure(
+            connection, "rave.echo.v1.Echo/Echo", Self.whoami, options: bearer(try harness.token(for: "deleted")))
+        #expect(deleted?.code == .unauthenticated)
+        connection.close()
+        try await harness.stop()
+    }
+
+    @Test func callerMetadataFromAClientIsIgnored() async throws {
+        let harness = try await GatewayHarness.start()
+        let connection = try await harness.connect(certificate: "client")
+        var options = bearer(try harness.token(for: "user-1"))
+        options.metadata[MetadataKey.callerUserID] = "someone-else"
+        options.metadata[MetadataKey.callerScopes] = "admin service"
+        options.metadata["rave-client-address"] = "10.9.9.9"
+        let response = try await connection.call(
+            method: "rave.echo.v1.Echo/Echo", request: Self.whoami, options: options)
+        let seen = String(decoding: try EchoV1.EchoResponse(protobufBytes: response).payload, as: UTF8.self)
+        #expect(seen == "user-1|app-1|session-user-1|player|127.0.0.1|-")
+        connection.close()
+        try await harness.stop()
+    }
+
+    @Test func tokensOfARotatedKeyAreAcceptedAfterOneRefresh() async throws {
+        let harness = try await GatewayHarness.start()
+        let newKey = try Ed25519PrivateKey()
+        let newPublicKey = try newKey.publicKey()
+        harness.identity.keys.withLock { $0.append(.init(keyID: "test-key-2", publicKey: newPublicKey)) }
+        let before = harness.identity.signingKeyCalls.load(ordering: .relaxed)
+        let token = try AccessTokenSigner(keyID: "test-key-2", privateKey: newKey).issue(
+            subject: "user-2", applicationID: "app-1", sessionID: "s2", scopes: []
+        ).token
+        let connection = try await harness.connect()
+        _ = try await connection.call(method: "rave.echo.v1.Echo/Echo", request: Self.whoami, options: bearer(token))
+        #expect(harness.identity.signingKeyCalls.load(ordering: .relaxed) == before + 1)
+        connection.close()
+        try await harness.stop()
+    }
+
+    @Test func loginMethodsNeedNoToken() async throws {
+        let harness = try await GatewayHarness.start(["RAVE_GATEWAY_IDENTITY_ADDRESSES": "127.0.0.1:1"])
+        let connection = try await harness.connect()
+        // No identity backend answers (port 1), so getting past authentication means UNAVAILABLE, not
+        // UNAUTHENTICATED.
+        for method in MethodRoute.loginMethods {
+            let error = await failure(connection, method)
+            #expect(error?.code == .unavailable, "\(method)")
+        }
+        connection.close()
+        try await harness.stop()
+    }
+
+    @Test func adminMethodsNeedTheAdminCertificate() async throws {
+        let harness = try await GatewayHarness.start()
+        let player = try await harness.connect()
+        let token = try harness.token(for: "user-1", scopes: ["player", "admin"])
+        let denied = await failure(player, "rave.echo.v1.EchoAdmin/Echo", Self.whoami, options: bearer(token))
+        #expect(denied?.code == .permissionDenied)
+        let otherCertificate = try await harness.connect(certificate: "client")
+        let alsoDenied = await failure(otherCertificate, "rave.echo.v1.EchoAdmin/Echo", Self.whoami)
+        #expect(alsoDenied?.code == .permissionDenied)
+        // A player token claiming the admin scope is not an admin on player methods either.
+        let response = try await player.call(
+            method: "rave.echo.v1.Echo/Echo", request: Self.whoami, options: bearer(token))
+        #expect(
+            String(decoding: try EchoV1.EchoResponse(protobufBytes: response).payload, as: UTF8.self).contains(
+                "|player|"))
+
+        let admin = try await harness.connect(certificate: "admin")
+        let adminView = try await admin.call(
+            method: "rave.echo.v1.Echo/Echo", request: Self.whoami, options: bearer(try harness.token(for: "user-9")))
+        #expect(
+            String(decoding: try EchoV1.EchoResponse(protobufBytes: adminView).payload, as: UTF8.self)
+                == "user-9|app-1|session-user-9|admin player|127.0.0.1|-")
+        // The admin reaches admin methods (EchoAdmin is not served, so the service answers UNIMPLEMENTED).
+        let routed = await failure(admin, "rave.echo.v1.EchoAdmin/Echo", Self.whoami)
+        #expect(routed?.code == .unimplemented)
+        for connection in [player, otherCertificate, admin] { connection.close() }
+        try await harness.stop()
+    }
+
+    @Test func internalMethodsAreNeverReachable() async throws {
+        let harness = try await GatewayHarness.start()
+        let admin = try await harness.connect(certificate: "admin")
+        let token = try harness.token(for: "user-1")
+        for method in [
+            "rave.identity.v1.IdentityInternal/SigningKeys", "rave.identity.v1.IdentityInternal/ResolveUsers",
+            "rave.merge.v1.MergeParticipant/MergeUsers",
+        ] {
+            let error = await failure(admin, method, [], options: bearer(token))
+            #expect(error?.code == .permissionDenied, "\(method)")
+        }
+        admin.close()
+        try await harness.stop()
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import RaveAuth
+import RaveMessages
+import RaveRPC
+import RaveServices
+import RaveTelemetry
+import RaveTransport
+import Synchronization
+
+@testable import Gateway
+
+/// A gateway started in-process with real backends on loopback.
+///
+/// The backends are an identity stand-in serving SigningKeys and ResolveUsers, and an Echo service that
+/// reports the caller it saw. Everything speaks real TLS; the backends require the gateway's certificate.
+final class GatewayHarness: Sendable {
+    let directory: String
+    let signer: AccessTokenSigner
+    let identity: TestIdentity
+    let echo: TestEcho
+    let runtime: GatewayRuntime
+    private let running: Task<Void, any Error>
+    private let backendGroup: EventLoopGroup
+    let clientGroup: EventLoopGroup
+    private let backends: [RPCServer]
+
+    /// Starts everything; `settings` override the gateway's environment.
+    static func start(_ settings: [String: String] = [:]) async throws -> GatewayHarness {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-gateway-\(UUID())").path
+        try DevelopmentCertificates.write(
+            to: directory, services: ["gateway", "identity", "echo", "admin", "client"])
+        return try await GatewayHarness(directory: directory, settings: settings)
+    }
+
+    private init(directory: String, settings: [String: String]) async throws {
+        self.directory = directory
+        let key = try Ed25519PrivateKey()
+        signer = AccessTokenSigner(keyID: "test-key-1", privateKey: key)
+        identity = TestIdentity(keys: [SigningKeySet.Key(keyID: "test-key-1", publicKey: try key.publicKey())])
+        echo = TestEcho()
+        backendGroup = try EventLoopGroup(loopCount: 1)
+        clientGroup = try EventLoopGroup(loopCount: 1)
+        let backendTLS = try TLSContext(
+            .server(
+                certificateChainPath: "\(directory)/identity.pem", privateKeyPath: "\(directory)/identity-key.pem",
+                trustRootsPath: "\(directory)/ca.pem", requireClientCertificate: true))
+        let quiet = Logger(label: "test-backend", level: .warning)
+        let identityServer = RPCServer(services: [identity], tls: backendTLS, group: backendGroup, logger: quiet)
+        let echoServer = RPCServer(services: [echo], tls: backendTLS, group: backendGroup, logger: quiet)
+        try identityServer.start()
+        try echoServer.start()
+        backends = [identityServer, echoServer]
+        var environment = [
+            "RAVE_CERT_DIR": directory, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
+            "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "error", "RAVE_SHUTDOWN_GRACE": "1s",
+            "RAVE_GATEWAY_IDENTITY_ADDRESSES": "127.0.0.1:\(identityServer.localPort)",
+            "RAVE_GATEWAY_ECHO_ADDRESSES": "127.0.0.1:\(echoServer.localPort)",
+            "RAVE_GATEWAY_KEY_REFRESH_GAP": "0s", "RAVE_GATEWAY_HEALTH_INTERVAL": "200ms",
+        ]
+        // Services that are not running: port 1 refuses connections, so nothing here reaches a real stack.
+        for service in ["social", "leaderboards", "gifts", "push", "wallet"] {
+            environment["RAVE_GATEWAY_\(service.uppercased())_ADDRESSES"] = "127.0.0.1:1"
+        }
+        environment.merge(settings) { _, new in new }
+        let runtime = try await GatewayRuntime.start(environment: environment)
+        self.runtime = runtime
+        running = Task { try await runtime.run() }
+        await runtime.signingKeys.refresh()
+    }
+
+    /// A player's access token for `userID`.
+    func token(
+        for userID: String, appID: String = "app-1", scopes: [String] = ["player"], lifetime: Int64 = 900,
+        now: Date = Date()
+    ) throws -> String {
+        try signer.issue(
+            subject: userID, applicationID: appID, sessionID: "session-\(userID)", scopes: scopes, lifetime: lifetime,
+            now: now
+        ).token
+    }
+
+    /// A connection to the gateway; `certificate` names a client certificate of the harness CA to present.
+    func connect(certificate: String? = nil) async throws -> RPCConnection {
+        let tls = try TLSContext(
+            .client(
+                trustRootsPath: "\(directory)/ca.pem",
+                certificateChainPath: certificate.map { "\(directory)/\($0).pem" },
+                privateKeyPath: certificate.map { "\(directory)/\($0)-key.pem" }))
+        return try await RPCConnection.connect(
+            host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: clientGroup)
+    }
+
+    /// Stops the gateway and the backends and removes the certificates.
+    func stop() async throws {
+        runtime.triggerShutdown()
+        try await running.value
+        for server in backends { await server.shutdown() }
+        backendGroup.shutdown()
+        clientGroup.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Options carrying a bearer token.
+func bearer(_ token: String, timeout: Duration = .seconds(5)) -> CallOptions {
+    CallOptions(timeout: timeout, metadata: [MetadataKey.authorization: "Bearer \(token)"], maxRetries: 0)
+}
+
+/// Calls `method` and returns the error it fails with (nil on success).
+func failure(
+    _ connection: RPCConnection, _ method: String, _ request: [UInt8] = [], options: CallOptions = CallOptions()
+) async -> RPCError? {
+    do {
+        _ = try await connection.call(method: method, request: request, options: options)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// Identity's internal service as the gateway needs it: signing keys and merge resolution.
+final class TestIdentity: IdentityV1.IdentityInternalHandler {
+    let keys: Mutex<[SigningKeySet.Key]>
+    /// Merged-away user → merge target.
+    let merges = Mutex<[String: String]>([:])
+    let signingKeyCalls = Atomic<Int>(0)
+    let resolveCalls = Atomic<Int>(0)
+
+    init(keys: [SigningKeySet.Key]) {
+        self.keys = Mutex(keys)
+    }
+
+    func signingKeys(
+        _ request: IdentityV1.SigningKeysRequest, context: RequestContext
+    ) async throws -> IdentityV1.SigningKeysResponse {
+        try context.requireService()
+        signingKeyCalls.wrappingAdd(1, ordering: .relaxed)
+        var response = IdentityV1.SigningKeysResponse()
+        response.keys = keys.withLock { keys in
+            keys.map { key in
+                var entry = IdentityV1.SigningKey()
+                entry.kid = key.keyID
+                entry.algorithm = "EdDSA"
+                entry.publicKey = key.publicKey.rawRepresentation
+                return entry
+            }
+        }
+        return response
+    }
+
+    func resolveUsers(
+        _ request: IdentityV1.ResolveUsersRequest, context: RequestContext
+    ) async throws -> IdentityV1.ResolveUsersResponse {
+        try context.requireService()
+        resolveCalls.wrappingAdd(1, ordering: .relaxed)
+        let merges = self.merges.withLock { $0 }
+        var response = IdentityV1.ResolveUsersResponse()
+        response.users = request.userIds.map { id in
+            var user = IdentityV1.ResolvedUser()
+            user.requestedId = id
+            user.canonicalId = id == "deleted" ? "" : merges[id] ?? id
+            return user
+        }
+        return response
+    }
+
+    func getUsers(
+        _ request: IdentityV1.GetUsersRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetUsersResponse {
+        throw RPCError.unimplemented("not needed by the gateway tests")
+    }
+
+    func lookupExternal(
+        _ request: IdentityV1.LookupExternalRequest, context: RequestContext
+    ) async throws -> IdentityV1.LookupExternalResponse {
+        throw RPCError.unimplemented("not needed by the gateway tests")
+    }
+
+    func usedApplications(
+        _ request: IdentityV1.UsedApplicationsRequest, context: RequestContext
+    ) async throws -> IdentityV1.UsedApplicationsResponse {
+        throw RPCError.unimplemented("not needed by the gateway tests")
+    }
+}
+
+/// Echo with a twist: the payload "whoami" answers with the caller and client address the service saw.
+final class TestEcho: EchoV1.EchoHandler {
+    /// Calls that saw their task cancelled (the client cancelled through the gateway).
+    let cancelledCalls = Atomic<Int>(0)
+    /// The timeouts (ms) the service saw, to check deadline propagation.
+    let remainingMilliseconds = Mutex<[UInt64]>([])
+
+    func echo(_ request: EchoV1.EchoRequest, context: RequestContext) async throws -> EchoV1.EchoResponse {
+        remainingMilliseconds.withLock { $0.append(context.remainingNanoseconds / 1_000_000) }
+        guard request.payload == Array("whoami".utf8) else { return EchoV1.EchoResponse(payload: request.payload) }
+        let caller = context.caller
+        let text = [
+            caller?.userID ?? "-", caller?.appID ?? "-", caller?.sessionID ?? "-",
+            caller.map { $0.scopes.sorted().joined(separator: " ") } ?? "-",
+            context.metadata["rave-client-address"] ?? "-", context.metadata[MetadataKey.authorization] ?? "-",
+        ].joined(separator: "|")
+        return EchoV1.EchoResponse(payload: Array(text.utf8))
+    }
+
+    func echoAfterDelay(
+        _ request: EchoV1.EchoAfterDelayRequest, context: RequestContext
+    ) async throws -> EchoV1.EchoResponse {
+        do {
+            try await Task.sleep(for: .milliseconds(Int(request.delayMs)))
+        } catch {
+            cancelledCalls.wrappingAdd(1, ordering: .relaxed)
+            throw error
+        }
+        return EchoV1.EchoResponse(payload: request.payload)
+    }
+
+    func fail(_ request: EchoV1.FailRequest, context: RequestContext) async throws -> EchoV1.EchoResponse {
+        throw RPCError(request.code, request.message)
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveTelemetry
+import RaveTransport
+import Testing
+
+@testable import Identity
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A migrated throwaway database with an identity service on it, plus helpers to call handlers in-process.
+struct IdentityHarness {
+    static let group: EventLoopGroup = {
+        do {
+            return try EventLoopGroup(loopCount: 2)
+        } catch {
+            preconditionFailure("cannot start the test event loops: \(error)")
+        }
+    }()
+
+    static var migrationsDirectory: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Services/Identity/Migrations").path
+    }
+
+    let service: IdentityService
+    let pool: PostgresPool
+    var player: PlayerHandlers { PlayerHandlers(service: service) }
+    var admin: AdminHandlers { AdminHandlers(service: service) }
+    var internalHandlers: InternalHandlers { InternalHandlers(service: service) }
+
+    /// Runs `body` against a fresh database (created, migrated, dropped afterwards).
+    static func with(
+        configure: (inout IdentityConfiguration) -> Void = { _ in }, _ body: (IdentityHarness) async throws -> Void
+    ) async throws {
+        try await withDatabase { url in
+            var configuration = PostgresPool.Configuration(connectionString: url)
+            configuration.size = 4
+            let pool = try PostgresPool(configuration: configuration, group: group)
+            var failure: (any Error)?
+            do {
+                _ = try await Migrator(pool: pool, directory: migrationsDirectory).migrate()
+                var identity = IdentityConfiguration()
+                identity.passwordParameters = .testing
+                configure(&identity)
+                let service = try await IdentityService.start(pool: pool, configuration: identity)
+                try await body(IdentityHarness(service: service, pool: pool))
+            } catch {
+                failure = error
+            }
+            pool.shutdown()
+            if let failure { throw failure }
+        }
+    }
+
+    /// Creates an empty database, passes its connection URL to `body`, and drops it afterwards.
+    static func withDatabase(_ body: (String) async throws -> Void) async throws {
+        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
+            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
+            return
+        }
+        let name = "rave_identity_test_" + RaveID.random().hex.prefix(16)
+        let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
+        try await admin.runScript("CREATE DATABASE \(name)")
+        admin.close()
+        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL \(serverURL)") }
+        var failure: (any Error)?
+        do {
+            try await body(serverURL[..<slash] + "/" + name)
+        } catch {
+            failure = error
+        }
+        let dropper = try await PostgresConnection.connect(to: serverURL, on: group.next())
+        try? await dropper.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        dropper.close()
+        if let failure { throw failure }
+    }
+
+    // MARK: - Contexts
+
+    static func context(caller: Caller?, service: Bool = false, metadata: [String: String] = [:]) -> RequestContext {
+        RequestContext(
+            requestID: "test-\(RaveID.random().hex.prefix(8))", method: "test", deadline: UInt64.max,
+            metadata: metadata,
+            peer: PeerIdentity(address: "127.0.0.1:1", certificateCommonName: service ? "test-service" : nil),
+            caller: caller, logger: Logger(label: "identity-test"))
+    }
+
+    static let anonymous = context(caller: nil)
+    static let adminContext = context(caller: Caller(userID: "", appID: "", sessionID: "", scopes: ["admin"]))
+    static let serviceContext = context(caller: nil, service: true)
+
+    /// The context of a player signed in with `tokens` (as the gateway would build it from the access token).
+    static func playerContext(_ login: IdentityV1.LoginResponse, appID: String) -> RequestContext {
+        var sessionID = ""
+        if case .tokens(let tokens) = login.outcome { sessionID = tokens.sessionId }
+        return context(
+            caller: Caller(
+                userID: login.user?.profile?.userId ?? "", appID: appID, sessionID: sessionID, scopes: ["player"]))
+    }
+
+    // MARK: - Set-up helpers
+
+    /// A new publisher with one application using `settings`.
+    func makeApplication(
+        settings: IdentityV1.ApplicationSettings? = nil, publisherID: String? = nil
+    ) async throws -> IdentityV1.Application {
+        let publisher: String
+        if let publisherID {
+            publisher = publisherID
+        } else {
+            publisher =
+                try await admin.createPublisher(.init(name: "Publisher"), context: Self.adminContext).publisher?
+                .publisherId ?? ""
+        }
+        let response = try await admin.createApplication(
+            .init(publisherId: publisher, name: "Game", settings: settings), context: Self.adminContext)
+        return try #require(response.application)
+    }
+
+    func guestLogin(appID: String, deviceID: String) async throws -> IdentityV1.LoginResponse {
+        try await player.guestLogin(
+            .init(appId: appID, device: .init(deviceId: deviceID, name: "phone", platform: "ios")),
+            context: Self.anonymous)
+    }
+}
+
+extension IdentityV1.LoginResponse {
+    var userID: String { user?.profile?.userId ?? "" }
+    var sessionTokens: IdentityV1.SessionTokens? {
+        if case .tokens(let tokens) = outcome { return tokens }
+        return nil
+    }
+}
+
+/// The status code of the RPCError `body` throws, or nil when it succeeds or throws something else.
+func statusCode(_ body: () async throws -> Void) async -> (code: StatusCode, message: String)? {
+    do {
+        try await body()
+        return nil
+    } catch let error as RPCError {
+        return (error.code, error.message)
+    } catch {
+        return nil
+    }
+}

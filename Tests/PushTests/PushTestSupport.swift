@@ -1,0 +1,143 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveTelemetry
+import RaveTransport
+import Testing
+
+@testable import Push
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throwaway database with the push migrations applied, plus the services and callers tests use.
+struct PushFixture {
+    /// One loop group shared by every test; tests stay independent through their own databases.
+    static let group: EventLoopGroup = {
+        do {
+            return try EventLoopGroup(loopCount: 2)
+        } catch {
+            preconditionFailure("cannot start the test event loops: \(error)")
+        }
+    }()
+
+    static let appID = "app1"
+
+    let pool: PostgresPool
+    let clock: ManualClock
+    let dependencies: PushDependencies
+    var service: PushService { PushService(dependencies: dependencies) }
+    var admin: PushAdminService { PushAdminService(dependencies: dependencies) }
+    var internalService: PushInternalService { PushInternalService(dependencies: dependencies) }
+
+    /// Runs `body` against a fresh migrated database whose clock starts at `now`; drops the database afterwards.
+    static func with<Result>(
+        now: Date = Date(timeIntervalSince1970: 1_767_268_800), _ body: (PushFixture) async throws -> Result
+    ) async throws -> Result {
+        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
+            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
+            throw PostgresError(.client, "RAVE_TEST_POSTGRES_URL is not set")
+        }
+        let name = "rave_push_test_" + RaveID.random().wireText.prefix(16)
+        let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
+        try await admin.runScript("CREATE DATABASE \(name)")
+        admin.close()
+        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL") }
+        var configuration = PostgresPool.Configuration(connectionString: serverURL[..<slash] + "/" + name)
+        configuration.size = 6
+        let pool = try PostgresPool(configuration: configuration, group: group)
+        func drop() async throws {
+            pool.shutdown()
+            let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
+            defer { admin.close() }
+            try await admin.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+        do {
+            _ = try await Migrator(pool: pool, directory: PushMain.migrationsDirectory).migrate()
+            let clock = ManualClock(now)
+            let fixture = PushFixture(
+                pool: pool, clock: clock, dependencies: PushDependencies(pool: pool, clock: clock))
+            let result = try await body(fixture)
+            try await drop()
+            return result
+        } catch {
+            try? await drop()
+            throw error
+        }
+    }
+
+    /// Registers a token for `user` with every consent given unless overridden.
+    @discardableResult
+    func register(
+        _ user: RaveID, token: String, platform: PushV1.Platform = .fcm, timeZone: String = "UTC",
+        consent: PushV1.Consent = PushV1.Consent(push: true, advertising: true, nightAdvertising: true)
+    ) async throws -> PushV1.TokenInfo? {
+        let request = PushV1.RegisterTokenRequest(
+            platform: platform, token: token, sandbox: false, consent: consent, options: nil, country: "KR",
+            language: "ko", timeZone: timeZone)
+        return try await service.registerToken(request, context: Self.playerContext(user)).info
+    }
+
+    func send(
+        _ users: [RaveID], title: String = "Hello", category: PushV1.Category = .normal,
+        nightPolicy: PushV1.NightPolicy = .hold, id: RaveID = .random()
+    ) async throws -> PushV1.SendNotificationResponse {
+        let notification = PushV1.Notification(
+            title: title, body: "body", data: [PushV1.DataEntry(key: "k", value: "v")], category: category,
+            collapseKey: "", ttlSeconds: 3600, nightPolicy: nightPolicy)
+        return try await admin.sendNotification(
+            PushV1.SendNotificationRequest(
+                appId: Self.appID, userIds: users.map(\.wireText), notification: notification,
+                notificationId: id.wireText),
+            context: Self.adminContext())
+    }
+
+    func deliveries(_ id: String) async throws -> [PushV1.Delivery] {
+        try await admin.getDeliveries(
+            PushV1.GetDeliveriesRequest(notificationId: id), context: Self.adminContext()
+        ).deliveries
+    }
+
+    static func adminContext() -> RequestContext {
+        context(caller: Caller(userID: "", appID: "", sessionID: "", scopes: [Caller.adminScope]))
+    }
+
+    static func playerContext(_ user: RaveID) -> RequestContext {
+        context(caller: Caller(userID: user.wireText, appID: appID, sessionID: "s", scopes: []))
+    }
+
+    static func serviceContext() -> RequestContext {
+        var context = context(caller: nil)
+        context.peer = PeerIdentity(address: "127.0.0.1:1", certificateCommonName: "gifts")
+        return context
+    }
+
+    static func context(caller: Caller?) -> RequestContext {
+        RequestContext(
+            requestID: "test", method: "test", deadline: UInt64.max, metadata: [:],
+            peer: PeerIdentity(address: "127.0.0.1:1", certificateCommonName: nil), caller: caller,
+            logger: Logger(label: "push-test"))
+    }
+}
+
+/// Expects `body` to fail with the status the RPC layer would answer, as a caller sees it.
+func expectStatus<T>(
+    _ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T
+) async {
+    do {
+        _ = try await body()
+        Issue.record("expected status \(code), got success", sourceLocation: sourceLocation)
+    } catch {
+        let status = RPCError(mapping: error, requestID: "test")
+        #expect(status.code == code, "\(status)", sourceLocation: sourceLocation)
+    }
+}
+
+/// A UTC instant from its parts, for night-time tests.
+func utc(_ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int = 0) -> Date {
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = .gmt
+    return calendar.date(from: DateComponents(year: year, month: month, day: day, hour: hour, minute: minute)) ?? Date()
+}

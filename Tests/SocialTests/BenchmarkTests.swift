@@ -1,0 +1,29 @@
+import RavePostgres
+import Testing
+
+@testable import Social
+
+@Suite("Benchmark")
+struct BenchmarkTests {
+    /// `social bench` at toy size, so the benchmark keeps working as the service changes.
+    @Test func benchmarkRunsWithoutErrors() async throws {
+        try await SocialHarness.withDatabase(prefix: "rave_social_bench_") { url in
+            var configuration = PostgresPool.Configuration(connectionString: url)
+            configuration.size = 4
+            let pool = try PostgresPool(configuration: configuration, group: SocialHarness.group)
+            defer { pool.shutdown() }
+            _ = try await Migrator(pool: pool, directory: SocialHarness.socialMigrations).migrate()
+            var parameters = SocialBenchmark.Parameters()
+            parameters.users = 60
+            parameters.friends = 10
+            parameters.seconds = 0.3
+            parameters.concurrency = 2
+            let measurements = try await SocialBenchmark(pool: pool, parameters: parameters).run()
+            #expect(measurements.count == 3)
+            for measurement in measurements {
+                #expect(measurement.errors == 0, "\(measurement.name)")
+                #expect(measurement.calls > 0, "\(measurement.name)")
+            }
+        }
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveRuntime
+import RaveServices
+import RaveTelemetry
+import RaveTransport
+import Testing
+
+@testable import Identity
+@testable import Social
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real identity service (its own database, served over mTLS by `ServiceRuntime`) and a social service on a
+/// fresh migrated database whose directory reaches that identity through an mTLS client; social's handlers are
+/// called in-process with constructed request contexts.
+struct SocialHarness {
+    static let group: EventLoopGroup = {
+        do {
+            return try EventLoopGroup(loopCount: 2)
+        } catch {
+            preconditionFailure("cannot start the test event loops: \(error)")
+        }
+    }()
+
+    static func repositoryPath(_ relative: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(relative).path
+    }
+
+    static var socialMigrations: String { repositoryPath("Services/Social/Migrations") }
+    static var identityMigrations: String { repositoryPath("Services/Identity/Migrations") }
+
+    let service: SocialService
+    let identity: IdentityService
+    let identityPort: Int
+    let certificates: String
+    let appID: String
+    let publisherID: String
+    var player: Social.PlayerHandlers { Social.PlayerHandlers(service: service) }
+    var admin: Social.AdminHandlers { Social.AdminHandlers(service: service) }
+    var internalHandlers: Social.InternalHandlers { Social.InternalHandlers(service: service) }
+    var merge: MergeHandler { MergeHandler(service: service) }
+
+    /// Runs `body` with identity and social on fresh databases, torn down afterwards.
+    static func with(
+        maxListMembers: Int = 5_000, _ body: (SocialHarness) async throws -> Void
+    ) async throws {
+        let certificates = FileManager.default.temporaryDirectory.appendingPathComponent("rave-social-\(UUID())").path
+        try DevelopmentCertificates.write(to: certificates, services: ["identity", "social", "client"])
+        defer { try? FileManager.default.removeItem(atPath: certificates) }
+        try await withDatabase(prefix: "rave_social_identity_") { identityURL in
+            var identityConfiguration = IdentityConfiguration()
+            identityConfiguration.passwordParameters = .testing
+            let fixed = identityConfiguration
+            let runtime = try await ServiceRuntime.start(
+                name: "identity",
+                environment: [
+                    "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
+                    "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "warning", "RAVE_SHUTDOWN_GRACE": "1s",
+                    "RAVE_DATABASE_URL": identityURL, "RAVE_DB_POOL_SIZE": "4",
+                ], migrations: .directory(identityMigrations)
+            ) { context in
+                try await IdentityService.start(pool: context.pool, configuration: fixed).rpcServices
+            }
+            let running = Task { try await runtime.run() }
+            let client = RPCClient(
+                host: "127.0.0.1", port: runtime.rpcPort, tls: try clientTLS(certificates, name: "social"),
+                group: group)
+            var failure: (any Error)?
+            do {
+                let identity = try await IdentityService.start(pool: runtime.context.pool, configuration: fixed)
+                let applications = ApplicationStore(database: runtime.context.pool)
+                let publisher = try await applications.createPublisher(name: "Publisher")
+                let app = try await applications.createApplication(
+                    publisherID: try #require(RaveID(publisher.publisherId)), name: "Game", settings: .init())
+                try await withDatabase(prefix: "rave_social_test_") { socialURL in
+                    var poolConfiguration = PostgresPool.Configuration(connectionString: socialURL)
+                    poolConfiguration.size = 4
+                    let pool = try PostgresPool(configuration: poolConfiguration, group: group)
+                    do {
+                        _ = try await Migrator(pool: pool, directory: socialMigrations).migrate()
+                        var configuration = SocialConfiguration()
+                        configuration.maxListMembers = maxListMembers
+                        let service = SocialService(
+                            pool: pool, directory: IdentityUserDirectory(caller: client), configuration: configuration)
+                        try await body(
+                            SocialHarness(
+                                service: service, identity: identity, identityPort: runtime.rpcPort,
+                                certificates: certificates, appID: app.id.hex, publisherID: publisher.publisherId))
+                    } catch {
+                        pool.shutdown()
+                        throw error
+                    }
+                    pool.shutdown()
+                }
+            } catch {
+                failure = error
+            }
+            client.close()
+            runtime.triggerShutdown()
+            try await running.value
+            if let failure { throw failure }
+        }
+    }
+
+    static func clientTLS(_ certificates: String, name: String) throws -> TLSContext {
+        try TLSContext(
+            .client(
+                trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/\(name).pem",
+                privateKeyPath: "\(certificates)/\(name)-key.pem"))
+    }
+
+    /// Creates an empty database, passes its URL to `body`, and drops it afterwards.
+    static func withDatabase(prefix: String, _ body: (String) async throws -> Void) async throws {
+        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
+            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
+            return
+        }
+        let name = prefix + RaveID.random().hexString.prefix(16)
+        let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
+        try await admin.runScript("CREATE DATABASE \(name)")
+        admin.close()
+        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL \(serverURL)") }
+        var failure: (any Error)?
+        do {
+            try await body(serverURL[..<slash] + "/" + name)
+        } catch {
+            failure = error
+        }
+        let dropper = try await PostgresConnection.connect(to: serverURL, on: group.next())
+        try? await dropper.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        dropper.close()
+        if let failure { throw failure }
+    }
+
+    // MARK: - Users and contexts
+
+    /// A test player: their Rave ID and the context their calls carry.
+    struct Player {
+        var id: String
+        var context: RequestContext
+    }
+
+    /// A new guest of the harness's app, then personalized with `displayName` and a username.
+    func makePlayer(_ displayName: String, email: String? = nil, appID: String? = nil) async throws -> Player {
+        let app = appID ?? self.appID
+        let device = IdentityV1.DeviceInfo(deviceId: "device-\(UUID())", name: "phone", platform: "ios")
+        let identityPlayer = Identity.PlayerHandlers(service: identity)
+        let login: IdentityV1.LoginResponse
+        if let email {
+            login = try await identityPlayer.signUp(
+                .init(
+                    appId: app, device: device, email: email, password: "correct horse battery", birthYear: 1990,
+                    country: "FR"),
+                context: Self.context(caller: nil))
+        } else {
+            login = try await identityPlayer.guestLogin(
+                .init(appId: app, device: device), context: Self.context(caller: nil))
+        }
+        let userID = login.user?.profile?.userId ?? ""
+        let caller = Caller(userID: userID, appID: app, sessionID: "", scopes: ["player"])
+        _ = try await identityPlayer.updateCurrentUser(
+            .init(
+                username: .init(value: "u" + String(RaveID.random().hexString.prefix(12))),
+                displayName: .init(value: displayName), pictureUrl: .init(value: "https://pictures.test/\(displayName)")
+            ),
+            context: Self.context(caller: caller))
+        return Player(id: userID, context: Self.context(caller: caller))
+    }
+
+    /// The username identity gave a player in `makePlayer`.
+    func username(of player: Player) async throws -> String {
+        let found = try await Identity.InternalHandlers(service: identity).getUsers(
+            .init(userIds: [player.id]), context: Self.context(caller: nil, service: true))
+        return found.users.first?.username ?? ""
+    }
+
+    /// Another application of the harness's publisher.
+    func makeApplication() async throws -> String {
+        let app = try await ApplicationStore(database: identity.pool).createApplication(
+            publisherID: try #require(RaveID(publisherID)), name: "Other game", settings: .init())
+        return app.id.hex
+    }
+
+    /// The email address a player signed up with.
+    func email(of player: Player) async throws -> String {
+        try await identity.pool.query("SELECT email FROM users WHERE id = $1", [RaveID(player.id)]).first?.decode(
+            String.self, column: "email") ?? ""
+    }
+
+    static func context(caller: Caller?, service: Bool = false) -> RequestContext {
+        RequestContext(
+            requestID: "test-\(RaveID.random().hexString.prefix(8))", method: "test", deadline: UInt64.max,
+            metadata: [:],
+            peer: PeerIdentity(address: "127.0.0.1:1", certificateCommonName: service ? "test-service" : nil),
+            caller: caller, logger: Logger(label: "social-test"))
+    }
+
+    static let serviceContext = context(caller: nil, service: true)
+    static let adminContext = context(caller: Caller(userID: "", appID: "", sessionID: "", scopes: ["admin"]))
+}
+
+/// A reference by Rave ID.
+func byID(_ player: SocialHarness.Player) -> SocialV1.UserReference { .init(key: .userId(player.id)) }
+
+/// The status code an RPC-mapped error of `body` carries, or nil when it succeeds.
+func statusCode(_ body: () async throws -> Void) async -> StatusCode? {
+    do {
+        try await body()
+        return nil
+    } catch {
+        return RPCError(mapping: error, requestID: "test").code
+    }
+}

@@ -1,0 +1,166 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveTelemetry
+import RaveTransport
+import Testing
+
+@testable import Wallet
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throwaway database with the wallet's migrations applied, plus the services and callers tests use.
+struct WalletFixture {
+    /// One loop group shared by every test; tests stay independent through their own databases.
+    static let group: EventLoopGroup = {
+        do {
+            return try EventLoopGroup(loopCount: 2)
+        } catch {
+            preconditionFailure("cannot start the test event loops: \(error)")
+        }
+    }()
+
+    let pool: PostgresPool
+    let dependencies: WalletDependencies
+    var service: WalletService { WalletService(dependencies: dependencies) }
+    var admin: WalletAdminService { WalletAdminService(dependencies: dependencies) }
+    var merge: WalletMergeService { WalletMergeService(dependencies: dependencies) }
+
+    /// Runs `body` against a fresh migrated database with a USD currency (2 decimals), a sample slot "slot" and
+    /// an odds game "dice"; drops the database afterwards.
+    static func with<Result>(_ body: (WalletFixture) async throws -> Result) async throws -> Result {
+        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
+            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
+            throw PostgresError(.client, "RAVE_TEST_POSTGRES_URL is not set")
+        }
+        let name = "rave_wallet_test_" + RaveID.random().wireText.prefix(16)
+        let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
+        try await admin.runScript("CREATE DATABASE \(name)")
+        admin.close()
+        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL") }
+        var configuration = PostgresPool.Configuration(connectionString: serverURL[..<slash] + "/" + name)
+        configuration.size = 8
+        let pool = try PostgresPool(configuration: configuration, group: group)
+        func drop() async throws {
+            pool.shutdown()
+            let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
+            defer { admin.close() }
+            try await admin.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+        do {
+            _ = try await Migrator(pool: pool, directory: WalletMain.migrationsDirectory).migrate()
+            let fixture = WalletFixture(pool: pool, dependencies: WalletDependencies(pool: pool))
+            try await fixture.setUpCatalog()
+            let result = try await body(fixture)
+            try await drop()
+            return result
+        } catch {
+            try? await drop()
+            throw error
+        }
+    }
+
+    func setUpCatalog() async throws {
+        let context = Self.adminContext()
+        _ = try await admin.createCurrency(WalletV1.CreateCurrencyRequest(code: "USD", decimals: 2), context: context)
+        _ = try await admin.createGame(
+            WalletV1.CreateGameRequest(
+                game: WalletV1.Game(gameId: "slot", name: "Sample slot", math: .slot(GameMathTests.sampleSlot()))),
+            context: context)
+        let dice = WalletV1.OddsDefinition(
+            sides: 6, winningNumbers: 3, multiplierNumerator: 19, multiplierDenominator: 10)
+        _ = try await admin.createGame(
+            WalletV1.CreateGameRequest(game: WalletV1.Game(gameId: "dice", name: "Dice", math: .odds(dice))),
+            context: context)
+        _ = try await admin.setEligibility(
+            WalletV1.SetEligibilityRequest(appId: "app1", realMoneyCountries: ["GB"]), context: context)
+    }
+
+    static func adminContext() -> RequestContext {
+        context(caller: Caller(userID: "", appID: "", sessionID: "", scopes: [Caller.adminScope]))
+    }
+
+    static func playerContext(_ user: RaveID, scopes: Set<String> = [PreparedBet.authenticatedScope]) -> RequestContext
+    {
+        context(caller: Caller(userID: user.wireText, appID: "app1", sessionID: "s", scopes: scopes))
+    }
+
+    static func serviceContext() -> RequestContext {
+        var context = context(caller: nil)
+        context.peer = PeerIdentity(address: "127.0.0.1:1", certificateCommonName: "identity")
+        return context
+    }
+
+    static func context(caller: Caller?) -> RequestContext {
+        RequestContext(
+            requestID: "test", method: "test", deadline: UInt64.max, metadata: [:],
+            peer: PeerIdentity(address: "127.0.0.1:1", certificateCommonName: nil), caller: caller,
+            logger: Logger(label: "wallet-test"))
+    }
+
+    /// Deposits `amount` USD (real economy) to `user` under a fresh operation id.
+    @discardableResult
+    func deposit(
+        _ amount: String, to user: RaveID, economy: WalletV1.Economy = .real, game: String = ""
+    ) async throws
+        -> WalletV1.OperatorTransferResponse
+    {
+        let transfer = WalletV1.OperatorTransfer(
+            operationId: RaveID.random().wireText, userId: user.wireText, currency: "USD", economy: economy,
+            amount: amount, gameId: game)
+        return try await admin.deposit(WalletV1.DepositRequest(transfer: transfer), context: Self.adminContext())
+    }
+
+    static func bet(
+        _ wager: String, game: String = "dice", id: RaveID = .random(), economy: WalletV1.Economy = .real
+    ) -> WalletV1.Bet {
+        WalletV1.Bet(
+            gameId: game, betId: id.wireText, wager: wager, currency: "USD", economy: economy, clientSeed: "seed",
+            country: "GB")
+    }
+
+    /// The player balance in minor units of the main USD wallet.
+    func balance(of user: RaveID, economy: Int32 = 1) async throws -> Int64 {
+        let rows = try await pool.query(
+            "SELECT balance FROM accounts WHERE user_id = $1 AND kind = 'user' AND economy = $2", [user, economy])
+        return try rows.first?.decode(Int64.self, at: 0) ?? 0
+    }
+
+    /// Checks the ledger invariants: every transfer's entries sum to zero, all entries sum to zero, and each
+    /// player balance equals the sum of its entries (and its latest balance_after).
+    func expectLedgerInvariants() async throws {
+        let unbalanced = try await pool.query(
+            "SELECT count(*) FROM (SELECT transfer_id FROM ledger_entries GROUP BY transfer_id "
+                + "HAVING sum(amount) <> 0 OR count(*) <> 2) t")
+        #expect(try unbalanced[0].decode(Int64.self, at: 0) == 0)
+        let total = try await pool.query("SELECT coalesce(sum(amount), 0)::bigint FROM ledger_entries")
+        #expect(try total[0].decode(Int64.self, at: 0) == 0)
+        let mismatched = try await pool.query(
+            """
+            SELECT count(*) FROM accounts a
+            WHERE a.balance IS NOT NULL AND a.balance <> (
+                SELECT coalesce(sum(e.amount), 0) FROM ledger_entries e WHERE e.account_id = a.account_id)
+            """)
+        #expect(try mismatched[0].decode(Int64.self, at: 0) == 0)
+        let negative = try await pool.query("SELECT count(*) FROM accounts WHERE balance < 0")
+        #expect(try negative[0].decode(Int64.self, at: 0) == 0)
+    }
+}
+
+/// Expects `body` to fail with the status the RPC layer would answer (`code` nil: any status), as a caller sees it.
+func expectStatus<T>(
+    _ code: StatusCode?, _ message: String? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> T
+) async {
+    do {
+        _ = try await body()
+        Issue.record(
+            "expected status \(code.map { "\($0)" } ?? "an error"), got success", sourceLocation: sourceLocation)
+    } catch {
+        let status = RPCError(mapping: error, requestID: "test")
+        if let code { #expect(status.code == code, "\(status)", sourceLocation: sourceLocation) }
+        if let message { #expect(status.message == message, sourceLocation: sourceLocation) }
+    }
+}
