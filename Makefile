@@ -42,11 +42,14 @@ bench: deps
 fuzz: deps
 	scripts/fuzz.sh
 
+# Hand-written Swift; generated code is formatted by scripts/generate-proto.sh and checked by proto-check.
+SWIFT_SOURCES = Package.swift $(shell find Shared Services Tests Fuzz -name '*.swift' -not -path '*/Generated/*' | sort)
+
 fmt:
-	$(SWIFT) format --in-place --recursive --parallel Package.swift Shared Services Tests Fuzz
+	$(SWIFT) format --in-place --parallel $(SWIFT_SOURCES)
 
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Package.swift Shared Services Tests Fuzz
+	$(SWIFT) format lint --strict --parallel $(SWIFT_SOURCES)
 
 certs: build
 	.build/$(CONFIG)/ravectl certs --out .run/certs

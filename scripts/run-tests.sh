@@ -17,8 +17,11 @@ failed=0
 failed_targets=()
 for target in "${targets[@]}"; do
     started=$SECONDS
-    swift test --skip-build --filter "^$target\." "$@" >"$log_dir/$target.log" 2>&1
+    # A hung target must not eat CI's whole time budget: stop it after RAVE_TEST_TARGET_TIMEOUT seconds.
+    timeout --kill-after=30 "${RAVE_TEST_TARGET_TIMEOUT:-900}" \
+        swift test --skip-build --filter "^$target\." "$@" >"$log_dir/$target.log" 2>&1
     status=$?
+    [ $status -eq 124 ] && echo "$target: stopped after ${RAVE_TEST_TARGET_TIMEOUT:-900} s" >>"$log_dir/$target.log"
     # Swift Testing's closing line: "✔ Test run with 12 tests in 3 suites passed after …" (or "✘ … failed …").
     summary=$(grep -E 'Test run with [0-9]+ tests?' "$log_dir/$target.log" | tail -n 1)
     count=$(sed -n 's/.*Test run with \([0-9]*\) test.*/\1/p' <<<"$summary")

@@ -1,3 +1,4 @@
+import Foundation
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -111,5 +112,16 @@ struct QueryTests {
         #expect(try ListCursor(decoding: cursor.encoded, order: .displayName) == cursor)
         #expect(throws: SocialError.self) { try ListCursor(decoding: cursor.encoded, order: .mostRecent) }
         #expect(throws: SocialError.self) { try ListCursor(decoding: "", order: .mostRecent) }
+    }
+}
+
+@Suite("Rave IDs on the wire")
+struct WireFormTests {
+    @Test func hexStringIsThirtyTwoLowercaseDigitsThatParseBack() {
+        for _ in 0..<100 {
+            let id = RaveID.random()
+            #expect(id.hexString == id.description.replacingOccurrences(of: "-", with: ""))
+            #expect(RaveID(id.hexString) == id)
+        }
     }
 }

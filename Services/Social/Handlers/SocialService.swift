@@ -85,7 +85,10 @@ final class SocialService: Sendable {
         let query = query ?? SocialV1.ListQuery()
         let request = try PageRequest(query)
         let list = try await lists.resolve(query.listKey, appID: player.appID, kind: kind)
-        try await profiles.fillMissing(list: list, owner: player.userID, direction: direction, appID: player.appID)
+        // Only name order and prefix search read the cached names; a recency page gets fresh ones below anyway.
+        if request.order == .displayName || !request.prefix.isEmpty {
+            try await profiles.fillMissing(list: list, owner: player.userID, direction: direction, appID: player.appID)
+        }
         let (rows, next) = try await queries.page(
             list: list, owner: player.userID, direction: direction, request: request, appID: player.appID)
         let total =
