@@ -6,13 +6,23 @@ import RaveRuntime
 @main
 enum PushMain {
     static func main() async {
+        if CommandLine.arguments.dropFirst().first == "bench" {
+            exit(await FanoutBenchmark.run(environment: ProcessInfo.processInfo.environment))
+        }
         await RaveServiceMain.run(name: "push", migrations: .directory(migrationsDirectory)) { context in
             try services(context: context)
         }
     }
 
+    /// The RPC services, plus the delivery worker registered as a background service.
     static func services(context: ServiceContext) throws -> [any RPCService] {
-        PushDependencies(pool: context.pool).services()
+        let configuration = try PushConfiguration(environment: context.environment)
+        context.logger.info(
+            "push configuration", configuration.effectiveSettings.map { ($0.0, $0.1) })
+        let clock = SystemClock()
+        let worker = try configuration.makeWorker(pool: context.pool, clock: clock, logger: context.logger)
+        context.addBackgroundService(worker)
+        return PushDependencies(pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }).services()
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.

@@ -32,6 +32,9 @@ public enum RaveServiceMain {
         // First, before anything starts a thread: every thread must block the signals the watcher waits for.
         SignalWatcher.blockSignals()
         let environment = ProcessInfo.processInfo.environment
+        if CommandLine.arguments.dropFirst().first == "migrate" {
+            await migrateAndExit(name: name, environment: environment, migrations: migrations)
+        }
         let runtime: ServiceRuntime
         do {
             runtime = try await ServiceRuntime.start(
@@ -74,6 +77,24 @@ public enum RaveServiceMain {
                 logger.error(
                     "received SIGHUP; TLS reload failed, keeping the old certificates", [("error", "\(error)")])
             }
+        }
+    }
+
+    /// `<service> migrate`: applies the migrations and exits 0, 78 for a configuration error, 1 otherwise.
+    private static func migrateAndExit(
+        name: String, environment: [String: String], migrations: MigrationSource
+    )
+        async -> Never
+    {
+        do {
+            try await ServiceRuntime.migrateOnly(name: name, environment: environment, migrations: migrations)
+            exit(0)
+        } catch let error as RuntimeError where error.kind == .invalidConfiguration {
+            Logger(label: name).critical("configuration error: \(error.message)")
+            exit(configurationErrorStatus)
+        } catch {
+            Logger(label: name).critical("migration failed", [("error", "\(error)")])
+            exit(1)
         }
     }
 

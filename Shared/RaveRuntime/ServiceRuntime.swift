@@ -142,6 +142,25 @@ public final class ServiceRuntime: Sendable {
         try tls.reload()
     }
 
+    /// Applies the service's migrations and returns, serving nothing (`<service> migrate`, `ravectl migrate`).
+    public static func migrateOnly(
+        name: String, environment: [String: String], migrations: MigrationSource
+    ) async throws {
+        let configuration = try ServiceConfiguration(
+            serviceName: name, environment: environment, coreCount: System.coreCount)
+        let logger = Logger(label: name, level: configuration.logLevel)
+        guard let url = configuration.databaseURL else {
+            throw RuntimeError(.invalidConfiguration, "RAVE_DATABASE_URL must name the database to migrate")
+        }
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        var poolConfiguration = PostgresPool.Configuration(connectionString: url)
+        poolConfiguration.size = 1
+        let pool = try PostgresPool(configuration: poolConfiguration, group: group, logger: logger)
+        defer { pool.shutdown() }
+        try await migrate(pool, migrations, environment: environment, logger: logger)
+    }
+
     private static func migrate(
         _ pool: PostgresPool, _ source: MigrationSource, environment: [String: String], logger: Logger
     ) async throws {

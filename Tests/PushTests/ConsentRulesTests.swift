@@ -32,13 +32,16 @@ struct ConsentRulesTests {
     @Test func nightAdvertisingIsHeldUntilLocalMorningOnBothSidesOfTheDateline() {
         let now = utc(2026, 1, 1, 12)  // 02:00 on Jan 2 in Kiritimati, 01:00 on Jan 1 in Pago Pago.
         #expect(
-            ConsentRules.decide(category: .advertising, nightPolicy: .hold, consent: noNight, timeZone: kiritimati, now: now)
+            ConsentRules.decide(
+                category: .advertising, nightPolicy: .hold, consent: noNight, timeZone: kiritimati, now: now)
                 == .hold(until: utc(2026, 1, 1, 18)))
         #expect(
-            ConsentRules.decide(category: .advertising, nightPolicy: .hold, consent: noNight, timeZone: pagoPago, now: now)
+            ConsentRules.decide(
+                category: .advertising, nightPolicy: .hold, consent: noNight, timeZone: pagoPago, now: now)
                 == .hold(until: utc(2026, 1, 1, 19)))
         #expect(
-            ConsentRules.decide(category: .advertising, nightPolicy: .hold, consent: all, timeZone: kiritimati, now: now)
+            ConsentRules.decide(
+                category: .advertising, nightPolicy: .hold, consent: all, timeZone: kiritimati, now: now)
                 == .sendNow)
     }
 

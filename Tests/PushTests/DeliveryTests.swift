@@ -8,7 +8,8 @@ import Testing
 @Suite("Delivery to APNs and FCM over HTTP/2")
 struct DeliveryTests {
     /// Runs the worker, moving the clock `step` seconds between batches, until nothing is pending or held.
-    func drain(_ worker: DeliveryWorker, _ fixture: PushFixture, step: TimeInterval = 2, rounds: Int = 12) async throws {
+    func drain(_ worker: DeliveryWorker, _ fixture: PushFixture, step: TimeInterval = 2, rounds: Int = 12) async throws
+    {
         for _ in 0..<rounds {
             try await worker.runOnce()
             let open = try await fixture.pool.query("SELECT count(*) FROM deliveries WHERE state IN (1, 2)")

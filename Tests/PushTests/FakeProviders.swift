@@ -65,7 +65,8 @@ struct FakeProviders {
         process.standardOutput = output
         try process.run()
         defer {
-            process.terminate()
+            // SIGKILL: the test process may block SIGTERM (the service runtime does), and children inherit that.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         var line = ""

@@ -26,6 +26,8 @@ struct PushFixture {
     static let appID = "app1"
 
     let pool: PostgresPool
+    /// The test database's connection string, for a `ServiceRuntime` of its own.
+    let connectionString: String
     let clock: ManualClock
     let dependencies: PushDependencies
     var service: PushService { PushService(dependencies: dependencies) }
@@ -45,7 +47,8 @@ struct PushFixture {
         try await admin.runScript("CREATE DATABASE \(name)")
         admin.close()
         guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL") }
-        var configuration = PostgresPool.Configuration(connectionString: serverURL[..<slash] + "/" + name)
+        let connectionString = serverURL[..<slash] + "/" + name
+        var configuration = PostgresPool.Configuration(connectionString: connectionString)
         configuration.size = 6
         let pool = try PostgresPool(configuration: configuration, group: group)
         func drop() async throws {
@@ -58,7 +61,8 @@ struct PushFixture {
             _ = try await Migrator(pool: pool, directory: PushMain.migrationsDirectory).migrate()
             let clock = ManualClock(now)
             let fixture = PushFixture(
-                pool: pool, clock: clock, dependencies: PushDependencies(pool: pool, clock: clock))
+                pool: pool, connectionString: connectionString, clock: clock,
+                dependencies: PushDependencies(pool: pool, clock: clock))
             let result = try await body(fixture)
             try await drop()
             return result

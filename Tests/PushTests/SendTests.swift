@@ -79,10 +79,13 @@ struct SendTests {
                 PushV1.SendNotificationRequest(
                     appId: "app1", userIds: [user], notification: PushV1.Notification(title: "t", ttlSeconds: -1)),
                 PushV1.SendNotificationRequest(
-                    appId: "app1", userIds: [user], notification: PushV1.Notification(title: "t", category: .unrecognized(9))),
+                    appId: "app1", userIds: [user],
+                    notification: PushV1.Notification(title: "t", category: .unrecognized(9))),
             ]
             for request in requests {
-                await expectStatus(.invalidArgument) { try await fixture.admin.sendNotification(request, context: context) }
+                await expectStatus(.invalidArgument) {
+                    try await fixture.admin.sendNotification(request, context: context)
+                }
             }
         }
     }
@@ -97,7 +100,8 @@ struct SendTests {
             await expectStatus(.permissionDenied) {
                 try await fixture.internalService.sendNotification(request, context: PushFixture.adminContext())
             }
-            let sent = try await fixture.internalService.sendNotification(request, context: PushFixture.serviceContext())
+            let sent = try await fixture.internalService.sendNotification(
+                request, context: PushFixture.serviceContext())
             #expect(sent.queued == 0)
         }
     }

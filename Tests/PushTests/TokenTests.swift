@@ -11,7 +11,8 @@ struct TokenTests {
     @Test func registeredTokenInfoComesBack() async throws {
         try await PushFixture.with { fixture in
             let user = RaveID.random()
-            let info = try #require(try await fixture.register(user, token: "tok-a", platform: .apns, timeZone: "Asia/Seoul"))
+            let info = try #require(
+                try await fixture.register(user, token: "tok-a", platform: .apns, timeZone: "Asia/Seoul"))
             #expect(info.userId == user.wireText && info.platform == .apns && info.timeZone == "Asia/Seoul")
             #expect(info.options == PushV1.NotificationOptions(foreground: false, badge: true, sound: true))
             let listed = try await fixture.service.getTokenInfo(
@@ -65,7 +66,8 @@ struct TokenTests {
         BadRegistration(platform: .unspecified, token: "tok", timeZone: "UTC", language: "en", country: "US"),
         BadRegistration(platform: .unrecognized(7), token: "tok", timeZone: "UTC", language: "en", country: "US"),
         BadRegistration(platform: .fcm, token: "", timeZone: "UTC", language: "en", country: "US"),
-        BadRegistration(platform: .fcm, token: String(repeating: "a", count: 4097), timeZone: "UTC", language: "en", country: "US"),
+        BadRegistration(
+            platform: .fcm, token: String(repeating: "a", count: 4097), timeZone: "UTC", language: "en", country: "US"),
         BadRegistration(platform: .fcm, token: "has space", timeZone: "UTC", language: "en", country: "US"),
         BadRegistration(platform: .fcm, token: "tok", timeZone: "Mars/Olympus", language: "en", country: "US"),
         BadRegistration(platform: .fcm, token: "tok", timeZone: "", language: "en", country: "US"),

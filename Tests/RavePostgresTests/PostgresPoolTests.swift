@@ -7,13 +7,17 @@ import Testing
         try await TestDatabase.with { database in
             let pool = try database.makePool(size: 1, acquireTimeout: .milliseconds(300))
             defer { pool.shutdown() }
-            let holder = Task { try await pool.withConnection { _ in try await Task.sleep(for: .seconds(2)) } }
+            // The holder keeps the only connection until released: with a fixed hold time, a starved test task
+            // could miss the window and then wait for the connection to go idle forever.
+            let release = AsyncStream<Void>.makeStream()
+            let holder = Task { try await pool.withConnection { _ in for await _ in release.stream {} } }
             // Wait until the holder has the connection: a fixed pause races with it on a loaded machine.
             while pool.statistics.open == 0 || pool.statistics.idle > 0 { try await Task.sleep(for: .milliseconds(10)) }
             let started = ContinuousClock.now
             let error = try await #require(throws: PostgresError.self) { try await pool.query("SELECT 1") }
             #expect(error.code == .poolExhausted && error.kind == .resourceExhausted)
             #expect(ContinuousClock.now - started < .seconds(1))
+            release.continuation.finish()
             try await holder.value
             #expect(try await pool.query("SELECT 1 AS one").first?.decode(Int.self, column: "one") == 1)
         }

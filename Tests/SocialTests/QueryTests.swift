@@ -125,3 +125,25 @@ struct WireFormTests {
         }
     }
 }
+
+@Suite("Renames")
+struct RenameTests {
+    @Test func aRenamedUserShowsFreshAtOnceAndSortsByTheNewNameOnceShown() async throws {
+        try await SocialHarness.with { harness in
+            let alice = try await harness.makePlayer("Alice")
+            let bob = try await harness.makePlayer("Bob")
+            let carol = try await harness.makePlayer("Carol")
+            for player in [bob, carol] {
+                _ = try await harness.player.follow(
+                    .init(listKey: "followers", target: byID(player)), context: alice.context)
+            }
+            try await harness.rename(bob, to: "Zed")
+            let first = try await harness.player.queryFollowing(
+                .init(query: .init(listKey: "followers")), context: alice.context)
+            #expect(first.page?.users.map(\.displayName) == ["Zed", "Carol"])
+            let second = try await harness.player.queryFollowing(
+                .init(query: .init(listKey: "followers")), context: alice.context)
+            #expect(second.page?.users.map(\.displayName) == ["Carol", "Zed"])
+        }
+    }
+}

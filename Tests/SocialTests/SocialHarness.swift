@@ -187,6 +187,12 @@ struct SocialHarness {
         return app.id.hex
     }
 
+    /// Changes a player's display name in identity.
+    func rename(_ player: Player, to displayName: String) async throws {
+        _ = try await Identity.PlayerHandlers(service: identity).updateCurrentUser(
+            .init(displayName: .init(value: displayName)), context: player.context)
+    }
+
     /// The email address a player signed up with.
     func email(of player: Player) async throws -> String {
         try await identity.pool.query("SELECT email FROM users WHERE id = $1", [RaveID(player.id)]).first?.decode(

@@ -33,7 +33,9 @@ final class APNsProvider: PushProvider {
     /// The provider token, reused until its lifetime ends so every stream on the connection shares it.
     func providerToken() throws(PushError) -> String {
         let now = clock.now()
-        if let cached = cachedToken.withLock({ $0 }), now.timeIntervalSince(cached.issuedAt) < configuration.tokenLifetime {
+        if let cached = cachedToken.withLock({ $0 }),
+            now.timeIntervalSince(cached.issuedAt) < configuration.tokenLifetime
+        {
             return cached.token
         }
         var claims = JSONObject()
@@ -52,7 +54,9 @@ final class APNsProvider: PushProvider {
             "apns-push-type: alert",
             "apns-priority: \(push.notification.category == .advertising ? 5 : 10)",
         ]
-        if !push.notification.collapseKey.isEmpty { headers.append("apns-collapse-id: \(push.notification.collapseKey)") }
+        if !push.notification.collapseKey.isEmpty {
+            headers.append("apns-collapse-id: \(push.notification.collapseKey)")
+        }
         do {
             headers.append("authorization: bearer \(try providerToken())")
             let body = ProviderPayload.apns(push.notification, sound: push.sound)

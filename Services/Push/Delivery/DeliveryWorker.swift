@@ -66,11 +66,16 @@ final class DeliveryWorker: Service {
         let now = clock.now()
         let claimed = try await store.claim(
             now: now, leaseEnd: now.addingTimeInterval(configuration.lease), limit: configuration.concurrency, on: pool)
-        await withTaskGroup(of: Void.self) { group in
+        let outcomes = await withTaskGroup(of: DeliveryOutcome?.self) { group in
             for delivery in claimed {
                 group.addTask { await self.attempt(delivery) }
             }
+            var outcomes: [DeliveryOutcome] = []
+            for await outcome in group { if let outcome { outcomes.append(outcome) } }
+            return outcomes
         }
+        // If this write fails the leases run out and the batch is attempted again: at-least-once, never lost.
+        try await store.record(outcomes, now: clock.now(), on: pool)
         return claimed.count
     }
 
@@ -84,16 +89,17 @@ final class DeliveryWorker: Service {
         }
     }
 
-    private func attempt(_ delivery: ClaimedDelivery) async {
+    private func attempt(_ delivery: ClaimedDelivery) async -> DeliveryOutcome? {
         do {
-            try await record(delivery, outcome: await outcome(of: delivery))
+            return try await outcome(delivery, await send(delivery))
         } catch {
             // The lease makes the row due again later, so a failed write only delays this delivery.
-            logger.error("recording a delivery failed", [("error", "\(error)")])
+            logger.error("removing a dead token failed", [("error", "\(error)")])
+            return nil
         }
     }
 
-    private func outcome(of delivery: ClaimedDelivery) async -> ProviderOutcome? {
+    private func send(_ delivery: ClaimedDelivery) async -> ProviderOutcome? {
         guard delivery.stillRegistered, delivery.push.expiresAt > clock.now() else { return nil }
         guard let provider = providers[delivery.platform.rawValue] else {
             return .failed(reason: "no provider is configured for platform \(delivery.platform.rawValue)")
@@ -101,29 +107,27 @@ final class DeliveryWorker: Service {
         return await provider.send(delivery.push)
     }
 
-    private func record(_ delivery: ClaimedDelivery, outcome: ProviderOutcome?) async throws {
+    private func outcome(_ delivery: ClaimedDelivery, _ answer: ProviderOutcome?) async throws -> DeliveryOutcome {
         let now = clock.now()
-        switch outcome {
+        func finished(_ state: PushV1.DeliveryState, _ result: String) -> DeliveryOutcome {
+            DeliveryOutcome(delivery: delivery, state: state, nextAttempt: now, result: result)
+        }
+        switch answer {
         case nil:
-            let expired = delivery.push.expiresAt <= now
-            try await store.finish(
-                delivery, state: expired ? .expired : .skipped,
-                result: expired ? "expired before delivery" : "token unregistered", now: now, on: pool)
+            return delivery.push.expiresAt <= now
+                ? finished(.expired, "expired before delivery") : finished(.skipped, "token unregistered")
         case .delivered:
-            try await store.finish(delivery, state: .delivered, result: "200", now: now, on: pool)
+            return finished(.delivered, "200")
         case .failed(let reason):
-            try await store.finish(delivery, state: .failed, result: reason, now: now, on: pool)
+            return finished(.failed, reason)
         case .deadToken(let since, let reason):
             try await tokens.removeDead(
                 platform: delivery.platform, token: delivery.push.token, deadSince: since ?? now, on: pool)
-            try await store.finish(delivery, state: .failed, result: reason, now: now, on: pool)
+            return finished(.failed, reason)
         case .retry(let after, let reason):
             let next = now.addingTimeInterval(after ?? backoff(attempts: delivery.attempts))
-            if next >= delivery.push.expiresAt {
-                try await store.finish(delivery, state: .expired, result: reason, now: now, on: pool)
-            } else {
-                try await store.reschedule(delivery, at: next, result: reason, now: now, on: pool)
-            }
+            guard next < delivery.push.expiresAt else { return finished(.expired, reason) }
+            return DeliveryOutcome(delivery: delivery, state: .pending, nextAttempt: next, result: reason)
         }
     }
 

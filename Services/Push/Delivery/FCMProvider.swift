@@ -20,6 +20,8 @@ final class FCMProvider: PushProvider {
     private let signer: JWTSigner
     private let clock: any PushClock
     private let cachedToken = Mutex<(token: String, expiresAt: Date)?>(nil)
+    /// The token request in flight, shared so a burst of sends buys one token, not one each.
+    private let pendingFetch = Mutex<Task<String, any Error>?>(nil)
 
     init(configuration: Configuration, client: HTTP2Client, clock: any PushClock) throws(PushError) {
         self.configuration = configuration
@@ -31,7 +33,28 @@ final class FCMProvider: PushProvider {
     /// The cached access token, or a new one when it is within a minute of expiring.
     func accessToken() async throws(PushError) -> String {
         let now = clock.now()
-        if let cached = cachedToken.withLock({ $0 }), cached.expiresAt.timeIntervalSince(now) > 60 { return cached.token }
+        if let cached = cachedToken.withLock({ $0 }), cached.expiresAt.timeIntervalSince(now) > 60 {
+            return cached.token
+        }
+        let task = pendingFetch.withLock { pending in
+            if let pending { return pending }
+            let task = Task { () async throws -> String in
+                defer { self.pendingFetch.withLock { $0 = nil } }
+                return try await self.fetchAccessToken(now: now)
+            }
+            pending = task
+            return task
+        }
+        do {
+            return try await task.value
+        } catch let error as PushError {
+            throw error
+        } catch {
+            throw PushError(.provider, "fetching an access token failed: \(error)")
+        }
+    }
+
+    private func fetchAccessToken(now: Date) async throws(PushError) -> String {
         var claims = JSONObject()
         claims.add("iss", configuration.clientEmail)
         claims.add("scope", "https://www.googleapis.com/auth/firebase.messaging")
@@ -46,7 +69,8 @@ final class FCMProvider: PushProvider {
                 body: Array(form.utf8)))
         guard response.status == 200, let json = response.jsonObject, let token = json["access_token"] as? String
         else {
-            throw PushError(.provider, "the OAuth2 token endpoint answered \(response.status): \(response.bodyText.prefix(200))")
+            throw PushError(
+                .provider, "the OAuth2 token endpoint answered \(response.status): \(response.bodyText.prefix(200))")
         }
         let lifetime = (json["expires_in"] as? NSNumber)?.doubleValue ?? 3600
         cachedToken.withLock { $0 = (token, now.addingTimeInterval(lifetime)) }

@@ -127,7 +127,8 @@ private final class CurlEngine: @unchecked Sendable {
         _ = rave_curl_easy_set_long(easy, CURLOPT_POSTFIELDSIZE, request.body.count)
         request.body.withUnsafeBufferPointer { body in
             // COPYPOSTFIELDS makes curl own a copy, so the Swift array need not outlive the call.
-            _ = rave_curl_easy_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress))
+            _ = rave_curl_easy_set_pointer(
+                easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress))
         }
         _ = rave_curl_easy_set_list(easy, CURLOPT_HTTPHEADER, transfer.headerList)
         if let caFile { _ = rave_curl_easy_set_string(easy, CURLOPT_CAINFO, caFile) }
@@ -144,7 +145,8 @@ private final class CurlEngine: @unchecked Sendable {
             let line = String(decoding: UnsafeRawBufferPointer(start: data, count: size * count), as: UTF8.self)
             if let colon = line.firstIndex(of: ":") {
                 let name = line[..<colon].lowercased()
-                transfer.headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+                transfer.headers[name] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespacesAndNewlines)
             }
             return size * count
         }
@@ -173,7 +175,9 @@ private final class CurlEngine: @unchecked Sendable {
     }
 }
 
-/// One request in flight: curl's handles and the answer being collected. Used only on the curl thread.
+/// One request in flight: curl's handles and the answer being collected.
+///
+/// Used only on the curl thread.
 private final class Transfer {
     let easy: UnsafeMutableRawPointer
     var headerList: UnsafeMutablePointer<curl_slist>?

@@ -19,11 +19,14 @@ final class JWTSigner: Sendable {
             defer { BIO_free(bio) }
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
         }
-        guard let loaded else { throw PushError(.configuration, "the \(algorithm.rawValue) key is not a PEM private key") }
+        guard let loaded else {
+            throw PushError(.configuration, "the \(algorithm.rawValue) key is not a PEM private key")
+        }
         let expected = algorithm == .es256 ? EVP_PKEY_EC : EVP_PKEY_RSA
         guard EVP_PKEY_get_base_id(loaded) == expected else {
             EVP_PKEY_free(loaded)
-            throw PushError(.configuration, "\(algorithm.rawValue) needs an \(algorithm == .es256 ? "EC P-256" : "RSA") key")
+            throw PushError(
+                .configuration, "\(algorithm.rawValue) needs an \(algorithm == .es256 ? "EC P-256" : "RSA") key")
         }
         key = loaded
         self.algorithm = algorithm

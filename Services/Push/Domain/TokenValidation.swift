@@ -59,7 +59,8 @@ enum TokenValidation {
         for part in parts.dropFirst() {
             let letters = part.allSatisfy { $0.isASCII && $0.isLetter }
             let isScript = part.count == 4 && letters && part.first?.isUppercase == true
-            let isRegion = (part.count == 2 && letters && part == part.uppercased())
+            let isRegion =
+                (part.count == 2 && letters && part == part.uppercased())
                 || (part.count == 3 && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber))
             guard isScript || isRegion else { throw problem }
         }

@@ -13,8 +13,9 @@ struct PushDependencies: Sendable {
     /// Called after a send commits, so idle delivery workers start at once instead of at their next poll.
     let deliveriesQueued: @Sendable () -> Void
 
-    init(pool: PostgresPool, clock: any PushClock = SystemClock(), deliveriesQueued: @escaping @Sendable () -> Void = {})
-    {
+    init(
+        pool: PostgresPool, clock: any PushClock = SystemClock(), deliveriesQueued: @escaping @Sendable () -> Void = {}
+    ) {
         self.pool = pool
         self.clock = clock
         self.deliveriesQueued = deliveriesQueued

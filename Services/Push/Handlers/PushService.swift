@@ -77,7 +77,8 @@ struct PushService: PushV1.PushHandler {
         for text in request.notificationIds {
             ids.append(try PushDependencies.raveID(text, field: "notification_ids"))
         }
-        let marked = try await dependencies.inbox.markRead(user: user, app: caller.appID, ids: ids, on: dependencies.pool)
+        let marked = try await dependencies.inbox.markRead(
+            user: user, app: caller.appID, ids: ids, on: dependencies.pool)
         return PushV1.MarkReadResponse(marked: Int32(marked))
     }
 

@@ -34,21 +34,21 @@ struct DeliveryStore: Sendable {
             FROM claimed c JOIN notifications n ON n.notification_id = c.notification_id
             LEFT JOIN device_tokens t ON t.token_id = c.token_id AND t.token = c.token AND t.user_id = c.user_id
             """)
-    static let finish = PostgresStatement(
-        name: "push_finish_delivery",
+    // One statement records a whole batch's outcomes: a round trip per batch, not per delivery.
+    static let record = PostgresStatement(
+        name: "push_record_deliveries",
         sql: """
-            UPDATE deliveries SET state = $3, last_result = $4, updated_at = $5
-            WHERE notification_id = $1 AND token_id = $2
-            """)
-    static let reschedule = PostgresStatement(
-        name: "push_reschedule_delivery",
-        sql: """
-            UPDATE deliveries SET state = 1, next_attempt_at = $3, last_result = $4, updated_at = $5
-            WHERE notification_id = $1 AND token_id = $2
+            UPDATE deliveries d SET state = u.state, last_result = u.result, updated_at = $6,
+                next_attempt_at = 'epoch'::timestamptz + u.next_micros * interval '1 microsecond'
+            FROM unnest($1::uuid[], $2::uuid[], $3::int4[], $4::int8[], $5::text[])
+                AS u (notification_id, token_id, state, next_micros, result)
+            WHERE d.notification_id = u.notification_id AND d.token_id = u.token_id
             """)
 
     /// Claims up to `limit` due deliveries until `leaseEnd`.
-    func claim(now: Date, leaseEnd: Date, limit: Int, on database: some PostgresQueryable) async throws
+    func claim(
+        now: Date, leaseEnd: Date, limit: Int, on database: some PostgresQueryable
+    ) async throws
         -> [ClaimedDelivery]
     {
         var requests: [RaveID: PushV1.Notification] = [:]
@@ -73,17 +73,25 @@ struct DeliveryStore: Sendable {
         }
     }
 
-    func finish(
-        _ delivery: ClaimedDelivery, state: PushV1.DeliveryState, result: String, now: Date,
-        on database: some PostgresQueryable
-    ) async throws {
+    /// Writes the outcome of each attempt: its new state, when to try next (pending rows) and the provider's answer.
+    func record(_ outcomes: [DeliveryOutcome], now: Date, on database: some PostgresQueryable) async throws {
+        guard !outcomes.isEmpty else { return }
         _ = try await database.execute(
-            Self.finish, [delivery.notificationID, delivery.tokenID, state.rawValue, result, now])
+            Self.record,
+            [
+                outcomes.map(\.delivery.notificationID), outcomes.map(\.delivery.tokenID),
+                outcomes.map(\.state.rawValue),
+                outcomes.map { PostgresTimestamp($0.nextAttempt).microsecondsSinceEpoch },
+                outcomes.map(\.result), now,
+            ])
     }
+}
 
-    func reschedule(
-        _ delivery: ClaimedDelivery, at next: Date, result: String, now: Date, on database: some PostgresQueryable
-    ) async throws {
-        _ = try await database.execute(Self.reschedule, [delivery.notificationID, delivery.tokenID, next, result, now])
-    }
+/// What one attempt led to.
+struct DeliveryOutcome: Sendable {
+    var delivery: ClaimedDelivery
+    var state: PushV1.DeliveryState
+    /// For a pending (retried) delivery, when to try again; otherwise unused.
+    var nextAttempt: Date
+    var result: String
 }

@@ -25,7 +25,9 @@ struct InboxStore: Sendable {
         name: "push_mark_all_read",
         sql: "UPDATE inbox_entries SET read = true WHERE user_id = $1 AND app_id = $2 AND NOT read")
 
-    func page(user: RaveID, app: String, size: Int, offset: Int, on database: some PostgresQueryable) async throws
+    func page(
+        user: RaveID, app: String, size: Int, offset: Int, on database: some PostgresQueryable
+    ) async throws
         -> PushV1.ListInboxResponse
     {
         var response = PushV1.ListInboxResponse()
@@ -39,7 +41,8 @@ struct InboxStore: Sendable {
                     read: try row.decode(Bool.self, at: 2),
                     createdAtMicros: try row.decode(PostgresTimestamp.self, at: 3).microsecondsSinceEpoch))
         }
-        response.unreadCount = Int32(try await database.execute(Self.countUnread, [user, app])[0].decode(Int64.self, at: 0))
+        response.unreadCount = Int32(
+            try await database.execute(Self.countUnread, [user, app])[0].decode(Int64.self, at: 0))
         return response
     }
 

@@ -101,7 +101,8 @@ struct NotificationStore: Sendable {
                 }
             }
             if !tokenIDs.isEmpty {
-                try await transaction.execute(Self.insertDeliveries, [id, tokenIDs, states, nextAttempts, reasons, now])
+                try await transaction.execute(
+                    Self.insertDeliveries, [id, tokenIDs, states, nextAttempts, reasons, now])
             }
             try await transaction.execute(Self.insertInbox, [id, users, request.appId, now])
             try await transaction.execute(Self.updateCounts, [id, counts.queued, counts.held, counts.skipped])
@@ -109,7 +110,9 @@ struct NotificationStore: Sendable {
         }
     }
 
-    private func replay(id: RaveID, requestBytes: [UInt8], on database: some PostgresQueryable) async throws
+    private func replay(
+        id: RaveID, requestBytes: [UInt8], on database: some PostgresQueryable
+    ) async throws
         -> PushV1.SendNotificationResponse
     {
         let rows = try await database.execute(Self.selectNotification, [id])

@@ -60,7 +60,9 @@ struct TokenStore: Sendable {
         name: "push_delete_dead_token",
         sql: "DELETE FROM device_tokens WHERE platform = $1 AND token = $2 AND registered_at <= $3")
 
-    func register(_ registration: TokenRegistration, at now: Date, on database: some PostgresQueryable)
+    func register(
+        _ registration: TokenRegistration, at now: Date, on database: some PostgresQueryable
+    )
         async throws -> PushV1.TokenInfo
     {
         let consent = registration.consent
@@ -90,8 +92,7 @@ struct TokenStore: Sendable {
         ).affectedRowCount
     }
 
-    func unregister(app: String, user: RaveID, token: String, on database: some PostgresQueryable) async throws -> Int
-    {
+    func unregister(app: String, user: RaveID, token: String, on database: some PostgresQueryable) async throws -> Int {
         try await database.execute(Self.delete, [app, user, token]).affectedRowCount
     }
 

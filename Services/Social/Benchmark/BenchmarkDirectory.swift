@@ -10,7 +10,7 @@ struct BenchmarkDirectory: UserDirectory {
     let publisherID: RaveID
     let users: [RaveID: DirectoryProfile]
 
-    func profiles(of userIDs: [RaveID], appID: RaveID) async throws -> [RaveID: DirectoryProfile] {
+    func profiles(of userIDs: [RaveID], appID: RaveID?) async throws -> [RaveID: DirectoryProfile] {
         var found: [RaveID: DirectoryProfile] = [:]
         for id in userIDs { if let profile = users[id] { found[id] = profile } }
         return found

@@ -8,7 +8,7 @@ import RaveTelemetry
 /// display name, follow + unfollow, and FriendIds of every friend.
 ///
 /// The graph is seeded in SQL: `users` players, each with `friends` friends in the app's default friends list (a
-/// ring: user i is friends with the `friends / 2` users on either side), and a cached display name each.
+/// ring: user i is friends with the `friends / 2` users on either side), each named "Player <i>".
 struct SocialBenchmark: Sendable {
     /// What to run; every field has a default fit for `make bench` on the project's 2-core machines.
     struct Parameters: Sendable {
@@ -25,32 +25,27 @@ struct SocialBenchmark: Sendable {
     let parameters: Parameters
 
     private static let seedEdges = """
-        INSERT INTO edges (list_id, owner_id, direction, peer_id, created_at)
-        SELECT $1, md5(i::text)::uuid, 0, md5(((i + s * k + $2) % $2)::text)::uuid, now() - k * interval '1 second'
+        INSERT INTO edges (list_id, owner_id, direction, peer_id, sort_name, created_at)
+        SELECT $1, md5(i::text)::uuid, 0, md5(((i + s * k + $2) % $2)::text)::uuid, 'player ' || ((i + s * k + $2) % $2),
+            now() - k * interval '1 second'
         FROM generate_series(0, $2 - 1) AS i, generate_series(1, $3 / 2) AS k, (VALUES (1), (-1)) AS side (s)
         """
     private static let seedCounts = """
         INSERT INTO edge_counts (list_id, owner_id, direction, count)
         SELECT $1, md5(i::text)::uuid, 0, $3 FROM generate_series(0, $2 - 1) AS i
         """
-    private static let seedProfiles = """
-        INSERT INTO profiles (app_id, user_id, display_name, sort_name, picture_url)
-        SELECT $1, md5(i::text)::uuid, 'Player ' || i, 'player ' || i, '' FROM generate_series(0, $2 - 1) AS i
-        """
+    private static let userIDs = "SELECT md5(i::text)::uuid AS user_id, i FROM generate_series(0, $1 - 1) AS i"
 
     /// Seeds the graph, then measures the three operations one after another.
     func run() async throws -> [BenchmarkMeasurement] {
         let publisherID = RaveID.random()
         let appID = RaveID.random()
         let users = parameters.users
-        try await pool.query(PostgresQuery(Self.seedProfiles, [appID, users]))
         var profiles: [RaveID: DirectoryProfile] = [:]
-        for row in try await pool.query(
-            PostgresQuery("SELECT user_id, display_name FROM profiles WHERE app_id = $1", [appID]))
-        {
+        for row in try await pool.query(PostgresQuery(Self.userIDs, [users])) {
             let id = try row.decode(RaveID.self, column: "user_id")
-            profiles[id] = DirectoryProfile(
-                userID: id, displayName: try row.decode(column: "display_name"), pictureURL: "")
+            let index = try row.decode(Int.self, column: "i")
+            profiles[id] = DirectoryProfile(userID: id, displayName: "Player \(index)", pictureURL: "")
         }
         let ids = Array(profiles.keys)
         let directory = BenchmarkDirectory(publisherID: publisherID, users: profiles)

@@ -35,8 +35,9 @@ enum ExternalIdentifier: Sendable, Hashable {
 
 /// The identity service as social needs it: profiles, lookups, and who plays which application.
 protocol UserDirectory: Sendable {
-    /// Display names and pictures as `appID` shows them; unknown users are left out, merged ones are resolved.
-    func profiles(of userIDs: [RaveID], appID: RaveID) async throws -> [RaveID: DirectoryProfile]
+    /// Display names and pictures as `appID` shows them (the global values when nil); unknown users are left out,
+    /// merged ones are resolved.
+    func profiles(of userIDs: [RaveID], appID: RaveID?) async throws -> [RaveID: DirectoryProfile]
     /// The user a player means, looked up on behalf of `caller`; nil when nobody matches.
     func findUser(_ lookup: UserLookup, caller: Caller) async throws -> DirectoryProfile?
     /// The Rave users behind provider subjects and emails; unmatched identifiers are left out.
@@ -70,14 +71,15 @@ final class IdentityUserDirectory: UserDirectory {
         self.timeout = timeout
     }
 
-    func profiles(of userIDs: [RaveID], appID: RaveID) async throws -> [RaveID: DirectoryProfile] {
+    func profiles(of userIDs: [RaveID], appID: RaveID?) async throws -> [RaveID: DirectoryProfile] {
         var found: [RaveID: DirectoryProfile] = [:]
         var start = 0
         while start < userIDs.count {
             let batch = userIDs[start..<min(userIDs.count, start + Self.batchSize)]
             start += Self.batchSize
             let response = try await internalClient.getUsers(
-                .init(userIds: batch.map(\.hexString), appId: appID.hexString), options: CallOptions(timeout: timeout))
+                .init(userIds: batch.map(\.hexString), appId: appID?.hexString ?? ""),
+                options: CallOptions(timeout: timeout))
             for user in response.users {
                 guard let id = RaveID(user.userId) else { continue }
                 found[id] = DirectoryProfile(userID: id, displayName: user.displayName, pictureURL: user.pictureUrl)

@@ -10,7 +10,6 @@ extension PlayerHandlers {
         let player = try service.player(context)
         let target = try await service.target(request.target, player: player)
         try await service.blocks.block(target.userID, by: player.userID)
-        try await service.profiles.store([target], appID: player.appID)
         return SocialV1.BlockUserResponse(userId: target.userID.hexString)
     }
 

@@ -8,9 +8,9 @@ extension PlayerHandlers {
         let player = try service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .followers)
         let target = try await service.target(request.target, player: player)
+        let names = try await service.profiles.sortNames(of: [player.userID, target.userID], list: list)
         let created = try await service.relationships.follow(
-            list: list, follower: player.userID, followee: target.userID)
-        try await service.profiles.store([target], appID: player.appID)
+            list: list, follower: player.userID, followee: target.userID, names: names)
         return SocialV1.FollowResponse(userId: target.userID.hexString, created: created)
     }
 

@@ -19,9 +19,9 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         let player = try service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
         let target = try await service.target(request.target, player: player)
+        let names = try await service.profiles.sortNames(of: [player.userID, target.userID], list: list)
         let outcome = try await service.relationships.sendFriendRequest(
-            list: list, sender: player.userID, recipient: target.userID)
-        try await service.profiles.store([target], appID: player.appID)
+            list: list, sender: player.userID, recipient: target.userID, names: names)
         return SocialV1.SendFriendRequestResponse(
             outcome: outcome == .accepted ? .accepted : .sent, userId: target.userID.hexString)
     }
@@ -32,7 +32,9 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         let player = try service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
         let sender = try RequestLimits.userID(request.userId, field: "user_id")
-        try await service.relationships.acceptFriendRequest(list: list, sender: sender, recipient: player.userID)
+        let names = try await service.profiles.sortNames(of: [sender, player.userID], list: list)
+        try await service.relationships.acceptFriendRequest(
+            list: list, sender: sender, recipient: player.userID, names: names)
         return SocialV1.AcceptFriendRequestResponse()
     }
 

@@ -47,6 +47,6 @@ final class InternalHandlers: SocialV1.SocialInternalHandler {
         let userID = try RequestLimits.userID(user, field: "user_id")
         let appID = try RequestLimits.userID(app, field: "app_id")
         let list = try await service.lists.resolve(key, appID: appID, kind: kind)
-        return try await service.queries.peerIDs(list: list, owner: userID, direction: direction).map(\.hexString)
+        return try await service.queries.peerIDs(list: list, owner: userID, direction: direction)
     }
 }

@@ -85,20 +85,16 @@ final class SocialService: Sendable {
         let query = query ?? SocialV1.ListQuery()
         let request = try PageRequest(query)
         let list = try await lists.resolve(query.listKey, appID: player.appID, kind: kind)
-        // Only name order and prefix search read the cached names; a recency page gets fresh ones below anyway.
-        if request.order == .displayName || !request.prefix.isEmpty {
-            try await profiles.fillMissing(list: list, owner: player.userID, direction: direction, appID: player.appID)
-        }
         let (rows, next) = try await queries.page(
-            list: list, owner: player.userID, direction: direction, request: request, appID: player.appID)
+            list: list, owner: player.userID, direction: direction, request: request)
         let total =
             request.prefix.isEmpty
             ? try await relationships.count(list: list, owner: player.userID, direction: direction)
             : try await queries.countMatching(
-                list: list, owner: player.userID, direction: direction, prefixPattern: request.prefixPattern,
-                appID: player.appID)
+                list: list, owner: player.userID, direction: direction, prefixPattern: request.prefixPattern)
         return SocialV1.ListPage(
-            users: try await profiles.present(rows, appID: player.appID), totalCount: UInt32(clamping: total),
+            users: try await profiles.present(rows, appID: player.appID, list: list),
+            totalCount: UInt32(clamping: total),
             nextCursor: next?.encoded ?? "")
     }
 }

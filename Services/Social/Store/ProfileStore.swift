@@ -1,73 +1,46 @@
 import RaveMessages
 import RavePostgres
 
-/// The cache of display names that list queries order and search by, filled and refreshed from identity.
+/// Names and pictures for pages, and the sort names that edges carry.
 ///
-/// Identity owns names and pictures; the database needs a copy to sort a thousand friends by name in SQL. A row
-/// is written the first time a list query of an application meets a user without one, and rewritten whenever a
-/// page shows the user and identity's answer differs, so names lag at most until the user is next shown.
+/// Identity owns names and pictures. Each edge keeps its peer's lower-cased display name (`sort_name`, as the
+/// list's application shows it, or the global name for global lists) so a page ordered by name is one index range
+/// scan. Sort names are taken from identity when an edge is written and rewritten when a page of the list shows a
+/// user whose name changed, so a renamed user may sort under the old name until they are next shown in that list.
 struct ProfileStore: Sendable {
     let pool: PostgresPool
     let directory: any UserDirectory
 
-    private static let selectMissing = PostgresStatement(
-        name: "social_profiles_missing",
-        sql: """
-            SELECT e.peer_id FROM edges e
-            WHERE e.list_id = $1 AND e.owner_id = $2 AND e.direction = $3
-                AND NOT EXISTS (SELECT 1 FROM profiles p WHERE p.app_id = $4 AND p.user_id = e.peer_id)
-            LIMIT 1000
-            """)
-    private static let upsert = PostgresStatement(
-        name: "social_profiles_upsert",
-        sql: """
-            INSERT INTO profiles (app_id, user_id, display_name, sort_name, picture_url)
-            SELECT $1, u.user_id, u.display_name, lower(u.display_name), u.picture_url
-            FROM unnest($2::uuid[], $3::text[], $4::text[]) AS u (user_id, display_name, picture_url)
-            ON CONFLICT (app_id, user_id) DO UPDATE
-            SET display_name = EXCLUDED.display_name, sort_name = EXCLUDED.sort_name,
-                picture_url = EXCLUDED.picture_url, refreshed_at = now()
-            """)
+    private static let renamePeer = PostgresStatement(
+        name: "social_edges_rename",
+        sql: "UPDATE edges SET sort_name = $3 WHERE peer_id = $1 AND list_id = $2 AND sort_name <> $3")
 
-    /// Caches the names of every peer in the owner's list that has none yet for `appID`.
-    func fillMissing(list: RelationshipList, owner: RaveID, direction: EdgeDirection, appID: RaveID) async throws {
-        // Bounded: a list holds at most max_members peers, and each round caches up to 1000 of them.
-        for _ in 0..<((list.maxMembers / 1000) + 2) {
-            let missing = try await pool.execute(Self.selectMissing, [list.id, owner, direction.rawValue, appID]).map {
-                try $0.decode(RaveID.self, column: "peer_id")
-            }
-            if missing.isEmpty { return }
-            let found = try await directory.profiles(of: missing, appID: appID)
-            // Users identity no longer knows get an empty name, so they are not asked for again and again.
-            let profiles = missing.map { found[$0] ?? DirectoryProfile(userID: $0, displayName: "", pictureURL: "") }
-            try await store(profiles, appID: appID)
-        }
+    /// The sort names of `users` in `list`.
+    func sortNames(of users: [RaveID], list: RelationshipList) async throws -> SortNames {
+        let profiles = try await directory.profiles(of: users, appID: list.appID)
+        return SortNames(names: profiles.mapValues { $0.displayName.lowercased() })
     }
 
-    /// Fresh names and pictures for a page, refreshing the cache rows that changed.
+    /// Fresh names and pictures for a page as `appID` shows them; edges whose sort name is out of date are fixed.
     func present(
-        _ rows: [(peer: RaveID, since: PostgresTimestamp, cached: DirectoryProfile?)], appID: RaveID
+        _ rows: [QueryStore.Row], appID: RaveID, list: RelationshipList? = nil
     ) async throws -> [SocialV1.RelatedUser] {
         if rows.isEmpty { return [] }
-        let fresh = try await directory.profiles(of: rows.map(\.peer), appID: appID)
-        var changed: [DirectoryProfile] = []
+        let peers = rows.map(\.peer)
+        let fresh = try await directory.profiles(of: peers, appID: appID)
         let users = rows.map { row -> SocialV1.RelatedUser in
-            let profile =
-                fresh[row.peer] ?? row.cached ?? DirectoryProfile(userID: row.peer, displayName: "", pictureURL: "")
-            if let current = fresh[row.peer], current != row.cached { changed.append(current) }
+            let profile = fresh[row.peer]
             return SocialV1.RelatedUser(
-                userId: row.peer.hexString, displayName: profile.displayName, pictureUrl: profile.pictureURL,
-                sinceUnixMs: row.since.microsecondsSinceEpoch / 1000)
+                userId: row.peer.hexString, displayName: profile?.displayName ?? "",
+                pictureUrl: profile?.pictureURL ?? "", sinceUnixMs: row.since.microsecondsSinceEpoch / 1000)
         }
-        if !changed.isEmpty { try await store(changed, appID: appID) }
+        guard let list else { return users }
+        // A global list sorts by global names, which differ from the application's view just fetched.
+        let sortProfiles = list.appID == appID ? fresh : try await directory.profiles(of: peers, appID: list.appID)
+        for row in rows {
+            guard let name = sortProfiles[row.peer]?.displayName.lowercased(), name != row.sortName else { continue }
+            try await pool.execute(Self.renamePeer, [row.peer, list.id, name])
+        }
         return users
-    }
-
-    /// Writes profiles fetched from identity, as when a write names a user.
-    func store(_ profiles: [DirectoryProfile], appID: RaveID) async throws {
-        guard !profiles.isEmpty else { return }
-        try await pool.execute(
-            Self.upsert,
-            [appID, profiles.map(\.userID), profiles.map(\.displayName), profiles.map(\.pictureURL)])
     }
 }

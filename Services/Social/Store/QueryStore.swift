@@ -5,40 +5,54 @@ import RavePostgres
 struct QueryStore: Sendable {
     let pool: PostgresPool
 
-    /// A page row: the peer, since when, and the cached profile it was ordered by.
-    typealias Row = (peer: RaveID, since: PostgresTimestamp, cached: DirectoryProfile?)
+    /// A page row: the peer, since when, and the name it was sorted by ("" when unknown).
+    typealias Row = (peer: RaveID, since: PostgresTimestamp, sortName: String?)
 
+    /// Name order: a range scan of `edges_by_name`; the keyset variant starts after the cursor's row.
     private static let byName = PostgresStatement(
-        name: "social_page_by_name",
+        name: "social_page_name",
         sql: """
-            SELECT e.peer_id, e.created_at, p.display_name, p.picture_url, COALESCE(p.sort_name, '') AS sort_name
-            FROM edges e LEFT JOIN profiles p ON p.app_id = $4 AND p.user_id = e.peer_id
-            WHERE e.list_id = $1 AND e.owner_id = $2 AND e.direction = $3
-                AND ($5 = '' OR COALESCE(p.sort_name, '') LIKE $5)
-                AND ($6::text IS NULL OR (COALESCE(p.sort_name, ''), e.peer_id) > ($6::text, $7::uuid))
-            ORDER BY COALESCE(p.sort_name, ''), e.peer_id
-            OFFSET $8 LIMIT $9
+            SELECT peer_id, created_at, sort_name FROM edges
+            WHERE list_id = $1 AND owner_id = $2 AND direction = $3 AND ($4 = '' OR sort_name LIKE $4)
+            ORDER BY sort_name, peer_id OFFSET $5 LIMIT $6
             """)
-    private static let byRecency = PostgresStatement(
-        name: "social_page_by_recency",
+    private static let byNameAfter = PostgresStatement(
+        name: "social_page_name_after",
         sql: """
-            SELECT e.peer_id, e.created_at, p.display_name, p.picture_url, COALESCE(p.sort_name, '') AS sort_name
-            FROM edges e LEFT JOIN profiles p ON p.app_id = $4 AND p.user_id = e.peer_id
-            WHERE e.list_id = $1 AND e.owner_id = $2 AND e.direction = $3
-                AND ($5 = '' OR COALESCE(p.sort_name, '') LIKE $5)
-                AND ($6::timestamptz IS NULL OR (e.created_at, e.peer_id) < ($6::timestamptz, $7::uuid))
-            ORDER BY e.created_at DESC, e.peer_id DESC
-            OFFSET $8 LIMIT $9
+            SELECT peer_id, created_at, sort_name FROM edges
+            WHERE list_id = $1 AND owner_id = $2 AND direction = $3 AND ($4 = '' OR sort_name LIKE $4)
+                AND (sort_name, peer_id) > ($5::text, $6::uuid)
+            ORDER BY sort_name, peer_id LIMIT $7
+            """)
+    /// Recency order: a range scan of `edges_recent`.
+    private static let byRecency = PostgresStatement(
+        name: "social_page_recent",
+        sql: """
+            SELECT peer_id, created_at, sort_name FROM edges
+            WHERE list_id = $1 AND owner_id = $2 AND direction = $3 AND ($4 = '' OR sort_name LIKE $4)
+            ORDER BY created_at DESC, peer_id DESC OFFSET $5 LIMIT $6
+            """)
+    private static let byRecencyAfter = PostgresStatement(
+        name: "social_page_recent_after",
+        sql: """
+            SELECT peer_id, created_at, sort_name FROM edges
+            WHERE list_id = $1 AND owner_id = $2 AND direction = $3 AND ($4 = '' OR sort_name LIKE $4)
+                AND (created_at, peer_id) < ($5::timestamptz, $6::uuid)
+            ORDER BY created_at DESC, peer_id DESC LIMIT $7
             """)
     private static let countMatching = PostgresStatement(
-        name: "social_page_count",
+        name: "social_page_count_named",
         sql: """
-            SELECT count(*) AS total FROM edges e LEFT JOIN profiles p ON p.app_id = $4 AND p.user_id = e.peer_id
-            WHERE e.list_id = $1 AND e.owner_id = $2 AND e.direction = $3 AND COALESCE(p.sort_name, '') LIKE $5
+            SELECT count(*) AS total FROM edges
+            WHERE list_id = $1 AND owner_id = $2 AND direction = $3 AND sort_name LIKE $4
             """)
+    /// One text cell instead of a row per peer: FriendIds of a thousand is a hot path for leaderboards.
     private static let peerIDs = PostgresStatement(
-        name: "social_peer_ids",
-        sql: "SELECT peer_id FROM edges WHERE list_id = $1 AND owner_id = $2 AND direction = $3")
+        name: "social_peer_ids_joined",
+        sql: """
+            SELECT COALESCE(string_agg(replace(peer_id::text, '-', ''), ','), '') AS ids FROM edges
+            WHERE list_id = $1 AND owner_id = $2 AND direction = $3
+            """)
     private static let incoming = PostgresStatement(
         name: "social_requests_incoming",
         sql: """
@@ -60,35 +74,29 @@ struct QueryStore: Sendable {
 
     /// One page of the owner's edges in `direction`, plus the cursor of the next page (nil on the last).
     func page(
-        list: RelationshipList, owner: RaveID, direction: EdgeDirection, request: PageRequest, appID: RaveID
+        list: RelationshipList, owner: RaveID, direction: EdgeDirection, request: PageRequest
     ) async throws -> (rows: [Row], nextCursor: ListCursor?) {
-        var after: (any PostgresEncodable)?
-        var afterPeer: RaveID?
-        switch request.cursor {
-        case .displayName(let name, let peer)?: (after, afterPeer) = (name, peer)
-        case .mostRecent(let since, let peer)?: (after, afterPeer) = (since, peer)
-        case nil: break
-        }
-        let statement = request.order == .mostRecent ? Self.byRecency : Self.byName
         let pattern = request.prefix.isEmpty ? "" : request.prefixPattern
+        let head: [(any PostgresEncodable)?] = [list.id, owner, direction.rawValue, pattern]
         // One row more than asked says whether there is a next page.
-        let result = try await pool.execute(
-            statement,
-            [
-                list.id, owner, direction.rawValue, appID, pattern, after, afterPeer, request.offset,
-                request.limit + 1,
-            ])
+        let result: PostgresRows
+        switch request.cursor {
+        case .displayName(let name, let peer)?:
+            result = try await pool.execute(Self.byNameAfter, head + [name, peer, request.limit + 1])
+        case .mostRecent(let since, let peer)?:
+            result = try await pool.execute(Self.byRecencyAfter, head + [since, peer, request.limit + 1])
+        case nil:
+            let statement = request.order == .mostRecent ? Self.byRecency : Self.byName
+            result = try await pool.execute(statement, head + [request.offset, request.limit + 1])
+        }
         var rows: [(row: Row, sortName: String)] = []
         for row in result {
             let peer = try row.decode(RaveID.self, column: "peer_id")
-            let name = try row.decode(String?.self, column: "display_name")
-            let cached = try name.map {
-                DirectoryProfile(userID: peer, displayName: $0, pictureURL: try row.decode(column: "picture_url"))
-            }
+            let sortName = try row.decode(String.self, column: "sort_name")
             rows.append(
                 (
-                    (peer, try row.decode(PostgresTimestamp.self, column: "created_at"), cached),
-                    try row.decode(String.self, column: "sort_name")
+                    (peer, try row.decode(PostgresTimestamp.self, column: "created_at"), sortName),
+                    sortName
                 ))
         }
         guard rows.count > request.limit else { return (rows.map(\.row), nil) }
@@ -103,18 +111,17 @@ struct QueryStore: Sendable {
 
     /// How many edges match a prefix (the per-list count answers when there is none).
     func countMatching(
-        list: RelationshipList, owner: RaveID, direction: EdgeDirection, prefixPattern: String, appID: RaveID
+        list: RelationshipList, owner: RaveID, direction: EdgeDirection, prefixPattern: String
     ) async throws -> Int {
-        let rows = try await pool.execute(
-            Self.countMatching, [list.id, owner, direction.rawValue, appID, prefixPattern])
+        let rows = try await pool.execute(Self.countMatching, [list.id, owner, direction.rawValue, prefixPattern])
         return try Int(rows.first?.decode(Int64.self, column: "total") ?? 0)
     }
 
-    /// Every peer of the owner in `direction` (FriendIds, FollowingIds).
-    func peerIDs(list: RelationshipList, owner: RaveID, direction: EdgeDirection) async throws -> [RaveID] {
-        try await pool.execute(Self.peerIDs, [list.id, owner, direction.rawValue]).map {
-            try $0.decode(RaveID.self, column: "peer_id")
-        }
+    /// Every peer of the owner in `direction` (FriendIds, FollowingIds), as wire-form Rave IDs.
+    func peerIDs(list: RelationshipList, owner: RaveID, direction: EdgeDirection) async throws -> [String] {
+        let rows = try await pool.execute(Self.peerIDs, [list.id, owner, direction.rawValue])
+        let joined = try rows.first?.decode(String.self, column: "ids") ?? ""
+        return joined.isEmpty ? [] : joined.split(separator: ",").map(String.init)
     }
 
     /// Pending requests to (incoming) or from the user, newest first.

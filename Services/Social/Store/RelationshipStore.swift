@@ -10,17 +10,26 @@ enum EdgeDirection: Int, Sendable {
     case follower = 2
 }
 
+/// Lower-cased display names of users as a list sorts them (its application's, or the global ones).
+struct SortNames: Sendable {
+    var names: [RaveID: String]
+
+    subscript(_ user: RaveID) -> String { names[user] ?? "" }
+}
+
 /// Friendships, follows and friend requests: every relationship is two edge rows (one per user) written in one
 /// statement together with both users' counts, so both sides page from their own index prefix.
 struct RelationshipStore: Sendable {
     let pool: PostgresPool
 
-    /// Inserts the pair of rows and bumps the count of each row actually inserted; returns how many were new.
+    /// Inserts the pair of rows (each with its peer's sort name) and bumps the count of each row actually inserted;
+    /// returns one row per new edge.
     private static let insertEdges = PostgresStatement(
-        name: "social_edges_insert",
+        name: "social_edges_insert_named",
         sql: """
             WITH inserted AS (
-                INSERT INTO edges (list_id, owner_id, direction, peer_id) VALUES ($1, $2, $3, $4), ($1, $4, $5, $2)
+                INSERT INTO edges (list_id, owner_id, direction, peer_id, sort_name)
+                VALUES ($1, $2, $3, $4, $6), ($1, $4, $5, $2, $7)
                 ON CONFLICT DO NOTHING RETURNING list_id, owner_id, direction)
             INSERT INTO edge_counts (list_id, owner_id, direction, count)
             SELECT list_id, owner_id, direction, 1 FROM inserted
@@ -68,7 +77,7 @@ struct RelationshipStore: Sendable {
     ///
     /// Serializable, so two users asking each other at once end as friends rather than as two crossed requests.
     func sendFriendRequest(
-        list: RelationshipList, sender: RaveID, recipient: RaveID
+        list: RelationshipList, sender: RaveID, recipient: RaveID, names: SortNames
     ) async throws -> RequestOutcome {
         try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
             try await Self.requireNotBlocked(sender, recipient, in: transaction)
@@ -79,7 +88,7 @@ struct RelationshipStore: Sendable {
                 throw SocialError.alreadyExists("you are already friends in list \"\(list.key)\"")
             }
             if try await !transaction.execute(Self.deleteRequest, [list.id, recipient, sender]).isEmpty {
-                try await Self.befriend(sender, recipient, list: list, in: transaction)
+                try await Self.befriend(sender, recipient, list: list, names: names, in: transaction)
                 return .accepted
             }
             try await Self.requireRoom(for: sender, direction: .friend, list: list, in: transaction)
@@ -90,13 +99,15 @@ struct RelationshipStore: Sendable {
     }
 
     /// Turns `sender`'s pending request to `recipient` into a friendship.
-    func acceptFriendRequest(list: RelationshipList, sender: RaveID, recipient: RaveID) async throws {
+    func acceptFriendRequest(
+        list: RelationshipList, sender: RaveID, recipient: RaveID, names: SortNames
+    ) async throws {
         try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
             guard try await !transaction.execute(Self.deleteRequest, [list.id, sender, recipient]).isEmpty else {
                 throw SocialError.notFound("no pending friend request from \(sender.hexString) in list \"\(list.key)\"")
             }
             try await Self.requireNotBlocked(sender, recipient, in: transaction)
-            try await Self.befriend(sender, recipient, list: list, in: transaction)
+            try await Self.befriend(sender, recipient, list: list, names: names, in: transaction)
         }
     }
 
@@ -112,7 +123,7 @@ struct RelationshipStore: Sendable {
     }
 
     /// Makes `follower` follow `followee`; false when it already did.
-    func follow(list: RelationshipList, follower: RaveID, followee: RaveID) async throws -> Bool {
+    func follow(list: RelationshipList, follower: RaveID, followee: RaveID, names: SortNames) async throws -> Bool {
         try await pool.transaction { transaction in
             try await Self.requireNotBlocked(follower, followee, in: transaction)
             if try await !transaction.execute(
@@ -123,7 +134,10 @@ struct RelationshipStore: Sendable {
             try await Self.requireRoom(for: follower, direction: .following, list: list, in: transaction)
             let rows = try await transaction.execute(
                 Self.insertEdges,
-                [list.id, follower, EdgeDirection.following.rawValue, followee, EdgeDirection.follower.rawValue])
+                [
+                    list.id, follower, EdgeDirection.following.rawValue, followee, EdgeDirection.follower.rawValue,
+                    names[followee], names[follower],
+                ])
             return !rows.isEmpty
         }
     }
@@ -145,12 +159,13 @@ struct RelationshipStore: Sendable {
     // MARK: - Within a transaction
 
     private static func befriend(
-        _ first: RaveID, _ second: RaveID, list: RelationshipList, in transaction: PostgresTransaction
+        _ first: RaveID, _ second: RaveID, list: RelationshipList, names: SortNames, in transaction: PostgresTransaction
     ) async throws {
         try await requireRoom(for: first, direction: .friend, list: list, in: transaction)
         try await requireRoom(for: second, direction: .friend, list: list, in: transaction)
         let friend = EdgeDirection.friend.rawValue
-        try await transaction.execute(insertEdges, [list.id, first, friend, second, friend])
+        try await transaction.execute(
+            insertEdges, [list.id, first, friend, second, friend, names[second], names[first]])
     }
 
     private static func requireRoom(

@@ -149,6 +149,9 @@ async def main():
 
 
 if __name__ == "__main__":
+    import signal
+    # The test process may block SIGTERM (the service runtime does) and the mask is inherited: undo it.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     import h2.exceptions
     import h2.settings
     asyncio.run(main())

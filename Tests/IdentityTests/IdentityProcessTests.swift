@@ -1,0 +1,91 @@
+import Foundation
+import RavePostgres
+import Testing
+
+/// The real `identity` executable at start-up: migrations on demand, and clear failures for a bad database.
+@Suite("Identity process start-up", .timeLimit(.minutes(2)))
+struct IdentityProcessTests {
+    @Test func migrateModeAppliesMigrationsAndRavectlMigrateRunsIt() async throws {
+        try await IdentityHarness.withDatabase { url in
+            let direct = try runProcess("identity", ["migrate"], environment: ["RAVE_DATABASE_URL": url])
+            #expect(direct.status == 0, "identity migrate failed:\n\(direct.log)")
+            let connection = try await PostgresConnection.connect(to: url, on: IdentityHarness.group.next())
+            defer { connection.close() }
+            let applied = try await connection.query(PostgresQuery("SELECT count(*) AS applied FROM schema_migrations"))
+            #expect(try applied[0].decode(Int64.self, column: "applied") >= 2)
+
+            let again = try runProcess(
+                "ravectl", ["migrate", "--service", "identity"], environment: ["RAVE_DATABASE_URL": url])
+            #expect(again.status == 0, "ravectl migrate failed:\n\(again.log)")
+        }
+    }
+
+    @Test func unreachableDatabaseStopsStartUpWithAClearError() throws {
+        let url = "postgresql://postgres@127.0.0.1:\(try unusedPort())/rave_identity?connect_timeout=2"
+        let result = try runProcess("identity", [], environment: try freePorts(["RAVE_DATABASE_URL": url]))
+        #expect(result.status == 1)
+        #expect(result.log.contains("start-up failed"), "log:\n\(result.log)")
+        #expect(result.log.contains("Connection refused"), "log:\n\(result.log)")
+    }
+
+    @Test func rejectedLoginStopsStartUpNamingTheRole() throws {
+        let server = try #require(ProcessInfo.processInfo.environment["RAVE_TEST_POSTGRES_URL"])
+        let url = server.replacingOccurrences(of: "://postgres@", with: "://no_such_role@")
+        let result = try runProcess("identity", [], environment: try freePorts(["RAVE_DATABASE_URL": url]))
+        #expect(result.status == 1)
+        #expect(result.log.contains("no_such_role"), "log:\n\(result.log)")
+    }
+
+    @Test func invalidSettingExitsWithTheConfigurationStatus() throws {
+        let result = try runProcess("identity", [], environment: ["RAVE_DB_POOL_SIZE": "0"])
+        #expect(result.status == 78)
+        #expect(result.log.contains("RAVE_DB_POOL_SIZE"), "log:\n\(result.log)")
+    }
+
+    // MARK: - Helpers
+
+    /// `environment` plus free protocol and admin ports, so a process that got further than expected cannot collide.
+    private func freePorts(_ environment: [String: String]) throws -> [String: String] {
+        environment.merging(
+            ["RAVE_LISTEN": "127.0.0.1:\(try unusedPort())", "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try unusedPort())"]
+        ) { $1 }
+    }
+
+    /// Runs an executable built next to the test bundle and waits for it (at most 60 s).
+    private func runProcess(
+        _ name: String, _ arguments: [String], environment: [String: String]
+    ) throws -> (status: Int32, log: String) {
+        let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let logURL = FileManager.default.temporaryDirectory.appendingPathComponent("rave-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: logURL) }
+        let process = Process()
+        process.executableURL = directory.appendingPathComponent(name)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardError = try FileHandle(forWritingTo: logURL)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? String(contentsOf: logURL, encoding: .utf8)) ?? "")
+    }
+
+    private func unusedPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        try #require(bound)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
