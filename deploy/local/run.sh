@@ -89,13 +89,27 @@ done
 echo "  echo           127.0.0.1:7600 (TLS, the protocol's conformance service)"
 echo "  certificates   $RAVE_CERT_DIR"
 echo
+# A demo publisher and application, made once through the gateway with the admin certificate.
+admin=(--target 127.0.0.1:7443 --ca "$RAVE_CERT_DIR/ca.pem" --cert "$RAVE_CERT_DIR/admin.pem" --key "$RAVE_CERT_DIR/admin-key.pem")
+demo_app=""
+if [ -x "$bin/gateway" ] && [ -x "$bin/identity" ]; then
+    if [ ! -s .run/demo-app-id ]; then
+        publisher=$("$bin/ravectl" call rave.identity.v1.IdentityAdmin/CreatePublisher --json '{"name": "Demo Studio"}' \
+            "${admin[@]}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["publisher"]["publisherId"])') &&
+            "$bin/ravectl" call rave.identity.v1.IdentityAdmin/CreateApplication \
+                --json "{\"publisherId\": \"$publisher\", \"name\": \"Demo Game\"}" "${admin[@]}" |
+            python3 -c 'import json, sys; print(json.load(sys.stdin)["application"]["appId"])' >.run/demo-app-id ||
+            echo "could not create the demo application (see the logs above)" >&2
+    fi
+    demo_app=$(cat .run/demo-app-id 2>/dev/null || true)
+fi
+
 echo "Try:"
 echo "  $bin/ravectl ping 127.0.0.1:7600 --ca $RAVE_CERT_DIR/ca.pem"
-for entry in "${started[@]}"; do
-    read -r name port admin <<<"$entry"
-    echo "  $bin/ravectl ping 127.0.0.1:$port --ca $RAVE_CERT_DIR/ca.pem --cert $RAVE_CERT_DIR/admin.pem --key $RAVE_CERT_DIR/admin-key.pem"
-    break
-done
+if [ -n "$demo_app" ]; then
+    echo "  $bin/ravectl login --app $demo_app --device my-device --target 127.0.0.1:7443 --ca $RAVE_CERT_DIR/ca.pem"
+    echo "  $bin/ravectl call rave.identity.v1.Identity/GetCurrentUser --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
+fi
 echo "  $bin/ravectl bench rpc --target 127.0.0.1:7600 --ca $RAVE_CERT_DIR/ca.pem --duration 5"
 echo
 wait
