@@ -21,15 +21,7 @@ struct IdentityBenchmark: Sendable {
     }
 
     /// Calls per second and latency percentiles of one operation.
-    struct Measurement: Sendable {
-        var name: String
-        var calls: Int
-        var errors: Int
-        var seconds: Double
-        var p50Microseconds: UInt64
-        var p99Microseconds: UInt64
-        var perSecond: Double { Double(calls) / seconds }
-    }
+    typealias Measurement = LoadMeasurement
 
     let service: IdentityService
     let parameters: Parameters
@@ -83,61 +75,18 @@ struct IdentityBenchmark: Sendable {
     private func measure(
         _ name: String, _ operation: @escaping @Sendable (Int, Int) async throws -> Void
     ) async throws -> Measurement {
-        let start = ContinuousClock.now
-        let end = start + .milliseconds(Int(parameters.seconds * 1000))
-        let results = await withTaskGroup(of: (latencies: [UInt64], errors: Int).self) { group in
-            for worker in 0..<parameters.concurrency {
-                group.addTask {
-                    var latencies: [UInt64] = []
-                    var errors = 0
-                    var iteration = 0
-                    while ContinuousClock.now < end {
-                        let before = ContinuousClock.now
-                        do {
-                            try await operation(worker, iteration)
-                            latencies.append(UInt64((ContinuousClock.now - before) / .microseconds(1)))
-                        } catch {
-                            errors += 1
-                        }
-                        iteration += 1
-                    }
-                    return (latencies, errors)
-                }
-            }
-            var all: [(latencies: [UInt64], errors: Int)] = []
-            for await result in group { all.append(result) }
-            return all
-        }
-        let elapsed = ContinuousClock.now - start
-        let latencies = results.flatMap(\.latencies).sorted()
-        func percentile(_ fraction: Double) -> UInt64 {
-            latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * fraction))]
-        }
-        return Measurement(
-            name: name, calls: latencies.count, errors: results.reduce(0) { $0 + $1.errors },
-            seconds: Double(elapsed / .milliseconds(1)) / 1000, p50Microseconds: percentile(0.5),
-            p99Microseconds: percentile(0.99))
+        await ClosedLoopLoad.measure(
+            name, concurrency: parameters.concurrency, seconds: parameters.seconds, operation)
     }
 
     /// A human summary, one line per operation.
     static func summary(_ measurements: [Measurement], parameters: Parameters) -> String {
-        measurements.map { measurement in
-            String(
-                format: "%@: %.0f calls/s (%d calls, %d errors, p50 %llu µs, p99 %llu µs, %d in flight)",
-                measurement.name, measurement.perSecond, measurement.calls, measurement.errors,
-                measurement.p50Microseconds, measurement.p99Microseconds, parameters.concurrency)
-        }.joined(separator: "\n")
+        measurements.map { $0.summaryLine(concurrency: parameters.concurrency) }.joined(separator: "\n")
     }
 
     /// The machine-readable results `make bench` collects.
     static func json(_ measurements: [Measurement], parameters: Parameters) -> String {
-        let entries = measurements.map { measurement in
-            String(
-                format:
-                    "{\"name\":\"%@\",\"calls_per_second\":%.1f,\"calls\":%d,\"errors\":%d,\"p50_us\":%llu,\"p99_us\":%llu}",
-                measurement.name, measurement.perSecond, measurement.calls, measurement.errors,
-                measurement.p50Microseconds, measurement.p99Microseconds)
-        }
+        let entries = measurements.map(\.jsonObject)
         return "{\"benchmark\":\"identity\",\"mode\":\"in-process handlers, real PostgreSQL\","
             + "\"parameters\":{\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency)},"
             + "\"results\":[\(entries.joined(separator: ","))]}\n"

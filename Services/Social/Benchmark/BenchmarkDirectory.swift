@@ -16,7 +16,7 @@ struct BenchmarkDirectory: UserDirectory {
         return found
     }
 
-    func findUser(_ lookup: UserLookup, caller: Caller) async throws -> DirectoryProfile? {
+    func findUser(_ lookup: UserLookup, appID: RaveID?) async throws -> DirectoryProfile? {
         guard case .id(let id) = lookup else { return nil }
         return users[id]
     }

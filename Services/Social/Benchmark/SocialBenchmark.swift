@@ -93,39 +93,8 @@ struct SocialBenchmark: Sendable {
     private func measure(
         _ name: String, _ operation: @escaping @Sendable (Int, Int) async throws -> Void
     ) async throws -> BenchmarkMeasurement {
-        let start = ContinuousClock.now
-        let end = start + .milliseconds(Int(parameters.seconds * 1000))
-        let results = await withTaskGroup(of: (latencies: [UInt64], errors: Int).self) { group in
-            for worker in 0..<parameters.concurrency {
-                group.addTask {
-                    var latencies: [UInt64] = []
-                    var errors = 0
-                    var iteration = 0
-                    while ContinuousClock.now < end {
-                        let before = ContinuousClock.now
-                        do {
-                            try await operation(worker, iteration)
-                            latencies.append(UInt64((ContinuousClock.now - before) / .microseconds(1)))
-                        } catch {
-                            errors += 1
-                        }
-                        iteration += 1
-                    }
-                    return (latencies, errors)
-                }
-            }
-            var all: [(latencies: [UInt64], errors: Int)] = []
-            for await result in group { all.append(result) }
-            return all
-        }
-        let latencies = results.flatMap(\.latencies).sorted()
-        func percentile(_ fraction: Double) -> UInt64 {
-            latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * fraction))]
-        }
-        return BenchmarkMeasurement(
-            name: name, calls: latencies.count, errors: results.reduce(0) { $0 + $1.errors },
-            seconds: Double((ContinuousClock.now - start) / .milliseconds(1)) / 1000, p50Microseconds: percentile(0.5),
-            p99Microseconds: percentile(0.99))
+        await ClosedLoopLoad.measure(
+            name, concurrency: parameters.concurrency, seconds: parameters.seconds, operation)
     }
 
     static func context(caller: Caller?, service: Bool = false) -> RequestContext {
@@ -137,12 +106,4 @@ struct SocialBenchmark: Sendable {
 }
 
 /// Calls per second and latency percentiles of one operation.
-struct BenchmarkMeasurement: Sendable {
-    var name: String
-    var calls: Int
-    var errors: Int
-    var seconds: Double
-    var p50Microseconds: UInt64
-    var p99Microseconds: UInt64
-    var perSecond: Double { Double(calls) / seconds }
-}
+typealias BenchmarkMeasurement = LoadMeasurement

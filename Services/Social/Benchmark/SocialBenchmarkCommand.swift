@@ -46,23 +46,12 @@ enum SocialBenchmarkCommand {
 
     /// A human summary, one line per operation.
     static func summary(_ measurements: [BenchmarkMeasurement], parameters: SocialBenchmark.Parameters) -> String {
-        measurements.map { measurement in
-            String(
-                format: "%@: %.0f calls/s (%d calls, %d errors, p50 %llu µs, p99 %llu µs, %d in flight)",
-                measurement.name, measurement.perSecond, measurement.calls, measurement.errors,
-                measurement.p50Microseconds, measurement.p99Microseconds, parameters.concurrency)
-        }.joined(separator: "\n")
+        measurements.map { $0.summaryLine(concurrency: parameters.concurrency) }.joined(separator: "\n")
     }
 
     /// The machine-readable results `make bench` collects.
     static func json(_ measurements: [BenchmarkMeasurement], parameters: SocialBenchmark.Parameters) -> String {
-        let entries = measurements.map { measurement in
-            String(
-                format:
-                    "{\"name\":\"%@\",\"calls_per_second\":%.1f,\"calls\":%d,\"errors\":%d,\"p50_us\":%llu,\"p99_us\":%llu}",
-                measurement.name, measurement.perSecond, measurement.calls, measurement.errors,
-                measurement.p50Microseconds, measurement.p99Microseconds)
-        }
+        let entries = measurements.map(\.jsonObject)
         return "{\"benchmark\":\"social\",\"mode\":\"in-process handlers, real PostgreSQL, profiles from memory\","
             + "\"parameters\":{\"users\":\(parameters.users),\"friends\":\(parameters.friends),"
             + "\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency)},"
