@@ -64,3 +64,7 @@ server_pid=""
 if [ -x scripts/bench-postgres.sh ]; then
     scripts/bench-postgres.sh
 fi
+
+swift build -c release --product identity -q
+swift build -c release --product social -q
+scripts/bench-services.sh
