@@ -46,10 +46,12 @@ fuzz: deps
 SWIFT_SOURCES = Package.swift $(shell find Shared Services Tests Fuzz -name '*.swift' -not -path '*/Generated/*' | sort)
 
 fmt:
-	$(SWIFT) format --in-place --parallel $(SWIFT_SOURCES)
+	@echo "swift format --in-place (hand-written Swift)"
+	@$(SWIFT) format --in-place --parallel $(SWIFT_SOURCES)
 
 lint:
-	$(SWIFT) format lint --strict --parallel $(SWIFT_SOURCES)
+	@echo "swift format lint --strict (hand-written Swift)"
+	@$(SWIFT) format lint --strict --parallel $(SWIFT_SOURCES)
 
 certs: build
 	.build/$(CONFIG)/ravectl certs --out .run/certs

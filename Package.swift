@@ -103,7 +103,7 @@ let package = Package(
             name: "Leaderboards",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox",
             ],
             path: "Services/Leaderboards",
             resources: [.copy("Migrations")]

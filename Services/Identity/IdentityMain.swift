@@ -1,6 +1,7 @@
 import Foundation
 import RaveRPC
 import RaveRuntime
+import RaveTransport
 
 /// The identity service's entry point: accounts, sessions, profiles and the keys that sign access tokens.
 @main
@@ -17,10 +18,28 @@ enum IdentityMain {
     /// The RPC services, plus the merge delivery worker registered as a background service.
     static func services(context: ServiceContext) async throws -> [any RPCService] {
         let configuration = try IdentityConfiguration(environment: context.environment)
-        let service = try await IdentityService.start(pool: context.pool, configuration: configuration)
+        let service = try await IdentityService.start(
+            pool: context.pool, configuration: configuration, blocks: try socialBlocks(context: context, configuration))
         context.addBackgroundService(
             try MergeDelivery.forService(context: context, participants: configuration.mergeParticipants))
         return service.rpcServices
+    }
+
+    /// Social's blocks over mTLS with identity's certificate, when `RAVE_IDENTITY_SOCIAL_ADDRESS` names a social
+    /// service; the client lives as long as the process.
+    static func socialBlocks(
+        context: ServiceContext, _ configuration: IdentityConfiguration
+    ) throws -> (any BlockRegistry)? {
+        guard let address = configuration.socialAddress else { return nil }
+        let tls = try TLSContext(
+            .client(
+                trustRootsPath: context.configuration.tlsCertificateAuthorityPath,
+                certificateChainPath: context.configuration.tlsCertificatePath,
+                privateKeyPath: context.configuration.tlsPrivateKeyPath))
+        let client = RPCClient(
+            host: address.host, port: address.port, tls: tls, group: context.group,
+            logger: context.logger.with("peer", "social"))
+        return SocialBlockRegistry(caller: client)
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.

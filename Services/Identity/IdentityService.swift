@@ -16,6 +16,8 @@ final class IdentityService: Sendable {
     let providerVerifier: OIDCVerifier
     /// Starts merges and enqueues their participant events.
     let mergeSaga: MergeSaga
+    /// Social's blocks, when a social service is configured; FindUser hides blockers from the players they blocked.
+    let blocks: (any BlockRegistry)?
     /// Scopes a player access token carries: `player`, plus `guest` or `authenticated` by account state, so
     /// services can apply the seed's rules (guests cannot submit scores or place backed bets) without a lookup.
     static func playerScopes(for state: IdentityV1.AccountState) -> [String] {
@@ -26,8 +28,12 @@ final class IdentityService: Sendable {
         }
     }
 
-    private init(pool: PostgresPool, configuration: IdentityConfiguration, signer: AccessTokenSigner) {
+    private init(
+        pool: PostgresPool, configuration: IdentityConfiguration, signer: AccessTokenSigner,
+        blocks: (any BlockRegistry)?
+    ) {
         self.pool = pool
+        self.blocks = blocks
         self.configuration = configuration
         self.signer = signer
         passwordHasher = PasswordHasher(parameters: configuration.passwordParameters)
@@ -36,9 +42,11 @@ final class IdentityService: Sendable {
     }
 
     /// Loads (or creates) the signing key; the schema must be migrated.
-    static func start(pool: PostgresPool, configuration: IdentityConfiguration) async throws -> IdentityService {
+    static func start(
+        pool: PostgresPool, configuration: IdentityConfiguration, blocks: (any BlockRegistry)? = nil
+    ) async throws -> IdentityService {
         let signer = try await SigningKeyStore(database: pool).activeSigner()
-        return IdentityService(pool: pool, configuration: configuration, signer: signer)
+        return IdentityService(pool: pool, configuration: configuration, signer: signer, blocks: blocks)
     }
 
     /// The three RPC services, ready for the server.

@@ -3,14 +3,36 @@ import RavePostgres
 import RaveRPC
 import RaveRuntime
 import RaveTelemetry
+import RaveTransport
 
 /// The leaderboards service's entry point: high scores, ranks, tournaments and achievements.
 @main
 enum LeaderboardsMain {
     static func main() async {
         await RaveServiceMain.run(name: "leaderboards", migrations: .directory(migrationsDirectory)) { context in
-            try await services(pool: context.pool, logger: context.logger)
+            try await services(context: context)
         }
+    }
+
+    /// The production services: friends from social and names from identity, each over an mTLS client that
+    /// presents leaderboards' own certificate.
+    static func services(context: ServiceContext) async throws -> [any RPCService] {
+        let configuration = try LeaderboardsConfiguration(environment: context.environment)
+        context.logger.info("leaderboards settings", configuration.settings)
+        let tls = try TLSContext(
+            .client(
+                trustRootsPath: context.configuration.tlsCertificateAuthorityPath,
+                certificateChainPath: context.configuration.tlsCertificatePath,
+                privateKeyPath: context.configuration.tlsPrivateKeyPath))
+        let social = RPCClient(
+            host: configuration.socialAddress.host, port: configuration.socialAddress.port, tls: tls,
+            group: context.group, logger: context.logger.with("peer", "social"))
+        let identity = RPCClient(
+            host: configuration.identityAddress.host, port: configuration.identityAddress.port, tls: tls,
+            group: context.group, logger: context.logger.with("peer", "identity"))
+        return try await services(
+            pool: context.pool, logger: context.logger, friends: SocialFriendsProvider(caller: social),
+            profiles: IdentityProfileProvider(caller: identity, logger: context.logger.with("component", "profiles")))
     }
 
     /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.

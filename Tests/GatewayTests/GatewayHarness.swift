@@ -181,6 +181,18 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     ) async throws -> IdentityV1.UsedApplicationsResponse {
         throw RPCError.unimplemented("not needed by the gateway tests")
     }
+
+    func getApplications(
+        _ request: IdentityV1.GetApplicationsRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetApplicationsResponse {
+        throw RPCError.unimplemented("not needed by the gateway tests")
+    }
+
+    func findUsers(
+        _ request: IdentityV1.FindUsersRequest, context: RequestContext
+    ) async throws -> IdentityV1.FindUsersResponse {
+        throw RPCError.unimplemented("not needed by the gateway tests")
+    }
 }
 
 /// Echo with a twist: the payload "whoami" answers with the caller and client address the service saw.

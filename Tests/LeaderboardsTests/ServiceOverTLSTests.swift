@@ -15,18 +15,22 @@ struct ServiceOverTLSTests {
     func submitAndReadOverMutualTLS() async throws {
         let database = try await TestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-lb-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["leaderboards", "client"])
+        try DevelopmentCertificates.write(to: directory, services: ["leaderboards", "client", "social"])
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Social and identity stand in on one port; the service reaches them with its production wiring.
+        let peers = try PeerHarness(certificates: directory)
         let environment = [
             "RAVE_CERT_DIR": directory, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
             "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "warning", "RAVE_SHUTDOWN_GRACE": "2s",
             "RAVE_DATABASE_URL": database.url,
+            "RAVE_LEADERBOARDS_SOCIAL_ADDRESS": "127.0.0.1:\(peers.port)",
+            "RAVE_LEADERBOARDS_IDENTITY_ADDRESS": "127.0.0.1:\(peers.port)",
         ]
         let runtime = try await ServiceRuntime.start(
             name: "leaderboards", environment: environment,
             migrations: .directory(LeaderboardsMain.migrationsDirectory)
         ) { context in
-            try await LeaderboardsMain.services(pool: context.pool, logger: context.logger)
+            try await LeaderboardsMain.services(context: context)
         }
         let running = Task { try await runtime.run() }
         let clientGroup = try EventLoopGroup(loopCount: 1)
@@ -37,6 +41,7 @@ struct ServiceOverTLSTests {
         let connection = RPCClient(host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: clientGroup)
         let app = uniqueApp()
         let player = RaveID.random()
+        peers.identity.setName("Player One", of: player)
         func options(user: String, scopes: String = "") -> CallOptions {
             CallOptions(
                 timeout: .seconds(10),
@@ -60,6 +65,11 @@ struct ServiceOverTLSTests {
                 LeaderboardsV1.GetGlobalScoresRequest(leaderboardKey: "points", page: 1, pageSize: 10),
                 options: options(user: player.wireForm))
             #expect(page.scores.map(\.userId) == [player.wireForm])
+            #expect(page.scores.map(\.displayName) == ["Player One"])
+            let friends = try await client.getFriendsScores(
+                LeaderboardsV1.GetFriendsScoresRequest(leaderboardKey: "points", page: 1, pageSize: 10),
+                options: options(user: player.wireForm))
+            #expect(friends.scores.map(\.userId) == [player.wireForm])
             await #expect {
                 _ = try await client.getGlobalScores(
                     LeaderboardsV1.GetGlobalScoresRequest(leaderboardKey: "points", page: 1, pageSize: 0),
@@ -74,6 +84,7 @@ struct ServiceOverTLSTests {
         runtime.triggerShutdown()
         try await running.value
         clientGroup.shutdown()
+        await peers.shutdown()
         try await database.drop()
     }
 }

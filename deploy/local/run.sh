@@ -8,6 +8,10 @@ cd "$(dirname "$0")/../.."
 
 bin=.build/release
 export RAVE_CERT_DIR=$(pwd)/.run/certs
+# How the services find each other locally (DESIGN.md §10 ports): identity checks blocks with social and drives
+# merges on every data-owning service.
+export RAVE_IDENTITY_SOCIAL_ADDRESS=${RAVE_IDENTITY_SOCIAL_ADDRESS:-127.0.0.1:7502}
+export RAVE_IDENTITY_MERGE_PARTICIPANTS=${RAVE_IDENTITY_MERGE_PARTICIPANTS:-social=127.0.0.1:7502,leaderboards=127.0.0.1:7503,push=127.0.0.1:7505,wallet=127.0.0.1:7506}
 mkdir -p .run/logs
 
 deploy/local/postgres.sh start

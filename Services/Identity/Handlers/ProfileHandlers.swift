@@ -51,17 +51,19 @@ extension PlayerHandlers {
     func findUser(
         _ request: IdentityV1.FindUserRequest, context: RequestContext
     ) async throws -> IdentityV1.FindUserResponse {
-        let (_, appID) = try await service.player(context)
+        let (userID, appID) = try await service.player(context)
         let users = UserStore(database: service.pool)
-        let found: RaveID?
+        let key: IdentityV1.UserReference.Key
         switch request.key {
-        case .userId(let text):
-            let id = try Validation.raveID(text, field: "user_id")
-            found = try await users.canonicalIDs([id])[id]
-        case .email(let email): found = try await users.userID(email: try Validation.email(email))
-        case .username(let name):
-            found = try await users.userID(username: try Validation.text(name, field: "username", maximum: 32))
+        case .userId(let text): key = .userId(text)
+        case .email(let email): key = .email(email)
+        case .username(let name): key = .username(name)
         case nil: throw RPCError.invalidArgument("set one of user_id, email or username")
+        }
+        let found = try await users.userID(matching: key)
+        // Someone who blocked the caller looks, to the caller, like nobody: the same answer as an unknown user.
+        if let found, found != userID, let blocks = service.blocks, try await blocks.isBlocked(userID, by: found) {
+            throw RPCError.notFound("no user matches")
         }
         guard let found, let user = try await users.users([found], appID: appID)[found] else {
             throw RPCError.notFound("no user matches")

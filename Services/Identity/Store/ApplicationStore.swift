@@ -52,6 +52,8 @@ struct ApplicationStore: Sendable {
             """)
     static let selectApplication = PostgresStatement(
         name: "identity_select_application", sql: "SELECT \(columns) FROM applications WHERE id = $1")
+    static let selectApplications = PostgresStatement(
+        name: "identity_select_applications", sql: "SELECT \(columns) FROM applications WHERE id = ANY($1)")
 
     func createPublisher(name: String) async throws -> IdentityV1.Publisher {
         let id = RaveID.random()
@@ -100,6 +102,17 @@ struct ApplicationStore: Sendable {
         let rows = try await database.execute(Self.selectApplication, [id])
         guard let row = rows.first else { throw RPCError.notFound("no application \(id.hex)") }
         return try Self.record(row)
+    }
+
+    /// The applications with these ids; unknown ids are left out.
+    func applications(_ ids: [RaveID]) async throws -> [RaveID: ApplicationRecord] {
+        guard !ids.isEmpty else { return [:] }
+        var found: [RaveID: ApplicationRecord] = [:]
+        for row in try await database.execute(Self.selectApplications, [ids]) {
+            let record = try Self.record(row)
+            found[record.id] = record
+        }
+        return found
     }
 
     private static func record(_ row: PostgresRow) throws -> ApplicationRecord {

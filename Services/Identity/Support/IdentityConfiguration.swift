@@ -1,5 +1,6 @@
 import Foundation
 import RaveRPC
+import RaveRuntime
 
 /// Identity's own settings (`RAVE_IDENTITY_*`, `RAVE_OIDC_*`), beyond what `ServiceConfiguration` reads for every
 /// service.
@@ -30,11 +31,13 @@ struct IdentityConfiguration: Sendable {
     var twoFactorChallengeLifetime: TimeInterval = 300
     /// The issuer authenticator apps show next to the account.
     var twoFactorIssuer = "Rave"
+    /// The social service, asked about blocks by FindUser; nil (the default) means there is none to ask.
+    var socialAddress: SocketAddress?
 
     init() {}
 
-    /// Reads `RAVE_IDENTITY_ACCESS_TOKEN_SECONDS`, `RAVE_IDENTITY_SESSION_DAYS`, `RAVE_IDENTITY_MERGE_PARTICIPANTS`
-    /// and the providers' `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
+    /// Reads `RAVE_IDENTITY_ACCESS_TOKEN_SECONDS`, `RAVE_IDENTITY_SESSION_DAYS`, `RAVE_IDENTITY_MERGE_PARTICIPANTS`,
+    /// `RAVE_IDENTITY_SOCIAL_ADDRESS` and the providers' `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
     init(environment: [String: String]) throws(RPCError) {
         if let text = environment["RAVE_IDENTITY_ACCESS_TOKEN_SECONDS"] {
             guard let seconds = Int64(text), (60...86_400).contains(seconds) else {
@@ -49,6 +52,12 @@ struct IdentityConfiguration: Sendable {
             sessionLifetime = TimeInterval(days) * 24 * 3600
         }
         mergeParticipants = try Self.participants(environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] ?? "")
+        if let text = environment["RAVE_IDENTITY_SOCIAL_ADDRESS"], !text.isEmpty {
+            guard let address = SocketAddress(parsing: text) else {
+                throw .invalidArgument("RAVE_IDENTITY_SOCIAL_ADDRESS must look like host:port, got \"\(text)\"")
+            }
+            socialAddress = address
+        }
         do {
             providers = try OIDCProviderConfiguration.fromEnvironment(environment)
         } catch {

@@ -1,10 +1,8 @@
 import RavePostgres
 import Synchronization
 
-/// Where a player's friends come from: in production the social service's `SocialInternal/FriendIds`.
-///
-/// The social service's contract does not exist yet, so only the protocol and an in-process implementation
-/// live here; the RPC-backed provider is added once `rave.social.v1` is generated.
+/// Where a player's friends come from: in production the social service's `SocialInternal/FriendIds`
+/// (`SocialFriendsProvider`).
 protocol FriendsProvider: Sendable {
     /// The Rave IDs of `userID`'s friends in `appID` (the player not included).
     func friendIDs(of userID: RaveID, appID: String) async throws -> [RaveID]
@@ -35,13 +33,14 @@ struct PlayerProfile: Sendable, Hashable {
     var pictureURL: String
 }
 
-/// Where display names and pictures come from: in production identity's `IdentityInternal/GetUsers`, cached.
+/// Where display names and pictures come from: in production identity's `IdentityInternal/GetUsers`, cached
+/// (`IdentityProfileProvider`).
 protocol ProfileProvider: Sendable {
     /// The profiles found among `userIDs`; players without one are left out.
     func profiles(of userIDs: [RaveID], appID: String) async -> [RaveID: PlayerProfile]
 }
 
-/// Profiles held in memory; the default until the identity client is wired in (score rows then carry no name).
+/// Profiles held in memory: tests, and callers of `LeaderboardsMain.services(pool:...)` without identity.
 final class StaticProfileProvider: ProfileProvider {
     private let profiles = Mutex<[RaveID: PlayerProfile]>([:])
 

@@ -24,8 +24,7 @@ extension LeaderboardsService {
         let (progress, newlyUnlocked) = try await achievements.unlock(
             appID: caller.appID, key: key, userID: userID, at: engine.clock.now())
         if newlyUnlocked {
-            // The push event belongs in the transactional outbox, which is not on main yet; the log line marks
-            // where it goes.
+            // The store wrote the "achievement.unlocked" outbox event with the unlock.
             context.logger.info("achievement unlocked", [("achievement", key), ("user", userID.wireForm)])
         }
         return LeaderboardsV1.UnlockAchievementResponse(achievement: progress.message, newlyUnlocked: newlyUnlocked)

@@ -1,3 +1,5 @@
+import RaveMessages
+import RaveOutbox
 import RavePostgres
 
 /// An achievement with one player's progress on it.
@@ -10,6 +12,10 @@ struct AchievementProgress: Sendable, Hashable {
 /// Achievement unlocks in PostgreSQL.
 struct AchievementStore: Sendable {
     let pool: PostgresPool
+
+    /// The outbox topic of a first unlock; the payload is a `LeaderboardsV1.AchievementUnlockedEvent` and the key
+    /// the user id, so one player's unlocks are delivered in order.
+    static let unlockedTopic = "achievement.unlocked"
 
     static let selectProgress = PostgresStatement(
         name: "leaderboards_select_achievement_progress",
@@ -57,7 +63,14 @@ struct AchievementStore: Sendable {
                 guard let row = again.first else { throw LeaderboardsError.unknownAchievement(key) }
                 return (try Self.progress(from: row), false)
             }
-            progress.unlockedAt = try unlocked.decode(PostgresTimestamp.self, at: 0).microsecondsSinceEpoch
+            let unlockedAt = try unlocked.decode(PostgresTimestamp.self, at: 0).microsecondsSinceEpoch
+            progress.unlockedAt = unlockedAt
+            // In the unlock's transaction, so the event exists exactly when the unlock does.
+            let event = LeaderboardsV1.AchievementUnlockedEvent(
+                userId: userID.wireForm, appId: appID, achievementKey: key, achievementName: progress.definition.name,
+                unlockedAtUnixMs: unlockedAt / 1000)
+            try await Outbox.enqueue(
+                in: transaction, topic: Self.unlockedTopic, key: userID.wireForm, payload: event.protobufBytes())
             return (progress, true)
         }
     }

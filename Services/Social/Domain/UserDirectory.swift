@@ -38,8 +38,9 @@ protocol UserDirectory: Sendable {
     /// Display names and pictures as `appID` shows them (the global values when nil); unknown users are left out,
     /// merged ones are resolved.
     func profiles(of userIDs: [RaveID], appID: RaveID?) async throws -> [RaveID: DirectoryProfile]
-    /// The user a player means, looked up on behalf of `caller`; nil when nobody matches.
-    func findUser(_ lookup: UserLookup, caller: Caller) async throws -> DirectoryProfile?
+    /// The user a player means, with the display name and picture `appID` shows (the global values when nil); nil
+    /// when nobody matches.
+    func findUser(_ lookup: UserLookup, appID: RaveID?) async throws -> DirectoryProfile?
     /// The Rave users behind provider subjects and emails; unmatched identifiers are left out.
     func match(_ identifiers: [ExternalIdentifier]) async throws -> [ExternalIdentifier: RaveID]
     /// Which of `userIDs` played `appID`.
@@ -48,26 +49,20 @@ protocol UserDirectory: Sendable {
     func publisher(ofApplication appID: RaveID) async throws -> RaveID
 }
 
-/// The production directory: identity's `IdentityInternal`, `Identity/FindUser` and `IdentityAdmin/GetApplication`
-/// over one mTLS client carrying social's service certificate.
+/// The production directory: identity's `IdentityInternal` over one mTLS client carrying social's service
+/// certificate, which alone authorises these calls, so social never speaks for a player or an operator.
 ///
-/// FindUser is a player method, so the call carries the player as caller metadata (identity trusts it from a
-/// service peer) and the answer is what that player may see. GetApplication is an operator method; social asks it
-/// with the admin scope once per application, and keeps the answer because an application never changes publisher.
+/// Publishers are kept once learnt, because an application never changes publisher.
 final class IdentityUserDirectory: UserDirectory {
     /// Identity takes at most this many ids per call.
     static let batchSize = 1000
 
     private let internalClient: IdentityV1.IdentityInternalClient
-    private let playerClient: IdentityV1.IdentityClient
-    private let adminClient: IdentityV1.IdentityAdminClient
     private let timeout: Duration
     private let publishers = Mutex<[RaveID: RaveID]>([:])
 
     init(caller: any RPCCaller, timeout: Duration = .seconds(5)) {
         internalClient = IdentityV1.IdentityInternalClient(caller: caller)
-        playerClient = IdentityV1.IdentityClient(caller: caller)
-        adminClient = IdentityV1.IdentityAdminClient(caller: caller)
         self.timeout = timeout
     }
 
@@ -88,26 +83,17 @@ final class IdentityUserDirectory: UserDirectory {
         return found
     }
 
-    func findUser(_ lookup: UserLookup, caller: Caller) async throws -> DirectoryProfile? {
-        let key: IdentityV1.FindUserRequest.Key
+    func findUser(_ lookup: UserLookup, appID: RaveID?) async throws -> DirectoryProfile? {
+        let key: IdentityV1.UserReference.Key
         switch lookup {
         case .id(let id): key = .userId(id.hexString)
         case .email(let email): key = .email(email)
         case .username(let name): key = .username(name)
         }
-        let metadata = [
-            MetadataKey.callerUserID: caller.userID, MetadataKey.callerAppID: caller.appID,
-            MetadataKey.callerSessionID: caller.sessionID, MetadataKey.callerScopes: "player",
-        ]
-        do {
-            let response = try await playerClient.findUser(
-                .init(key: key), options: CallOptions(timeout: timeout, metadata: metadata))
-            guard let user = response.user, let id = RaveID(user.userId) else { return nil }
-            return DirectoryProfile(userID: id, displayName: user.displayName, pictureURL: user.pictureUrl)
-        } catch {
-            if error.code == .notFound { return nil }
-            throw error
-        }
+        let response = try await internalClient.findUsers(
+            .init(references: [.init(key: key)], appId: appID?.hexString ?? ""), options: CallOptions(timeout: timeout))
+        guard let user = response.users.first?.user, let id = RaveID(user.userId) else { return nil }
+        return DirectoryProfile(userID: id, displayName: user.displayName, pictureURL: user.pictureUrl)
     }
 
     func match(_ identifiers: [ExternalIdentifier]) async throws -> [ExternalIdentifier: RaveID] {
@@ -152,26 +138,15 @@ final class IdentityUserDirectory: UserDirectory {
 
     func publisher(ofApplication appID: RaveID) async throws -> RaveID {
         if let known = publishers.withLock({ $0[appID] }) { return known }
-        // An empty user id still makes the metadata a caller: an operator acting for no player.
-        let metadata = [MetadataKey.callerUserID: "", MetadataKey.callerScopes: Caller.adminScope]
-        let application = try await application(appID, metadata: metadata)
-        guard let text = application?.publisherId, let publisher = RaveID(text) else {
+        let response = try await internalClient.getApplications(
+            .init(appIds: [appID.hexString]), options: CallOptions(timeout: timeout))
+        guard let application = response.applications.first(where: { $0.appId == appID.hexString }) else {
+            throw SocialError.notFound("no application \(appID.hexString)")
+        }
+        guard let publisher = RaveID(application.publisherId) else {
             throw SocialError.unavailable("identity returned no publisher for application \(appID.hexString)")
         }
         publishers.withLock { $0[appID] = publisher }
         return publisher
-    }
-
-    private func application(
-        _ appID: RaveID, metadata: [String: String]
-    ) async throws -> IdentityV1.Application? {
-        do {
-            return try await adminClient.getApplication(
-                .init(appId: appID.hexString), options: CallOptions(timeout: timeout, metadata: metadata)
-            ).application
-        } catch {
-            if error.code == .notFound { throw SocialError.notFound("no application \(appID.hexString)") }
-            throw error
-        }
     }
 }

@@ -20,7 +20,7 @@ extension PlayerHandlers {
             guard (1...64).contains(username.utf8.count) else {
                 throw SocialError.invalidArgument("every username must be 1…64 bytes")
             }
-            guard let profile = try await service.directory.findUser(.username(username), caller: player.caller),
+            guard let profile = try await service.directory.findUser(.username(username), appID: player.appID),
                 profile.userID != player.userID
             else {
                 results.append(SocialV1.UsernameResult(username: username))

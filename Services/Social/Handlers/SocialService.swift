@@ -69,7 +69,7 @@ final class SocialService: Sendable {
             lookup = .username(name)
         case nil: throw SocialError.invalidArgument("\(field) must set one of user_id, email or username")
         }
-        guard let profile = try await directory.findUser(lookup, caller: player.caller) else {
+        guard let profile = try await directory.findUser(lookup, appID: player.appID) else {
             throw SocialError.unknownUser(lookup.description)
         }
         guard profile.userID != player.userID else {

@@ -1129,6 +1129,110 @@ extension IdentityV1 {
             self.keys = keys
         }
     }
+
+    public struct GetApplicationsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.GetApplicationsRequest"
+
+        /// At most 1000.
+        public var appIds: [String] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appIds: [String] = []) {
+            self.appIds = appIds
+        }
+    }
+
+    public struct GetApplicationsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.GetApplicationsResponse"
+
+        /// Found applications only, in request order.
+        public var applications: [IdentityV1.Application] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(applications: [IdentityV1.Application] = []) {
+            self.applications = applications
+        }
+    }
+
+    /// How one user names another.
+    public struct UserReference: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.UserReference"
+
+        public var key: Key? = nil
+
+        public enum Key: Hashable, Sendable {
+            case userId(String)
+            case email(String)
+            case username(String)
+        }
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(key: Key? = nil) {
+            self.key = key
+        }
+    }
+
+    public struct FindUsersRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.FindUsersRequest"
+
+        /// At most 100.
+        public var references: [IdentityV1.UserReference] = []
+
+        /// When set, app-scoped display names and pictures of this app.
+        public var appId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(references: [IdentityV1.UserReference] = [], appId: String = "") {
+            self.references = references
+            self.appId = appId
+        }
+    }
+
+    public struct FoundUser: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.FoundUser"
+
+        /// The reference as requested.
+        public var reference: IdentityV1.UserReference? = nil
+
+        /// A merged source appears under its target's id.
+        public var user: IdentityV1.UserProfile? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(reference: IdentityV1.UserReference? = nil, user: IdentityV1.UserProfile? = nil) {
+            self.reference = reference
+            self.user = user
+        }
+    }
+
+    public struct FindUsersResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.FindUsersResponse"
+
+        /// Matched references only, in request order.
+        public var users: [IdentityV1.FoundUser] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(users: [IdentityV1.FoundUser] = []) {
+            self.users = users
+        }
+    }
 }
 
 extension IdentityV1.DeviceInfo {
@@ -4250,6 +4354,312 @@ extension IdentityV1.SigningKeysResponse {
                 elements[index] = element.protobufCMessage(arena: &arena)
             }
             message.keys = elements
+        }
+    }
+}
+
+extension IdentityV1.GetApplicationsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__GetApplicationsRequest()
+        rave__identity__v1__get_applications_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__GetApplicationsRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__GetApplicationsRequest()
+        rave__identity__v1__get_applications_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__GetApplicationsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appIds = try ProtoDecoding.array(c.app_ids, count: c.n_app_ids) { element throws(ProtoDecodingError) in
+            try ProtoDecoding.string(element, field: "app_ids", of: Self.protoMessageName)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__GetApplicationsRequest> {
+        let message = arena.allocate(Rave__Identity__V1__GetApplicationsRequest.self)
+        rave__identity__v1__get_applications_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__GetApplicationsRequest, arena: inout ProtoArena) {
+        message.n_app_ids = self.appIds.count
+        message.app_ids = arena.strings(self.appIds)
+    }
+}
+
+extension IdentityV1.GetApplicationsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__GetApplicationsResponse()
+        rave__identity__v1__get_applications_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__GetApplicationsResponse.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__GetApplicationsResponse()
+        rave__identity__v1__get_applications_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__GetApplicationsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.applications = try ProtoDecoding.messages(c.applications, count: c.n_applications) {
+            element throws(ProtoDecodingError) in try IdentityV1.Application(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__GetApplicationsResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__GetApplicationsResponse.self)
+        rave__identity__v1__get_applications_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__GetApplicationsResponse, arena: inout ProtoArena) {
+        message.n_applications = self.applications.count
+        if !self.applications.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__Application>?.self, count: self.applications.count)
+            for (index, element) in self.applications.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.applications = elements
+        }
+    }
+}
+
+extension IdentityV1.UserReference {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__UserReference()
+        rave__identity__v1__user_reference__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__UserReference.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__UserReference()
+        rave__identity__v1__user_reference__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__UserReference>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        switch c.key_case.rawValue {
+        case 1: self.key = .userId(try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName))
+        case 2: self.key = .email(try ProtoDecoding.string(c.email, field: "email", of: Self.protoMessageName))
+        case 3: self.key = .username(try ProtoDecoding.string(c.username, field: "username", of: Self.protoMessageName))
+        default: break
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__UserReference> {
+        let message = arena.allocate(Rave__Identity__V1__UserReference.self)
+        rave__identity__v1__user_reference__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__UserReference, arena: inout ProtoArena) {
+        switch self.key {
+        case .userId(let value)?:
+            message.key_case = .init(rawValue: 1)
+            message.user_id = arena.string(value)
+        case .email(let value)?:
+            message.key_case = .init(rawValue: 2)
+            message.email = arena.string(value)
+        case .username(let value)?:
+            message.key_case = .init(rawValue: 3)
+            message.username = arena.string(value)
+        case nil: break
+        }
+    }
+}
+
+extension IdentityV1.FindUsersRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__FindUsersRequest()
+        rave__identity__v1__find_users_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__FindUsersRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__FindUsersRequest()
+        rave__identity__v1__find_users_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__FindUsersRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.references = try ProtoDecoding.messages(c.references, count: c.n_references) {
+            element throws(ProtoDecodingError) in try IdentityV1.UserReference(protobufC: element)
+        }
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__FindUsersRequest> {
+        let message = arena.allocate(Rave__Identity__V1__FindUsersRequest.self)
+        rave__identity__v1__find_users_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__FindUsersRequest, arena: inout ProtoArena) {
+        message.n_references = self.references.count
+        if !self.references.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__UserReference>?.self, count: self.references.count)
+            for (index, element) in self.references.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.references = elements
+        }
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+    }
+}
+
+extension IdentityV1.FoundUser {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__FoundUser()
+        rave__identity__v1__found_user__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__FoundUser.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__FoundUser()
+        rave__identity__v1__found_user__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__FoundUser>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.reference { self.reference = try IdentityV1.UserReference(protobufC: value) }
+        if let value = c.user { self.user = try IdentityV1.UserProfile(protobufC: value) }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__FoundUser> {
+        let message = arena.allocate(Rave__Identity__V1__FoundUser.self)
+        rave__identity__v1__found_user__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__FoundUser, arena: inout ProtoArena) {
+        if let value = self.reference { message.reference = value.protobufCMessage(arena: &arena) }
+        if let value = self.user { message.user = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.FindUsersResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__FindUsersResponse()
+        rave__identity__v1__find_users_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__FindUsersResponse.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__FindUsersResponse()
+        rave__identity__v1__find_users_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__FindUsersResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.users = try ProtoDecoding.messages(c.users, count: c.n_users) { element throws(ProtoDecodingError) in
+            try IdentityV1.FoundUser(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__FindUsersResponse> {
+        let message = arena.allocate(Rave__Identity__V1__FindUsersResponse.self)
+        rave__identity__v1__find_users_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__FindUsersResponse, arena: inout ProtoArena) {
+        message.n_users = self.users.count
+        if !self.users.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__FoundUser>?.self, count: self.users.count)
+            for (index, element) in self.users.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.users = elements
         }
     }
 }

@@ -568,6 +568,37 @@ extension LeaderboardsV1 {
             self.entryCount = entryCount
         }
     }
+
+    /// The outbox payload of topic "achievement.unlocked" (key: the user id), written in the transaction of a first
+    /// unlock; the push service will turn it into a notification.
+    public struct AchievementUnlockedEvent: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.AchievementUnlockedEvent"
+
+        public var userId: String = ""
+
+        public var appId: String = ""
+
+        public var achievementKey: String = ""
+
+        public var achievementName: String = ""
+
+        public var unlockedAtUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            userId: String = "", appId: String = "", achievementKey: String = "", achievementName: String = "",
+            unlockedAtUnixMs: Int64 = 0
+        ) {
+            self.userId = userId
+            self.appId = appId
+            self.achievementKey = achievementKey
+            self.achievementName = achievementName
+            self.unlockedAtUnixMs = unlockedAtUnixMs
+        }
+    }
 }
 
 extension LeaderboardsV1.Schedule {
@@ -1904,5 +1935,60 @@ extension LeaderboardsV1.RebuildIndexResponse {
 
     func protobufCFill(_ message: inout Rave__Leaderboards__V1__RebuildIndexResponse, arena: inout ProtoArena) {
         message.entry_count = self.entryCount
+    }
+}
+
+extension LeaderboardsV1.AchievementUnlockedEvent {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__AchievementUnlockedEvent()
+        rave__leaderboards__v1__achievement_unlocked_event__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Leaderboards__V1__AchievementUnlockedEvent.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__AchievementUnlockedEvent()
+        rave__leaderboards__v1__achievement_unlocked_event__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Leaderboards__V1__AchievementUnlockedEvent>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.achievementKey = try ProtoDecoding.string(
+            c.achievement_key, field: "achievement_key", of: Self.protoMessageName)
+        self.achievementName = try ProtoDecoding.string(
+            c.achievement_name, field: "achievement_name", of: Self.protoMessageName)
+        self.unlockedAtUnixMs = c.unlocked_at_unix_ms
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Leaderboards__V1__AchievementUnlockedEvent> {
+        let message = arena.allocate(Rave__Leaderboards__V1__AchievementUnlockedEvent.self)
+        rave__leaderboards__v1__achievement_unlocked_event__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Leaderboards__V1__AchievementUnlockedEvent, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.achievementKey.isEmpty { message.achievement_key = arena.string(self.achievementKey) }
+        if !self.achievementName.isEmpty { message.achievement_name = arena.string(self.achievementName) }
+        message.unlocked_at_unix_ms = self.unlockedAtUnixMs
     }
 }

@@ -741,6 +741,16 @@ extension IdentityV1 {
         func signingKeys(
             _ request: IdentityV1.SigningKeysRequest, context: RequestContext
         ) async throws -> IdentityV1.SigningKeysResponse
+
+        /// Applications with their publisher and settings (value scopes), for services that scope data by publisher.
+        func getApplications(
+            _ request: IdentityV1.GetApplicationsRequest, context: RequestContext
+        ) async throws -> IdentityV1.GetApplicationsResponse
+
+        /// Users by Rave ID, email or username; public profiles only, no caller needed.
+        func findUsers(
+            _ request: IdentityV1.FindUsersRequest, context: RequestContext
+        ) async throws -> IdentityV1.FindUsersResponse
     }
 
     /// Calls rave.identity.v1.IdentityInternal through any `RPCCaller` (a connection, a pool, the gateway).
@@ -751,7 +761,8 @@ extension IdentityV1 {
         public static let methodNames = [
             "rave.identity.v1.IdentityInternal/ResolveUsers", "rave.identity.v1.IdentityInternal/GetUsers",
             "rave.identity.v1.IdentityInternal/LookupExternal", "rave.identity.v1.IdentityInternal/UsedApplications",
-            "rave.identity.v1.IdentityInternal/SigningKeys",
+            "rave.identity.v1.IdentityInternal/SigningKeys", "rave.identity.v1.IdentityInternal/GetApplications",
+            "rave.identity.v1.IdentityInternal/FindUsers",
         ]
 
         public let caller: any RPCCaller
@@ -823,6 +834,32 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Applications with their publisher and settings (value scopes), for services that scope data by publisher.
+        public func getApplications(
+            _ request: IdentityV1.GetApplicationsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.GetApplicationsResponse {
+            let method = "rave.identity.v1.IdentityInternal/GetApplications"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.GetApplicationsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Users by Rave ID, email or username; public profiles only, no caller needed.
+        public func findUsers(
+            _ request: IdentityV1.FindUsersRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.FindUsersResponse {
+            let method = "rave.identity.v1.IdentityInternal/FindUsers"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.FindUsersResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -852,6 +889,15 @@ extension IdentityV1.IdentityInternalHandler {
             },
             RPCMethod(name: "rave.identity.v1.IdentityInternal/SigningKeys") { request, context in
                 try await self.signingKeys(IdentityV1.SigningKeysRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityInternal/GetApplications") { request, context in
+                try await self.getApplications(
+                    IdentityV1.GetApplicationsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityInternal/FindUsers") { request, context in
+                try await self.findUsers(IdentityV1.FindUsersRequest(protobufBytes: request), context: context)
                     .protobufBytes()
             },
         ]

@@ -3067,6 +3067,276 @@ void   rave__identity__v1__signing_keys_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__signing_keys_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__get_applications_request__init
+                     (Rave__Identity__V1__GetApplicationsRequest         *message)
+{
+  static const Rave__Identity__V1__GetApplicationsRequest init_value = RAVE__IDENTITY__V1__GET_APPLICATIONS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__get_applications_request__get_packed_size
+                     (const Rave__Identity__V1__GetApplicationsRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_applications_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__get_applications_request__pack
+                     (const Rave__Identity__V1__GetApplicationsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_applications_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__get_applications_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetApplicationsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_applications_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__GetApplicationsRequest *
+       rave__identity__v1__get_applications_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__GetApplicationsRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__get_applications_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__get_applications_request__free_unpacked
+                     (Rave__Identity__V1__GetApplicationsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__get_applications_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__get_applications_response__init
+                     (Rave__Identity__V1__GetApplicationsResponse         *message)
+{
+  static const Rave__Identity__V1__GetApplicationsResponse init_value = RAVE__IDENTITY__V1__GET_APPLICATIONS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__get_applications_response__get_packed_size
+                     (const Rave__Identity__V1__GetApplicationsResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_applications_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__get_applications_response__pack
+                     (const Rave__Identity__V1__GetApplicationsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_applications_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__get_applications_response__pack_to_buffer
+                     (const Rave__Identity__V1__GetApplicationsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_applications_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__GetApplicationsResponse *
+       rave__identity__v1__get_applications_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__GetApplicationsResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__get_applications_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__get_applications_response__free_unpacked
+                     (Rave__Identity__V1__GetApplicationsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__get_applications_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__user_reference__init
+                     (Rave__Identity__V1__UserReference         *message)
+{
+  static const Rave__Identity__V1__UserReference init_value = RAVE__IDENTITY__V1__USER_REFERENCE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__user_reference__get_packed_size
+                     (const Rave__Identity__V1__UserReference *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__user_reference__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__user_reference__pack
+                     (const Rave__Identity__V1__UserReference *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__user_reference__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__user_reference__pack_to_buffer
+                     (const Rave__Identity__V1__UserReference *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__user_reference__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__UserReference *
+       rave__identity__v1__user_reference__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__UserReference *)
+     protobuf_c_message_unpack (&rave__identity__v1__user_reference__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__user_reference__free_unpacked
+                     (Rave__Identity__V1__UserReference *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__user_reference__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__find_users_request__init
+                     (Rave__Identity__V1__FindUsersRequest         *message)
+{
+  static const Rave__Identity__V1__FindUsersRequest init_value = RAVE__IDENTITY__V1__FIND_USERS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__find_users_request__get_packed_size
+                     (const Rave__Identity__V1__FindUsersRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__find_users_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__find_users_request__pack
+                     (const Rave__Identity__V1__FindUsersRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__find_users_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__find_users_request__pack_to_buffer
+                     (const Rave__Identity__V1__FindUsersRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__find_users_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__FindUsersRequest *
+       rave__identity__v1__find_users_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__FindUsersRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__find_users_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__find_users_request__free_unpacked
+                     (Rave__Identity__V1__FindUsersRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__find_users_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__found_user__init
+                     (Rave__Identity__V1__FoundUser         *message)
+{
+  static const Rave__Identity__V1__FoundUser init_value = RAVE__IDENTITY__V1__FOUND_USER__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__found_user__get_packed_size
+                     (const Rave__Identity__V1__FoundUser *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__found_user__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__found_user__pack
+                     (const Rave__Identity__V1__FoundUser *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__found_user__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__found_user__pack_to_buffer
+                     (const Rave__Identity__V1__FoundUser *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__found_user__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__FoundUser *
+       rave__identity__v1__found_user__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__FoundUser *)
+     protobuf_c_message_unpack (&rave__identity__v1__found_user__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__found_user__free_unpacked
+                     (Rave__Identity__V1__FoundUser *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__found_user__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__find_users_response__init
+                     (Rave__Identity__V1__FindUsersResponse         *message)
+{
+  static const Rave__Identity__V1__FindUsersResponse init_value = RAVE__IDENTITY__V1__FIND_USERS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__find_users_response__get_packed_size
+                     (const Rave__Identity__V1__FindUsersResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__find_users_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__find_users_response__pack
+                     (const Rave__Identity__V1__FindUsersResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__find_users_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__find_users_response__pack_to_buffer
+                     (const Rave__Identity__V1__FindUsersResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__find_users_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__FindUsersResponse *
+       rave__identity__v1__find_users_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__FindUsersResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__find_users_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__find_users_response__free_unpacked
+                     (Rave__Identity__V1__FindUsersResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__find_users_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
 {
   {
@@ -6159,6 +6429,286 @@ const ProtobufCMessageDescriptor rave__identity__v1__signing_keys_response__desc
   (ProtobufCMessageInit) rave__identity__v1__signing_keys_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__get_applications_request__field_descriptors[1] =
+{
+  {
+    "app_ids",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__GetApplicationsRequest, n_app_ids),
+    offsetof(Rave__Identity__V1__GetApplicationsRequest, app_ids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__get_applications_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_ids */
+};
+static const ProtobufCIntRange rave__identity__v1__get_applications_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__get_applications_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.GetApplicationsRequest",
+  "GetApplicationsRequest",
+  "Rave__Identity__V1__GetApplicationsRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__GetApplicationsRequest),
+  1,
+  rave__identity__v1__get_applications_request__field_descriptors,
+  rave__identity__v1__get_applications_request__field_indices_by_name,
+  1,  rave__identity__v1__get_applications_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__get_applications_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__get_applications_response__field_descriptors[1] =
+{
+  {
+    "applications",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__GetApplicationsResponse, n_applications),
+    offsetof(Rave__Identity__V1__GetApplicationsResponse, applications),
+    &rave__identity__v1__application__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__get_applications_response__field_indices_by_name[] = {
+  0,   /* field[0] = applications */
+};
+static const ProtobufCIntRange rave__identity__v1__get_applications_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__get_applications_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.GetApplicationsResponse",
+  "GetApplicationsResponse",
+  "Rave__Identity__V1__GetApplicationsResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__GetApplicationsResponse),
+  1,
+  rave__identity__v1__get_applications_response__field_descriptors,
+  rave__identity__v1__get_applications_response__field_indices_by_name,
+  1,  rave__identity__v1__get_applications_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__get_applications_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__user_reference__field_descriptors[3] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__UserReference, key_case),
+    offsetof(Rave__Identity__V1__UserReference, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "email",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__UserReference, key_case),
+    offsetof(Rave__Identity__V1__UserReference, email),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "username",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__UserReference, key_case),
+    offsetof(Rave__Identity__V1__UserReference, username),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__user_reference__field_indices_by_name[] = {
+  1,   /* field[1] = email */
+  0,   /* field[0] = user_id */
+  2,   /* field[2] = username */
+};
+static const ProtobufCIntRange rave__identity__v1__user_reference__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__user_reference__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.UserReference",
+  "UserReference",
+  "Rave__Identity__V1__UserReference",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__UserReference),
+  3,
+  rave__identity__v1__user_reference__field_descriptors,
+  rave__identity__v1__user_reference__field_indices_by_name,
+  1,  rave__identity__v1__user_reference__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__user_reference__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__find_users_request__field_descriptors[2] =
+{
+  {
+    "references",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__FindUsersRequest, n_references),
+    offsetof(Rave__Identity__V1__FindUsersRequest, references),
+    &rave__identity__v1__user_reference__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "app_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__FindUsersRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__find_users_request__field_indices_by_name[] = {
+  1,   /* field[1] = app_id */
+  0,   /* field[0] = references */
+};
+static const ProtobufCIntRange rave__identity__v1__find_users_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__find_users_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.FindUsersRequest",
+  "FindUsersRequest",
+  "Rave__Identity__V1__FindUsersRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__FindUsersRequest),
+  2,
+  rave__identity__v1__find_users_request__field_descriptors,
+  rave__identity__v1__find_users_request__field_indices_by_name,
+  1,  rave__identity__v1__find_users_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__find_users_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__found_user__field_descriptors[2] =
+{
+  {
+    "reference",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__FoundUser, reference),
+    &rave__identity__v1__user_reference__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__FoundUser, user),
+    &rave__identity__v1__user_profile__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__found_user__field_indices_by_name[] = {
+  0,   /* field[0] = reference */
+  1,   /* field[1] = user */
+};
+static const ProtobufCIntRange rave__identity__v1__found_user__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__found_user__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.FoundUser",
+  "FoundUser",
+  "Rave__Identity__V1__FoundUser",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__FoundUser),
+  2,
+  rave__identity__v1__found_user__field_descriptors,
+  rave__identity__v1__found_user__field_indices_by_name,
+  1,  rave__identity__v1__found_user__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__found_user__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__find_users_response__field_descriptors[1] =
+{
+  {
+    "users",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__FindUsersResponse, n_users),
+    offsetof(Rave__Identity__V1__FindUsersResponse, users),
+    &rave__identity__v1__found_user__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__find_users_response__field_indices_by_name[] = {
+  0,   /* field[0] = users */
+};
+static const ProtobufCIntRange rave__identity__v1__find_users_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__find_users_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.FindUsersResponse",
+  "FindUsersResponse",
+  "Rave__Identity__V1__FindUsersResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__FindUsersResponse),
+  1,
+  rave__identity__v1__find_users_response__field_descriptors,
+  rave__identity__v1__find_users_response__field_indices_by_name,
+  1,  rave__identity__v1__find_users_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__find_users_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -6525,15 +7075,19 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
                                      &rave__identity__v1__identity_admin__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__method_descriptors[5] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__method_descriptors[7] =
 {
   { "ResolveUsers", &rave__identity__v1__resolve_users_request__descriptor, &rave__identity__v1__resolve_users_response__descriptor },
   { "GetUsers", &rave__identity__v1__get_users_request__descriptor, &rave__identity__v1__get_users_response__descriptor },
   { "LookupExternal", &rave__identity__v1__lookup_external_request__descriptor, &rave__identity__v1__lookup_external_response__descriptor },
   { "UsedApplications", &rave__identity__v1__used_applications_request__descriptor, &rave__identity__v1__used_applications_response__descriptor },
   { "SigningKeys", &rave__identity__v1__signing_keys_request__descriptor, &rave__identity__v1__signing_keys_response__descriptor },
+  { "GetApplications", &rave__identity__v1__get_applications_request__descriptor, &rave__identity__v1__get_applications_response__descriptor },
+  { "FindUsers", &rave__identity__v1__find_users_request__descriptor, &rave__identity__v1__find_users_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_internal__method_indices_by_name[] = {
+  6,        /* FindUsers */
+  5,        /* GetApplications */
   1,        /* GetUsers */
   2,        /* LookupExternal */
   0,        /* ResolveUsers */
@@ -6547,7 +7101,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descript
   "IdentityInternal",
   "Rave__Identity__V1__IdentityInternal",
   "rave.identity.v1",
-  5,
+  7,
   rave__identity__v1__identity_internal__method_descriptors,
   rave__identity__v1__identity_internal__method_indices_by_name
 };
@@ -6590,6 +7144,22 @@ void rave__identity__v1__identity_internal__signing_keys(ProtobufCService *servi
 {
   assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
   service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_internal__get_applications(ProtobufCService *service,
+                                                             const Rave__Identity__V1__GetApplicationsRequest *input,
+                                                             Rave__Identity__V1__GetApplicationsResponse_Closure closure,
+                                                             void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_internal__find_users(ProtobufCService *service,
+                                                       const Rave__Identity__V1__FindUsersRequest *input,
+                                                       Rave__Identity__V1__FindUsersResponse_Closure closure,
+                                                       void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityInternal_Service *service,
                                                   Rave__Identity__V1__IdentityInternal_ServiceDestroy destroy)

@@ -1267,6 +1267,51 @@ void   rave__leaderboards__v1__rebuild_index_response__free_unpacked
   assert(message->base.descriptor == &rave__leaderboards__v1__rebuild_index_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__leaderboards__v1__achievement_unlocked_event__init
+                     (Rave__Leaderboards__V1__AchievementUnlockedEvent         *message)
+{
+  static const Rave__Leaderboards__V1__AchievementUnlockedEvent init_value = RAVE__LEADERBOARDS__V1__ACHIEVEMENT_UNLOCKED_EVENT__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__achievement_unlocked_event__get_packed_size
+                     (const Rave__Leaderboards__V1__AchievementUnlockedEvent *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__achievement_unlocked_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__achievement_unlocked_event__pack
+                     (const Rave__Leaderboards__V1__AchievementUnlockedEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__achievement_unlocked_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__achievement_unlocked_event__pack_to_buffer
+                     (const Rave__Leaderboards__V1__AchievementUnlockedEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__achievement_unlocked_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__AchievementUnlockedEvent *
+       rave__leaderboards__v1__achievement_unlocked_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__AchievementUnlockedEvent *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__achievement_unlocked_event__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__achievement_unlocked_event__free_unpacked
+                     (Rave__Leaderboards__V1__AchievementUnlockedEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__achievement_unlocked_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__leaderboards__v1__schedule__field_descriptors[2] =
 {
   {
@@ -2822,6 +2867,96 @@ const ProtobufCMessageDescriptor rave__leaderboards__v1__rebuild_index_response_
   rave__leaderboards__v1__rebuild_index_response__field_indices_by_name,
   1,  rave__leaderboards__v1__rebuild_index_response__number_ranges,
   (ProtobufCMessageInit) rave__leaderboards__v1__rebuild_index_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__leaderboards__v1__achievement_unlocked_event__field_descriptors[5] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__AchievementUnlockedEvent, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "app_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__AchievementUnlockedEvent, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "achievement_key",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__AchievementUnlockedEvent, achievement_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "achievement_name",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__AchievementUnlockedEvent, achievement_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unlocked_at_unix_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__AchievementUnlockedEvent, unlocked_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__leaderboards__v1__achievement_unlocked_event__field_indices_by_name[] = {
+  2,   /* field[2] = achievement_key */
+  3,   /* field[3] = achievement_name */
+  1,   /* field[1] = app_id */
+  4,   /* field[4] = unlocked_at_unix_ms */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__leaderboards__v1__achievement_unlocked_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rave__leaderboards__v1__achievement_unlocked_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.AchievementUnlockedEvent",
+  "AchievementUnlockedEvent",
+  "Rave__Leaderboards__V1__AchievementUnlockedEvent",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__AchievementUnlockedEvent),
+  5,
+  rave__leaderboards__v1__achievement_unlocked_event__field_descriptors,
+  rave__leaderboards__v1__achievement_unlocked_event__field_indices_by_name,
+  1,  rave__leaderboards__v1__achievement_unlocked_event__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__achievement_unlocked_event__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue rave__leaderboards__v1__reset_interval__enum_values_by_number[5] =

@@ -84,6 +84,12 @@ typedef struct Rave__Identity__V1__UsedApplicationsResponse Rave__Identity__V1__
 typedef struct Rave__Identity__V1__SigningKeysRequest Rave__Identity__V1__SigningKeysRequest;
 typedef struct Rave__Identity__V1__SigningKey Rave__Identity__V1__SigningKey;
 typedef struct Rave__Identity__V1__SigningKeysResponse Rave__Identity__V1__SigningKeysResponse;
+typedef struct Rave__Identity__V1__GetApplicationsRequest Rave__Identity__V1__GetApplicationsRequest;
+typedef struct Rave__Identity__V1__GetApplicationsResponse Rave__Identity__V1__GetApplicationsResponse;
+typedef struct Rave__Identity__V1__UserReference Rave__Identity__V1__UserReference;
+typedef struct Rave__Identity__V1__FindUsersRequest Rave__Identity__V1__FindUsersRequest;
+typedef struct Rave__Identity__V1__FoundUser Rave__Identity__V1__FoundUser;
+typedef struct Rave__Identity__V1__FindUsersResponse Rave__Identity__V1__FindUsersResponse;
 
 
 /* --- enums --- */
@@ -956,6 +962,109 @@ struct  Rave__Identity__V1__SigningKeysResponse
 };
 #define RAVE__IDENTITY__V1__SIGNING_KEYS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__signing_keys_response__descriptor) \
+    , 0,NULL }
+
+
+struct  Rave__Identity__V1__GetApplicationsRequest
+{
+  ProtobufCMessage base;
+  /*
+   * At most 1000.
+   */
+  size_t n_app_ids;
+  char **app_ids;
+};
+#define RAVE__IDENTITY__V1__GET_APPLICATIONS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_applications_request__descriptor) \
+    , 0,NULL }
+
+
+struct  Rave__Identity__V1__GetApplicationsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Found applications only, in request order.
+   */
+  size_t n_applications;
+  Rave__Identity__V1__Application **applications;
+};
+#define RAVE__IDENTITY__V1__GET_APPLICATIONS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_applications_response__descriptor) \
+    , 0,NULL }
+
+
+typedef enum {
+  RAVE__IDENTITY__V1__USER_REFERENCE__KEY__NOT_SET = 0,
+  RAVE__IDENTITY__V1__USER_REFERENCE__KEY_USER_ID = 1,
+  RAVE__IDENTITY__V1__USER_REFERENCE__KEY_EMAIL = 2,
+  RAVE__IDENTITY__V1__USER_REFERENCE__KEY_USERNAME = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__USER_REFERENCE__KEY__CASE)
+} Rave__Identity__V1__UserReference__KeyCase;
+
+/*
+ * How one user names another.
+ */
+struct  Rave__Identity__V1__UserReference
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__UserReference__KeyCase key_case;
+  union {
+    char *user_id;
+    char *email;
+    char *username;
+  };
+};
+#define RAVE__IDENTITY__V1__USER_REFERENCE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__user_reference__descriptor) \
+    , RAVE__IDENTITY__V1__USER_REFERENCE__KEY__NOT_SET, {0} }
+
+
+struct  Rave__Identity__V1__FindUsersRequest
+{
+  ProtobufCMessage base;
+  /*
+   * At most 100.
+   */
+  size_t n_references;
+  Rave__Identity__V1__UserReference **references;
+  /*
+   * When set, app-scoped display names and pictures of this app.
+   */
+  char *app_id;
+};
+#define RAVE__IDENTITY__V1__FIND_USERS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__find_users_request__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__FoundUser
+{
+  ProtobufCMessage base;
+  /*
+   * The reference as requested.
+   */
+  Rave__Identity__V1__UserReference *reference;
+  /*
+   * A merged source appears under its target's id.
+   */
+  Rave__Identity__V1__UserProfile *user;
+};
+#define RAVE__IDENTITY__V1__FOUND_USER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__found_user__descriptor) \
+    , NULL, NULL }
+
+
+struct  Rave__Identity__V1__FindUsersResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Matched references only, in request order.
+   */
+  size_t n_users;
+  Rave__Identity__V1__FoundUser **users;
+};
+#define RAVE__IDENTITY__V1__FIND_USERS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__find_users_response__descriptor) \
     , 0,NULL }
 
 
@@ -2251,6 +2360,120 @@ Rave__Identity__V1__SigningKeysResponse *
 void   rave__identity__v1__signing_keys_response__free_unpacked
                      (Rave__Identity__V1__SigningKeysResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__GetApplicationsRequest methods */
+void   rave__identity__v1__get_applications_request__init
+                     (Rave__Identity__V1__GetApplicationsRequest         *message);
+size_t rave__identity__v1__get_applications_request__get_packed_size
+                     (const Rave__Identity__V1__GetApplicationsRequest   *message);
+size_t rave__identity__v1__get_applications_request__pack
+                     (const Rave__Identity__V1__GetApplicationsRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__get_applications_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetApplicationsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__GetApplicationsRequest *
+       rave__identity__v1__get_applications_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__get_applications_request__free_unpacked
+                     (Rave__Identity__V1__GetApplicationsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__GetApplicationsResponse methods */
+void   rave__identity__v1__get_applications_response__init
+                     (Rave__Identity__V1__GetApplicationsResponse         *message);
+size_t rave__identity__v1__get_applications_response__get_packed_size
+                     (const Rave__Identity__V1__GetApplicationsResponse   *message);
+size_t rave__identity__v1__get_applications_response__pack
+                     (const Rave__Identity__V1__GetApplicationsResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__get_applications_response__pack_to_buffer
+                     (const Rave__Identity__V1__GetApplicationsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__GetApplicationsResponse *
+       rave__identity__v1__get_applications_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__get_applications_response__free_unpacked
+                     (Rave__Identity__V1__GetApplicationsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__UserReference methods */
+void   rave__identity__v1__user_reference__init
+                     (Rave__Identity__V1__UserReference         *message);
+size_t rave__identity__v1__user_reference__get_packed_size
+                     (const Rave__Identity__V1__UserReference   *message);
+size_t rave__identity__v1__user_reference__pack
+                     (const Rave__Identity__V1__UserReference   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__user_reference__pack_to_buffer
+                     (const Rave__Identity__V1__UserReference   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__UserReference *
+       rave__identity__v1__user_reference__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__user_reference__free_unpacked
+                     (Rave__Identity__V1__UserReference *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__FindUsersRequest methods */
+void   rave__identity__v1__find_users_request__init
+                     (Rave__Identity__V1__FindUsersRequest         *message);
+size_t rave__identity__v1__find_users_request__get_packed_size
+                     (const Rave__Identity__V1__FindUsersRequest   *message);
+size_t rave__identity__v1__find_users_request__pack
+                     (const Rave__Identity__V1__FindUsersRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__find_users_request__pack_to_buffer
+                     (const Rave__Identity__V1__FindUsersRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__FindUsersRequest *
+       rave__identity__v1__find_users_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__find_users_request__free_unpacked
+                     (Rave__Identity__V1__FindUsersRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__FoundUser methods */
+void   rave__identity__v1__found_user__init
+                     (Rave__Identity__V1__FoundUser         *message);
+size_t rave__identity__v1__found_user__get_packed_size
+                     (const Rave__Identity__V1__FoundUser   *message);
+size_t rave__identity__v1__found_user__pack
+                     (const Rave__Identity__V1__FoundUser   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__found_user__pack_to_buffer
+                     (const Rave__Identity__V1__FoundUser   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__FoundUser *
+       rave__identity__v1__found_user__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__found_user__free_unpacked
+                     (Rave__Identity__V1__FoundUser *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__FindUsersResponse methods */
+void   rave__identity__v1__find_users_response__init
+                     (Rave__Identity__V1__FindUsersResponse         *message);
+size_t rave__identity__v1__find_users_response__get_packed_size
+                     (const Rave__Identity__V1__FindUsersResponse   *message);
+size_t rave__identity__v1__find_users_response__pack
+                     (const Rave__Identity__V1__FindUsersResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__find_users_response__pack_to_buffer
+                     (const Rave__Identity__V1__FindUsersResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__FindUsersResponse *
+       rave__identity__v1__find_users_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__find_users_response__free_unpacked
+                     (Rave__Identity__V1__FindUsersResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -2456,6 +2679,24 @@ typedef void (*Rave__Identity__V1__SigningKey_Closure)
                   void *closure_data);
 typedef void (*Rave__Identity__V1__SigningKeysResponse_Closure)
                  (const Rave__Identity__V1__SigningKeysResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__GetApplicationsRequest_Closure)
+                 (const Rave__Identity__V1__GetApplicationsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__GetApplicationsResponse_Closure)
+                 (const Rave__Identity__V1__GetApplicationsResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__UserReference_Closure)
+                 (const Rave__Identity__V1__UserReference *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__FindUsersRequest_Closure)
+                 (const Rave__Identity__V1__FindUsersRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__FoundUser_Closure)
+                 (const Rave__Identity__V1__FoundUser *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__FindUsersResponse_Closure)
+                 (const Rave__Identity__V1__FindUsersResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -2769,6 +3010,14 @@ struct Rave__Identity__V1__IdentityInternal_Service
                        const Rave__Identity__V1__SigningKeysRequest *input,
                        Rave__Identity__V1__SigningKeysResponse_Closure closure,
                        void *closure_data);
+  void (*get_applications)(Rave__Identity__V1__IdentityInternal_Service *service,
+                           const Rave__Identity__V1__GetApplicationsRequest *input,
+                           Rave__Identity__V1__GetApplicationsResponse_Closure closure,
+                           void *closure_data);
+  void (*find_users)(Rave__Identity__V1__IdentityInternal_Service *service,
+                     const Rave__Identity__V1__FindUsersRequest *input,
+                     Rave__Identity__V1__FindUsersResponse_Closure closure,
+                     void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityInternal_ServiceDestroy)(Rave__Identity__V1__IdentityInternal_Service *);
 void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityInternal_Service *service,
@@ -2781,7 +3030,9 @@ void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityIn
       function_prefix__ ## get_users,\
       function_prefix__ ## lookup_external,\
       function_prefix__ ## used_applications,\
-      function_prefix__ ## signing_keys  }
+      function_prefix__ ## signing_keys,\
+      function_prefix__ ## get_applications,\
+      function_prefix__ ## find_users  }
 void rave__identity__v1__identity_internal__resolve_users(ProtobufCService *service,
                                                           const Rave__Identity__V1__ResolveUsersRequest *input,
                                                           Rave__Identity__V1__ResolveUsersResponse_Closure closure,
@@ -2802,6 +3053,14 @@ void rave__identity__v1__identity_internal__signing_keys(ProtobufCService *servi
                                                          const Rave__Identity__V1__SigningKeysRequest *input,
                                                          Rave__Identity__V1__SigningKeysResponse_Closure closure,
                                                          void *closure_data);
+void rave__identity__v1__identity_internal__get_applications(ProtobufCService *service,
+                                                             const Rave__Identity__V1__GetApplicationsRequest *input,
+                                                             Rave__Identity__V1__GetApplicationsResponse_Closure closure,
+                                                             void *closure_data);
+void rave__identity__v1__identity_internal__find_users(ProtobufCService *service,
+                                                       const Rave__Identity__V1__FindUsersRequest *input,
+                                                       Rave__Identity__V1__FindUsersResponse_Closure closure,
+                                                       void *closure_data);
 
 /* --- descriptors --- */
 
@@ -2874,6 +3133,12 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__used_applications_re
 extern const ProtobufCMessageDescriptor rave__identity__v1__signing_keys_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__signing_key__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__signing_keys_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__get_applications_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__get_applications_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__user_reference__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__find_users_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__found_user__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__find_users_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;

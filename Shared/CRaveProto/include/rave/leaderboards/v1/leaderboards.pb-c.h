@@ -43,6 +43,7 @@ typedef struct Rave__Leaderboards__V1__DefineAchievementRequest Rave__Leaderboar
 typedef struct Rave__Leaderboards__V1__DefineAchievementResponse Rave__Leaderboards__V1__DefineAchievementResponse;
 typedef struct Rave__Leaderboards__V1__RebuildIndexRequest Rave__Leaderboards__V1__RebuildIndexRequest;
 typedef struct Rave__Leaderboards__V1__RebuildIndexResponse Rave__Leaderboards__V1__RebuildIndexResponse;
+typedef struct Rave__Leaderboards__V1__AchievementUnlockedEvent Rave__Leaderboards__V1__AchievementUnlockedEvent;
 
 
 /* --- enums --- */
@@ -432,6 +433,24 @@ struct  Rave__Leaderboards__V1__RebuildIndexResponse
 #define RAVE__LEADERBOARDS__V1__REBUILD_INDEX_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__rebuild_index_response__descriptor) \
     , 0 }
+
+
+/*
+ * The outbox payload of topic "achievement.unlocked" (key: the user id), written in the transaction of a first
+ * unlock; the push service will turn it into a notification.
+ */
+struct  Rave__Leaderboards__V1__AchievementUnlockedEvent
+{
+  ProtobufCMessage base;
+  char *user_id;
+  char *app_id;
+  char *achievement_key;
+  char *achievement_name;
+  int64_t unlocked_at_unix_ms;
+};
+#define RAVE__LEADERBOARDS__V1__ACHIEVEMENT_UNLOCKED_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__achievement_unlocked_event__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 /* Rave__Leaderboards__V1__Schedule methods */
@@ -966,6 +985,25 @@ Rave__Leaderboards__V1__RebuildIndexResponse *
 void   rave__leaderboards__v1__rebuild_index_response__free_unpacked
                      (Rave__Leaderboards__V1__RebuildIndexResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__AchievementUnlockedEvent methods */
+void   rave__leaderboards__v1__achievement_unlocked_event__init
+                     (Rave__Leaderboards__V1__AchievementUnlockedEvent         *message);
+size_t rave__leaderboards__v1__achievement_unlocked_event__get_packed_size
+                     (const Rave__Leaderboards__V1__AchievementUnlockedEvent   *message);
+size_t rave__leaderboards__v1__achievement_unlocked_event__pack
+                     (const Rave__Leaderboards__V1__AchievementUnlockedEvent   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__achievement_unlocked_event__pack_to_buffer
+                     (const Rave__Leaderboards__V1__AchievementUnlockedEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__AchievementUnlockedEvent *
+       rave__leaderboards__v1__achievement_unlocked_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__achievement_unlocked_event__free_unpacked
+                     (Rave__Leaderboards__V1__AchievementUnlockedEvent *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Leaderboards__V1__Schedule_Closure)
@@ -1051,6 +1089,9 @@ typedef void (*Rave__Leaderboards__V1__RebuildIndexRequest_Closure)
                   void *closure_data);
 typedef void (*Rave__Leaderboards__V1__RebuildIndexResponse_Closure)
                  (const Rave__Leaderboards__V1__RebuildIndexResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__AchievementUnlockedEvent_Closure)
+                 (const Rave__Leaderboards__V1__AchievementUnlockedEvent *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -1237,6 +1278,7 @@ extern const ProtobufCMessageDescriptor rave__leaderboards__v1__define_achieveme
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__define_achievement_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__rebuild_index_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__rebuild_index_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__achievement_unlocked_event__descriptor;
 extern const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards__descriptor;
 extern const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards_admin__descriptor;
 

@@ -1,0 +1,62 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// Lookups other services make without a player: they are authorised by the peer's service certificate alone, so
+/// a service never has to borrow a player's or an operator's identity to learn public facts.
+extension InternalHandlers {
+    /// FindUsers takes at most this many references: each email or username costs a query.
+    static let maximumReferences = 100
+
+    func getApplications(
+        _ request: IdentityV1.GetApplicationsRequest, context: RequestContext
+    ) async throws -> IdentityV1.GetApplicationsResponse {
+        try context.requireService()
+        let ids = try Validation.raveIDs(request.appIds, field: "app_ids")
+        let found = try await ApplicationStore(database: service.pool).applications(Array(Set(ids)))
+        return IdentityV1.GetApplicationsResponse(applications: ids.compactMap { found[$0]?.message })
+    }
+
+    func findUsers(
+        _ request: IdentityV1.FindUsersRequest, context: RequestContext
+    ) async throws -> IdentityV1.FindUsersResponse {
+        try context.requireService()
+        guard request.references.count <= Self.maximumReferences else {
+            throw RPCError.invalidArgument(
+                "references may hold at most \(Self.maximumReferences) entries, got \(request.references.count)")
+        }
+        let appID = request.appId.isEmpty ? nil : try Validation.raveID(request.appId, field: "app_id")
+        let users = UserStore(database: service.pool)
+        var matches: [(IdentityV1.UserReference, RaveID)] = []
+        for (index, reference) in request.references.enumerated() {
+            guard let key = reference.key else {
+                throw RPCError.invalidArgument("references[\(index)] must set one of user_id, email or username")
+            }
+            if let id = try await users.userID(matching: key, fieldPrefix: "references[\(index)].") {
+                matches.append((reference, id))
+            }
+        }
+        let records = try await users.users(Array(Set(matches.map(\.1))), appID: appID)
+        return IdentityV1.FindUsersResponse(
+            users: matches.compactMap { reference, id in
+                records[id].map { IdentityV1.FoundUser(reference: reference, user: $0.profile) }
+            })
+    }
+}
+
+extension UserStore {
+    /// The canonical id of the user a reference names, or nil when nobody matches; a malformed reference is
+    /// INVALID_ARGUMENT naming its field after `fieldPrefix`.
+    func userID(matching key: IdentityV1.UserReference.Key, fieldPrefix: String = "") async throws -> RaveID? {
+        switch key {
+        case .userId(let text):
+            let id = try Validation.raveID(text, field: "\(fieldPrefix)user_id")
+            return try await canonicalIDs([id])[id]
+        case .email(let email):
+            return try await userID(email: try Validation.email(email))
+        case .username(let name):
+            return try await userID(username: try Validation.text(name, field: "\(fieldPrefix)username", maximum: 32))
+        }
+    }
+}
