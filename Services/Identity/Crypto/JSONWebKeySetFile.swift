@@ -3,8 +3,9 @@ import Synchronization
 
 /// A provider's JWKS document on disk, parsed into keys and re-read when the file changes.
 ///
-/// The file's modification time is checked at most once per `reloadInterval`, on the verifying call: a `stat` of
-/// a local file every few seconds, cheap enough not to need a background task. A file that fails to parse keeps
+/// The file is re-read at most once per `reloadInterval`, on the verifying call, and parsed again only when its
+/// bytes changed: a small local read every few seconds, cheap enough not to need a background task. Comparing
+/// content rather than the modification time also catches two writes within one timestamp tick. A file that fails to parse keeps
 /// the previous keys in service (a half-written file during deployment must not lock players out); the error is
 /// reported only while no keys have ever loaded.
 final class JSONWebKeySetFile: Sendable {
@@ -13,7 +14,7 @@ final class JSONWebKeySetFile: Sendable {
 
     private struct State {
         var keys: [String: JSONWebKey] = [:]
-        var modificationDate: Date?
+        var contents: Data?
         var lastCheck: ContinuousClock.Instant?
         var loadError: CryptoError?
     }
@@ -43,20 +44,20 @@ final class JSONWebKeySetFile: Sendable {
     }
 
     private func reloadIfChanged() {
-        let modificationDate: Date?
+        let contents: Data
         do {
-            modificationDate = try FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date
+            contents = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             state.withLock { $0.loadError = .configuration("cannot read JWKS file \(path): \(error)") }
             return
         }
-        guard state.withLock({ $0.modificationDate != modificationDate || $0.keys.isEmpty }) else { return }
+        guard state.withLock({ $0.contents != contents || $0.keys.isEmpty }) else { return }
         // Parsing happens outside the lock; two concurrent reloads of the same file produce the same keys.
         do throws(CryptoError) {
-            let keys = try Self.parse(contentsOf: path)
+            let keys = try Self.parse(contents, path: path)
             state.withLock { state in
                 state.keys = keys
-                state.modificationDate = modificationDate
+                state.contents = contents
                 state.loadError = nil
             }
         } catch {
@@ -69,14 +70,19 @@ final class JSONWebKeySetFile: Sendable {
     /// Keys of other types or uses (encryption) are skipped; a malformed
     /// RSA or EC key makes the whole file invalid, because that means the file is not what we think it is.
     static func parse(contentsOf path: String) throws(CryptoError) -> [String: JSONWebKey] {
-        struct Document: Decodable {
-            var keys: [[String: JSONMember]]
-        }
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw .configuration("cannot read JWKS file \(path): \(error.localizedDescription)")
+        }
+        return try parse(data, path: path)
+    }
+
+    /// Parses the bytes of the JWKS file at `path` (named in error messages).
+    static func parse(_ data: Data, path: String) throws(CryptoError) -> [String: JSONWebKey] {
+        struct Document: Decodable {
+            var keys: [[String: JSONMember]]
         }
         let document: Document
         do {
