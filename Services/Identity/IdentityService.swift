@@ -56,24 +56,15 @@ final class IdentityService: Sendable {
 
     // MARK: - Sessions
 
-    /// Starts a session for `userID` on the device and returns its tokens.
-    func startSession(
-        userID: RaveID, appID: RaveID, deviceID: String, in database: any PostgresQueryable
-    ) async throws -> IdentityV1.SessionTokens {
-        let (sessionID, refreshToken) = try await SessionStore(database: database).createSession(
-            userID: userID, appID: appID, deviceID: deviceID, lifetime: configuration.sessionLifetime)
-        return try await tokens(
-            userID: userID, appID: appID, sessionID: sessionID, refreshToken: refreshToken, in: database)
-    }
-
-    /// Signs an access token whose scopes reflect the user's account state now.
+    /// Signs an access token whose scopes reflect `accountState`, the user's state as just read.
+    ///
+    /// Callers read the state with the rows they need anyway, so issuing costs no query of its own.
     func tokens(
-        userID: RaveID, appID: RaveID, sessionID: RaveID, refreshToken: String, in database: any PostgresQueryable
-    ) async throws -> IdentityV1.SessionTokens {
-        let state = try await UserStore(database: database).user(userID, appID: nil).accountState
+        userID: RaveID, appID: RaveID, sessionID: RaveID, refreshToken: String, accountState: IdentityV1.AccountState
+    ) throws -> IdentityV1.SessionTokens {
         let issued = try signer.issue(
             subject: userID.hex, applicationID: appID.hex, sessionID: sessionID.hex,
-            scopes: Self.playerScopes(for: state), lifetime: configuration.accessTokenLifetime)
+            scopes: Self.playerScopes(for: accountState), lifetime: configuration.accessTokenLifetime)
         return IdentityV1.SessionTokens(
             accessToken: issued.token, accessTokenExpiresAtUnixMs: issued.claims.expiresAt * 1000,
             refreshToken: refreshToken, sessionId: sessionID.hex)

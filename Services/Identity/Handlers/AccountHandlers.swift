@@ -25,13 +25,11 @@ extension PlayerHandlers {
                 userID = shared
                 try await logins.setDeviceUser(appID: appID, deviceID: device.deviceId, userID: userID, crossApp: true)
             } else {
-                userID = try await UserStore(database: transaction).createUser()
                 // A concurrent first login of the same device may have won; this one then fails and is retried
                 // by the client, which then finds the device's user.
-                guard
-                    try await logins.claimDevice(
-                        appID: appID, deviceID: device.deviceId, userID: userID, crossApp: false)
+                guard let claimed = try await logins.claimDeviceForNewUser(appID: appID, deviceID: device.deviceId)
                 else { throw RPCError(.aborted, "another login of this device is in progress; retry") }
+                userID = claimed
                 created = true
             }
             return try await finishLogin(
@@ -129,11 +127,13 @@ extension PlayerHandlers {
         if explicit {
             try await logins.setDeviceUser(appID: appID, deviceID: device.deviceId, userID: userID, crossApp: true)
         }
-        try await logins.recordAppUse(appID: appID, userID: userID)
-        try await SessionStore(database: transaction).recordDevice(userID: userID, device: device)
-        let tokens = try await service.startSession(
-            userID: userID, appID: appID, deviceID: device.deviceId, in: transaction)
+        let (sessionID, refreshToken) = try await SessionStore(database: transaction).openSession(
+            userID: userID, appID: appID, device: device, lifetime: service.configuration.sessionLifetime)
+        // Read after the session's writes, as the state the token carries must be the one the session starts with.
         let user = try await UserStore(database: transaction).user(userID, appID: appID)
+        let tokens = try service.tokens(
+            userID: userID, appID: appID, sessionID: sessionID, refreshToken: refreshToken,
+            accountState: user.globalAccountState)
         return IdentityV1.LoginResponse(user: user.message, outcome: .tokens(tokens), created: created)
     }
 

@@ -10,22 +10,30 @@ extension PlayerHandlers {
         _ request: IdentityV1.RefreshSessionRequest, context: RequestContext
     ) async throws -> IdentityV1.RefreshSessionResponse {
         let token = try Validation.text(request.refreshToken, field: "refresh_token", maximum: 256)
-        let outcome: RefreshOutcome = try await service.pool.transaction { transaction in
-            let sessions = SessionStore(database: transaction)
-            guard let found = try await sessions.lookup(refreshToken: token) else { return .unknown }
-            if found.revoked { return .revoked }
-            if found.tokenGeneration != found.sessionGeneration {
-                // An old token came back: someone holds a copy. End the family so neither copy works.
-                try await sessions.revoke(sessionID: found.sessionID, userID: found.userID, reason: "reuse")
-                return .reused
+        let outcome: RefreshOutcome
+        // One statement decides, rotates or revokes the family, so no transaction is needed around it.
+        if let result = try await SessionStore(database: service.pool).refresh(
+            refreshToken: token, lifetime: service.configuration.sessionLifetime)
+        {
+            let (found, next) = result
+            if found.revoked {
+                outcome = .revoked
+            } else if found.tokenGeneration != found.sessionGeneration {
+                // An old token came back: someone holds a copy. The statement ended the family so neither works.
+                outcome = .reused
+            } else if let next, let accountState = found.accountState {
+                outcome = .rotated(
+                    try service.tokens(
+                        userID: found.userID, appID: found.appID, sessionID: found.sessionID, refreshToken: next,
+                        accountState: accountState))
+            } else if found.accountState != nil || found.expiresAt < Date() {
+                // A live session of a live user is only left as is when it expired.
+                outcome = .expired
+            } else {
+                throw RPCError.notFound("no user \(found.userID.hex)")
             }
-            if found.expiresAt < Date() { return .expired }
-            let next = try await sessions.rotate(
-                sessionID: found.sessionID, lifetime: service.configuration.sessionLifetime)
-            return .rotated(
-                try await service.tokens(
-                    userID: found.userID, appID: found.appID, sessionID: found.sessionID, refreshToken: next,
-                    in: transaction))
+        } else {
+            outcome = .unknown
         }
         switch outcome {
         case .rotated(let tokens): return IdentityV1.RefreshSessionResponse(tokens: tokens)
@@ -82,8 +90,8 @@ extension PlayerHandlers {
     }
 }
 
-/// What a presented refresh token led to, decided inside the transaction and answered after it commits (so the
-/// revocation of a reused token's family is not rolled back by the error).
+/// What a presented refresh token led to, decided by the refresh statement (which has committed the rotation or
+/// the revocation of a reused token's family by the time the error is answered).
 private enum RefreshOutcome {
     case rotated(IdentityV1.SessionTokens)
     case unknown

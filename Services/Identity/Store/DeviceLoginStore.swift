@@ -29,10 +29,13 @@ struct DeviceLoginStore: Sendable {
             ON CONFLICT (app_id, device_id) DO UPDATE SET user_id = EXCLUDED.user_id,
                 cross_app = EXCLUDED.cross_app, updated_at = now()
             """)
-    static let insertDeviceLogin = PostgresStatement(
-        name: "identity_insert_device_login",
+    /// A new user for a device seen for the first time, created and claimed in one round trip; the user row is
+    /// rolled back with the transaction when a concurrent login claimed the device first.
+    static let claimForNewUser = PostgresStatement(
+        name: "identity_claim_device_for_new_user",
         sql: """
-            INSERT INTO device_logins (app_id, device_id, user_id, cross_app) VALUES ($1, $2, $3, $4)
+            WITH created AS (INSERT INTO users (id) VALUES ($3))
+            INSERT INTO device_logins (app_id, device_id, user_id, cross_app) VALUES ($1, $2, $3, false)
             ON CONFLICT (app_id, device_id) DO NOTHING
             """)
     /// Logging out in any app of a publisher stops cross-app login on that device until the next explicit login.
@@ -92,10 +95,11 @@ struct DeviceLoginStore: Sendable {
         _ = try await database.execute(Self.upsertDeviceLogin, [appID, deviceID, userID, crossApp])
     }
 
-    /// Claims the device for a new user; false when a concurrent login claimed it first.
-    func claimDevice(appID: RaveID, deviceID: String, userID: RaveID, crossApp: Bool) async throws -> Bool {
-        return try await database.execute(Self.insertDeviceLogin, [appID, deviceID, userID, crossApp]).affectedRowCount
-            == 1
+    /// Creates a user and claims the device for it; nil when a concurrent login claimed the device first.
+    func claimDeviceForNewUser(appID: RaveID, deviceID: String) async throws -> RaveID? {
+        let userID = RaveID.random()
+        let rows = try await database.execute(Self.claimForNewUser, [appID, deviceID, userID])
+        return rows.affectedRowCount == 1 ? userID : nil
     }
 
     func stopCrossAppLogin(deviceID: String, appID: RaveID) async throws {

@@ -3,7 +3,7 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 
-/// A session's refresh-token state, read when a refresh token is presented.
+/// A session's refresh-token state as it was when a refresh token was presented (before any rotation).
 struct RefreshTokenLookup: Sendable {
     var sessionID: RaveID
     var userID: RaveID
@@ -12,31 +12,64 @@ struct RefreshTokenLookup: Sendable {
     var sessionGeneration: Int32
     var revoked: Bool
     var expiresAt: Date
+    /// The user's account state, read with the token so a refresh issues its access token without another query;
+    /// nil when the user was merged away.
+    var accountState: IdentityV1.AccountState?
 }
 
 /// Sessions (refresh-token families), refresh tokens, devices and which user a device plays as per app.
 struct SessionStore: Sendable {
     let database: any PostgresQueryable
 
-    static let insertSession = PostgresStatement(
-        name: "identity_insert_session",
-        sql: "INSERT INTO sessions (id, user_id, app_id, device_id, expires_at) VALUES ($1, $2, $3, $4, $5)")
-    static let insertRefreshToken = PostgresStatement(
-        name: "identity_insert_refresh_token",
-        sql: "INSERT INTO refresh_tokens (token_hash, session_id, generation) VALUES ($1, $2, $3)")
-    static let lookupRefreshToken = PostgresStatement(
-        name: "identity_lookup_refresh_token",
+    /// Looks a refresh token up and, in the same statement, rotates its session when the token is the latest of a
+    /// live session, or revokes the session when an older token came back; one round trip and no transaction.
+    ///
+    /// The session row is locked first, so two refreshes of one token cannot both rotate: the second sees the new
+    /// generation once the first commits, and counts as reuse.
+    static let refresh = PostgresStatement(
+        name: "identity_refresh_session",
         sql: """
-            SELECT s.id, s.user_id, s.app_id, r.generation AS token_generation, s.generation AS session_generation,
-                s.revoked_at IS NOT NULL AS revoked, s.expires_at
-            FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id
-            WHERE r.token_hash = $1 FOR UPDATE OF s
+            WITH found AS (
+                SELECT s.id, s.user_id, s.app_id, r.generation AS token_generation,
+                    s.generation AS session_generation, s.revoked_at IS NOT NULL AS revoked, s.expires_at,
+                    u.merged_into IS NULL AS user_live, \(UserStore.accountStateColumns)
+                FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id JOIN users u ON u.id = s.user_id
+                WHERE r.token_hash = $1 FOR UPDATE OF s
+            ), rotated AS (
+                UPDATE sessions SET generation = sessions.generation + 1, last_used_at = now(), expires_at = $3
+                FROM found WHERE sessions.id = found.id AND NOT found.revoked
+                    AND found.token_generation = found.session_generation AND found.expires_at >= $2
+                    AND found.user_live
+                RETURNING sessions.id, sessions.generation
+            ), stored AS (
+                INSERT INTO refresh_tokens (token_hash, session_id, generation) SELECT $4, id, generation FROM rotated
+            ), ended AS (
+                UPDATE sessions SET revoked_at = now(), revoked_reason = 'reuse'
+                FROM found WHERE sessions.id = found.id AND NOT found.revoked
+                    AND found.token_generation <> found.session_generation
+            )
+            SELECT found.*, EXISTS (SELECT 1 FROM rotated) AS rotated FROM found
             """)
-    static let rotate = PostgresStatement(
-        name: "identity_rotate_session",
+    /// Starts a session and records the app use and the device in one round trip: a login's writes are
+    /// independent, so they need not wait for each other.
+    static let openSession = PostgresStatement(
+        name: "identity_open_session",
         sql: """
-            UPDATE sessions SET generation = generation + 1, last_used_at = now(), expires_at = $2
-            WHERE id = $1 RETURNING generation
+            WITH played AS (
+                INSERT INTO app_users (app_id, user_id) VALUES ($2, $1) ON CONFLICT DO NOTHING
+            ), keyed AS (
+                INSERT INTO app_data_keys (user_id, app_id, selected_key) VALUES ($1, $2, $3)
+                ON CONFLICT (user_id, app_id) DO NOTHING
+            ), device AS (
+                INSERT INTO devices (user_id, device_id, name, platform) VALUES ($1, $4, $5, $6)
+                ON CONFLICT (user_id, device_id) DO UPDATE SET last_seen_at = now(),
+                    name = CASE WHEN EXCLUDED.name = '' THEN devices.name ELSE EXCLUDED.name END,
+                    platform = CASE WHEN EXCLUDED.platform = '' THEN devices.platform ELSE EXCLUDED.platform END
+            ), session AS (
+                INSERT INTO sessions (id, user_id, app_id, device_id, expires_at) VALUES ($7, $1, $2, $4, $8)
+                RETURNING id
+            )
+            INSERT INTO refresh_tokens (token_hash, session_id, generation) SELECT $9, id, 0 FROM session
             """)
     static let revoke = PostgresStatement(
         name: "identity_revoke_session",
@@ -50,14 +83,6 @@ struct SessionStore: Sendable {
             SELECT id, app_id, device_id, created_at, last_used_at FROM sessions
             WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > now() ORDER BY created_at
             """)
-    static let upsertDevice = PostgresStatement(
-        name: "identity_upsert_device",
-        sql: """
-            INSERT INTO devices (user_id, device_id, name, platform) VALUES ($1, $2, $3, $4)
-            ON CONFLICT (user_id, device_id) DO UPDATE SET last_seen_at = now(),
-                name = CASE WHEN EXCLUDED.name = '' THEN devices.name ELSE EXCLUDED.name END,
-                platform = CASE WHEN EXCLUDED.platform = '' THEN devices.platform ELSE EXCLUDED.platform END
-            """)
     static let selectDevices = PostgresStatement(
         name: "identity_select_devices",
         sql: """
@@ -65,36 +90,40 @@ struct SessionStore: Sendable {
             WHERE user_id = $1 ORDER BY first_seen_at
             """)
 
-    /// Starts a session and returns its first refresh token.
-    func createSession(
-        userID: RaveID, appID: RaveID, deviceID: String, lifetime: TimeInterval
+    /// Records that the user played the app on the device and starts a session; returns its first refresh token.
+    func openSession(
+        userID: RaveID, appID: RaveID, device: IdentityV1.DeviceInfo, lifetime: TimeInterval
     ) async throws -> (sessionID: RaveID, refreshToken: String) {
         let sessionID = RaveID.random()
-        _ = try await database.execute(
-            Self.insertSession, [sessionID, userID, appID, deviceID, Date().addingTimeInterval(lifetime)])
         let token = try OpaqueToken.generate()
-        _ = try await database.execute(Self.insertRefreshToken, [OpaqueToken.hash(token), sessionID, Int32(0)])
+        _ = try await database.execute(
+            Self.openSession,
+            [
+                userID, appID, userID.hex, device.deviceId, device.name, device.platform, sessionID,
+                Date().addingTimeInterval(lifetime), OpaqueToken.hash(token),
+            ])
         return (sessionID, token)
     }
 
-    /// Locks the token's session row, so two refreshes of one token cannot both succeed.
-    func lookup(refreshToken: String) async throws -> RefreshTokenLookup? {
-        guard let row = try await database.execute(Self.lookupRefreshToken, [OpaqueToken.hash(refreshToken)]).first
-        else { return nil }
-        return RefreshTokenLookup(
+    /// What the refresh token led to, and the session's new refresh token when it was rotated.
+    ///
+    /// Nil for an unknown token.
+    func refresh(
+        refreshToken: String, lifetime: TimeInterval
+    ) async throws -> (found: RefreshTokenLookup, rotatedTo: String?)? {
+        let next = try OpaqueToken.generate()
+        let now = Date()
+        let rows = try await database.execute(
+            Self.refresh,
+            [OpaqueToken.hash(refreshToken), now, now.addingTimeInterval(lifetime), OpaqueToken.hash(next)])
+        guard let row = rows.first else { return nil }
+        let found = RefreshTokenLookup(
             sessionID: try row.decode(column: "id"), userID: try row.decode(column: "user_id"),
             appID: try row.decode(column: "app_id"), tokenGeneration: try row.decode(column: "token_generation"),
             sessionGeneration: try row.decode(column: "session_generation"), revoked: try row.decode(column: "revoked"),
-            expiresAt: try row.decode(column: "expires_at"))
-    }
-
-    /// Retires every earlier refresh token of the session and returns the new one.
-    func rotate(sessionID: RaveID, lifetime: TimeInterval) async throws -> String {
-        let rows = try await database.execute(Self.rotate, [sessionID, Date().addingTimeInterval(lifetime)])
-        let generation = try rows[0].decode(Int32.self, column: "generation")
-        let token = try OpaqueToken.generate()
-        _ = try await database.execute(Self.insertRefreshToken, [OpaqueToken.hash(token), sessionID, generation])
-        return token
+            expiresAt: try row.decode(column: "expires_at"),
+            accountState: try row.decode(Bool.self, column: "user_live") ? UserStore.globalAccountState(row) : nil)
+        return (found, try row.decode(Bool.self, column: "rotated") ? next : nil)
     }
 
     /// Revokes a session of `userID`; returns its device and app, or nil when there was no such live session.
@@ -116,10 +145,6 @@ struct SessionStore: Sendable {
                 lastUsedAtUnixMs: try row.decode(Date.self, column: "last_used_at").unixMilliseconds,
                 current: id.hex == currentSessionID)
         }
-    }
-
-    func recordDevice(userID: RaveID, device: IdentityV1.DeviceInfo) async throws {
-        _ = try await database.execute(Self.upsertDevice, [userID, device.deviceId, device.name, device.platform])
     }
 
     func devices(userID: RaveID) async throws -> [IdentityV1.Device] {

@@ -20,12 +20,27 @@ struct UserRecord: Sendable {
     var twoFactorEnabled: Bool
     var createdAt: Date
     var updatedAt: Date
+    /// Whether the user's own (not app-scoped) display name or picture is set, for `globalAccountState`.
+    var hasGlobalNameOrPicture: Bool
 
     /// Derived, never stored: a credential makes an account authenticated; personal data makes it personalized.
     var accountState: IdentityV1.AccountState {
-        if hasPassword || !providers.isEmpty { return .authenticated }
         let personal: [Any?] = [displayName, pictureURL, email, birthDate, birthYear, gender]
-        return personal.contains { $0 != nil } ? .personalized : .anonymous
+        return Self.accountState(
+            hasCredential: hasPassword || !providers.isEmpty, hasPersonalData: personal.contains { $0 != nil })
+    }
+
+    /// The account state outside any application's scope, which access tokens carry whatever app they are for.
+    var globalAccountState: IdentityV1.AccountState {
+        let personal: [Any?] = [email, birthDate, birthYear, gender]
+        return Self.accountState(
+            hasCredential: hasPassword || !providers.isEmpty,
+            hasPersonalData: hasGlobalNameOrPicture || personal.contains { $0 != nil })
+    }
+
+    static func accountState(hasCredential: Bool, hasPersonalData: Bool) -> IdentityV1.AccountState {
+        if hasCredential { return .authenticated }
+        return hasPersonalData ? .personalized : .anonymous
     }
 
     var profile: IdentityV1.UserProfile {
@@ -83,12 +98,21 @@ struct UserStore: Sendable {
                 EXISTS (SELECT 1 FROM password_credentials c WHERE c.user_id = u.id) AS has_password,
                 ARRAY(SELECT l.provider FROM provider_links l WHERE l.user_id = u.id ORDER BY l.provider) AS providers,
                 EXISTS (SELECT 1 FROM two_factor t WHERE t.user_id = u.id AND t.confirmed_at IS NOT NULL)
-                    AS two_factor
+                    AS two_factor,
+                u.display_name IS NOT NULL OR u.picture_url IS NOT NULL AS global_name_or_picture
             FROM users u
             LEFT JOIN applications a ON a.id = $2
             LEFT JOIN user_app_profiles p ON p.user_id = u.id AND p.app_id = $2
             WHERE u.id = ANY($1) AND u.merged_into IS NULL
             """)
+    /// Select-list columns (over `users u`) for `globalAccountState(_:)`, for statements that read a user's state
+    /// along with other rows instead of in a query of their own.
+    static let accountStateColumns = """
+        EXISTS (SELECT 1 FROM password_credentials c WHERE c.user_id = u.id)
+            OR EXISTS (SELECT 1 FROM provider_links l WHERE l.user_id = u.id) AS has_credential,
+        u.display_name IS NOT NULL OR u.picture_url IS NOT NULL OR u.email IS NOT NULL OR u.birth_date IS NOT NULL
+            OR u.birth_year IS NOT NULL OR u.gender IS NOT NULL AS has_personal_data
+        """
     static let insertUser = PostgresStatement(
         name: "identity_insert_user", sql: "INSERT INTO users (id) VALUES ($1)")
     /// A merged source resolves to its target (merges keep `merged_into` pointing at the final target).
@@ -105,6 +129,13 @@ struct UserStore: Sendable {
             UNION SELECT id FROM users WHERE lower(email) = lower($1) AND email_verified AND merged_into IS NULL
             LIMIT 1
             """)
+
+    /// The account state outside any application's scope, from a row with `accountStateColumns`.
+    static func globalAccountState(_ row: PostgresRow) throws -> IdentityV1.AccountState {
+        UserRecord.accountState(
+            hasCredential: try row.decode(column: "has_credential"),
+            hasPersonalData: try row.decode(column: "has_personal_data"))
+    }
 
     func createUser() async throws -> RaveID {
         let id = RaveID.random()
@@ -126,7 +157,8 @@ struct UserStore: Sendable {
                 gender: try row.decode(column: "gender"), country: try row.decode(column: "country"),
                 hasPassword: try row.decode(column: "has_password"), providers: try row.decode(column: "providers"),
                 twoFactorEnabled: try row.decode(column: "two_factor"), createdAt: try row.decode(column: "created_at"),
-                updatedAt: try row.decode(column: "updated_at"))
+                updatedAt: try row.decode(column: "updated_at"),
+                hasGlobalNameOrPicture: try row.decode(column: "global_name_or_picture"))
             users[record.id] = record
         }
         return users
