@@ -54,19 +54,3 @@ enum RequestLimits {
         return id
     }
 }
-
-extension RaveID {
-    /// The wire form: 32 lowercase hex digits (formatted by hand: id lists of a thousand are a hot path).
-    var hexString: String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: 32) { buffer in
-            for index in 0..<16 {
-                let word = index < 8 ? high : low
-                let byte = UInt8(truncatingIfNeeded: word >> (UInt64(7 - index % 8) * 8))
-                buffer[index * 2] = digits[Int(byte >> 4)]
-                buffer[index * 2 + 1] = digits[Int(byte & 0xf)]
-            }
-            return 32
-        }
-    }
-}

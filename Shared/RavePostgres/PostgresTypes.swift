@@ -43,8 +43,24 @@ public struct RaveID: Hashable, Sendable, Comparable, CustomStringConvertible {
         return bytes
     }
 
+    /// The wire form every service uses: 32 lowercase hex digits, no dashes (formatted by hand: lists of a
+    /// thousand ids are a hot path).
+    public var hex: String {
+        String(unsafeUninitializedCapacity: 32) { buffer in
+            for index in 0..<16 {
+                let word = index < 8 ? high : low
+                let byte = UInt8(truncatingIfNeeded: word >> (UInt64(7 - index % 8) * 8))
+                buffer[index * 2] = Self.hexDigits[Int(byte >> 4)]
+                buffer[index * 2 + 1] = Self.hexDigits[Int(byte & 0xf)]
+            }
+            return 32
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
     public var description: String {
-        let hex = Array("0123456789abcdef".utf8)
+        let hex = Self.hexDigits
         var text: [UInt8] = []
         text.reserveCapacity(36)
         for (index, byte) in bytes.enumerated() {

@@ -24,7 +24,7 @@ struct AchievementEventTests {
             #expect(first.newlyUnlocked && !second.newlyUnlocked)
 
             let rows = try await pool.query(
-                "SELECT topic, payload FROM outbox_events WHERE key = $1 ORDER BY id", [alice.wireForm])
+                "SELECT topic, payload FROM outbox_events WHERE key = $1 ORDER BY id", [alice.hex])
             #expect(rows.count == 1)
             let topic = try rows.first?.decode(String.self, column: "topic")
             #expect(topic == "achievement.unlocked")
@@ -33,7 +33,7 @@ struct AchievementEventTests {
             #expect(
                 event
                     == LeaderboardsV1.AchievementUnlockedEvent(
-                        userId: alice.wireForm, appId: service.app, achievementKey: "first-win",
+                        userId: alice.hex, appId: service.app, achievementKey: "first-win",
                         achievementName: "First win", unlockedAtUnixMs: ServiceFixture.start / 1000))
         }
     }

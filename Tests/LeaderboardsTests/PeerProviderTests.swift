@@ -41,9 +41,9 @@ struct PeerProviderTests {
 
             let page = try await player.getFriendsScores(
                 .init(leaderboardKey: "points", page: 1, pageSize: 10), context: fixture.context(for: alice))
-            #expect(page.scores.map(\.userId) == [bob.wireForm, alice.wireForm])
+            #expect(page.scores.map(\.userId) == [bob.hex, alice.hex])
             #expect(page.scores.map(\.displayName) == ["Bob", "Alice"])
-            #expect(page.scores.first?.pictureUrl == "https://p/\(bob.wireForm)")
+            #expect(page.scores.first?.pictureUrl == "https://p/\(bob.hex)")
 
             // Carol has no profile: her row is nameless, and asking again is answered from the cache.
             let global = try await player.getGlobalScores(
@@ -70,7 +70,7 @@ struct PeerProviderTests {
             let request = LeaderboardsV1.GetGlobalScoresRequest(leaderboardKey: "points", page: 1, pageSize: 10)
 
             let during = try await player.getGlobalScores(request, context: fixture.context(for: alice))
-            #expect(during.scores.map(\.userId) == [alice.wireForm])
+            #expect(during.scores.map(\.userId) == [alice.hex])
             #expect(during.scores.map(\.displayName) == [""])
 
             // A failure is not cached: once identity is back, the next page has the name.

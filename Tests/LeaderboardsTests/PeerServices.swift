@@ -16,12 +16,12 @@ final class InProcessSocial: SocialV1.SocialInternalHandler {
 
     /// `user`'s friends list, as social would return it (wire-form ids).
     func setFriends(_ friendIDs: [RaveID], of user: RaveID) {
-        friends.withLock { $0[user.wireForm] = friendIDs.map(\.wireForm) }
+        friends.withLock { $0[user.hex] = friendIDs.map(\.hex) }
     }
 
     /// Calls about `user` fail as an overloaded social would.
     func failCalls(about user: RaveID) {
-        unreachable.withLock { _ = $0.insert(user.wireForm) }
+        unreachable.withLock { _ = $0.insert(user.hex) }
     }
 
     func friendIds(
@@ -62,7 +62,7 @@ final class InProcessIdentity: RPCService {
     private let state = Mutex(State())
 
     func setName(_ name: String, of user: RaveID) {
-        state.withLock { $0.names[user.wireForm] = name }
+        state.withLock { $0.names[user.hex] = name }
     }
 
     /// While down, every GetUsers call fails.

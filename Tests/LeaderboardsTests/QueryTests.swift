@@ -35,7 +35,7 @@ struct QueryTests {
             let friendsPage = try await service.player.getFriendsScores(
                 LeaderboardsV1.GetFriendsScoresRequest(leaderboardKey: "points", page: 1, pageSize: 10),
                 context: service.context(for: users[9]))
-            #expect(friendsPage.scores.map(\.userId) == [users[2], users[7], users[9]].map(\.wireForm))
+            #expect(friendsPage.scores.map(\.userId) == [users[2], users[7], users[9]].map(\.hex))
             #expect(friendsPage.scores.map(\.position) == [1, 2, 3])
             let listed = try await service.player.getLeaderboard(
                 LeaderboardsV1.GetLeaderboardRequest(leaderboardKey: "points"), context: service.context(for: users[9]))
@@ -139,7 +139,7 @@ struct QueryTests {
                 LeaderboardsV1.UnlockAchievementRequest(achievementKey: "a"), context: service.context(for: source))
 
             let request = MergeV1.MergeUsersRequest(
-                mergeId: "m-\(RaveID.random().wireForm)", sourceUserId: source.wireForm, targetUserId: target.wireForm)
+                mergeId: "m-\(RaveID.random().hex)", sourceUserId: source.hex, targetUserId: target.hex)
             let serviceContext = Callers.context(user: nil, app: "")
             #expect(try await !service.merge.mergeUsers(request, context: serviceContext).alreadyApplied)
             #expect(try await service.merge.mergeUsers(request, context: serviceContext).alreadyApplied)

@@ -95,7 +95,7 @@ struct ScoreFlowTests {
             let page = try await service.player.getGlobalScores(
                 LeaderboardsV1.GetGlobalScoresRequest(leaderboardKey: "race", page: 1, pageSize: 10),
                 context: service.context(for: users[0]))
-            #expect(page.scores.map(\.userId) == [users[1], users[3], users[2], users[0]].map(\.wireForm))
+            #expect(page.scores.map(\.userId) == [users[1], users[3], users[2], users[0]].map(\.hex))
             #expect(page.scores.map(\.position) == [1, 2, 3, 4])
             #expect(page.total == 4)
         }

@@ -59,21 +59,21 @@ struct ServiceOverTLSTests {
             let client = LeaderboardsV1.LeaderboardsClient(caller: connection)
             let submitted = try await client.submitScore(
                 LeaderboardsV1.SubmitScoreRequest(leaderboardKey: "points", score: 42),
-                options: options(user: player.wireForm))
+                options: options(user: player.hex))
             #expect(submitted.newBest && submitted.globalPosition == 1)
             let page = try await client.getGlobalScores(
                 LeaderboardsV1.GetGlobalScoresRequest(leaderboardKey: "points", page: 1, pageSize: 10),
-                options: options(user: player.wireForm))
-            #expect(page.scores.map(\.userId) == [player.wireForm])
+                options: options(user: player.hex))
+            #expect(page.scores.map(\.userId) == [player.hex])
             #expect(page.scores.map(\.displayName) == ["Player One"])
             let friends = try await client.getFriendsScores(
                 LeaderboardsV1.GetFriendsScoresRequest(leaderboardKey: "points", page: 1, pageSize: 10),
-                options: options(user: player.wireForm))
-            #expect(friends.scores.map(\.userId) == [player.wireForm])
+                options: options(user: player.hex))
+            #expect(friends.scores.map(\.userId) == [player.hex])
             await #expect {
                 _ = try await client.getGlobalScores(
                     LeaderboardsV1.GetGlobalScoresRequest(leaderboardKey: "points", page: 1, pageSize: 0),
-                    options: options(user: player.wireForm))
+                    options: options(user: player.hex))
             } throws: { error in
                 (error as? RPCError)?.code == .invalidArgument
             }

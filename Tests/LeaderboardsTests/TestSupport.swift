@@ -38,7 +38,7 @@ struct TestDatabase {
 
     static func create() async throws -> TestDatabase {
         let serverURL = try serverURL()
-        let name = "rave_lb_test_" + RaveID.random().wireForm.prefix(16)
+        let name = "rave_lb_test_" + RaveID.random().hex.prefix(16)
         let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
         defer { admin.close() }
         try await admin.runScript("CREATE DATABASE \(name)")
@@ -94,7 +94,7 @@ enum Callers {
         RequestContext(
             requestID: "test", method: "test", deadline: UInt64.max, metadata: [:],
             peer: PeerIdentity(address: "127.0.0.1:1", certificateCommonName: "gateway"),
-            caller: Caller(userID: user?.wireForm ?? "", appID: app, sessionID: "s", scopes: scopes),
+            caller: Caller(userID: user?.hex ?? "", appID: app, sessionID: "s", scopes: scopes),
             logger: Logger(label: "test", level: .warning))
     }
 
@@ -104,4 +104,4 @@ enum Callers {
 }
 
 /// A fresh app id per test, so tests never see each other's boards even on a shared database.
-func uniqueApp() -> String { "app-" + RaveID.random().wireForm.prefix(8) }
+func uniqueApp() -> String { "app-" + RaveID.random().hex.prefix(8) }

@@ -19,7 +19,7 @@ struct DeliveryTests {
     }
 
     func states(_ fixture: PushFixture, _ id: RaveID) async throws -> [String: PushV1.Delivery] {
-        Dictionary(uniqueKeysWithValues: try await fixture.deliveries(id.wireText).map { ($0.token, $0) })
+        Dictionary(uniqueKeysWithValues: try await fixture.deliveries(id.hex).map { ($0.token, $0) })
     }
 
     @Test func successRetriesAndDeadTokens() async throws {
@@ -114,8 +114,8 @@ struct DeliveryTests {
                     title: "Sale", body: "50% off", category: .advertising, ttlSeconds: 86400)
                 let sent = try await fixture.admin.sendNotification(
                     PushV1.SendNotificationRequest(
-                        appId: PushFixture.appID, userIds: [user.wireText], notification: notification,
-                        notificationId: id.wireText),
+                        appId: PushFixture.appID, userIds: [user.hex], notification: notification,
+                        notificationId: id.hex),
                     context: PushFixture.adminContext())
                 #expect(sent.held == 1)
                 let worker = try server.worker(fixture)

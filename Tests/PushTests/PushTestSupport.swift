@@ -42,7 +42,7 @@ struct PushFixture {
             Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
             throw PostgresError(.client, "RAVE_TEST_POSTGRES_URL is not set")
         }
-        let name = "rave_push_test_" + RaveID.random().wireText.prefix(16)
+        let name = "rave_push_test_" + RaveID.random().hex.prefix(16)
         let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
         try await admin.runScript("CREATE DATABASE \(name)")
         admin.close()
@@ -93,8 +93,8 @@ struct PushFixture {
             collapseKey: "", ttlSeconds: 3600, nightPolicy: nightPolicy)
         return try await admin.sendNotification(
             PushV1.SendNotificationRequest(
-                appId: Self.appID, userIds: users.map(\.wireText), notification: notification,
-                notificationId: id.wireText),
+                appId: Self.appID, userIds: users.map(\.hex), notification: notification,
+                notificationId: id.hex),
             context: Self.adminContext())
     }
 
@@ -109,7 +109,7 @@ struct PushFixture {
     }
 
     static func playerContext(_ user: RaveID) -> RequestContext {
-        context(caller: Caller(userID: user.wireText, appID: appID, sessionID: "s", scopes: []))
+        context(caller: Caller(userID: user.hex, appID: appID, sessionID: "s", scopes: []))
     }
 
     static func serviceContext() -> RequestContext {

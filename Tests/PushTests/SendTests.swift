@@ -18,7 +18,7 @@ struct SendTests {
             let id = RaveID.random()
             let sent = try await fixture.send([user, muted, .random()], id: id)
             #expect(sent.queued == 2 && sent.held == 0 && sent.skipped == 1)
-            let deliveries = try await fixture.deliveries(id.wireText)
+            let deliveries = try await fixture.deliveries(id.hex)
             #expect(deliveries.count == 3)
             #expect(deliveries.filter { $0.state == .pending }.map(\.token).sorted() == ["phone", "tablet"])
             #expect(deliveries.first { $0.token == "muted" }?.state == .skipped)
@@ -63,7 +63,7 @@ struct SendTests {
 
     @Test func badSendRequestsAreInvalidArgument() async throws {
         try await PushFixture.with { fixture in
-            let user = RaveID.random().wireText
+            let user = RaveID.random().hex
             let context = PushFixture.adminContext()
             let good = PushV1.Notification(title: "t", body: "b")
             let requests = [
@@ -93,7 +93,7 @@ struct SendTests {
     @Test func sendingNeedsAdminOrServiceCaller() async throws {
         try await PushFixture.with { fixture in
             let request = PushV1.SendNotificationRequest(
-                appId: "app1", userIds: [RaveID.random().wireText], notification: PushV1.Notification(title: "t"))
+                appId: "app1", userIds: [RaveID.random().hex], notification: PushV1.Notification(title: "t"))
             await expectStatus(.permissionDenied) {
                 try await fixture.admin.sendNotification(request, context: PushFixture.playerContext(.random()))
             }
@@ -118,7 +118,7 @@ struct SendTests {
                 fixture.clock.advance(by: 60)
             }
             let marked = try await fixture.service.markRead(
-                PushV1.MarkReadRequest(notificationIds: [ids[2].wireText]), context: context)
+                PushV1.MarkReadRequest(notificationIds: [ids[2].hex]), context: context)
             #expect(marked.marked == 1)
             let page = try await fixture.service.listInbox(PushV1.ListInboxRequest(pageSize: 2), context: context)
             #expect(page.entries.map(\.title) == ["n1", "n0"])
@@ -143,7 +143,7 @@ struct SendTests {
             _ = try await fixture.send([source, target])
             let merge = PushMergeService(dependencies: fixture.dependencies)
             let request = MergeV1.MergeUsersRequest(
-                mergeId: "m1", sourceUserId: source.wireText, targetUserId: target.wireText)
+                mergeId: "m1", sourceUserId: source.hex, targetUserId: target.hex)
             #expect(try await merge.mergeUsers(request, context: PushFixture.serviceContext()).alreadyApplied == false)
             #expect(try await merge.mergeUsers(request, context: PushFixture.serviceContext()).alreadyApplied == true)
             let tokens = try await fixture.service.getTokenInfo(

@@ -39,7 +39,7 @@ struct PushServiceRuntimeTests {
                 let user = RaveID.random()
                 let player = CallOptions(
                     metadata: [
-                        MetadataKey.callerUserID: user.wireText, MetadataKey.callerAppID: PushFixture.appID,
+                        MetadataKey.callerUserID: user.hex, MetadataKey.callerAppID: PushFixture.appID,
                     ])
                 let admin = CallOptions(
                     metadata: [MetadataKey.callerAppID: PushFixture.appID, MetadataKey.callerScopes: Caller.adminScope])
@@ -49,14 +49,14 @@ struct PushServiceRuntimeTests {
                         platform: .apns, token: "a-ok-mtls", sandbox: true, consent: PushV1.Consent(push: true),
                         options: nil, country: "US", language: "en", timeZone: "America/New_York"),
                     options: player)
-                #expect(registered.info?.userId == user.wireText)
+                #expect(registered.info?.userId == user.hex)
                 await #expect(throws: RPCError.self) {
                     try await PushV1.PushClient(caller: client).registerToken(
                         PushV1.RegisterTokenRequest(platform: .apns, token: "", timeZone: "UTC"), options: player)
                 }
                 let sent = try await PushV1.PushInternalClient(caller: client).sendNotification(
                     PushV1.SendNotificationRequest(
-                        appId: PushFixture.appID, userIds: [user.wireText],
+                        appId: PushFixture.appID, userIds: [user.hex],
                         notification: PushV1.Notification(title: "Gift", body: "You received a gift")))
                 #expect(sent.queued == 1)
                 var state = PushV1.DeliveryState.pending

@@ -13,7 +13,7 @@ struct TokenTests {
             let user = RaveID.random()
             let info = try #require(
                 try await fixture.register(user, token: "tok-a", platform: .apns, timeZone: "Asia/Seoul"))
-            #expect(info.userId == user.wireText && info.platform == .apns && info.timeZone == "Asia/Seoul")
+            #expect(info.userId == user.hex && info.platform == .apns && info.timeZone == "Asia/Seoul")
             #expect(info.options == PushV1.NotificationOptions(foreground: false, badge: true, sound: true))
             let listed = try await fixture.service.getTokenInfo(
                 PushV1.GetTokenInfoRequest(), context: PushFixture.playerContext(user))

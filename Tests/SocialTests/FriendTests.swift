@@ -131,7 +131,7 @@ struct FriendTests {
             #expect(toSelf == .invalidArgument)
             let unknown = await statusCode {
                 _ = try await harness.player.sendFriendRequest(
-                    .init(listKey: "friends", target: .init(key: .userId(RaveID.random().hexString))),
+                    .init(listKey: "friends", target: .init(key: .userId(RaveID.random().hex))),
                     context: alice.context)
             }
             #expect(unknown == .notFound)

@@ -120,8 +120,8 @@ struct WireFormTests {
     @Test func hexStringIsThirtyTwoLowercaseDigitsThatParseBack() {
         for _ in 0..<100 {
             let id = RaveID.random()
-            #expect(id.hexString == id.description.replacingOccurrences(of: "-", with: ""))
-            #expect(RaveID(id.hexString) == id)
+            #expect(id.hex == id.description.replacingOccurrences(of: "-", with: ""))
+            #expect(RaveID(id.hex) == id)
         }
     }
 }

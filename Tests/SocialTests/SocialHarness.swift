@@ -121,7 +121,7 @@ struct SocialHarness {
             Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
             return
         }
-        let name = prefix + RaveID.random().hexString.prefix(16)
+        let name = prefix + RaveID.random().hex.prefix(16)
         let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
         try await admin.runScript("CREATE DATABASE \(name)")
         admin.close()
@@ -166,7 +166,7 @@ struct SocialHarness {
         let caller = Caller(userID: userID, appID: app, sessionID: "", scopes: ["player"])
         _ = try await identityPlayer.updateCurrentUser(
             .init(
-                username: .init(value: "u" + String(RaveID.random().hexString.prefix(12))),
+                username: .init(value: "u" + String(RaveID.random().hex.prefix(12))),
                 displayName: .init(value: displayName), pictureUrl: .init(value: "https://pictures.test/\(displayName)")
             ),
             context: Self.context(caller: caller))
@@ -201,7 +201,7 @@ struct SocialHarness {
 
     static func context(caller: Caller?, service: Bool = false) -> RequestContext {
         RequestContext(
-            requestID: "test-\(RaveID.random().hexString.prefix(8))", method: "test", deadline: UInt64.max,
+            requestID: "test-\(RaveID.random().hex.prefix(8))", method: "test", deadline: UInt64.max,
             metadata: [:],
             peer: PeerIdentity(address: "127.0.0.1:1", certificateCommonName: service ? "test-service" : nil),
             caller: caller, logger: Logger(label: "social-test"))

@@ -77,7 +77,7 @@ import Testing
             #expect(try rows.map { try $0.decode(String.self, at: 0) } == ["unbacked"])
             #expect(try await fixture.pool.query("SELECT 1 FROM transfers").isEmpty)
             bet.unbacked = false
-            bet.betId = RaveID.random().wireText
+            bet.betId = RaveID.random().hex
             await expectStatus(.permissionDenied, "this token allows unbacked bets only") {
                 try await fixture.service.placeBet(WalletV1.PlaceBetRequest(bet: bet), context: context)
             }
@@ -94,7 +94,7 @@ import Testing
                 try await fixture.service.placeBet(WalletV1.PlaceBetRequest(bet: bet), context: context)
             }
             try await fixture.deposit("2.00", to: user, game: "slot")
-            bet.betId = RaveID.random().wireText
+            bet.betId = RaveID.random().hex
             let result = try #require(
                 try await fixture.service.placeBet(WalletV1.PlaceBetRequest(bet: bet), context: context).result)
             #expect(result.status == .settled)

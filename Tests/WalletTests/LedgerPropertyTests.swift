@@ -24,7 +24,7 @@ import Testing
             }
             try await fixture.expectLedgerInvariants()
             let rows = try await fixture.pool.query("SELECT bet_id FROM bets WHERE status = 'settled'")
-            let stored = try rows.map { try $0.decode(RaveID.self, at: 0).wireText }
+            let stored = try rows.map { try $0.decode(RaveID.self, at: 0).hex }
             #expect(Set(stored).count == stored.count)
             #expect(Set(acknowledged) == Set(stored))
             let wagers = try await fixture.pool.query(
@@ -98,7 +98,7 @@ struct SeededGenerator: RandomNumberGenerator {
             try await fixture.deposit("1.00", to: target)
             try await fixture.deposit("2.00", to: source, game: "slot")
             let request = MergeV1.MergeUsersRequest(
-                mergeId: "m1", sourceUserId: source.wireText, targetUserId: target.wireText)
+                mergeId: "m1", sourceUserId: source.hex, targetUserId: target.hex)
             for _ in 0..<2 { _ = try await fixture.merge.mergeUsers(request, context: WalletFixture.serviceContext()) }
             #expect(try await fixture.balance(of: source) == 0)
             #expect(try await fixture.balance(of: target) == 500)
@@ -160,7 +160,7 @@ struct SeededGenerator: RandomNumberGenerator {
         try await WalletFixture.with { fixture in
             let user = RaveID.random()
             let transfer = WalletV1.OperatorTransfer(
-                operationId: "op-1", userId: user.wireText, currency: "USD", economy: .real, amount: "2.50")
+                operationId: "op-1", userId: user.hex, currency: "USD", economy: .real, amount: "2.50")
             let context = WalletFixture.adminContext()
             let first = try await fixture.admin.deposit(WalletV1.DepositRequest(transfer: transfer), context: context)
             let again = try await fixture.admin.deposit(WalletV1.DepositRequest(transfer: transfer), context: context)

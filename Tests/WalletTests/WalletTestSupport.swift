@@ -35,7 +35,7 @@ struct WalletFixture {
             Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
             throw PostgresError(.client, "RAVE_TEST_POSTGRES_URL is not set")
         }
-        let name = "rave_wallet_test_" + RaveID.random().wireText.prefix(16)
+        let name = "rave_wallet_test_" + RaveID.random().hex.prefix(16)
         let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
         try await admin.runScript("CREATE DATABASE \(name)")
         admin.close()
@@ -84,7 +84,7 @@ struct WalletFixture {
 
     static func playerContext(_ user: RaveID, scopes: Set<String> = [PreparedBet.authenticatedScope]) -> RequestContext
     {
-        context(caller: Caller(userID: user.wireText, appID: "app1", sessionID: "s", scopes: scopes))
+        context(caller: Caller(userID: user.hex, appID: "app1", sessionID: "s", scopes: scopes))
     }
 
     static func serviceContext() -> RequestContext {
@@ -108,7 +108,7 @@ struct WalletFixture {
         -> WalletV1.OperatorTransferResponse
     {
         let transfer = WalletV1.OperatorTransfer(
-            operationId: RaveID.random().wireText, userId: user.wireText, currency: "USD", economy: economy,
+            operationId: RaveID.random().hex, userId: user.hex, currency: "USD", economy: economy,
             amount: amount, gameId: game)
         return try await admin.deposit(WalletV1.DepositRequest(transfer: transfer), context: Self.adminContext())
     }
@@ -117,7 +117,7 @@ struct WalletFixture {
         _ wager: String, game: String = "dice", id: RaveID = .random(), economy: WalletV1.Economy = .real
     ) -> WalletV1.Bet {
         WalletV1.Bet(
-            gameId: game, betId: id.wireText, wager: wager, currency: "USD", economy: economy, clientSeed: "seed",
+            gameId: game, betId: id.hex, wager: wager, currency: "USD", economy: economy, clientSeed: "seed",
             country: "GB")
     }
 

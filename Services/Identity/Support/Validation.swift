@@ -127,20 +127,6 @@ enum Validation {
     }
 }
 
-extension RaveID {
-    /// The wire form: 32 lowercase hex digits without dashes.
-    var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
-        for byte in self.bytes {
-            bytes.append(digits[Int(byte >> 4)])
-            bytes.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
 extension Date {
     /// Milliseconds since 1970, as the protocol's `*_unix_ms` fields carry time.
     var unixMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }

@@ -25,7 +25,7 @@ extension LeaderboardsService {
             appID: caller.appID, key: key, userID: userID, at: engine.clock.now())
         if newlyUnlocked {
             // The store wrote the "achievement.unlocked" outbox event with the unlock.
-            context.logger.info("achievement unlocked", [("achievement", key), ("user", userID.wireForm)])
+            context.logger.info("achievement unlocked", [("achievement", key), ("user", userID.hex)])
         }
         return LeaderboardsV1.UnlockAchievementResponse(achievement: progress.message, newlyUnlocked: newlyUnlocked)
     }

@@ -204,7 +204,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         return LeaderboardsV1.ScoresResponse(
             scores: page.scores.map { entry in
                 LeaderboardsV1.ScoreEntry(
-                    userId: entry.userID.wireForm, displayName: found[entry.userID]?.displayName ?? "",
+                    userId: entry.userID.hex, displayName: found[entry.userID]?.displayName ?? "",
                     pictureUrl: found[entry.userID]?.pictureURL ?? "", score: entry.score,
                     position: Int64(entry.position), setAtUnixMs: entry.achievedAt / 1000)
             },

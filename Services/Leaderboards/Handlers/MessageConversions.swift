@@ -1,11 +1,6 @@
 import RaveMessages
 import RavePostgres
 
-extension RaveID {
-    /// Rave IDs on the wire: 32 lowercase hex digits, no dashes.
-    var wireForm: String { String(description.filter { $0 != "-" }) }
-}
-
 extension BoardDefinition {
     /// The definition as the contract shows it (times in Unix milliseconds).
     var message: LeaderboardsV1.LeaderboardDefinition {

@@ -102,7 +102,7 @@ final class IdentityProfileProvider: ProfileProvider {
             let batch = userIDs[start..<min(userIDs.count, start + Self.batchSize)]
             start += Self.batchSize
             let response = try await client.getUsers(
-                .init(userIds: batch.map(\.wireForm), appId: appID),
+                .init(userIds: batch.map(\.hex), appId: appID),
                 options: CallOptions(timeout: configuration.callTimeout, maxRetries: 1))
             for user in response.users {
                 // A merged source comes back under its target's id, which this page did not ask for: its row

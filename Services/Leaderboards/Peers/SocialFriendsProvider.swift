@@ -21,7 +21,7 @@ final class SocialFriendsProvider: FriendsProvider {
         let response: SocialV1.FriendIdsResponse
         do {
             response = try await client.friendIds(
-                .init(userId: userID.wireForm, appId: appID), options: CallOptions(timeout: timeout))
+                .init(userId: userID.hex, appId: appID), options: CallOptions(timeout: timeout))
         } catch {
             // The player asked leaderboards, so the status says which dependency failed rather than passing
             // social's own message through.

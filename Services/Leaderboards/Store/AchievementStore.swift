@@ -67,10 +67,10 @@ struct AchievementStore: Sendable {
             progress.unlockedAt = unlockedAt
             // In the unlock's transaction, so the event exists exactly when the unlock does.
             let event = LeaderboardsV1.AchievementUnlockedEvent(
-                userId: userID.wireForm, appId: appID, achievementKey: key, achievementName: progress.definition.name,
+                userId: userID.hex, appId: appID, achievementKey: key, achievementName: progress.definition.name,
                 unlockedAtUnixMs: unlockedAt / 1000)
             try await Outbox.enqueue(
-                in: transaction, topic: Self.unlockedTopic, key: userID.wireForm, payload: event.protobufBytes())
+                in: transaction, topic: Self.unlockedTopic, key: userID.hex, payload: event.protobufBytes())
             return (progress, true)
         }
     }

@@ -30,7 +30,7 @@ enum FanoutBenchmark {
             poolConfiguration.size = 16
             let pool = try PostgresPool(configuration: poolConfiguration, group: group)
             _ = try await Migrator(pool: pool, directory: PushMain.migrationsDirectory).migrate()
-            let seed = RaveID.random().wireText
+            let seed = RaveID.random().hex
             try await pool.query(
                 """
                 INSERT INTO device_tokens (token_id, app_id, user_id, platform, token, sandbox, consent_push,
@@ -43,7 +43,7 @@ enum FanoutBenchmark {
             let users = try await pool.query(
                 "SELECT DISTINCT user_id FROM device_tokens WHERE app_id = 'bench' AND token LIKE $1",
                 ["bench-ok-\(seed)-%"]
-            ).map { try $0.decode(RaveID.self, at: 0).wireText }
+            ).map { try $0.decode(RaveID.self, at: 0).hex }
             let clock = SystemClock()
             let worker = try configuration.makeWorker(pool: pool, clock: clock, logger: logger)
             let sender = NotificationSender(dependencies: PushDependencies(pool: pool, clock: clock))

@@ -44,7 +44,7 @@ struct NotificationSender: Sendable {
             request.notificationId.isEmpty
             ? RaveID.random() : try PushDependencies.raveID(request.notificationId, field: "notification_id")
         var stored = request
-        stored.notificationId = id.wireText
+        stored.notificationId = id.hex
         let now = dependencies.clock.now()
         let response = try await dependencies.notifications.send(
             id: id, request: stored, users: users, expiresAt: now.addingTimeInterval(TimeInterval(ttl)), now: now,

@@ -36,7 +36,7 @@ struct InboxStore: Sendable {
             let notification = request.notification ?? PushV1.Notification()
             response.entries.append(
                 PushV1.InboxEntry(
-                    notificationId: try row.decode(RaveID.self, at: 0).wireText, title: notification.title,
+                    notificationId: try row.decode(RaveID.self, at: 0).hex, title: notification.title,
                     body: notification.body, data: notification.data, category: notification.category,
                     read: try row.decode(Bool.self, at: 2),
                     createdAtMicros: try row.decode(PostgresTimestamp.self, at: 3).microsecondsSinceEpoch))

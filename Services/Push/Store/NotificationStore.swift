@@ -73,7 +73,7 @@ struct NotificationStore: Sendable {
             var states: [Int32] = []
             var nextAttempts: [Int64] = []
             var reasons: [String] = []
-            var counts = PushV1.SendNotificationResponse(notificationId: id.wireText)
+            var counts = PushV1.SendNotificationResponse(notificationId: id.hex)
             for row in try await transaction.execute(Self.selectTargets, [request.appId, users]) {
                 let device = TargetDevice(
                     tokenID: try row.decode(RaveID.self, at: 0),
@@ -118,10 +118,10 @@ struct NotificationStore: Sendable {
         let rows = try await database.execute(Self.selectNotification, [id])
         guard let row = rows.first, try row.decode([UInt8].self, at: 0) == requestBytes else {
             throw PushError(
-                .conflictingReplay, "notification \(id.wireText) was already sent with a different request")
+                .conflictingReplay, "notification \(id.hex) was already sent with a different request")
         }
         return PushV1.SendNotificationResponse(
-            notificationId: id.wireText, queued: try row.decode(Int32.self, at: 1),
+            notificationId: id.hex, queued: try row.decode(Int32.self, at: 1),
             held: try row.decode(Int32.self, at: 2), skipped: try row.decode(Int32.self, at: 3))
     }
 
@@ -129,7 +129,7 @@ struct NotificationStore: Sendable {
     func deliveries(of id: RaveID, on database: some PostgresQueryable) async throws -> [PushV1.Delivery] {
         try await database.execute(Self.selectDeliveries, [id]).map { row in
             PushV1.Delivery(
-                userId: try row.decode(RaveID.self, at: 0).wireText,
+                userId: try row.decode(RaveID.self, at: 0).hex,
                 platform: PushV1.Platform(rawValue: Int32(try row.decode(Int64.self, at: 1))),
                 token: try row.decode(String.self, at: 2),
                 state: PushV1.DeliveryState(rawValue: Int32(try row.decode(Int64.self, at: 3))),
@@ -137,9 +137,4 @@ struct NotificationStore: Sendable {
                 updatedAtMicros: try row.decode(PostgresTimestamp.self, at: 6).microsecondsSinceEpoch)
         }
     }
-}
-
-extension RaveID {
-    /// The wire form: 32 lowercase hex digits.
-    var wireText: String { String(description.filter { $0 != "-" }) }
 }

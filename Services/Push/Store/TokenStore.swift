@@ -108,7 +108,7 @@ struct TokenStore: Sendable {
         var info = PushV1.TokenInfo()
         info.platform = PushV1.Platform(rawValue: Int32(try row.decode(Int64.self, at: 0)))
         info.token = try row.decode(String.self, at: 1)
-        info.userId = try row.decode(RaveID.self, at: 2).wireText
+        info.userId = try row.decode(RaveID.self, at: 2).hex
         info.sandbox = try row.decode(Bool.self, at: 3)
         info.consent = PushV1.Consent(
             push: try row.decode(Bool.self, at: 4), advertising: try row.decode(Bool.self, at: 5),

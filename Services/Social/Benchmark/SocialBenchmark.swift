@@ -59,9 +59,9 @@ struct SocialBenchmark: Sendable {
 
         let player = PlayerHandlers(service: service)
         let internalHandlers = InternalHandlers(service: service)
-        let app = appID.hexString
+        let app = appID.hex
         @Sendable func context(_ user: RaveID) -> RequestContext {
-            Self.context(caller: Caller(userID: user.hexString, appID: app, sessionID: "", scopes: ["player"]))
+            Self.context(caller: Caller(userID: user.hex, appID: app, sessionID: "", scopes: ["player"]))
         }
         let page = try await measure("query_friends_by_name_25") { _, _ in
             let user = ids[Int.random(in: 0..<ids.count)]
@@ -73,15 +73,15 @@ struct SocialBenchmark: Sendable {
             let follower = ids[worker % ids.count]
             let followee = ids[(worker + 1 + iteration % (ids.count - 1)) % ids.count]
             guard follower != followee else { return }
-            let target = SocialV1.UserReference(key: .userId(followee.hexString))
+            let target = SocialV1.UserReference(key: .userId(followee.hex))
             _ = try await player.follow(.init(listKey: "followers", target: target), context: context(follower))
             _ = try await player.unfollow(
-                .init(listKey: "followers", userId: followee.hexString), context: context(follower))
+                .init(listKey: "followers", userId: followee.hex), context: context(follower))
         }
         let serviceContext = Self.context(caller: nil, service: true)
         let friendIDs = try await measure("friend_ids_\(parameters.friends)") { _, _ in
             let user = ids[Int.random(in: 0..<ids.count)]
-            _ = try await internalHandlers.friendIds(.init(userId: user.hexString, appId: app), context: serviceContext)
+            _ = try await internalHandlers.friendIds(.init(userId: user.hex, appId: app), context: serviceContext)
         }
         // Each follow_unfollow call is two writes; report writes per second like the target.
         var writes = follows

@@ -13,8 +13,8 @@ enum ListCursor: Hashable, Sendable {
     var encoded: String {
         let plain: String
         switch self {
-        case .displayName(let name, let peer): plain = "n|\(name)|\(peer.hexString)"
-        case .mostRecent(let since, let peer): plain = "r|\(since.microsecondsSinceEpoch)|\(peer.hexString)"
+        case .displayName(let name, let peer): plain = "n|\(name)|\(peer.hex)"
+        case .mostRecent(let since, let peer): plain = "r|\(since.microsecondsSinceEpoch)|\(peer.hex)"
         }
         return Data(plain.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")

@@ -20,7 +20,7 @@ enum UserLookup: Sendable, Hashable {
     /// The reference as an error message shows it.
     var description: String {
         switch self {
-        case .id(let id): "user_id \(id.hexString)"
+        case .id(let id): "user_id \(id.hex)"
         case .email(let email): "email \"\(email)\""
         case .username(let name): "username \"\(name)\""
         }
@@ -73,7 +73,7 @@ final class IdentityUserDirectory: UserDirectory {
             let batch = userIDs[start..<min(userIDs.count, start + Self.batchSize)]
             start += Self.batchSize
             let response = try await internalClient.getUsers(
-                .init(userIds: batch.map(\.hexString), appId: appID?.hexString ?? ""),
+                .init(userIds: batch.map(\.hex), appId: appID?.hex ?? ""),
                 options: CallOptions(timeout: timeout))
             for user in response.users {
                 guard let id = RaveID(user.userId) else { continue }
@@ -86,12 +86,12 @@ final class IdentityUserDirectory: UserDirectory {
     func findUser(_ lookup: UserLookup, appID: RaveID?) async throws -> DirectoryProfile? {
         let key: IdentityV1.UserReference.Key
         switch lookup {
-        case .id(let id): key = .userId(id.hexString)
+        case .id(let id): key = .userId(id.hex)
         case .email(let email): key = .email(email)
         case .username(let name): key = .username(name)
         }
         let response = try await internalClient.findUsers(
-            .init(references: [.init(key: key)], appId: appID?.hexString ?? ""), options: CallOptions(timeout: timeout))
+            .init(references: [.init(key: key)], appId: appID?.hex ?? ""), options: CallOptions(timeout: timeout))
         guard let user = response.users.first?.user, let id = RaveID(user.userId) else { return nil }
         return DirectoryProfile(userID: id, displayName: user.displayName, pictureURL: user.pictureUrl)
     }
@@ -130,7 +130,7 @@ final class IdentityUserDirectory: UserDirectory {
             let batch = userIDs[start..<min(userIDs.count, start + Self.batchSize)]
             start += Self.batchSize
             let response = try await internalClient.usedApplications(
-                .init(appId: appID.hexString, userIds: batch.map(\.hexString)), options: CallOptions(timeout: timeout))
+                .init(appId: appID.hex, userIds: batch.map(\.hex)), options: CallOptions(timeout: timeout))
             players.formUnion(response.userIds.compactMap { RaveID($0) })
         }
         return players
@@ -139,12 +139,12 @@ final class IdentityUserDirectory: UserDirectory {
     func publisher(ofApplication appID: RaveID) async throws -> RaveID {
         if let known = publishers.withLock({ $0[appID] }) { return known }
         let response = try await internalClient.getApplications(
-            .init(appIds: [appID.hexString]), options: CallOptions(timeout: timeout))
-        guard let application = response.applications.first(where: { $0.appId == appID.hexString }) else {
-            throw SocialError.notFound("no application \(appID.hexString)")
+            .init(appIds: [appID.hex]), options: CallOptions(timeout: timeout))
+        guard let application = response.applications.first(where: { $0.appId == appID.hex }) else {
+            throw SocialError.notFound("no application \(appID.hex)")
         }
         guard let publisher = RaveID(application.publisherId) else {
-            throw SocialError.unavailable("identity returned no publisher for application \(appID.hexString)")
+            throw SocialError.unavailable("identity returned no publisher for application \(appID.hex)")
         }
         publishers.withLock { $0[appID] = publisher }
         return publisher

@@ -10,7 +10,7 @@ extension PlayerHandlers {
         let player = try service.player(context)
         let target = try await service.target(request.target, player: player)
         try await service.blocks.block(target.userID, by: player.userID)
-        return SocialV1.BlockUserResponse(userId: target.userID.hexString)
+        return SocialV1.BlockUserResponse(userId: target.userID.hex)
     }
 
     func unblockUser(
@@ -19,7 +19,7 @@ extension PlayerHandlers {
         let player = try service.player(context)
         let blocked = try RequestLimits.userID(request.userId, field: "user_id")
         guard try await service.blocks.unblock(blocked, by: player.userID) else {
-            throw SocialError.notFound("you have not blocked \(blocked.hexString)")
+            throw SocialError.notFound("you have not blocked \(blocked.hex)")
         }
         return SocialV1.UnblockUserResponse()
     }

@@ -29,7 +29,7 @@ extension PlayerHandlers {
             let entry = ContactEntry(
                 key: ContactEntry.key(userID: profile.userID, source: .rave, thirdParty: "", externalID: ""),
                 userID: profile.userID, displayName: profile.displayName, pictureURL: profile.pictureURL, source: .rave,
-                thirdParty: "", externalID: profile.userID.hexString)
+                thirdParty: "", externalID: profile.userID.hex)
             entries.append(entry)
             results.append(SocialV1.UsernameResult(username: username, contact: Self.contact(entry)))
         }
@@ -199,13 +199,13 @@ extension PlayerHandlers {
 
     private static func contact(_ entry: ContactEntry) -> SocialV1.Contact {
         SocialV1.Contact(
-            key: entry.key, userId: entry.userID?.hexString ?? "", displayName: entry.displayName,
+            key: entry.key, userId: entry.userID?.hex ?? "", displayName: entry.displayName,
             pictureUrl: entry.pictureURL, sources: [entry.source], thirdPartySource: entry.thirdParty)
     }
 
     private static func contact(_ record: ContactRecord) -> SocialV1.Contact {
         SocialV1.Contact(
-            key: record.key, userId: record.userID?.hexString ?? "", displayName: record.displayName,
+            key: record.key, userId: record.userID?.hex ?? "", displayName: record.displayName,
             pictureUrl: record.pictureURL, sources: record.sources, thirdPartySource: record.thirdParty)
     }
 }

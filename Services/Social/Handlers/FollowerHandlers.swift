@@ -11,7 +11,7 @@ extension PlayerHandlers {
         let names = try await service.profiles.sortNames(of: [player.userID, target.userID], list: list)
         let created = try await service.relationships.follow(
             list: list, follower: player.userID, followee: target.userID, names: names)
-        return SocialV1.FollowResponse(userId: target.userID.hexString, created: created)
+        return SocialV1.FollowResponse(userId: target.userID.hex, created: created)
     }
 
     func unfollow(
@@ -21,7 +21,7 @@ extension PlayerHandlers {
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .followers)
         let followee = try RequestLimits.userID(request.userId, field: "user_id")
         guard try await service.relationships.unfollow(list: list, follower: player.userID, followee: followee) else {
-            throw SocialError.notFound("you do not follow \(followee.hexString) in list \"\(list.key)\"")
+            throw SocialError.notFound("you do not follow \(followee.hex) in list \"\(list.key)\"")
         }
         return SocialV1.UnfollowResponse()
     }

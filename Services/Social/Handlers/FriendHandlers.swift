@@ -23,7 +23,7 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         let outcome = try await service.relationships.sendFriendRequest(
             list: list, sender: player.userID, recipient: target.userID, names: names)
         return SocialV1.SendFriendRequestResponse(
-            outcome: outcome == .accepted ? .accepted : .sent, userId: target.userID.hexString)
+            outcome: outcome == .accepted ? .accepted : .sent, userId: target.userID.hex)
     }
 
     func acceptFriendRequest(
@@ -46,7 +46,7 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         let sender = try RequestLimits.userID(request.userId, field: "user_id")
         guard try await service.relationships.deleteFriendRequest(list: list, sender: sender, recipient: player.userID)
         else {
-            throw SocialError.notFound("no pending friend request from \(sender.hexString) in list \"\(list.key)\"")
+            throw SocialError.notFound("no pending friend request from \(sender.hex) in list \"\(list.key)\"")
         }
         return SocialV1.RejectFriendRequestResponse()
     }
@@ -60,7 +60,7 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         guard
             try await service.relationships.deleteFriendRequest(list: list, sender: player.userID, recipient: recipient)
         else {
-            throw SocialError.notFound("no pending friend request to \(recipient.hexString) in list \"\(list.key)\"")
+            throw SocialError.notFound("no pending friend request to \(recipient.hex) in list \"\(list.key)\"")
         }
         return SocialV1.CancelFriendRequestResponse()
     }
@@ -72,7 +72,7 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
         let friend = try RequestLimits.userID(request.userId, field: "user_id")
         guard try await service.relationships.removeFriend(list: list, user: player.userID, friend: friend) else {
-            throw SocialError.notFound("\(friend.hexString) is not a friend in list \"\(list.key)\"")
+            throw SocialError.notFound("\(friend.hex) is not a friend in list \"\(list.key)\"")
         }
         return SocialV1.RemoveFriendResponse()
     }

@@ -15,7 +15,7 @@ struct ContactEntry: Sendable, Hashable {
     /// The key of a contact: matched contacts share one per Rave user, so two sources naming the same player
     /// make one contact with two sources.
     static func key(userID: RaveID?, source: SocialV1.ContactSource, thirdParty: String, externalID: String) -> String {
-        if let userID { return "rave:" + userID.hexString }
+        if let userID { return "rave:" + userID.hex }
         switch source {
         case .facebook: return "facebook:" + externalID
         case .google: return "google:" + externalID
@@ -134,7 +134,7 @@ struct ContactStore: Sendable {
         try await transaction.execute(
             upsertContacts,
             [
-                owner, entries.map(\.key), entries.map { $0.userID?.hexString ?? "" }, entries.map(\.displayName),
+                owner, entries.map(\.key), entries.map { $0.userID?.hex ?? "" }, entries.map(\.displayName),
                 entries.map(\.pictureURL),
             ])
         try await transaction.execute(

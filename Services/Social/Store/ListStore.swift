@@ -23,7 +23,7 @@ struct RelationshipList: Sendable, Hashable {
     var message: SocialV1.RelationshipList {
         SocialV1.RelationshipList(
             key: key, kind: kind.message, scope: appID == nil ? .global : .application,
-            ownerId: (appID ?? publisherID).hexString, maxMembers: UInt32(maxMembers))
+            ownerId: (appID ?? publisherID).hex, maxMembers: UInt32(maxMembers))
     }
 }
 
@@ -80,7 +80,7 @@ final class ListStore: Sendable {
 
     private func resolveAnyKind(_ key: String, appID: RaveID) async throws -> RelationshipList {
         try Self.validate(key)
-        let cacheKey = appID.hexString + "/" + key
+        let cacheKey = appID.hex + "/" + key
         if let cached = cache.withLock({ $0[cacheKey] }) { return cached }
         let publisher = try await directory.publisher(ofApplication: appID)
         let list: RelationshipList

@@ -152,7 +152,7 @@ struct MergeStore: Sendable {
             try await transaction.execute(Self.recount, [affected])
             try await transaction.execute(Self.moveOwnContacts, [source, target])
             try await transaction.execute(Self.moveOwnSources, [source, target])
-            let targetKey = "rave:" + target.hexString
+            let targetKey = "rave:" + target.hex
             try await transaction.execute(Self.rekeyContacts, [source, target, targetKey])
             try await transaction.execute(Self.rekeySources, [source, target, targetKey])
             try await transaction.execute(Self.deleteSourceContacts, [source, target])

@@ -31,7 +31,7 @@ struct ProfileStore: Sendable {
         let users = rows.map { row -> SocialV1.RelatedUser in
             let profile = fresh[row.peer]
             return SocialV1.RelatedUser(
-                userId: row.peer.hexString, displayName: profile?.displayName ?? "",
+                userId: row.peer.hex, displayName: profile?.displayName ?? "",
                 pictureUrl: profile?.pictureURL ?? "", sinceUnixMs: row.since.microsecondsSinceEpoch / 1000)
         }
         guard let list else { return users }

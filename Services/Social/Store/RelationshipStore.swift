@@ -104,7 +104,7 @@ struct RelationshipStore: Sendable {
     ) async throws {
         try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
             guard try await !transaction.execute(Self.deleteRequest, [list.id, sender, recipient]).isEmpty else {
-                throw SocialError.notFound("no pending friend request from \(sender.hexString) in list \"\(list.key)\"")
+                throw SocialError.notFound("no pending friend request from \(sender.hex) in list \"\(list.key)\"")
             }
             try await Self.requireNotBlocked(sender, recipient, in: transaction)
             try await Self.befriend(sender, recipient, list: list, names: names, in: transaction)
@@ -175,7 +175,7 @@ struct RelationshipStore: Sendable {
         let count = try Int(rows.first?.decode(Int32.self, column: "count") ?? 0)
         guard count < list.maxMembers else {
             throw SocialError.resourceExhausted(
-                "user \(owner.hexString) has reached the maximum of \(list.maxMembers) in list \"\(list.key)\"")
+                "user \(owner.hex) has reached the maximum of \(list.maxMembers) in list \"\(list.key)\"")
         }
     }
 

@@ -17,7 +17,7 @@ extension WalletService {
         let caller = try context.requireUser()
         let user = try WalletDependencies.userID(caller.userID, field: "caller user id")
         var response = WalletV1.GetAccountResponse()
-        response.userId = user.wireText
+        response.userId = user.hex
         response.authenticated = caller.scopes.contains(PreparedBet.authenticatedScope)
         let countryAllowed = try await dependencies.catalog.allowsRealMoney(
             app: caller.appID, country: request.country, on: dependencies.pool)

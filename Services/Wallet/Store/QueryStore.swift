@@ -50,22 +50,17 @@ struct QueryStore: Sendable {
             let currency = try await catalog.currency(try row.decode(String.self, at: 5), on: database)
             var entry = WalletV1.LedgerEntry()
             last = try row.decode(Int64.self, at: 0)
-            entry.transferId = try row.decode(RaveID.self, at: 1).wireText
+            entry.transferId = try row.decode(RaveID.self, at: 1).hex
             entry.code = try row.decode(String.self, at: 2)
             entry.amount = MoneyFormat.format(try row.decode(Int64.self, at: 3), currency: currency)
             entry.balanceAfter = MoneyFormat.format(try row.decode(Int64?.self, at: 4) ?? 0, currency: currency)
             entry.currency = currency.code
             entry.economy = WalletV1.Economy(rawValue: try row.decode(Int32.self, at: 6))
             entry.gameId = try row.decode(String.self, at: 7)
-            entry.betId = try row.decode(RaveID?.self, at: 8)?.wireText ?? ""
+            entry.betId = try row.decode(RaveID?.self, at: 8)?.hex ?? ""
             entry.createdAtUnixMicros = try row.decode(PostgresTimestamp.self, at: 9).microsecondsSinceEpoch
             entries.append(entry)
         }
         return (entries, rows.count == limit ? last : nil)
     }
-}
-
-extension RaveID {
-    /// The wire form: 32 lowercase hex digits, no dashes.
-    var wireText: String { String(description.filter { $0 != "-" }) }
 }
