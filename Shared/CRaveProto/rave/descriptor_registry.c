@@ -2,6 +2,7 @@
 #include "CRaveProto.h"
 static const ProtobufCServiceDescriptor *const services[] = {
     &rave__echo__v1__echo__descriptor,
+    &rave__events__v1__event_sink__descriptor,
     &rave__gateway__v1__gateway__descriptor,
     &rave__identity__v1__identity__descriptor,
     &rave__identity__v1__identity_admin__descriptor,
@@ -25,6 +26,9 @@ static const ProtobufCMessageDescriptor *const messages[] = {
     &rave__echo__v1__echo_request__descriptor,
     &rave__echo__v1__echo_response__descriptor,
     &rave__echo__v1__fail_request__descriptor,
+    &rave__events__v1__deliver_events_request__descriptor,
+    &rave__events__v1__deliver_events_response__descriptor,
+    &rave__events__v1__event__descriptor,
     &rave__gateway__v1__batch_call__descriptor,
     &rave__gateway__v1__batch_request__descriptor,
     &rave__gateway__v1__batch_response__descriptor,

@@ -3,6 +3,9 @@
 /// The messages and enums of the proto package rave.echo.v1.
 public enum EchoV1 {}
 
+/// The messages and enums of the proto package rave.events.v1.
+public enum EventsV1 {}
+
 /// The messages and enums of the proto package rave.gateway.v1.
 public enum GatewayV1 {}
 
