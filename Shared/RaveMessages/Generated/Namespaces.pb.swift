@@ -9,6 +9,9 @@ public enum EventsV1 {}
 /// The messages and enums of the proto package rave.gateway.v1.
 public enum GatewayV1 {}
 
+/// The messages and enums of the proto package rave.gifts.v1.
+public enum GiftsV1 {}
+
 /// The messages and enums of the proto package rave.identity.v1.
 public enum IdentityV1 {}
 
