@@ -10,7 +10,7 @@ PROTO_FILES := $(shell find Proto -name '*.proto' | sort)
 # Debian packages the build, the tests, and `make run` need.
 DEB_PACKAGES := libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libssl-dev libpq-dev \
 	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps \
-	libcurl4-openssl-dev python3-h2
+	libcurl4-openssl-dev python3-h2 python3-yaml systemd
 
 .PHONY: deps proto proto-check build release test test-swift bench fuzz fmt lint certs run stop reset clean
 
@@ -31,8 +31,9 @@ build: deps
 release:
 	@$(MAKE) --no-print-directory build CONFIG=release
 
-## test: generated code is current, lint passes, then every test against a throwaway PostgreSQL.
+## test: generated code is current, lint passes, deploy/ checks out, then every test against a throwaway PostgreSQL.
 test: deps proto-check lint
+	scripts/check-deploy.sh
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/with-postgres.sh scripts/run-tests.sh
 

@@ -2,8 +2,10 @@
 public enum Connector {
     /// Connects to host:port on `loop` and returns once the channel is active (after the TLS handshake).
     ///
-    /// `tls` must be a client context; the server certificate is verified against `serverName`, or against
-    /// `host` when it is nil. Connecting and the handshake together must finish within
+    /// `host` is an IP literal, `localhost`, or a DNS name (resolved with `NameResolver`; with several addresses,
+    /// each connection picks one at random, which spreads a client's connections over a headless service's
+    /// pods). `tls` must be a client context; the server certificate is verified against `serverName`, or
+    /// against `host` when it is nil. Connecting and the handshake together must finish within
     /// `options.handshakeTimeout`. `handler` gets `channelActive` right after this returns the channel.
     public static func connect(
         to host: String,
@@ -19,11 +21,12 @@ public enum Connector {
             throw .tlsConfiguration("a connector needs a TLS context configured for the client role")
         }
         let handoff = HandlerHandoff(handler: handler)
+        let numericHost = try await NameResolver.addresses(of: host).randomElement() ?? host
         let result = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<Channel, TransportError>, Never>) in
             loop.execute {
                 do throws(TransportError) {
-                    let fd = try Socket.startConnect(host: host, port: port)
+                    let fd = try Socket.startConnect(host: numericHost, port: port)
                     let session: TLSSession?
                     do throws(TransportError) {
                         session = try tls?.makeSession(fd: fd, serverName: serverName ?? host)
@@ -31,7 +34,7 @@ public enum Connector {
                         Socket.close(fd)
                         throw error
                     }
-                    let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+                    let address = numericHost.contains(":") ? "[\(numericHost)]:\(port)" : "\(numericHost):\(port)"
                     let channel = Channel(
                         loop: loop, fd: fd, remoteAddress: address, session: session, connecting: true,
                         options: options)

@@ -24,7 +24,7 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let tlsFailure = Code("tls failure")
         /// Certificates, keys or CA files could not be loaded, or a TLS context could not be built.
         public static let tlsConfiguration = Code("tls configuration")
-        /// The host is not an address we can use (numeric IPv4/IPv6 or `localhost`).
+        /// The host is not an address we can use: not numeric, and the name does not resolve.
         public static let invalidAddress = Code("invalid address")
         /// Another operating-system call failed.
         public static let systemCall = Code("system call failed")
