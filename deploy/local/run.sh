@@ -9,9 +9,10 @@ cd "$(dirname "$0")/../.."
 bin=.build/release
 export RAVE_CERT_DIR=$(pwd)/.run/certs
 # How the services find each other locally (DESIGN.md §10 ports): identity checks blocks with social and drives
-# merges on every data-owning service.
+# merges on every data-owning service; every service sends its events to push and gifts (docs/events.md).
 export RAVE_IDENTITY_SOCIAL_ADDRESS=${RAVE_IDENTITY_SOCIAL_ADDRESS:-127.0.0.1:7502}
-export RAVE_IDENTITY_MERGE_PARTICIPANTS=${RAVE_IDENTITY_MERGE_PARTICIPANTS:-social=127.0.0.1:7502,leaderboards=127.0.0.1:7503,push=127.0.0.1:7505,wallet=127.0.0.1:7506}
+export RAVE_IDENTITY_MERGE_PARTICIPANTS=${RAVE_IDENTITY_MERGE_PARTICIPANTS:-social=127.0.0.1:7502,leaderboards=127.0.0.1:7503,gifts=127.0.0.1:7504,push=127.0.0.1:7505,wallet=127.0.0.1:7506}
+export RAVE_EVENT_SINKS=${RAVE_EVENT_SINKS:-push=127.0.0.1:7505,gifts=127.0.0.1:7504}
 mkdir -p .run/logs
 
 deploy/local/postgres.sh start
@@ -93,19 +94,10 @@ done
 echo "  echo           127.0.0.1:7600 (TLS, the protocol's conformance service)"
 echo "  certificates   $RAVE_CERT_DIR"
 echo
-# A demo publisher and application, made once through the gateway with the admin certificate.
-admin=(--target 127.0.0.1:7443 --ca "$RAVE_CERT_DIR/ca.pem" --cert "$RAVE_CERT_DIR/admin.pem" --key "$RAVE_CERT_DIR/admin-key.pem")
+# The demo content (publisher, application, leaderboards, achievements, gift types, games, currency).
 demo_app=""
 if [ -x "$bin/gateway" ] && [ -x "$bin/identity" ]; then
-    if [ ! -s .run/demo-app-id ]; then
-        publisher=$("$bin/ravectl" call rave.identity.v1.IdentityAdmin/CreatePublisher --json '{"name": "Demo Studio"}' \
-            "${admin[@]}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["publisher"]["publisherId"])') &&
-            "$bin/ravectl" call rave.identity.v1.IdentityAdmin/CreateApplication \
-                --json "{\"publisherId\": \"$publisher\", \"name\": \"Demo Game\"}" "${admin[@]}" |
-            python3 -c 'import json, sys; print(json.load(sys.stdin)["application"]["appId"])' >.run/demo-app-id ||
-            echo "could not create the demo application (see the logs above)" >&2
-    fi
-    demo_app=$(cat .run/demo-app-id 2>/dev/null || true)
+    demo_app=$(deploy/local/seed.sh "$bin") || echo "could not seed the demo content (see the logs above)" >&2
 fi
 
 echo "Try:"
@@ -113,6 +105,8 @@ echo "  $bin/ravectl ping 127.0.0.1:7600 --ca $RAVE_CERT_DIR/ca.pem"
 if [ -n "$demo_app" ]; then
     echo "  $bin/ravectl login --app $demo_app --device my-device --target 127.0.0.1:7443 --ca $RAVE_CERT_DIR/ca.pem"
     echo "  $bin/ravectl call rave.identity.v1.Identity/GetCurrentUser --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
+    echo "  $bin/ravectl call rave.leaderboards.v1.Leaderboards/ListLeaderboards --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
+    echo "  $bin/ravectl call rave.wallet.v1.Wallet/ListGames --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
 fi
 echo "  $bin/ravectl bench rpc --target 127.0.0.1:7600 --ca $RAVE_CERT_DIR/ca.pem --duration 5"
 echo
