@@ -10,6 +10,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ravectl", targets: ["Ravectl"]),
+        .library(name: "RaveClient", targets: ["RaveClient"]),
         .executable(name: "rave-protogen", targets: ["RaveProtoGen"]),
         .executable(name: "identity", targets: ["Identity"]),
         .executable(name: "leaderboards", targets: ["Leaderboards"]),
@@ -17,6 +18,7 @@ let package = Package(
         .executable(name: "gateway", targets: ["Gateway"]),
         .executable(name: "social", targets: ["Social"]),
         .executable(name: "push", targets: ["Push"]),
+        .executable(name: "gifts", targets: ["Gifts"]),
     ],
     targets: [
         // MARK: - C libraries and shims
@@ -65,6 +67,17 @@ let package = Package(
         ),
         .target(name: "RaveAuth", dependencies: ["COpenSSL"], path: "Shared/RaveAuth"),
         .target(
+            name: "RaveClient", dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveTransport"],
+            path: "Shared/RaveClient"),
+        .target(
+            name: "RaveEvents",
+            dependencies: [
+                "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RavePostgres",
+                "RaveTelemetry", "RaveTransport",
+            ],
+            path: "Shared/RaveEvents"
+        ),
+        .target(
             name: "RaveRuntime",
             dependencies: ["RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "RaveTelemetry", "CRaveSystem"],
             path: "Shared/RaveRuntime"
@@ -84,7 +97,7 @@ let package = Package(
             name: "Identity",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveOutbox", "COpenSSL", "CRaveTLS", "RaveAuth",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "COpenSSL", "CRaveTLS", "RaveAuth",
             ],
             path: "Services/Identity",
             resources: [.copy("Migrations")]
@@ -103,7 +116,7 @@ let package = Package(
             name: "Leaderboards",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveOutbox",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents",
             ],
             path: "Services/Leaderboards",
             resources: [.copy("Migrations")]
@@ -113,7 +126,7 @@ let package = Package(
             name: "Social",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport",
+                "RaveTelemetry", "RaveTransport", "RaveEvents",
             ],
             path: "Services/Social",
             resources: [.copy("Migrations")]
@@ -132,13 +145,28 @@ let package = Package(
             name: "Push",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "COpenSSL", "CCurl",
+                "RaveTelemetry", "COpenSSL", "CCurl", "RaveEvents",
             ],
             path: "Services/Push",
             resources: [.copy("Migrations")]
         ),
 
+        .executableTarget(
+            name: "Gifts",
+            dependencies: [
+                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents",
+            ],
+            path: "Services/Gifts",
+            resources: [.copy("Migrations")]
+        ),
+
         // MARK: - Tests
+        .testTarget(
+            name: "RaveClientTests",
+            dependencies: ["RaveClient", "RaveRPC", "RaveServices", "RaveMessages", "RaveTransport"],
+            path: "Tests/RaveClientTests"
+        ),
         .testTarget(
             name: "RaveTransportTests",
             dependencies: ["RaveTransport", "CRaveSystem"],
@@ -153,6 +181,14 @@ let package = Package(
             name: "RaveOutboxTests",
             dependencies: ["RaveOutbox", "RavePostgres", "RaveTransport"],
             path: "Tests/RaveOutboxTests"
+        ),
+        .testTarget(
+            name: "RaveEventsTests",
+            dependencies: [
+                "RaveEvents", "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RavePostgres",
+                "RaveTelemetry", "RaveTransport",
+            ],
+            path: "Tests/RaveEventsTests"
         ),
         .testTarget(
             name: "RaveProtobufTests",
@@ -182,7 +218,7 @@ let package = Package(
             name: "IdentityTests",
             dependencies: [
                 "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveOutbox", "COpenSSL",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "COpenSSL",
             ],
             path: "Tests/IdentityTests"
         ),
@@ -207,7 +243,7 @@ let package = Package(
             name: "LeaderboardsTests",
             dependencies: [
                 "Leaderboards", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
-                "RavePostgres", "RaveTelemetry", "RaveTransport",
+                "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveEvents",
             ],
             path: "Tests/LeaderboardsTests"
         ),
@@ -215,7 +251,7 @@ let package = Package(
             name: "PushTests",
             dependencies: [
                 "Push", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport",
+                "RaveTelemetry", "RaveTransport", "RaveEvents",
             ],
             path: "Tests/PushTests",
             resources: [.copy("Fixtures")]
@@ -227,6 +263,23 @@ let package = Package(
                 "RavePostgres", "RaveTelemetry", "RaveTransport",
             ],
             path: "Tests/SocialTests"
+        ),
+        .testTarget(
+            name: "SystemTests",
+            dependencies: [
+                "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres", "RaveTransport", "RaveAuth",
+                "COpenSSL",
+            ],
+            path: "Tests/SystemTests",
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "GiftsTests",
+            dependencies: [
+                "Gifts", "RaveEvents", "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages",
+                "RaveProtobuf", "RavePostgres", "RaveTelemetry", "RaveTransport",
+            ],
+            path: "Tests/GiftsTests"
         ),
     ]
 )

@@ -9,6 +9,9 @@ import RaveTelemetry
 @main
 enum GatewayMain {
     static func main() async {
+        if CommandLine.arguments.dropFirst().first == "bench" {
+            exit(await GatewayBenchmark.run(environment: ProcessInfo.processInfo.environment))
+        }
         // First, before anything starts a thread: every thread must block the signals the watcher waits for.
         SignalWatcher.blockSignals()
         let runtime: GatewayRuntime

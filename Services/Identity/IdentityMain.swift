@@ -15,7 +15,7 @@ enum IdentityMain {
         }
     }
 
-    /// The RPC services, plus the merge delivery worker registered as a background service.
+    /// The RPC services, plus the outbox delivery (merges and events) registered as a background service.
     static func services(context: ServiceContext) async throws -> [any RPCService] {
         let configuration = try IdentityConfiguration(environment: context.environment)
         let service = try await IdentityService.start(

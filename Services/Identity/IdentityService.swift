@@ -16,6 +16,8 @@ final class IdentityService: Sendable {
     let providerVerifier: OIDCVerifier
     /// Starts merges and enqueues their participant events.
     let mergeSaga: MergeSaga
+    /// Applications as recently read (settings change rarely; logins need them on every call).
+    let applications: ApplicationCache
     /// Social's blocks, when a social service is configured; FindUser hides blockers from the players they blocked.
     let blocks: (any BlockRegistry)?
     /// Scopes a player access token carries: `player`, plus `guest` or `authenticated` by account state, so
@@ -33,6 +35,7 @@ final class IdentityService: Sendable {
         blocks: (any BlockRegistry)?
     ) {
         self.pool = pool
+        applications = ApplicationCache(pool: pool)
         self.blocks = blocks
         self.configuration = configuration
         self.signer = signer

@@ -1,4 +1,5 @@
 import Foundation
+import RaveEvents
 import RavePostgres
 import RaveRPC
 import RaveRuntime
@@ -19,20 +20,28 @@ enum LeaderboardsMain {
     static func services(context: ServiceContext) async throws -> [any RPCService] {
         let configuration = try LeaderboardsConfiguration(environment: context.environment)
         context.logger.info("leaderboards settings", configuration.settings)
+        // Achievement unlocks reach push (and any other sink of RAVE_EVENT_SINKS) through the outbox.
+        context.addBackgroundService(try EventPublisher.forService(context: context, source: "leaderboards"))
         let tls = try TLSContext(
             .client(
                 trustRootsPath: context.configuration.tlsCertificateAuthorityPath,
                 certificateChainPath: context.configuration.tlsCertificatePath,
                 privateKeyPath: context.configuration.tlsPrivateKeyPath))
-        let social = RPCClient(
-            host: configuration.socialAddress.host, port: configuration.socialAddress.port, tls: tls,
-            group: context.group, logger: context.logger.with("peer", "social"))
-        let identity = RPCClient(
-            host: configuration.identityAddress.host, port: configuration.identityAddress.port, tls: tls,
-            group: context.group, logger: context.logger.with("peer", "identity"))
-        return try await services(
-            pool: context.pool, logger: context.logger, friends: SocialFriendsProvider(caller: social),
-            profiles: IdentityProfileProvider(caller: identity, logger: context.logger.with("component", "profiles")))
+        var friends: any FriendsProvider = StaticFriendsProvider()
+        if let address = configuration.socialAddress {
+            friends = SocialFriendsProvider(
+                caller: RPCClient(
+                    host: address.host, port: address.port, tls: tls, group: context.group,
+                    logger: context.logger.with("peer", "social")))
+        }
+        var profiles: any ProfileProvider = StaticProfileProvider()
+        if let address = configuration.identityAddress {
+            let identity = RPCClient(
+                host: address.host, port: address.port, tls: tls, group: context.group,
+                logger: context.logger.with("peer", "identity"))
+            profiles = IdentityProfileProvider(caller: identity, logger: context.logger.with("component", "profiles"))
+        }
+        return try await services(pool: context.pool, logger: context.logger, friends: friends, profiles: profiles)
     }
 
     /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.

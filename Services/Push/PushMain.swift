@@ -22,7 +22,8 @@ enum PushMain {
         let clock = SystemClock()
         let worker = try configuration.makeWorker(pool: context.pool, clock: clock, logger: context.logger)
         context.addBackgroundService(worker)
-        return PushDependencies(pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }).services()
+        return PushDependencies(pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }).services(
+            logger: context.logger)
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.

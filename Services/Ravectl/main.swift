@@ -14,6 +14,8 @@ let usage = """
       \(CallCommand.usage)
       \(BatchCommand.usage)
       \(LoginCommand.usage)
+      \(AdminCommand.usage)
+      \(LoadtestCommand.usage)
     """
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -28,6 +30,8 @@ do {
     case "call": status = try await CallCommand.run(arguments.dropFirst())
     case "batch": status = try await BatchCommand.run(arguments.dropFirst())
     case "login": status = try await LoginCommand.run(arguments.dropFirst())
+    case "admin": status = try await AdminCommand.run(arguments.dropFirst())
+    case "loadtest": status = try await LoadtestCommand.run(arguments.dropFirst())
     case "help", "--help", "-h":
         print(usage)
         status = 0

@@ -1,4 +1,5 @@
 import Foundation
+import RaveEvents
 import RavePostgres
 import RaveRPC
 import RaveRuntime
@@ -29,7 +30,11 @@ enum SocialMain {
             host: configuration.identityAddress.host, port: configuration.identityAddress.port, tls: tls,
             group: context.group, logger: context.logger.with("peer", "identity"))
         let service = SocialService(
-            pool: context.pool, directory: IdentityUserDirectory(caller: identity), configuration: configuration)
+            pool: context.pool, directory: IdentityUserDirectory(caller: identity), configuration: configuration,
+            loop: context.group.next(), logger: context.logger)
+        if configuration.friendCacheIDs > 0 { context.addBackgroundService(service.friendIDs) }
+        // Friend request events, from the outbox to the sinks of RAVE_EVENT_SINKS (push shows them).
+        context.addBackgroundService(try EventPublisher.forService(context: context, source: "social"))
         return service.rpcServices
     }
 

@@ -11,6 +11,8 @@ public final class PostgresListener: Sendable {
         var streams: [String: [AsyncStream<PostgresNotification>.Continuation]] = [:]
         var connection: PostgresConnection?
         var isShutDown = false
+        var connections: UInt64 = 0
+        var listeningGeneration: UInt64?
     }
 
     private let connectionString: String
@@ -38,6 +40,13 @@ public final class PostgresListener: Sendable {
         return stream
     }
 
+    /// The same number for exactly as long as one connection listens on every channel without a break; nil while
+    /// the listener is down or (re)connecting.
+    ///
+    /// A cache invalidated by notifications checks it: a different value (or nil) means notifications may have
+    /// been missed since the cache was filled.
+    public var listeningGeneration: UInt64? { state.withLock { $0.listeningGeneration } }
+
     /// Closes the connection and finishes every stream.
     public func shutdown() {
         let (connection, continuations) = state.withLock { state in
@@ -55,7 +64,13 @@ public final class PostgresListener: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.execute {
                 connection.notificationHandler = { [weak self] in self?.deliver($0) }
-                connection.closeHandler = { [weak self] _ in self?.reconnectSoon() }
+                let closed = ObjectIdentifier(connection)
+                connection.closeHandler = { [weak self] _ in
+                    self?.state.withLock { state in
+                        if state.connection.map(ObjectIdentifier.init) == closed { state.listeningGeneration = nil }
+                    }
+                    self?.reconnectSoon()
+                }
                 continuation.resume()
             }
         }
@@ -67,6 +82,11 @@ public final class PostgresListener: Sendable {
         stale?.close()
         for channel in channels {
             try await connection.runScript("LISTEN \(PostgresConnection.quoteIdentifier(channel))")
+        }
+        state.withLock { state in
+            guard state.connection === connection, !connection.isClosed else { return }
+            state.connections += 1
+            state.listeningGeneration = state.connections
         }
         return connection
     }

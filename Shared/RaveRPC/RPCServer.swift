@@ -154,6 +154,8 @@ final class HealthState: Sendable {
 final class ConnectionRegistry: Sendable {
     private struct State {
         var connections: [ObjectIdentifier: ServerConnection] = [:]
+        /// Open connections per client IP address, for `maxConnectionsPerAddress`.
+        var countByHost: [String: Int] = [:]
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -161,16 +163,24 @@ final class ConnectionRegistry: Sendable {
 
     var all: [ServerConnection] { state.withLock { Array($0.connections.values) } }
 
-    func add(_ connection: ServerConnection) -> Int {
-        state.withLock {
+    /// Registers `connection` from `address` ("host:port"); returns the open connections in all and from its host.
+    func add(_ connection: ServerConnection, address: String) -> (total: Int, fromHost: Int) {
+        let host = Self.host(of: address)
+        return state.withLock {
             $0.connections[ObjectIdentifier(connection)] = connection
-            return $0.connections.count
+            $0.countByHost[host, default: 0] += 1
+            return ($0.connections.count, $0.countByHost[host] ?? 0)
         }
     }
 
     func remove(_ connection: ServerConnection) -> Int {
+        let host = Self.host(of: connection.channel.remoteAddress)
         let (count, waiters) = state.withLock { state -> (Int, [CheckedContinuation<Void, Never>]) in
-            state.connections[ObjectIdentifier(connection)] = nil
+            guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else {
+                return (state.connections.count, [])
+            }
+            let remaining = (state.countByHost[host] ?? 1) - 1
+            state.countByHost[host] = remaining > 0 ? remaining : nil
             guard state.connections.isEmpty else { return (state.connections.count, []) }
             let waiters = state.waiters
             state.waiters = []
@@ -178,6 +188,12 @@ final class ConnectionRegistry: Sendable {
         }
         for waiter in waiters { waiter.resume() }
         return count
+    }
+
+    /// The address without its port: the key connections from one client IP are counted under.
+    static func host(of address: String) -> String {
+        guard let colon = address.lastIndex(of: ":") else { return address }
+        return String(address[..<colon])
     }
 
     func waitUntilEmpty() async {

@@ -34,6 +34,9 @@ public struct RPCServerConfiguration: Sendable {
     public var writeHighWaterMark: Int
     /// Buffered output at which reading resumes (default 256 KiB).
     public var writeLowWaterMark: Int
+    /// Connections one client IP address may hold open; more are refused with RESOURCE_EXHAUSTED right after
+    /// the TLS handshake (default 0: no limit; the gateway sets one).
+    public var maxConnectionsPerAddress: Int = 0
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, maxFrameSize: Int = Frame.defaultMaxFrameSize,

@@ -61,7 +61,14 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     // MARK: - Channel events
 
     func channelActive(_ channel: Channel) {
-        router.observer.connectionCountChanged(to: registry.add(self))
+        let (total, fromAddress) = registry.add(self, address: channel.remoteAddress)
+        router.observer.connectionCountChanged(to: total)
+        let limit = configuration.maxConnectionsPerAddress
+        if limit > 0 && fromAddress > limit {
+            failConnection(
+                code: .resourceExhausted, "too many connections from this address: at most \(limit) at once")
+            return
+        }
         var handshake = RpcV1.Handshake()
         handshake.protocolVersion = Frame.protocolVersion
         handshake.maxFrameSize = UInt32(clamping: configuration.maxFrameSize)

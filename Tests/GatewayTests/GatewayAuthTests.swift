@@ -158,3 +158,19 @@ struct GatewayAuthTests {
         try await harness.stop()
     }
 }
+
+/// Parsing the authorization value, which runs on every call.
+@Suite("Gateway bearer tokens")
+struct BearerTokenTests {
+    @Test func theSchemeIsCaseInsensitiveAndSpacesAroundTheTokenAreIgnored() throws {
+        #expect(try Authenticator.bearerToken("Bearer abc.def.ghi") == "abc.def.ghi")
+        #expect(try Authenticator.bearerToken("bearer  abc ") == "abc")
+        #expect(try Authenticator.bearerToken("BEARER\tabc") == "abc")
+    }
+
+    @Test(arguments: ["Basic abc", "Bearer", "Bearer a b", "", "Bearerx abc", "Bearér abc"])
+    func malformedValuesAreUnauthenticated(value: String) {
+        let error = #expect(throws: RPCError.self) { try Authenticator.bearerToken(value) }
+        #expect(error?.code == .unauthenticated)
+    }
+}

@@ -11,13 +11,15 @@ import Synchronization
 
 /// A gateway started in-process with real backends on loopback.
 ///
-/// The backends are an identity stand-in serving SigningKeys and ResolveUsers, and an Echo service that
-/// reports the caller it saw. Everything speaks real TLS; the backends require the gateway's certificate.
+/// The backends are an identity stand-in serving SigningKeys and ResolveUsers, an Echo service that reports
+/// the caller it saw, and (when asked for) a wallet stand-in serving PlaceBet and PlaceBets. Everything speaks
+/// real TLS; the backends require the gateway's certificate.
 final class GatewayHarness: Sendable {
     let directory: String
     let signer: AccessTokenSigner
     let identity: TestIdentity
     let echo: TestEcho
+    let wallet: StandInWallet
     let runtime: GatewayRuntime
     private let running: Task<Void, any Error>
     private let backendGroup: EventLoopGroup
@@ -25,19 +27,22 @@ final class GatewayHarness: Sendable {
     private let backends: [RPCServer]
 
     /// Starts everything; `settings` override the gateway's environment.
-    static func start(_ settings: [String: String] = [:]) async throws -> GatewayHarness {
+    ///
+    /// Without `withWallet` the wallet's address refuses connections, like every other service's.
+    static func start(_ settings: [String: String] = [:], withWallet: Bool = false) async throws -> GatewayHarness {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-gateway-\(UUID())").path
         try DevelopmentCertificates.write(
             to: directory, services: ["gateway", "identity", "echo", "admin", "client"])
-        return try await GatewayHarness(directory: directory, settings: settings)
+        return try await GatewayHarness(directory: directory, settings: settings, withWallet: withWallet)
     }
 
-    private init(directory: String, settings: [String: String]) async throws {
+    private init(directory: String, settings: [String: String], withWallet: Bool) async throws {
         self.directory = directory
         let key = try Ed25519PrivateKey()
         signer = AccessTokenSigner(keyID: "test-key-1", privateKey: key)
         identity = TestIdentity(keys: [SigningKeySet.Key(keyID: "test-key-1", publicKey: try key.publicKey())])
         echo = TestEcho()
+        wallet = StandInWallet()
         backendGroup = try EventLoopGroup(loopCount: 1)
         clientGroup = try EventLoopGroup(loopCount: 1)
         let backendTLS = try TLSContext(
@@ -47,9 +52,11 @@ final class GatewayHarness: Sendable {
         let quiet = Logger(label: "test-backend", level: .warning)
         let identityServer = RPCServer(services: [identity], tls: backendTLS, group: backendGroup, logger: quiet)
         let echoServer = RPCServer(services: [echo], tls: backendTLS, group: backendGroup, logger: quiet)
+        let walletServer = RPCServer(services: [wallet], tls: backendTLS, group: backendGroup, logger: quiet)
         try identityServer.start()
         try echoServer.start()
-        backends = [identityServer, echoServer]
+        try walletServer.start()
+        backends = [identityServer, echoServer, walletServer]
         var environment = [
             "RAVE_CERT_DIR": directory, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
             "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "error", "RAVE_SHUTDOWN_GRACE": "1s",
@@ -61,6 +68,7 @@ final class GatewayHarness: Sendable {
         for service in ["social", "leaderboards", "gifts", "push", "wallet"] {
             environment["RAVE_GATEWAY_\(service.uppercased())_ADDRESSES"] = "127.0.0.1:1"
         }
+        if withWallet { environment["RAVE_GATEWAY_WALLET_ADDRESSES"] = "127.0.0.1:\(walletServer.localPort)" }
         environment.merge(settings) { _, new in new }
         let runtime = try await GatewayRuntime.start(environment: environment)
         self.runtime = runtime

@@ -69,6 +69,10 @@ struct GatewayProtectionTests {
     }
 
     @Test func methodRoutesFollowTheServiceSuffix() throws {
+        let install = try MethodRoute(method: "rave.gifts.v1.GiftsInstall/ResolveInstallLink")
+        #expect(install.service == "gifts" && install.access == .anonymous)
+        #expect(try MethodRoute(method: "rave.gifts.v1.Gifts/SendGifts").access == .player)
+        #expect(try MethodRoute(method: "rave.gifts.v1.GiftsAdmin/CreateGiftType").access == .admin)
         let bets = try MethodRoute(method: "rave.wallet.v1.Wallet/PlaceBets")
         #expect(bets.service == "wallet" && bets.access == .player)
         #expect(try MethodRoute(method: "rave.wallet.v1.WalletAdmin/Deposit").access == .admin)
@@ -97,6 +101,43 @@ struct GatewayProtectionTests {
             connection, "rave.echo.v1.Echo/Echo", large, options: bearer(try harness.token(for: "user-3")))
         #expect(tooLarge?.code == .invalidArgument)
         connection.close()
+        try await harness.stop()
+    }
+}
+
+/// A client holding many connections is refused beyond its share, and gets room again when it closes some.
+@Suite("Gateway connection limits")
+struct GatewayConnectionLimitTests {
+    @Test func connectionsBeyondThePerAddressLimitAreRefused() async throws {
+        let harness = try await GatewayHarness.start(["RAVE_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS": "3"])
+        var open: [RPCConnection] = []
+        for _ in 0..<3 { open.append(try await harness.connect()) }
+        let token = try harness.token(for: "user-1")
+        for connection in open {
+            #expect(await failure(connection, "rave.echo.v1.Echo/Echo", [], options: bearer(token)) == nil)
+        }
+        // The fourth is closed right after its TLS handshake with RESOURCE_EXHAUSTED.
+        var refused: RPCError?
+        do {
+            let extra = try await harness.connect()
+            refused = await failure(extra, "rave.echo.v1.Echo/Echo", [], options: bearer(token))
+            extra.close()
+        } catch {
+            refused = error as? RPCError ?? RPCError.unavailable("\(error)")
+        }
+        #expect(refused != nil)
+        // Closing one makes room (the gateway learns of the close asynchronously).
+        open.removeFirst().close()
+        var accepted = false
+        for _ in 0..<100 where !accepted {
+            if let again = try? await harness.connect() {
+                accepted = await failure(again, "rave.echo.v1.Echo/Echo", [], options: bearer(token)) == nil
+                again.close()
+            }
+            if !accepted { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(accepted)
+        for connection in open { connection.close() }
         try await harness.stop()
     }
 }

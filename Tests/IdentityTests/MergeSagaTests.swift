@@ -76,10 +76,12 @@ struct MergeSagaTests {
             let other = try parseRaveID(try await harness.guestLogin(appID: app.appId, deviceID: "d3").userID)
             let saga = harness.service.mergeSaga
             let first = try await harness.pool.transaction {
-                try await saga.merge(source: source, into: target, in: $0)
+                try await saga.merge(source: source, into: target, appID: nil, in: $0)
             }
             #expect(first.performed)
-            let again = try await harness.pool.transaction { try await saga.merge(source: source, into: other, in: $0) }
+            let again = try await harness.pool.transaction {
+                try await saga.merge(source: source, into: other, appID: nil, in: $0)
+            }
             #expect(!again.performed)
             #expect(again.mergeID == first.mergeID)
             #expect(again.target == target)
@@ -98,7 +100,9 @@ struct MergeSagaTests {
             let source = try parseRaveID(sourceLogin.userID)
             let target = try parseRaveID(targetLogin.userID)
             let saga = harness.service.mergeSaga
-            _ = try await harness.pool.transaction { try await saga.merge(source: source, into: target, in: $0) }
+            _ = try await harness.pool.transaction {
+                try await saga.merge(source: source, into: target, appID: nil, in: $0)
+            }
             let context = Harness.playerContext(sourceLogin, appID: app.appId)
             let keys = try await harness.player.getAppDataKeys(.init(), context: context)
             #expect(keys.selectedKey.isEmpty)

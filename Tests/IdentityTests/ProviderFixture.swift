@@ -35,7 +35,8 @@ struct ProviderFixture {
     /// An ID token for `subject`, valid now unless told otherwise; `key` signs instead of the published key.
     func token(
         _ provider: OIDCProvider, subject: String, email: String? = nil, nonce: String? = nil,
-        audience: String = ProviderFixture.audience, expiresIn lifetime: Int = 3600, key: TestProviderKey? = nil
+        audience: String = ProviderFixture.audience, expiresIn lifetime: Int = 3600, key: TestProviderKey? = nil,
+        name: String? = nil, picture: String? = nil
     ) throws -> String {
         let entry = try #require(providers[provider])
         let now = Int(Date().timeIntervalSince1970)
@@ -45,6 +46,8 @@ struct ProviderFixture {
         ]
         if let email { claims += ["\"email\":\"\(email)\"", "\"email_verified\":true"] }
         if let nonce { claims.append("\"nonce\":\"\(nonce)\"") }
+        if let name { claims.append("\"name\":\"\(name)\"") }
+        if let picture { claims.append("\"picture\":\"\(picture)\"") }
         let signer = key ?? entry.key
         return try entry.issuer.token(
             claims: "{" + claims.joined(separator: ",") + "}", key: signer,

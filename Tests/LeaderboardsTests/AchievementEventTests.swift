@@ -7,7 +7,7 @@ import Testing
 
 @Suite("Achievement events")
 struct AchievementEventTests {
-    @Test("the first unlock writes one achievement.unlocked outbox event; repeating it writes none")
+    @Test("the first unlock writes one leaderboards.achievement_unlocked outbox event; repeating it writes none")
     func firstUnlockEnqueuesOneEvent() async throws {
         try await TestDatabase.withPool { pool in
             let service = ServiceFixture(pool: pool)
@@ -27,7 +27,7 @@ struct AchievementEventTests {
                 "SELECT topic, payload FROM outbox_events WHERE key = $1 ORDER BY id", [alice.hex])
             #expect(rows.count == 1)
             let topic = try rows.first?.decode(String.self, column: "topic")
-            #expect(topic == "achievement.unlocked")
+            #expect(topic == "leaderboards.achievement_unlocked")
             let payload = try rows.first?.decode([UInt8].self, column: "payload") ?? []
             let event = try LeaderboardsV1.AchievementUnlockedEvent(protobufBytes: payload)
             #expect(

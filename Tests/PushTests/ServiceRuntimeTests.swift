@@ -69,6 +69,27 @@ struct PushServiceRuntimeTests {
                 #expect(state == .delivered)
                 #expect(try server.requestCount(token: "a-ok-mtls") == 1)
 
+                // Another service's event, delivered twice (at least once): one notification, one push.
+                let event = EventsV1.Event(
+                    eventId: RaveID.random().hex, topic: "gifts.gift_received", key: user.hex,
+                    payload: GiftsV1.GiftReceivedEvent(
+                        giftId: "g1", appId: PushFixture.appID, recipientId: user.hex, senderDisplayName: "Alice",
+                        giftTypeName: "Golden Egg"
+                    ).protobufBytes(), source: "gifts")
+                let events = EventsV1.EventSinkClient(caller: client)
+                let first = try await events.deliverEvents(.init(events: [event]))
+                let again = try await events.deliverEvents(.init(events: [event]))
+                #expect(first.handled == 1 && again.handled == 0)
+                var eventState = PushV1.DeliveryState.pending
+                for _ in 0..<100 where eventState != .delivered {
+                    try await Task.sleep(for: .milliseconds(50))
+                    let deliveries = try await PushV1.PushAdminClient(caller: client).getDeliveries(
+                        PushV1.GetDeliveriesRequest(notificationId: event.eventId), options: admin)
+                    eventState = deliveries.deliveries.first?.state ?? .unspecified
+                }
+                #expect(eventState == .delivered)
+                #expect(try server.requestCount(token: "a-ok-mtls") == 2)
+
                 client.close()
                 runtime.triggerShutdown()
                 try await running.value

@@ -1,4 +1,5 @@
 import RavePostgres
+import RaveTelemetry
 import Testing
 
 @testable import Social
@@ -18,7 +19,10 @@ struct BenchmarkTests {
             parameters.friends = 10
             parameters.seconds = 0.3
             parameters.concurrency = 2
-            let measurements = try await SocialBenchmark(pool: pool, parameters: parameters).run()
+            let measurements = try await SocialBenchmark(
+                pool: pool, parameters: parameters, loop: SocialHarness.group.next(),
+                logger: Logger(label: "social-bench-test", level: .warning)
+            ).run()
             #expect(measurements.count == 3)
             for measurement in measurements {
                 #expect(measurement.errors == 0, "\(measurement.name)")

@@ -51,7 +51,7 @@ struct SocialHarness {
         maxListMembers: Int = 5_000, _ body: (SocialHarness) async throws -> Void
     ) async throws {
         let certificates = FileManager.default.temporaryDirectory.appendingPathComponent("rave-social-\(UUID())").path
-        try DevelopmentCertificates.write(to: certificates, services: ["identity", "social", "client"])
+        try DevelopmentCertificates.write(to: certificates, services: ["identity", "social", "client", "push"])
         defer { try? FileManager.default.removeItem(atPath: certificates) }
         try await withDatabase(prefix: "rave_social_identity_") { identityURL in
             var identityConfiguration = IdentityConfiguration()
@@ -87,11 +87,14 @@ struct SocialHarness {
                         var configuration = SocialConfiguration()
                         configuration.maxListMembers = maxListMembers
                         let service = SocialService(
-                            pool: pool, directory: IdentityUserDirectory(caller: client), configuration: configuration)
-                        try await body(
-                            SocialHarness(
-                                service: service, identity: identity, identityPort: runtime.rpcPort,
-                                certificates: certificates, appID: app.id.hex, publisherID: publisher.publisherId))
+                            pool: pool, directory: IdentityUserDirectory(caller: client), configuration: configuration,
+                            loop: group.next(), logger: Logger(label: "social-test", level: .warning))
+                        try await withFriendIDCache(service) {
+                            try await body(
+                                SocialHarness(
+                                    service: service, identity: identity, identityPort: runtime.rpcPort,
+                                    certificates: certificates, appID: app.id.hex, publisherID: publisher.publisherId))
+                        }
                     } catch {
                         pool.shutdown()
                         throw error
@@ -106,6 +109,30 @@ struct SocialHarness {
             try await running.value
             if let failure { throw failure }
         }
+    }
+
+    /// Runs `body` while the service's friend id cache listens, as `SocialMain` runs it.
+    static func withFriendIDCache(_ service: SocialService, _ body: () async throws -> Void) async throws {
+        let cache = Task { try await service.friendIDs.run() }
+        var failure: (any Error)?
+        do {
+            try await waitUntil("the friend id cache listens") { service.friendIDs.isListening }
+            try await body()
+        } catch {
+            failure = error
+        }
+        await service.friendIDs.shutdown()
+        try await cache.value
+        if let failure { throw failure }
+    }
+
+    /// Polls `condition` every 20 ms for up to 10 s (a bound for a stuck test, not a latency claim).
+    static func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
+        for _ in 0..<500 {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw PostgresError(.client, "gave up waiting until \(what)")
     }
 
     static func clientTLS(_ certificates: String, name: String) throws -> TLSContext {

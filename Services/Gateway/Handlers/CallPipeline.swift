@@ -1,5 +1,6 @@
 import RaveRPC
 import RaveTransport
+import Synchronization
 
 /// What every call through the gateway goes through: classify the method, establish the caller, charge the
 /// caller's rate limit, and forward to the owning service with the caller in `rave-caller-*` metadata.
@@ -20,6 +21,10 @@ final class CallPipeline: Sendable {
     let protection: Protection
     let adminCommonName: String
     let deadlineMargin: UInt64
+    /// Routes of the methods seen so far: parsing a method name allocates, a lookup does not.
+    private let routes = Mutex<[String: MethodRoute]>([:])
+    /// Bounds `routes` against clients inventing method names; beyond it names are parsed each time.
+    private static let routeCacheCapacity = 4096
 
     init(
         authenticator: Authenticator, pools: [String: BackendPool], protection: Protection, adminCommonName: String,
@@ -42,12 +47,14 @@ final class CallPipeline: Sendable {
     }
 
     /// Routes one call: classify, authenticate, rate-limit per user, forward.
+    ///
+    /// `cost` is the number of client calls the call stands for (a PlaceBets made of a batch's bets).
     func dispatch(
-        method: String, request: [UInt8], context: RequestContext, metadata: [String: String]
+        method: String, request: [UInt8], context: RequestContext, metadata: [String: String], cost: Int = 1
     ) async throws(RPCError) -> [UInt8] {
-        let route = try MethodRoute(method: method)
+        let route = try self.route(method)
         let caller = try await self.caller(for: route, context: context)
-        if let caller, !caller.userID.isEmpty { try protection.users.charge(caller.userID) }
+        if let caller, !caller.userID.isEmpty { try protection.users.charge(caller.userID, cost: cost) }
         guard let pool = pools[route.service] else {
             throw .unimplemented("no service serves rave.\(route.service).v1 (method \(method))")
         }
@@ -61,12 +68,22 @@ final class CallPipeline: Sendable {
         return try await ServiceCaller(pool: pool).call(method: method, request: request, options: options)
     }
 
+    /// The route of `method`, from the cache when it was seen before.
+    private func route(_ method: String) throws(RPCError) -> MethodRoute {
+        if let known = routes.withLock({ $0[method] }) { return known }
+        let route = try MethodRoute(method: method)
+        routes.withLock { routes in
+            if routes.count < Self.routeCacheCapacity { routes[method] = route }
+        }
+        return route
+    }
+
     /// The caller the service will see for `route`, or the status that refuses the call.
     private func caller(for route: MethodRoute, context: RequestContext) async throws(RPCError) -> Caller? {
         let isAdmin = context.peer.certificateCommonName == adminCommonName
         let authorization = context.metadata[MetadataKey.authorization]
         switch route.access {
-        case .login:
+        case .login, .anonymous:
             return nil
         case .admin:
             guard isAdmin else {

@@ -15,20 +15,28 @@ struct GatewayHandler: GatewayV1.GatewayHandler {
         // The batch's idempotency key cannot stand for each of its calls; calls carry their own ids.
         var callMetadata = context.metadata
         callMetadata[MetadataKey.idempotencyKey] = nil
-        let runner = BatchRunner { [pipeline, callMetadata] step, responses in
-            var result = GatewayV1.BatchResult()
-            result.name = step.name
+        let execute: @Sendable (BatchRunner.ReadyCall) async -> GatewayV1.BatchResult = {
+            [pipeline, callMetadata] call in
             do throws(RPCError) {
-                let request = try step.request(copyingFrom: responses)
+                let request = try call.step.request(copyingFrom: call.responses)
+                var result = GatewayV1.BatchResult()
+                result.name = call.step.name
                 result.response = try await pipeline.dispatch(
-                    method: step.method, request: request, context: context, metadata: callMetadata)
+                    method: call.step.method, request: request, context: context, metadata: callMetadata)
+                return result
             } catch {
-                result.code = error.code
-                result.message = error.message
-                result.details = error.details
+                return GatewayV1.BatchResult(name: call.step.name, error: error)
             }
-            return result
         }
+        let bets = BetCoalescer(sendAlone: execute) {
+            [pipeline, callMetadata] (request: [UInt8], cost: Int) throws(RPCError) -> [UInt8] in
+            try await pipeline.dispatch(
+                method: BetCoalescer.placeBetsMethod, request: request, context: context, metadata: callMetadata,
+                cost: cost)
+        }
+        let runner = BatchRunner(
+            execute: execute, runsTogether: { $0.method == BetCoalescer.placeBetMethod },
+            executeTogether: { calls in await bets.run(calls) })
         var response = GatewayV1.BatchResponse()
         response.results = await runner.run(plan)
         return response

@@ -11,6 +11,8 @@ struct MethodRoute: Sendable, Hashable {
     enum Access: Sendable, Hashable {
         /// Signs a player in: no token needed (GuestLogin, SignUp, …).
         case login
+        /// Serves clients that have no account yet (a fresh install following a link): no token needed.
+        case anonymous
         /// Needs a valid access token.
         case player
         /// Needs the admin client certificate.
@@ -27,6 +29,9 @@ struct MethodRoute: Sendable, Hashable {
         "rave.identity.v1.Identity/LoginWithPassword", "rave.identity.v1.Identity/LoginWithProvider",
         "rave.identity.v1.Identity/CompleteTwoFactorLogin", "rave.identity.v1.Identity/RefreshSession",
     ]
+
+    /// Services whose every method is for clients without an account (gifts' install links).
+    static let anonymousServices: Set<Substring> = ["rave.gifts.v1.GiftsInstall"]
 
     /// Classifies `method`, or throws UNIMPLEMENTED (malformed name) or PERMISSION_DENIED (internal method).
     init(method: String) throws(RPCError) {
@@ -52,6 +57,8 @@ struct MethodRoute: Sendable, Hashable {
             access = .admin
         } else if Self.loginMethods.contains(method) {
             access = .login
+        } else if Self.anonymousServices.contains(qualifiedService) {
+            access = .anonymous
         } else {
             access = .player
         }

@@ -20,6 +20,7 @@ import RaveRuntime
 /// | RAVE_GATEWAY_ADDRESS_RATE, _ADDRESS_BURST | 2000, 4000 | per-client-address token bucket |
 /// | RAVE_GATEWAY_MAX_IN_FLIGHT | 20000 | requests handled at once; more are shed with RESOURCE_EXHAUSTED |
 /// | RAVE_GATEWAY_MAX_REQUEST | 256KiB | largest request message of one call |
+/// | RAVE_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS | 1000 | connections one client IP may hold open; more are refused |
 struct GatewayConfiguration: Sendable {
     /// Backend addresses by service name; a method `rave.<service>.v1.*` goes to `backends[<service>]`.
     var backends: [String: [SocketAddress]]
@@ -38,6 +39,7 @@ struct GatewayConfiguration: Sendable {
     var addressRate: RateLimit
     var maxInFlight: Int
     var maxRequestBytes: Int
+    var maxConnectionsPerAddress: Int
     /// The settings as read, for the start-up log line.
     var effectiveSettings: [(String, String)]
 
@@ -90,6 +92,8 @@ struct GatewayConfiguration: Sendable {
         maxInFlight = try reader.integer("RAVE_GATEWAY_MAX_IN_FLIGHT", default: 20_000, range: 1...1_000_000)
         maxRequestBytes = try reader.byteSize(
             "RAVE_GATEWAY_MAX_REQUEST", default: 256 << 10, range: 1024...(64 << 20))
+        maxConnectionsPerAddress = try reader.integer(
+            "RAVE_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS", default: 1000, range: 1...1_000_000)
         effectiveSettings = reader.effectiveSettings
     }
 }

@@ -86,11 +86,14 @@ final class GatewayRuntime: Sendable {
             let pipeline = CallPipeline(
                 authenticator: authenticator, pools: directory.pools, protection: protection,
                 adminCommonName: gateway.adminCommonName, deadlineMargin: gateway.deadlineMargin)
+            var rpcConfiguration = RPCServerConfiguration(
+                host: configuration.listen.host, port: configuration.listen.port,
+                maxFrameSize: configuration.maxFrameSize, maxConcurrentStreams: configuration.maxConcurrentStreams,
+                idleTimeout: configuration.idleTimeout, drainGracePeriod: configuration.shutdownGracePeriod)
+            // One client cannot hold the gateway's descriptors and TLS memory: its connections are bounded.
+            rpcConfiguration.maxConnectionsPerAddress = gateway.maxConnectionsPerAddress
             let server = RPCServer(
-                configuration: RPCServerConfiguration(
-                    host: configuration.listen.host, port: configuration.listen.port,
-                    maxFrameSize: configuration.maxFrameSize, maxConcurrentStreams: configuration.maxConcurrentStreams,
-                    idleTimeout: configuration.idleTimeout, drainGracePeriod: configuration.shutdownGracePeriod),
+                configuration: rpcConfiguration,
                 services: [GatewayHandler(pipeline: pipeline)], tls: serverTLS, group: group,
                 logger: logger.with("component", "rpc"), observer: RPCMetrics(registry: metrics),
                 fallback: { request, context in try await pipeline.proxy(request: request, context: context) })

@@ -18,7 +18,12 @@ struct IdentityBenchmark: Sendable {
         var seconds: Double = 5
         /// Calls in flight at once.
         var concurrency = 32
+        /// Which operations to measure (all by default); one alone lets a profiler attribute CPU to it.
+        var operations: Set<String> = IdentityBenchmark.operationNames
     }
+
+    /// The operations, in the order they run.
+    static let operationNames: Set<String> = ["guest_login_new_device", "refresh_session", "resolve_users_100"]
 
     /// Calls per second and latency percentiles of one operation.
     typealias Measurement = LoadMeasurement
@@ -29,7 +34,6 @@ struct IdentityBenchmark: Sendable {
     /// Runs the three measurements one after another.
     func run() async throws -> [Measurement] {
         let player = PlayerHandlers(service: service)
-        let internalHandlers = InternalHandlers(service: service)
         let applications = ApplicationStore(database: service.pool)
         let publisher = try await applications.createPublisher(name: "Benchmark")
         guard let publisherID = RaveID(publisher.publisherId) else { throw RPCError.internalError("bad publisher") }
@@ -38,12 +42,28 @@ struct IdentityBenchmark: Sendable {
         ).id.hex
         let anonymous = Self.context(caller: nil)
 
-        let guestLogins = try await measure("guest_login_new_device") { worker, iteration in
-            _ = try await player.guestLogin(
-                .init(appId: appID, device: .init(deviceId: "bench-\(worker)-\(iteration)-\(UUID().uuidString)")),
-                context: anonymous)
+        var measurements: [Measurement] = []
+        if parameters.operations.contains("guest_login_new_device") {
+            measurements.append(
+                try await measure("guest_login_new_device") { worker, iteration in
+                    _ = try await player.guestLogin(
+                        .init(
+                            appId: appID, device: .init(deviceId: "bench-\(worker)-\(iteration)-\(UUID().uuidString)")),
+                        context: anonymous)
+                })
         }
-        // One session per worker, refreshed over and over with the token each refresh returns.
+        if parameters.operations.contains("refresh_session") {
+            measurements.append(try await measureRefreshes(player: player, appID: appID))
+        }
+        if parameters.operations.contains("resolve_users_100") {
+            measurements.append(try await measureResolves(player: player, appID: appID))
+        }
+        return measurements
+    }
+
+    /// One session per worker, refreshed over and over with the token each refresh returns.
+    private func measureRefreshes(player: PlayerHandlers, appID: String) async throws -> Measurement {
+        let anonymous = Self.context(caller: nil)
         var tokens: [String] = []
         for worker in 0..<parameters.concurrency {
             let login = try await player.guestLogin(
@@ -52,23 +72,28 @@ struct IdentityBenchmark: Sendable {
             tokens.append(issued.refreshToken)
         }
         let latest = TokenSlots(tokens)
-        let refreshes = try await measure("refresh_session") { worker, _ in
+        return try await measure("refresh_session") { worker, _ in
             let response = try await player.refreshSession(
                 .init(refreshToken: latest[worker]), context: anonymous)
             latest[worker] = response.tokens?.refreshToken ?? ""
         }
+    }
+
+    /// ResolveUsers with the same 100 ids on every call.
+    private func measureResolves(player: PlayerHandlers, appID: String) async throws -> Measurement {
+        let internalHandlers = InternalHandlers(service: service)
         var ids: [String] = []
         for index in 0..<100 {
             let login = try await player.guestLogin(
-                .init(appId: appID, device: .init(deviceId: "bench-resolve-\(index)")), context: anonymous)
+                .init(appId: appID, device: .init(deviceId: "bench-resolve-\(index)")),
+                context: Self.context(caller: nil))
             ids.append(login.user?.profile?.userId ?? "")
         }
         let serviceContext = Self.context(caller: nil, service: true)
         let resolveIDs = ids
-        let resolves = try await measure("resolve_users_100") { _, _ in
+        return try await measure("resolve_users_100") { _, _ in
             _ = try await internalHandlers.resolveUsers(.init(userIds: resolveIDs), context: serviceContext)
         }
-        return [guestLogins, refreshes, resolves]
     }
 
     /// Runs `operation` from `concurrency` workers for `seconds`.

@@ -5,7 +5,8 @@ import RaveTransport
 
 /// `identity bench`: runs `IdentityBenchmark` against the scratch database `RAVE_DATABASE_URL`.
 ///
-/// `RAVE_BENCH_SECONDS` (default 5) and `RAVE_BENCH_CONCURRENCY` (default 32) tune it; results go to stdout and
+/// `RAVE_BENCH_SECONDS` (default 5), `RAVE_BENCH_CONCURRENCY` (default 32) and `RAVE_BENCH_OPERATIONS` (a
+/// comma-separated subset of `IdentityBenchmark.operationNames`) tune it; results go to stdout and
 /// `.bench/identity.json` (or `RAVE_BENCH_OUT`). Exits non-zero when a call failed.
 enum IdentityBenchmarkCommand {
     static func run(environment: [String: String]) async -> Int32 {
@@ -17,6 +18,16 @@ enum IdentityBenchmarkCommand {
         if let seconds = environment["RAVE_BENCH_SECONDS"].flatMap(Double.init) { parameters.seconds = seconds }
         if let concurrency = environment["RAVE_BENCH_CONCURRENCY"].flatMap(Int.init) {
             parameters.concurrency = max(1, concurrency)
+        }
+        if let names = environment["RAVE_BENCH_OPERATIONS"], !names.isEmpty {
+            parameters.operations = Set(names.split(separator: ",").map(String.init))
+            let unknown = parameters.operations.subtracting(IdentityBenchmark.operationNames)
+            guard unknown.isEmpty else {
+                print(
+                    "identity bench: unknown operations \(unknown.sorted()); known: \(IdentityBenchmark.operationNames.sorted())"
+                )
+                return 64
+            }
         }
         do {
             let group = try EventLoopGroup(loopCount: 2)

@@ -1,4 +1,5 @@
 import Foundation
+import RaveEvents
 import RaveMessages
 import RaveOutbox
 import RavePostgres
@@ -8,23 +9,28 @@ import RaveServices
 import RaveTelemetry
 import RaveTransport
 
-/// Delivers merge events to the participant services until each acknowledges: the second half of the merge saga.
+/// Delivers identity's outbox: merge events to the participant services until each acknowledges (the second half
+/// of the merge saga), and every other topic (`identity.provider_linked`) to the event sinks.
 ///
-/// Runs an `OutboxDispatcher` over identity's outbox; each event calls `rave.merge.v1.MergeParticipant/MergeUsers`
-/// on the participant its key names, over mTLS with identity's own certificate. A failure is recorded on the
-/// merge's participant row (visible in GetMergeStatus) and retried with backoff; an acknowledgement completes the
-/// merge once every participant has given one.
+/// Runs one `OutboxDispatcher` over identity's outbox, so both kinds keep their per-key order and share one poller.
+/// A merge event calls `rave.merge.v1.MergeParticipant/MergeUsers` on the participant its key names, over mTLS with
+/// identity's own certificate. A failure is recorded on the merge's participant row (visible in GetMergeStatus) and
+/// retried with backoff; an acknowledgement completes the merge once every participant has given one. Other events
+/// go to `EventSinks` (RAVE_EVENT_SINKS) and are retried until every sink acknowledged them.
 final class MergeDelivery: Service {
     let name = "merge-delivery"
     private let pool: PostgresPool
     private let clients: [String: MergeV1.MergeParticipantClient]
     private let closers: [RPCClient]
+    private let events: EventSinks?
     private let dispatcher: OutboxDispatcher
     private let callTimeout: Duration
 
-    /// Creates the delivery worker; `tls` is a client context carrying identity's certificate.
+    /// Creates the delivery worker; `tls` is a client context carrying identity's certificate; without `events`,
+    /// events other than merges are marked delivered without a receiver.
     init(
-        pool: PostgresPool, participants: [IdentityConfiguration.MergeParticipant], tls: TLSContext,
+        pool: PostgresPool, participants: [IdentityConfiguration.MergeParticipant], events: EventSinks? = nil,
+        tls: TLSContext,
         group: EventLoopGroup, listenOn databaseURL: String? = nil,
         dispatcherConfiguration: OutboxDispatcher.Configuration = .init(), callTimeout: Duration = .seconds(10),
         logger: Logger
@@ -44,7 +50,8 @@ final class MergeDelivery: Service {
         self.clients = clients
         self.closers = closers
         self.callTimeout = callTimeout
-        let deliver = Self.deliverer(pool: pool, clients: clients, timeout: callTimeout)
+        self.events = events
+        let deliver = Self.deliverer(pool: pool, clients: clients, events: events, timeout: callTimeout)
         // LISTEN wakes the dispatcher at a merge's commit; without it, merges wait for the next poll.
         dispatcher = OutboxDispatcher(
             pool: pool, listenOn: databaseURL.map { ($0, group.next()) }, configuration: dispatcherConfiguration,
@@ -62,26 +69,34 @@ final class MergeDelivery: Service {
                 trustRootsPath: configuration.tlsCertificateAuthorityPath,
                 certificateChainPath: configuration.tlsCertificatePath,
                 privateKeyPath: configuration.tlsPrivateKeyPath))
+        let events = try EventSinks.fromEnvironment(context: context, source: "identity")
+        let idle = participants.isEmpty && events.addresses.isEmpty
         return MergeDelivery(
-            pool: context.pool, participants: participants, tls: tls, group: context.group,
-            listenOn: participants.isEmpty ? nil : configuration.databaseURL, logger: context.logger)
+            pool: context.pool, participants: participants, events: events, tls: tls, group: context.group,
+            listenOn: idle ? nil : configuration.databaseURL, logger: context.logger)
     }
 
     func run() async throws {
         await dispatcher.run()
         for client in closers { client.close() }
+        events?.close()
     }
 
     func shutdown() async {
         dispatcher.stop()
     }
 
-    /// One delivery: call the participant, then record the outcome on the merge.
+    /// One delivery: a merge event calls its participant and records the outcome on the merge; any other event
+    /// goes to the event sinks.
     private static func deliverer(
-        pool: PostgresPool, clients: [String: MergeV1.MergeParticipantClient], timeout: Duration
+        pool: PostgresPool, clients: [String: MergeV1.MergeParticipantClient], events: EventSinks?,
+        timeout: Duration
     ) -> @Sendable (OutboxEvent) async throws -> Void {
         { event in
-            guard event.topic == MergeSaga.topic else { return }
+            guard event.topic == MergeSaga.topic else {
+                try await events?.deliver(event)
+                return
+            }
             let request = try MergeV1.MergeUsersRequest(protobufBytes: event.payload)
             guard let mergeID = RaveID(request.mergeId) else { return }
             let store = MergeStore(database: pool)

@@ -6,7 +6,7 @@ import RaveRPC
 
 /// Starts account merges: the durable saga of DESIGN.md §7, owned by identity.
 ///
-/// `merge(source:into:in:)` writes the merge record, moves identity-owned data and enqueues one outbox event per
+/// `merge(source:into:appID:in:)` writes the merge record, moves identity-owned data and enqueues one outbox event per
 /// participant service, all in the caller's transaction, so either the whole merge happened or none of it did.
 /// `MergeDelivery` then calls each participant's `MergeUsers` until it acknowledges.
 struct MergeSaga: Sendable {
@@ -24,9 +24,13 @@ struct MergeSaga: Sendable {
         var performed: Bool
     }
 
-    /// Merges `source` into `target` inside `transaction`; a source that was already merged is a no-op that
-    /// returns the earlier merge.
-    func merge(source: RaveID, into target: RaveID, in transaction: PostgresTransaction) async throws -> Outcome {
+    /// Merges `source` into `target` inside `transaction`.
+    ///
+    /// A source that was already merged is a no-op that returns the earlier merge. Each provider link that moves to
+    /// the target is published as `identity.provider_linked` from `appID`, the application the merge was made in.
+    func merge(
+        source: RaveID, into target: RaveID, appID: RaveID?, in transaction: PostgresTransaction
+    ) async throws -> Outcome {
         let store = MergeStore(database: transaction)
         let locked = try await store.lockUsers([source, target])
         guard let sourcePointer = locked[source] else { throw RPCError.notFound("no user \(source.hex)") }
@@ -44,7 +48,10 @@ struct MergeSaga: Sendable {
 
         let mergeID = RaveID.random()
         try await store.insert(id: mergeID, source: source, target: target, participants: participants)
-        try await store.moveData(from: source, to: target, mergeID: mergeID)
+        for link in try await store.moveData(from: source, to: target, mergeID: mergeID) {
+            try await ProviderLinkEvents.publish(
+                userID: target, appID: appID, provider: link.provider, subject: link.subject, in: transaction)
+        }
         let request = MergeV1.MergeUsersRequest(
             mergeId: mergeID.hex, sourceUserId: source.hex, targetUserId: target.hex)
         for participant in participants {

@@ -11,30 +11,15 @@ extension PlayerHandlers {
     ) async throws -> IdentityV1.LoginResponse {
         let appID = try Validation.raveID(request.appId, field: "app_id")
         let device = try Validation.device(request.device)
-        let application = try await ApplicationStore(database: service.pool).application(appID)
-        return try await service.pool.transaction { transaction in
-            let logins = DeviceLoginStore(database: transaction)
-            var created = false
-            let userID: RaveID
-            if let known = try await logins.deviceUser(appID: appID, deviceID: device.deviceId) {
-                userID = known
-            } else if application.settings.crossAppLogin,
-                let shared = try await logins.crossAppUser(
-                    deviceID: device.deviceId, publisherID: application.publisherID)
-            {
-                userID = shared
-                try await logins.setDeviceUser(appID: appID, deviceID: device.deviceId, userID: userID, crossApp: true)
-            } else {
-                // A concurrent first login of the same device may have won; this one then fails and is retried
-                // by the client, which then finds the device's user.
-                guard let claimed = try await logins.claimDeviceForNewUser(appID: appID, deviceID: device.deviceId)
-                else { throw RPCError(.aborted, "another login of this device is in progress; retry") }
-                userID = claimed
-                created = true
-            }
-            return try await finishLogin(
-                userID: userID, appID: appID, device: device, created: created, in: transaction)
-        }
+        let application = try await service.applications.application(appID)
+        let login = try await GuestLoginStore(database: service.pool).login(
+            appID: appID, crossAppPublisher: application.settings.crossAppLogin ? application.publisherID : nil,
+            device: device, sessionLifetime: service.configuration.sessionLifetime)
+        let tokens = try service.tokens(
+            userID: login.user.id, appID: appID, sessionID: login.sessionID, refreshToken: login.refreshToken,
+            accountState: login.user.globalAccountState)
+        return IdentityV1.LoginResponse(
+            user: login.user.message, outcome: .tokens(tokens), created: login.source == .created)
     }
 
     func signUp(_ request: IdentityV1.SignUpRequest, context: RequestContext) async throws -> IdentityV1.LoginResponse {
@@ -45,7 +30,7 @@ extension PlayerHandlers {
         let birthYear = try Validation.birthYear(request.birthYear)
         let country = try Validation.country(request.country)
         let username = request.username.isEmpty ? nil : try Validation.username(request.username)
-        let application = try await ApplicationStore(database: service.pool).application(appID)
+        let application = try await service.applications.application(appID)
         let hash = try service.passwordHasher.hash(password)
         // A signed-in guest becomes the new account instead of leaving an orphan behind.
         let current = context.caller.flatMap { $0.appID == application.id.hex ? RaveID($0.userID) : nil }
@@ -79,7 +64,7 @@ extension PlayerHandlers {
         let device = try Validation.device(request.device)
         let email = try Validation.text(request.email, field: "email", maximum: 254)
         let password = try Validation.text(request.password, field: "password", maximum: 128)
-        _ = try await ApplicationStore(database: service.pool).application(appID)
+        _ = try await service.applications.application(appID)
         let credentials = CredentialStore(database: service.pool)
         let accountKey = "account:" + email.lowercased()
         var keys = [accountKey]

@@ -43,6 +43,7 @@ struct AdminHandlers: IdentityV1.IdentityAdminHandler {
         let id = try Validation.raveID(request.appId, field: "app_id")
         let name = try request.name.map { try Validation.text($0.value, field: "name", maximum: 100) }
         let application = try await store.updateApplication(id: id, name: name, settings: request.settings)
+        service.applications.remember(application)
         return IdentityV1.UpdateApplicationResponse(application: application.message)
     }
 

@@ -18,7 +18,7 @@ extension PlayerHandlers {
         _ request: IdentityV1.UpdateCurrentUserRequest, context: RequestContext
     ) async throws -> IdentityV1.UpdateCurrentUserResponse {
         let (userID, appID) = try await service.player(context)
-        let application = try await ApplicationStore(database: service.pool).application(appID)
+        let application = try await service.applications.application(appID)
         var changes = ProfileStore.Changes()
         changes.username = try request.username.map { try Self.cleared($0.value) { try Validation.username($0) } }
         let displayName = try request.displayName.map {

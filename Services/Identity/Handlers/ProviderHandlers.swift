@@ -12,7 +12,7 @@ extension PlayerHandlers {
         let appID = try Validation.raveID(request.appId, field: "app_id")
         let device = try Validation.device(request.device)
         let (provider, identity) = try verifyProviderToken(request.provider, request.idToken, nonce: request.nonce)
-        _ = try await ApplicationStore(database: service.pool).application(appID)
+        _ = try await service.applications.application(appID)
         // The signed-in player of this app, if any: a guest becomes the account (or is merged into it).
         let callerID = context.caller.flatMap { $0.appID == appID.hex ? RaveID($0.userID) : nil }
         return try await service.pool.transaction { transaction in
@@ -34,6 +34,11 @@ extension PlayerHandlers {
             if let guest { accountID = guest } else { accountID = try await users.createUser() }
             try await links.link(
                 provider: provider, subject: identity.subject, userID: accountID, email: identity.email)
+            try await ProviderLinkEvents.publish(
+                userID: accountID, appID: appID, provider: provider, subject: identity.subject, in: transaction)
+            // The first login with a provider brings the player's name and picture, unless they chose their own.
+            try await ProfileStore(database: transaction).fillFromProvider(
+                userID: accountID, name: identity.name, picture: identity.picture)
             return try await finishLogin(
                 userID: accountID, appID: appID, device: device, created: guest == nil, explicit: true,
                 in: transaction)
@@ -45,7 +50,7 @@ extension PlayerHandlers {
     ) async throws -> IdentityV1.ConnectProviderResponse {
         let (userID, appID) = try await service.player(context)
         let (provider, identity) = try verifyProviderToken(request.provider, request.idToken, nonce: request.nonce)
-        let settings = try await ApplicationStore(database: service.pool).application(appID).settings
+        let settings = try await service.applications.application(appID).settings
         let mergeAllowed = settings.mergePolicy == .prompt || settings.mergePolicy == .automatic
         return try await service.pool.transaction { transaction in
             let links = ProviderStore(database: transaction)
@@ -53,6 +58,8 @@ extension PlayerHandlers {
             guard let owner = try await links.owner(provider: provider, subject: identity.subject) else {
                 try await links.link(
                     provider: provider, subject: identity.subject, userID: userID, email: identity.email)
+                try await ProviderLinkEvents.publish(
+                    userID: userID, appID: appID, provider: provider, subject: identity.subject, in: transaction)
                 return .init(outcome: .connected(try await users.user(userID, appID: appID).message))
             }
             if owner == userID {
@@ -66,14 +73,18 @@ extension PlayerHandlers {
                             + "force-disconnect")
                 }
                 try await links.move(provider: provider, subject: identity.subject, to: userID)
+                try await ProviderLinkEvents.publish(
+                    userID: userID, appID: appID, provider: provider, subject: identity.subject, in: transaction)
                 return .init(outcome: .connected(try await users.user(userID, appID: appID).message))
             case .merge where !mergeAllowed:
                 throw RPCError.failedPrecondition(
                     "this \(provider) account belongs to another player and this app's merge policy is none")
             case .merge:
-                return .init(outcome: .merged(try await mergeIntoOwner(userID, owner: owner, in: transaction)))
+                return .init(
+                    outcome: .merged(try await mergeIntoOwner(userID, owner: owner, appID: appID, in: transaction)))
             case .unspecified where settings.mergePolicy == .automatic:
-                return .init(outcome: .merged(try await mergeIntoOwner(userID, owner: owner, in: transaction)))
+                return .init(
+                    outcome: .merged(try await mergeIntoOwner(userID, owner: owner, appID: appID, in: transaction)))
             default:
                 let other = try await users.user(owner, appID: appID).profile
                 return .init(
@@ -112,14 +123,14 @@ extension PlayerHandlers {
     /// Merges the caller into the account that owns the link, unless that account needs a second factor: an ID
     /// token alone must not let the caller's sessions act as a two-factor account.
     private func mergeIntoOwner(
-        _ userID: RaveID, owner: RaveID, in transaction: PostgresTransaction
+        _ userID: RaveID, owner: RaveID, appID: RaveID, in transaction: PostgresTransaction
     ) async throws -> IdentityV1.Merge {
         if try await TwoFactorStore(database: transaction).state(userID: owner)?.confirmed == true {
             throw RPCError.failedPrecondition(
                 "the other account uses two-factor; log in to it with this provider and complete the challenge to merge"
             )
         }
-        let outcome = try await service.mergeSaga.merge(source: userID, into: owner, in: transaction)
+        let outcome = try await service.mergeSaga.merge(source: userID, into: owner, appID: appID, in: transaction)
         guard let merge = try await MergeStore(database: transaction).merge(outcome.mergeID) else {
             throw RPCError.internalError("merge \(outcome.mergeID.hex) vanished")
         }

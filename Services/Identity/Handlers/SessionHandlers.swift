@@ -10,9 +10,20 @@ extension PlayerHandlers {
         _ request: IdentityV1.RefreshSessionRequest, context: RequestContext
     ) async throws -> IdentityV1.RefreshSessionResponse {
         let token = try Validation.text(request.refreshToken, field: "refresh_token", maximum: 256)
+        let store = SessionStore(database: service.pool)
+        // The common case in one cheap statement; anything else is classified by `refresh` below.
+        if let rotated = try await store.rotate(refreshToken: token, lifetime: service.configuration.sessionLifetime),
+            let accountState = rotated.session.accountState
+        {
+            let session = rotated.session
+            return IdentityV1.RefreshSessionResponse(
+                tokens: try service.tokens(
+                    userID: session.userID, appID: session.appID, sessionID: session.sessionID,
+                    refreshToken: rotated.refreshToken, accountState: accountState))
+        }
         let outcome: RefreshOutcome
         // One statement decides, rotates or revokes the family, so no transaction is needed around it.
-        if let result = try await SessionStore(database: service.pool).refresh(
+        if let result = try await store.refresh(
             refreshToken: token, lifetime: service.configuration.sessionLifetime)
         {
             let (found, next) = result

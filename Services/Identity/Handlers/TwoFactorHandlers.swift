@@ -13,7 +13,7 @@ extension PlayerHandlers {
         _ request: IdentityV1.EnableTwoFactorRequest, context: RequestContext
     ) async throws -> IdentityV1.EnableTwoFactorResponse {
         let (userID, appID) = try await service.player(context)
-        let application = try await ApplicationStore(database: service.pool).application(appID)
+        let application = try await service.applications.application(appID)
         guard application.settings.twoFactorAllowed else {
             throw RPCError.failedPrecondition("this app does not offer two-factor authentication")
         }
@@ -92,8 +92,9 @@ extension PlayerHandlers {
             try await store.useChallenge(challengeID)
             var mergeID: RaveID? = nil
             if let source = challenge.mergeSource {
-                mergeID = try await service.mergeSaga.merge(source: source, into: challenge.userID, in: transaction)
-                    .mergeID
+                mergeID = try await service.mergeSaga.merge(
+                    source: source, into: challenge.userID, appID: challenge.appID, in: transaction
+                ).mergeID
             }
             var response = try await finishLogin(
                 userID: challenge.userID, appID: challenge.appID, device: .init(deviceId: challenge.deviceID),
@@ -127,7 +128,9 @@ extension PlayerHandlers {
         }
         var mergeID: RaveID? = nil
         if let mergeSource {
-            mergeID = try await service.mergeSaga.merge(source: mergeSource, into: userID, in: transaction).mergeID
+            mergeID = try await service.mergeSaga.merge(
+                source: mergeSource, into: userID, appID: appID, in: transaction
+            ).mergeID
         }
         var response = try await finishLogin(
             userID: userID, appID: appID, device: device, created: false, explicit: true, in: transaction)

@@ -7,36 +7,12 @@ import RaveRPC
 struct DeviceLoginStore: Sendable {
     let database: any PostgresQueryable
 
-    static let selectDeviceUser = PostgresStatement(
-        name: "identity_select_device_user",
-        sql: """
-            SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d JOIN users u ON u.id = d.user_id
-            WHERE d.app_id = $1 AND d.device_id = $2
-            """)
-    /// The player this device last explicitly signed in as in another app of the publisher, without logging out.
-    static let selectCrossAppUser = PostgresStatement(
-        name: "identity_select_cross_app_user",
-        sql: """
-            SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d
-            JOIN applications a ON a.id = d.app_id JOIN users u ON u.id = d.user_id
-            WHERE d.device_id = $1 AND d.cross_app AND a.publisher_id = $2 AND a.cross_app_login
-            ORDER BY d.updated_at DESC LIMIT 1
-            """)
     static let upsertDeviceLogin = PostgresStatement(
         name: "identity_upsert_device_login",
         sql: """
             INSERT INTO device_logins (app_id, device_id, user_id, cross_app) VALUES ($1, $2, $3, $4)
             ON CONFLICT (app_id, device_id) DO UPDATE SET user_id = EXCLUDED.user_id,
                 cross_app = EXCLUDED.cross_app, updated_at = now()
-            """)
-    /// A new user for a device seen for the first time, created and claimed in one round trip; the user row is
-    /// rolled back with the transaction when a concurrent login claimed the device first.
-    static let claimForNewUser = PostgresStatement(
-        name: "identity_claim_device_for_new_user",
-        sql: """
-            WITH created AS (INSERT INTO users (id) VALUES ($3))
-            INSERT INTO device_logins (app_id, device_id, user_id, cross_app) VALUES ($1, $2, $3, false)
-            ON CONFLICT (app_id, device_id) DO NOTHING
             """)
     /// Logging out in any app of a publisher stops cross-app login on that device until the next explicit login.
     static let stopCrossApp = PostgresStatement(
@@ -80,26 +56,9 @@ struct DeviceLoginStore: Sendable {
         name: "identity_delete_app_data_key_candidates",
         sql: "DELETE FROM app_data_key_candidates WHERE user_id = $1 AND app_id = $2")
 
-    func deviceUser(appID: RaveID, deviceID: String) async throws -> RaveID? {
-        return try await database.execute(Self.selectDeviceUser, [appID, deviceID]).first?.decode(
-            RaveID.self, column: "user_id")
-    }
-
-    func crossAppUser(deviceID: String, publisherID: RaveID) async throws -> RaveID? {
-        return try await database.execute(Self.selectCrossAppUser, [deviceID, publisherID]).first?.decode(
-            RaveID.self, column: "user_id")
-    }
-
     /// Points the device at `userID` in the app; `crossApp` lets other apps of the publisher pick the user up.
     func setDeviceUser(appID: RaveID, deviceID: String, userID: RaveID, crossApp: Bool) async throws {
         _ = try await database.execute(Self.upsertDeviceLogin, [appID, deviceID, userID, crossApp])
-    }
-
-    /// Creates a user and claims the device for it; nil when a concurrent login claimed the device first.
-    func claimDeviceForNewUser(appID: RaveID, deviceID: String) async throws -> RaveID? {
-        let userID = RaveID.random()
-        let rows = try await database.execute(Self.claimForNewUser, [appID, deviceID, userID])
-        return rows.affectedRowCount == 1 ? userID : nil
     }
 
     func stopCrossAppLogin(deviceID: String, appID: RaveID) async throws {

@@ -100,13 +100,6 @@ struct MergeStore: Sendable {
 
     /// Statements run in order with ($1 source, $2 target); each says why it is shaped as it is.
     static let moveStatements: [PostgresStatement] = [
-        // A provider both had stays with the target's account: one link per provider per user.
-        PostgresStatement(
-            name: "identity_merge_links",
-            sql: """
-                UPDATE provider_links SET user_id = $2 WHERE user_id = $1
-                    AND provider NOT IN (SELECT provider FROM provider_links WHERE user_id = $2)
-                """),
         PostgresStatement(name: "identity_merge_drop_links", sql: "DELETE FROM provider_links WHERE user_id = $1"),
         // The target's password wins; the source's moves only when the target has none.
         PostgresStatement(
@@ -196,6 +189,15 @@ struct MergeStore: Sendable {
         PostgresStatement(
             name: "identity_merge_repoint_users", sql: "UPDATE users SET merged_into = $2 WHERE merged_into = $1"),
     ]
+    /// A provider both had stays with the target's account (one link per provider per user); the moved links are
+    /// returned, as each is newly linked to the target.
+    static let moveLinks = PostgresStatement(
+        name: "identity_merge_links",
+        sql: """
+            UPDATE provider_links SET user_id = $2 WHERE user_id = $1
+                AND provider NOT IN (SELECT provider FROM provider_links WHERE user_id = $2)
+            RETURNING provider, subject
+            """)
     // Personal data the target lacks comes from the source, and the source row keeps only its id. Two statements,
     // because the username and verified email must leave the source before the target may take them.
     static let clearSource = PostgresStatement(
@@ -224,8 +226,17 @@ struct MergeStore: Sendable {
         name: "identity_merge_insert_identity",
         sql: "INSERT INTO merged_identities (source_user_id, target_user_id, merge_id) VALUES ($1, $2, $3)")
 
-    /// Moves everything identity owns from `source` to `target` and points the source at the target forever.
-    func moveData(from source: RaveID, to target: RaveID, mergeID: RaveID) async throws {
+    /// Moves everything identity owns from `source` to `target` and points the source at the target forever;
+    /// returns the provider links (stored provider name, subject) that moved to the target.
+    func moveData(
+        from source: RaveID, to target: RaveID, mergeID: RaveID
+    ) async throws -> [(provider: String, subject: String)] {
+        let movedLinks = try await database.execute(Self.moveLinks, [source, target]).map { row in
+            (
+                provider: try row.decode(String.self, column: "provider"),
+                subject: try row.decode(String.self, column: "subject")
+            )
+        }
         for statement in Self.moveStatements {
             _ = try await database.execute(statement, [source, target])
         }
@@ -241,5 +252,6 @@ struct MergeStore: Sendable {
         values.append(try old.decode(String?.self, column: "country"))
         _ = try await database.execute(Self.fillTarget, values)
         _ = try await database.execute(Self.insertMergedIdentity, [source, target, mergeID])
+        return movedLinks
     }
 }

@@ -40,6 +40,17 @@ struct ProfileStore: Sendable {
                 picture_url = CASE WHEN $5 THEN $6 ELSE p.picture_url END
             """)
 
+    /// A provider's name and picture for a profile that has none of its own (global values only: the player's
+    /// app-scoped choices stay theirs).
+    static let fillFromProvider = PostgresStatement(
+        name: "identity_fill_profile_from_provider",
+        sql: """
+            UPDATE users SET display_name = coalesce(display_name, $2), picture_url = coalesce(picture_url, $3),
+                updated_at = now()
+            WHERE id = $1
+                AND (display_name IS NULL AND $2::text IS NOT NULL OR picture_url IS NULL AND $3::text IS NOT NULL)
+            """)
+
     func recordSignUp(
         userID: RaveID, email: String, birthYear: Int32, country: String, newsletter: Bool, username: String?
     ) async throws {
@@ -63,6 +74,16 @@ struct ProfileStore: Sendable {
         /// App-scoped values, written to `user_app_profiles` instead of the user.
         var appDisplayName: Change = nil
         var appPictureURL: Change = nil
+    }
+
+    /// Sets the display name and picture from a provider's ID token where the user has none; values that would not
+    /// pass UpdateCurrentUser's checks are skipped (a long name is cut to 64 characters).
+    func fillFromProvider(userID: RaveID, name: String?, picture: String?) async throws {
+        let trimmed = name?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let displayName = trimmed.isEmpty ? nil : String(trimmed.prefix(64))
+        let pictureURL = picture.flatMap { try? Validation.pictureURL($0) }
+        guard displayName != nil || pictureURL != nil else { return }
+        _ = try await database.execute(Self.fillFromProvider, [userID, displayName, pictureURL])
     }
 
     func update(userID: RaveID, appID: RaveID, changes: Changes) async throws {

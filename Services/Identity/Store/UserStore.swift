@@ -84,22 +84,26 @@ enum ProviderName {
 struct UserStore: Sendable {
     let database: any PostgresQueryable
 
-    /// Users by id with the display name and picture the application `$2` shows (its own under app scope).
+    /// Select-list columns (over `users u`, the showing application `a` and the user's profile in it `p`) that
+    /// `record(_:)` decodes: the display name and picture the application shows (its own under app scope).
+    static let recordColumns = """
+        u.id, u.username,
+        CASE WHEN a.display_name_scope = 'application' THEN coalesce(p.display_name, u.display_name)
+            ELSE u.display_name END AS display_name,
+        CASE WHEN a.picture_scope = 'application' THEN coalesce(p.picture_url, u.picture_url)
+            ELSE u.picture_url END AS picture_url,
+        u.email, u.email_verified, u.birth_date::text AS birth_date, u.birth_year, u.gender, u.country,
+        u.created_at, u.updated_at,
+        EXISTS (SELECT 1 FROM password_credentials c WHERE c.user_id = u.id) AS has_password,
+        ARRAY(SELECT l.provider FROM provider_links l WHERE l.user_id = u.id ORDER BY l.provider) AS providers,
+        EXISTS (SELECT 1 FROM two_factor t WHERE t.user_id = u.id AND t.confirmed_at IS NOT NULL) AS two_factor,
+        u.display_name IS NOT NULL OR u.picture_url IS NOT NULL AS global_name_or_picture
+        """
+    /// Users by id as the application `$2` shows them.
     static let selectUsers = PostgresStatement(
         name: "identity_select_users",
         sql: """
-            SELECT u.id, u.username,
-                CASE WHEN a.display_name_scope = 'application' THEN coalesce(p.display_name, u.display_name)
-                    ELSE u.display_name END AS display_name,
-                CASE WHEN a.picture_scope = 'application' THEN coalesce(p.picture_url, u.picture_url)
-                    ELSE u.picture_url END AS picture_url,
-                u.email, u.email_verified, u.birth_date::text AS birth_date, u.birth_year, u.gender, u.country,
-                u.created_at, u.updated_at,
-                EXISTS (SELECT 1 FROM password_credentials c WHERE c.user_id = u.id) AS has_password,
-                ARRAY(SELECT l.provider FROM provider_links l WHERE l.user_id = u.id ORDER BY l.provider) AS providers,
-                EXISTS (SELECT 1 FROM two_factor t WHERE t.user_id = u.id AND t.confirmed_at IS NOT NULL)
-                    AS two_factor,
-                u.display_name IS NOT NULL OR u.picture_url IS NOT NULL AS global_name_or_picture
+            SELECT \(recordColumns)
             FROM users u
             LEFT JOIN applications a ON a.id = $2
             LEFT JOIN user_app_profiles p ON p.user_id = u.id AND p.app_id = $2
@@ -116,9 +120,16 @@ struct UserStore: Sendable {
     static let insertUser = PostgresStatement(
         name: "identity_insert_user", sql: "INSERT INTO users (id) VALUES ($1)")
     /// A merged source resolves to its target (merges keep `merged_into` pointing at the final target).
+    ///
+    /// One row of two parallel arrays rather than a row per user: ResolveUsers asks for up to 1000 ids at a time,
+    /// and per-row work (in PostgreSQL, libpq and the decoder) was most of its cost.
     static let resolve = PostgresStatement(
         name: "identity_resolve_users",
-        sql: "SELECT id, coalesce(merged_into, id) AS canonical FROM users WHERE id = ANY($1)")
+        sql: """
+            SELECT coalesce(array_agg(id), '{}') AS ids,
+                coalesce(array_agg(coalesce(merged_into, id)), '{}') AS canonical
+            FROM users WHERE id = ANY($1)
+            """)
     static let selectByUsername = PostgresStatement(
         name: "identity_select_user_by_username",
         sql: "SELECT id FROM users WHERE lower(username) = lower($1) AND merged_into IS NULL")
@@ -149,19 +160,24 @@ struct UserStore: Sendable {
         let rows = try await database.execute(Self.selectUsers, [ids, appID])
         var users: [RaveID: UserRecord] = [:]
         for row in rows {
-            let record = UserRecord(
-                id: try row.decode(column: "id"), username: try row.decode(column: "username"),
-                displayName: try row.decode(column: "display_name"), pictureURL: try row.decode(column: "picture_url"),
-                email: try row.decode(column: "email"), emailVerified: try row.decode(column: "email_verified"),
-                birthDate: try row.decode(column: "birth_date"), birthYear: try row.decode(column: "birth_year"),
-                gender: try row.decode(column: "gender"), country: try row.decode(column: "country"),
-                hasPassword: try row.decode(column: "has_password"), providers: try row.decode(column: "providers"),
-                twoFactorEnabled: try row.decode(column: "two_factor"), createdAt: try row.decode(column: "created_at"),
-                updatedAt: try row.decode(column: "updated_at"),
-                hasGlobalNameOrPicture: try row.decode(column: "global_name_or_picture"))
+            let record = try Self.record(row)
             users[record.id] = record
         }
         return users
+    }
+
+    /// A user from a row with `recordColumns`.
+    static func record(_ row: PostgresRow) throws -> UserRecord {
+        UserRecord(
+            id: try row.decode(column: "id"), username: try row.decode(column: "username"),
+            displayName: try row.decode(column: "display_name"), pictureURL: try row.decode(column: "picture_url"),
+            email: try row.decode(column: "email"), emailVerified: try row.decode(column: "email_verified"),
+            birthDate: try row.decode(column: "birth_date"), birthYear: try row.decode(column: "birth_year"),
+            gender: try row.decode(column: "gender"), country: try row.decode(column: "country"),
+            hasPassword: try row.decode(column: "has_password"), providers: try row.decode(column: "providers"),
+            twoFactorEnabled: try row.decode(column: "two_factor"), createdAt: try row.decode(column: "created_at"),
+            updatedAt: try row.decode(column: "updated_at"),
+            hasGlobalNameOrPicture: try row.decode(column: "global_name_or_picture"))
     }
 
     /// One user, or NOT_FOUND.
@@ -173,11 +189,13 @@ struct UserStore: Sendable {
     /// Canonical ids of existing users: a merged source maps to its target; unknown ids are absent.
     func canonicalIDs(_ ids: [RaveID]) async throws -> [RaveID: RaveID] {
         guard !ids.isEmpty else { return [:] }
-        var result: [RaveID: RaveID] = [:]
-        for row in try await database.execute(Self.resolve, [ids]) {
-            result[try row.decode(column: "id")] = try row.decode(column: "canonical")
+        guard let row = try await database.execute(Self.resolve, [ids]).first else { return [:] }
+        let found = try row.decode([RaveID].self, column: "ids")
+        let canonical = try row.decode([RaveID].self, column: "canonical")
+        guard found.count == canonical.count else {
+            throw RPCError.internalError("resolving users returned \(found.count) ids but \(canonical.count) targets")
         }
-        return result
+        return Dictionary(zip(found, canonical), uniquingKeysWith: { first, _ in first })
     }
 
     func userID(username: String) async throws -> RaveID? {

@@ -26,14 +26,30 @@ final class BoardIndex: Sendable {
 /// The in-memory indexes of the boards' current versions, loaded from PostgreSQL on first use.
 ///
 /// Only the current version of a board stays in memory: asking for a newer version evicts older ones, whose
-/// pages are then served from PostgreSQL. Concurrent first requests share one load.
+/// pages are then served from PostgreSQL. Concurrent first requests share one load. A loaded index is also kept
+/// in `ready`, so the hot path (every query) is one dictionary look-up under the lock, without awaiting a task.
 final class BoardIndexes: Sendable {
     private struct Key: Hashable {
         var boardID: Int64
         var version: Int
     }
 
-    private let loaded = Mutex<[Key: Task<BoardIndex, any Error>]>([:])
+    private struct State {
+        var loading: [Key: Task<BoardIndex, any Error>] = [:]
+        var ready: [Key: BoardIndex] = [:]
+
+        mutating func remove(where shouldRemove: (Key) -> Bool) {
+            for key in loading.keys where shouldRemove(key) { loading[key] = nil }
+            for key in ready.keys where shouldRemove(key) { ready[key] = nil }
+        }
+    }
+
+    private enum Lookup {
+        case ready(BoardIndex)
+        case loading(Task<BoardIndex, any Error>)
+    }
+
+    private let state = Mutex(State())
     private let scores: ScoreStore
 
     init(scores: ScoreStore) {
@@ -44,26 +60,35 @@ final class BoardIndexes: Sendable {
     func index(of board: BoardDefinition, version: Int) async throws -> BoardIndex {
         let key = Key(boardID: board.boardID, version: version)
         let scores = self.scores
-        let task = loaded.withLock { loaded -> Task<BoardIndex, any Error> in
-            if let task = loaded[key] { return task }
-            for old in loaded.keys where old.boardID == board.boardID && old.version < version {
-                loaded[old] = nil
-            }
+        let found = state.withLock { state -> Lookup in
+            if let index = state.ready[key] { return .ready(index) }
+            if let task = state.loading[key] { return .loading(task) }
+            state.remove { $0.boardID == board.boardID && $0.version < version }
             let task = Task {
                 let records = try await scores.entries(boardID: board.boardID, version: version)
                 return BoardIndex(
                     boardID: board.boardID, version: version,
                     index: RankIndex(ascending: board.ascending, records: records))
             }
-            loaded[key] = task
-            return task
+            state.loading[key] = task
+            return .loading(task)
+        }
+        let task: Task<BoardIndex, any Error>
+        switch found {
+        case .ready(let index): return index
+        case .loading(let loading): task = loading
         }
         do {
-            return try await task.value
+            let index = try await task.value
+            state.withLock { state in
+                // Only if it was not evicted meanwhile (a rebuild or a newer version).
+                if state.loading[key] == task { state.ready[key] = index }
+            }
+            return index
         } catch {
             // A failed load must not stick: the next request tries again.
-            loaded.withLock { loaded in
-                if loaded[key] == task { loaded[key] = nil }
+            state.withLock { state in
+                if state.loading[key] == task { state.loading[key] = nil }
             }
             throw error
         }
@@ -71,19 +96,18 @@ final class BoardIndexes: Sendable {
 
     /// Whether `version` of `boardID` is in memory (and so served from it).
     func isLoaded(boardID: Int64, version: Int) -> Bool {
-        loaded.withLock { $0[Key(boardID: boardID, version: version)] != nil }
+        let key = Key(boardID: boardID, version: version)
+        return state.withLock { $0.loading[key] != nil || $0.ready[key] != nil }
     }
 
     /// Drops every loaded version of a board, so the next request reloads it from the table.
     func evict(boardID: Int64) {
-        loaded.withLock { loaded in
-            for key in loaded.keys where key.boardID == boardID { loaded[key] = nil }
-        }
+        state.withLock { $0.remove { $0.boardID == boardID } }
     }
 
     /// The indexes already loaded (or loading) of the given boards, for applying merges in memory.
     func loadedIndexes() async -> [BoardIndex] {
-        let tasks = loaded.withLock { Array($0.values) }
+        let tasks = state.withLock { Array($0.loading.values) }
         var result: [BoardIndex] = []
         for task in tasks {
             if let index = try? await task.value { result.append(index) }

@@ -1,66 +1,20 @@
 import Synchronization
 
-/// Group commit: collects concurrent score writes for up to `maximumDelay` or `maximumBatch` writes, commits them
-/// in one statement, then resumes every waiting submit with the one outcome.
+/// Group commit: score writes that arrive while earlier commits are running are committed together in one
+/// statement, then every waiting submit resumes with that one outcome.
 ///
-/// A submit is acknowledged only after its batch committed, so durability costs one commit per batch instead of
-/// one per score. Several batches may be in flight at once (one per pool connection), so a slow commit does not
-/// stall the writes that arrive meanwhile.
+/// A submit is acknowledged only after its batch committed, so durability costs one commit (one WAL flush) per
+/// batch instead of one per score. There is no timer: a write arriving while fewer than `maximumConcurrentCommits`
+/// commits run starts a commit at once (an idle service answers in one round trip), and otherwise waits for the
+/// next commit to finish, which then takes everything that queued meanwhile. Batches so grow with the load and the
+/// commit latency by themselves. A full batch (`maximumBatch`) starts a commit even above the limit.
 final class SubmitBatcher: Sendable {
     typealias Commit = @Sendable ([ScoreWrite]) async throws -> Void
 
     private struct Pending {
         var writes: [ScoreWrite] = []
         var waiters: [CheckedContinuation<Void, any Error>] = []
-        var flushScheduled = false
-    }
-
-    private let state = Mutex(Pending())
-    private let commit: Commit
-    private let maximumBatch: Int
-    private let maximumDelay: Duration
-
-    init(maximumBatch: Int = 512, maximumDelay: Duration = .milliseconds(1), commit: @escaping Commit) {
-        self.maximumBatch = maximumBatch
-        self.maximumDelay = maximumDelay
-        self.commit = commit
-    }
-
-    /// Returns once `write` is committed; throws the batch's error if the commit failed.
-    func submit(_ write: ScoreWrite) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let action = state.withLock { pending -> FlushAction in
-                pending.writes.append(write)
-                pending.waiters.append(continuation)
-                if pending.writes.count >= maximumBatch {
-                    return .now(Self.take(&pending))
-                }
-                if pending.flushScheduled { return .none }
-                pending.flushScheduled = true
-                return .later
-            }
-            switch action {
-            case .none:
-                break
-            case .now(let batch):
-                Task { await self.run(batch) }
-            case .later:
-                Task {
-                    try? await Task.sleep(for: self.maximumDelay)
-                    let batch = self.state.withLock { pending in
-                        pending.flushScheduled = false
-                        return Self.take(&pending)
-                    }
-                    await self.run(batch)
-                }
-            }
-        }
-    }
-
-    private enum FlushAction {
-        case none
-        case now(Batch)
-        case later
+        var commitsRunning = 0
     }
 
     private struct Batch {
@@ -68,20 +22,59 @@ final class SubmitBatcher: Sendable {
         var waiters: [CheckedContinuation<Void, any Error>]
     }
 
+    private let state = Mutex(Pending())
+    private let commit: Commit
+    private let maximumBatch: Int
+    private let maximumConcurrentCommits: Int
+
+    init(maximumBatch: Int = 1024, maximumConcurrentCommits: Int = 4, commit: @escaping Commit) {
+        self.maximumBatch = maximumBatch
+        self.maximumConcurrentCommits = maximumConcurrentCommits
+        self.commit = commit
+    }
+
+    /// Returns once `write` is committed; throws the batch's error if the commit failed.
+    func submit(_ write: ScoreWrite) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let batch = state.withLock { pending -> Batch? in
+                pending.writes.append(write)
+                pending.waiters.append(continuation)
+                guard
+                    pending.commitsRunning < maximumConcurrentCommits || pending.writes.count >= maximumBatch
+                else { return nil }
+                pending.commitsRunning += 1
+                return Self.take(&pending)
+            }
+            if let batch { Task { await self.commitUntilIdle(batch) } }
+        }
+    }
+
     private static func take(_ pending: inout Pending) -> Batch {
         let batch = Batch(writes: pending.writes, waiters: pending.waiters)
-        pending.writes.removeAll(keepingCapacity: true)
-        pending.waiters.removeAll(keepingCapacity: true)
+        pending.writes = []
+        pending.waiters = []
         return batch
     }
 
-    private func run(_ batch: Batch) async {
-        guard !batch.writes.isEmpty else { return }
-        do {
-            try await commit(batch.writes)
-            for waiter in batch.waiters { waiter.resume() }
-        } catch {
-            for waiter in batch.waiters { waiter.resume(throwing: error) }
+    /// Commits `first`, then whatever queued while it ran, until nothing is waiting.
+    private func commitUntilIdle(_ first: Batch) async {
+        var batch = first
+        while true {
+            do {
+                try await commit(batch.writes)
+                for waiter in batch.waiters { waiter.resume() }
+            } catch {
+                for waiter in batch.waiters { waiter.resume(throwing: error) }
+            }
+            let next = state.withLock { pending -> Batch? in
+                guard !pending.writes.isEmpty else {
+                    pending.commitsRunning -= 1
+                    return nil
+                }
+                return Self.take(&pending)
+            }
+            guard let next else { return }
+            batch = next
         }
     }
 }

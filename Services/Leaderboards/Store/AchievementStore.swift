@@ -1,5 +1,5 @@
+import RaveEvents
 import RaveMessages
-import RaveOutbox
 import RavePostgres
 
 /// An achievement with one player's progress on it.
@@ -15,7 +15,7 @@ struct AchievementStore: Sendable {
 
     /// The outbox topic of a first unlock; the payload is a `LeaderboardsV1.AchievementUnlockedEvent` and the key
     /// the user id, so one player's unlocks are delivered in order.
-    static let unlockedTopic = "achievement.unlocked"
+    static let unlockedTopic = EventTopic.achievementUnlocked
 
     static let selectProgress = PostgresStatement(
         name: "leaderboards_select_achievement_progress",
@@ -69,7 +69,7 @@ struct AchievementStore: Sendable {
             let event = LeaderboardsV1.AchievementUnlockedEvent(
                 userId: userID.hex, appId: appID, achievementKey: key, achievementName: progress.definition.name,
                 unlockedAtUnixMs: unlockedAt / 1000)
-            try await Outbox.enqueue(
+            try await EventOutbox.publish(
                 in: transaction, topic: Self.unlockedTopic, key: userID.hex, payload: event.protobufBytes())
             return (progress, true)
         }

@@ -22,22 +22,26 @@ struct ScoreStore: Sendable {
 
     /// The same "better" rule as `RankIndex.improves`, so the table and the index never disagree.
     static let upsertBatch = PostgresStatement(
-        name: "leaderboards_upsert_scores",
+        name: "leaderboards_upsert_scores_ordered",
         sql: """
             INSERT INTO scores AS s (board_id, version, user_id, score, achieved_at)
             SELECT b, v, u, sc, timestamptz 'epoch' + a * interval '1 microsecond'
             FROM unnest($1::int8[], $2::int4[], $3::uuid[], $4::int8[], $5::int8[]) AS t(b, v, u, sc, a)
+            ORDER BY b, v, u
             ON CONFLICT (board_id, version, user_id) DO UPDATE
                 SET score = EXCLUDED.score, achieved_at = EXCLUDED.achieved_at
                 WHERE CASE WHEN (SELECT l.ascending FROM leaderboards l WHERE l.board_id = s.board_id)
                            THEN EXCLUDED.score < s.score ELSE EXCLUDED.score > s.score END
                    OR (EXCLUDED.score = s.score AND EXCLUDED.achieved_at < s.achieved_at)
             """)
+    /// A chunk of a version in user-id order as three parallel arrays (see `FixedWidthArray`).
     static let selectVersionChunk = PostgresStatement(
-        name: "leaderboards_select_version_chunk",
+        name: "leaderboards_select_version_chunk_arrays",
         sql: """
-            SELECT user_id, score, achieved_at FROM scores
-            WHERE board_id = $1 AND version = $2 AND user_id > $3 ORDER BY user_id LIMIT $4
+            SELECT array_agg(user_id ORDER BY user_id) AS users, array_agg(score ORDER BY user_id) AS scores,
+                   array_agg(achieved_at ORDER BY user_id) AS times
+            FROM (SELECT user_id, score, achieved_at FROM scores
+                  WHERE board_id = $1 AND version = $2 AND user_id > $3 ORDER BY user_id LIMIT $4) AS chunk
             """)
     static let countVersion = PostgresStatement(
         name: "leaderboards_count_version",
@@ -64,7 +68,9 @@ struct ScoreStore: Sendable {
             if let existing = best[key], !write.beats(existing) { continue }
             best[key] = write
         }
-        let writes = Array(best.values)
+        // Rows in one order for every batch: concurrent batches touching the same players (a popular player
+        // submitting twice) then wait for each other instead of deadlocking.
+        let writes = best.values.sorted { ($0.boardID, $0.version, $0.userID) < ($1.boardID, $1.version, $1.userID) }
         _ = try await pool.execute(
             Self.upsertBatch,
             [
@@ -75,26 +81,34 @@ struct ScoreStore: Sendable {
 
     /// Every entry of a board version, read in user-id order with keyset paging so no query holds a huge result.
     func entries(
-        boardID: Int64, version: Int, chunkSize: Int = 50_000
+        boardID: Int64, version: Int, chunkSize: Int = 100_000
     ) async throws -> [(
         userID: RaveID, score: Int64, achievedAt: Int64
     )] {
         var result: [(userID: RaveID, score: Int64, achievedAt: Int64)] = []
         var after = RaveID(high: 0, low: 0)
-        var first = true
         while true {
             let rows = try await pool.execute(
                 Self.selectVersionChunk, [boardID, Int32(version), after, Int64(chunkSize)])
-            if first, rows.isEmpty { return result }
-            first = false
-            result.reserveCapacity(result.count + rows.count)
-            for row in rows {
-                result.append(try Self.entry(from: row))
+            guard let row = rows.first else { return result }
+            let users = try row.decode(FixedWidthArray.self, column: "users")
+            let scores = try row.decode(FixedWidthArray.self, column: "scores")
+            let times = try row.decode(FixedWidthArray.self, column: "times")
+            guard scores.count == users.count, times.count == users.count else {
+                throw LeaderboardsError.unavailable("a chunk of board \(boardID) came back with uneven columns")
             }
-            guard rows.count == chunkSize, let last = result.last else { return result }
+            result.reserveCapacity(result.count + users.count)
+            for index in 0..<users.count {
+                result.append(
+                    (users.raveID(index), scores.int64(index), times.int64(index) + Self.postgresEpochMicroseconds))
+            }
+            guard users.count == chunkSize, let last = result.last else { return result }
             after = last.userID
         }
     }
+
+    /// timestamptz counts microseconds from 2000-01-01; the index counts from 1970-01-01.
+    static let postgresEpochMicroseconds: Int64 = 946_684_800_000_000
 
     func count(boardID: Int64, version: Int) async throws -> Int {
         let rows = try await pool.execute(Self.countVersion, [boardID, Int32(version)])

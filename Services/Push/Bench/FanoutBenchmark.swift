@@ -55,9 +55,9 @@ enum FanoutBenchmark {
             let deliverStart = ContinuousClock.now
             var attempted = 0
             while attempted < Int(sent.queued) {
-                let batch = try await worker.runOnce()
-                if batch == 0 { break }
-                attempted += batch
+                let drained = try await worker.drain()
+                if drained == 0 { break }
+                attempted += drained
             }
             let deliverSeconds = seconds(ContinuousClock.now - deliverStart)
             let delivered = try await pool.query(
@@ -73,7 +73,7 @@ enum FanoutBenchmark {
                 {"benchmark":"push-fanout","devices":\(devices),"recipients":\(users.count),\
                 "enqueue_seconds":\(format(enqueueSeconds)),"delivered":\(delivered),\
                 "deliver_seconds":\(format(deliverSeconds)),"deliveries_per_second":\(Int(perSecond)),\
-                "concurrency":\(configuration.worker.concurrency),"targets":{"enqueue_seconds":5,\
+                "concurrency":\(configuration.worker.concurrency),"batch_size":\(configuration.worker.batchSize),"targets":{"enqueue_seconds":5,\
                 "deliveries_per_second":5000}}
 
                 """

@@ -11,6 +11,9 @@ final class DeliveryWorker: Service {
     struct Configuration: Sendable {
         /// Deliveries in flight at once (HTTP/2 streams across providers).
         var concurrency = 100
+        /// Deliveries claimed per round trip; a batch larger than `concurrency` keeps the window full while
+        /// its slowest sends finish, and the next batch is claimed while this one is sent.
+        var batchSize = 1000
         /// How long a claimed delivery stays reserved for this worker; after a crash it is retried after this.
         var lease: TimeInterval = 60
         /// How often an idle worker looks for due deliveries (a send wakes it sooner).
@@ -49,7 +52,7 @@ final class DeliveryWorker: Service {
         while !latch.isOpen {
             let processed: Int
             do {
-                processed = try await runOnce()
+                processed = try await drain()
             } catch {
                 logger.error("claiming deliveries failed", [("error", "\(error)")])
                 processed = 0
@@ -63,20 +66,58 @@ final class DeliveryWorker: Service {
     /// Claims one batch of due deliveries and attempts each; returns how many were attempted.
     @discardableResult
     func runOnce() async throws -> Int {
+        let claimed = try await claimBatch()
+        try await attemptAndRecord(claimed)
+        return claimed.count
+    }
+
+    /// Sends batches until none is due (or shutdown), claiming the next batch while the current one is sent, so
+    /// the database round trips overlap the providers' answers; returns how many deliveries were attempted.
+    @discardableResult
+    func drain() async throws -> Int {
+        var attempted = 0
+        var batch = try await claimBatch()
+        while !batch.isEmpty {
+            let ahead = latch.isOpen ? nil : Task { try await self.claimBatch() }
+            do {
+                try await attemptAndRecord(batch)
+            } catch {
+                // The batch claimed ahead is leased like any other: sent now, or after its lease if this throws.
+                if let ahead { try await attemptAndRecord(try await ahead.value) }
+                throw error
+            }
+            attempted += batch.count
+            batch = try await ahead?.value ?? []
+        }
+        return attempted
+    }
+
+    private func claimBatch() async throws -> [ClaimedDelivery] {
         let now = clock.now()
-        let claimed = try await store.claim(
-            now: now, leaseEnd: now.addingTimeInterval(configuration.lease), limit: configuration.concurrency, on: pool)
+        return try await store.claim(
+            now: now, leaseEnd: now.addingTimeInterval(configuration.lease), limit: configuration.batchSize, on: pool)
+    }
+
+    /// Attempts `claimed` with at most `concurrency` in flight (a new send starts as each one finishes), then
+    /// records every outcome in one statement.
+    private func attemptAndRecord(_ claimed: [ClaimedDelivery]) async throws {
+        guard !claimed.isEmpty else { return }
         let outcomes = await withTaskGroup(of: DeliveryOutcome?.self) { group in
-            for delivery in claimed {
+            var pending = claimed.makeIterator()
+            for _ in 0..<configuration.concurrency {
+                guard let delivery = pending.next() else { break }
                 group.addTask { await self.attempt(delivery) }
             }
             var outcomes: [DeliveryOutcome] = []
-            for await outcome in group { if let outcome { outcomes.append(outcome) } }
+            outcomes.reserveCapacity(claimed.count)
+            while let outcome = await group.next() {
+                if let outcome { outcomes.append(outcome) }
+                if let delivery = pending.next() { group.addTask { await self.attempt(delivery) } }
+            }
             return outcomes
         }
         // If this write fails the leases run out and the batch is attempted again: at-least-once, never lost.
         try await store.record(outcomes, now: clock.now(), on: pool)
-        return claimed.count
     }
 
     private func idle() async {

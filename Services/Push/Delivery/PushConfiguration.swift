@@ -19,6 +19,7 @@ struct PushConfiguration: Sendable {
     init(environment: [String: String]) throws {
         var reader = ConfigurationReader(environment: environment)
         worker.concurrency = try reader.integer("RAVE_PUSH_CONCURRENCY", default: 100, range: 1...1000)
+        worker.batchSize = try reader.integer("RAVE_PUSH_BATCH_SIZE", default: 1000, range: 1...10_000)
         worker.pollInterval = try reader.duration(
             "RAVE_PUSH_POLL_INTERVAL", default: .milliseconds(250), range: .milliseconds(10)...(.seconds(60)))
         caFile = environment["RAVE_PUSH_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }

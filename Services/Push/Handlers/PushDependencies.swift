@@ -2,6 +2,7 @@ import Foundation
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveTelemetry
 
 /// Everything the handlers share: the pool, the stores, the clock and the hook that wakes delivery workers.
 struct PushDependencies: Sendable {
@@ -10,6 +11,7 @@ struct PushDependencies: Sendable {
     let tokens = TokenStore()
     let notifications = NotificationStore()
     let inbox = InboxStore()
+    let templates = TemplateStore()
     /// Called after a send commits, so idle delivery workers start at once instead of at their next poll.
     let deliveriesQueued: @Sendable () -> Void
 
@@ -21,11 +23,13 @@ struct PushDependencies: Sendable {
         self.deliveriesQueued = deliveriesQueued
     }
 
-    /// The services the push process serves: player, operator and internal methods, and the merge participant.
-    func services() -> [any RPCService] {
+    /// The services the push process serves: player, operator and internal methods, the merge participant, and
+    /// the event sink.
+    func services(logger: Logger = Logger(label: "push")) -> [any RPCService] {
         [
             PushService(dependencies: self), PushAdminService(dependencies: self),
             PushInternalService(dependencies: self), PushMergeService(dependencies: self),
+            PushEventSink(dependencies: self, logger: logger),
         ]
     }
 

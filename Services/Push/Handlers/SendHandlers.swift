@@ -14,6 +14,13 @@ struct NotificationSender: Sendable {
     static let maximumTTLSeconds: Int64 = 28 * 24 * 3600
 
     func send(_ request: PushV1.SendNotificationRequest) async throws -> PushV1.SendNotificationResponse {
+        try await send(request, in: nil)
+    }
+
+    /// Sends in `transaction` when given (committing with the caller's other writes), else in one of its own.
+    func send(
+        _ request: PushV1.SendNotificationRequest, in transaction: PostgresTransaction?
+    ) async throws -> PushV1.SendNotificationResponse {
         guard !request.appId.isEmpty else { throw PushError.invalidArgument("app_id is required") }
         guard (1...Self.maximumRecipients).contains(request.userIds.count) else {
             throw PushError.invalidArgument(
@@ -40,22 +47,32 @@ struct NotificationSender: Sendable {
         }
         let ttl = notification.ttlSeconds == 0 ? Self.defaultTTLSeconds : notification.ttlSeconds
         try ProviderPayload.checkSize(notification, ttlSeconds: ttl)
+        for localization in notification.localizations {
+            try ProviderPayload.checkSize(
+                EventTemplates.localized(notification, language: localization.language), ttlSeconds: ttl)
+        }
         let id =
             request.notificationId.isEmpty
             ? RaveID.random() : try PushDependencies.raveID(request.notificationId, field: "notification_id")
         var stored = request
         stored.notificationId = id.hex
         let now = dependencies.clock.now()
-        let response = try await dependencies.notifications.send(
-            id: id, request: stored, users: users, expiresAt: now.addingTimeInterval(TimeInterval(ttl)), now: now,
-            on: dependencies.pool
-        ) { device in
+        let expiresAt = now.addingTimeInterval(TimeInterval(ttl))
+        let decide: @Sendable (TargetDevice) -> DeliveryDecision = { device in
             ConsentRules.decide(
                 category: notification.category, nightPolicy: notification.nightPolicy, consent: device.consent,
                 timeZone: device.timeZone, now: now)
         }
-        if response.queued > 0 { dependencies.deliveriesQueued() }
-        return response
+        guard let transaction else {
+            let response = try await dependencies.notifications.send(
+                id: id, request: stored, users: users, expiresAt: expiresAt, now: now, on: dependencies.pool,
+                decide: decide)
+            if response.queued > 0 { dependencies.deliveriesQueued() }
+            return response
+        }
+        // The caller wakes the workers once its transaction has committed.
+        return try await dependencies.notifications.send(
+            id: id, request: stored, users: users, expiresAt: expiresAt, now: now, in: transaction, decide: decide)
     }
 }
 

@@ -16,6 +16,8 @@ struct ClaimedDelivery: Sendable {
 
 /// The delivery queue: due rows are claimed under a lease, and each attempt's outcome is written back.
 struct DeliveryStore: Sendable {
+    // The request (with up to 1000 recipients) comes once per notification, not once per row: a fan-out batch
+    // would otherwise carry it a thousand times.
     // The lease pushes next_attempt_at forward, so a worker that dies mid-attempt leaves the row due again
     // once the lease ends: a restart resumes it (at-least-once delivery).
     static let claim = PostgresStatement(
@@ -29,8 +31,9 @@ struct DeliveryStore: Sendable {
                 UPDATE deliveries d SET state = 1, attempts = d.attempts + 1, next_attempt_at = $2, updated_at = $1
                 FROM due WHERE d.notification_id = due.notification_id AND d.token_id = due.token_id
                 RETURNING d.notification_id, d.token_id, d.platform, d.token, d.sandbox, d.attempts, d.user_id)
-            SELECT c.notification_id, c.token_id, c.platform, c.token, c.sandbox, c.attempts, n.expires_at, n.request,
-                t.token_id IS NOT NULL, coalesce(t.option_sound, false)
+            SELECT c.notification_id, c.token_id, c.platform, c.token, c.sandbox, c.attempts, n.expires_at,
+                CASE WHEN row_number() OVER (PARTITION BY c.notification_id) = 1 THEN n.request END,
+                t.token_id IS NOT NULL, coalesce(t.option_sound, false), coalesce(t.language, '')
             FROM claimed c JOIN notifications n ON n.notification_id = c.notification_id
             LEFT JOIN device_tokens t ON t.token_id = c.token_id AND t.token = c.token AND t.user_id = c.user_id
             """)
@@ -51,20 +54,20 @@ struct DeliveryStore: Sendable {
     ) async throws
         -> [ClaimedDelivery]
     {
-        var requests: [RaveID: PushV1.Notification] = [:]
-        return try await database.execute(Self.claim, [now, leaseEnd, limit]).map { row in
+        let rows = try await database.execute(Self.claim, [now, leaseEnd, limit])
+        var notifications: [RaveID: PushV1.Notification] = [:]
+        for row in rows {
+            guard let bytes = try row.decode([UInt8]?.self, at: 7) else { continue }
+            let request = try PushV1.SendNotificationRequest(protobufBytes: bytes)
+            notifications[try row.decode(RaveID.self, at: 0)] = request.notification ?? PushV1.Notification()
+        }
+        return try rows.map { row in
             let notificationID = try row.decode(RaveID.self, at: 0)
-            let notification: PushV1.Notification
-            if let known = requests[notificationID] {
-                notification = known
-            } else {
-                let request = try PushV1.SendNotificationRequest(protobufBytes: try row.decode([UInt8].self, at: 7))
-                notification = request.notification ?? PushV1.Notification()
-                requests[notificationID] = notification
-            }
+            let notification = notifications[notificationID] ?? PushV1.Notification()
             let push = OutgoingPush(
                 token: try row.decode(String.self, at: 3), sandbox: try row.decode(Bool.self, at: 4),
-                notification: notification, expiresAt: try row.decode(Date.self, at: 6),
+                notification: EventTemplates.localized(notification, language: try row.decode(String.self, at: 10)),
+                expiresAt: try row.decode(Date.self, at: 6),
                 sound: try row.decode(Bool.self, at: 9))
             return ClaimedDelivery(
                 notificationID: notificationID, tokenID: try row.decode(RaveID.self, at: 1),

@@ -20,24 +20,20 @@ struct NotificationStore: Sendable {
     static let selectNotification = PostgresStatement(
         name: "push_select_notification",
         sql: "SELECT request, queued, held, skipped FROM notifications WHERE notification_id = $1")
+    // The device's fields are read here and copied into its delivery row, so a later re-registration or removal
+    // of the token does not change what this delivery was for.
     static let selectTargets = PostgresStatement(
         name: "push_select_targets",
         sql: """
-            SELECT token_id, consent_push, consent_advertising, consent_night_advertising, time_zone
+            SELECT token_id, consent_push, consent_advertising, consent_night_advertising, time_zone, user_id,
+                platform, token, sandbox
             FROM device_tokens WHERE app_id = $1 AND user_id = ANY($2::uuid[])
             """)
-    // Decisions arrive as parallel arrays; the device's fields are copied so a later re-registration or removal
-    // of the token does not change what this delivery was for.
-    static let insertDeliveries = PostgresStatement(
-        name: "push_insert_deliveries",
-        sql: """
-            INSERT INTO deliveries (notification_id, token_id, user_id, platform, token, sandbox, state,
-                next_attempt_at, last_result, updated_at)
-            SELECT $1, t.token_id, t.user_id, t.platform, t.token, t.sandbox, d.state,
-                'epoch'::timestamptz + d.next_micros * interval '1 microsecond', d.reason, $6
-            FROM unnest($2::uuid[], $3::int4[], $4::int8[], $5::text[]) AS d (token_id, state, next_micros, reason)
-            JOIN device_tokens t ON t.token_id = d.token_id
-            """)
+    /// The columns the fan-out COPY fills (attempts keeps its default).
+    static let deliveryColumns = [
+        "notification_id", "token_id", "user_id", "platform", "token", "sandbox", "state", "next_attempt_at",
+        "last_result", "updated_at",
+    ]
     static let insertInbox = PostgresStatement(
         name: "push_insert_inbox",
         sql: """
@@ -62,52 +58,63 @@ struct NotificationStore: Sendable {
         id: RaveID, request: PushV1.SendNotificationRequest, users: [RaveID], expiresAt: Date, now: Date,
         on pool: PostgresPool, decide: @Sendable (TargetDevice) -> DeliveryDecision
     ) async throws -> PushV1.SendNotificationResponse {
+        try await pool.transaction { transaction in
+            try await send(
+                id: id, request: request, users: users, expiresAt: expiresAt, now: now, in: transaction,
+                decide: decide)
+        }
+    }
+
+    /// The same inside the caller's transaction (an event's notification commits with its processed mark).
+    func send(
+        id: RaveID, request: PushV1.SendNotificationRequest, users: [RaveID], expiresAt: Date, now: Date,
+        in transaction: PostgresTransaction, decide: @Sendable (TargetDevice) -> DeliveryDecision
+    ) async throws -> PushV1.SendNotificationResponse {
         let requestBytes = request.protobufBytes()
-        return try await pool.transaction { transaction in
-            let inserted = try await transaction.execute(
-                Self.insertNotification, [id, request.appId, requestBytes, now, expiresAt])
-            guard !inserted.isEmpty else {
-                return try await replay(id: id, requestBytes: requestBytes, on: transaction)
-            }
-            var tokenIDs: [RaveID] = []
-            var states: [Int32] = []
-            var nextAttempts: [Int64] = []
-            var reasons: [String] = []
-            var counts = PushV1.SendNotificationResponse(notificationId: id.hex)
-            for row in try await transaction.execute(Self.selectTargets, [request.appId, users]) {
+        let inserted = try await transaction.execute(
+            Self.insertNotification, [id, request.appId, requestBytes, now, expiresAt])
+        guard !inserted.isEmpty else {
+            return try await replay(id: id, requestBytes: requestBytes, on: transaction)
+        }
+        var counts = PushV1.SendNotificationResponse(notificationId: id.hex)
+        let targets = try await transaction.execute(Self.selectTargets, [request.appId, users])
+        let sentAt = PostgresTimestamp(now)
+        // Binary COPY is the fastest way in for a large fan-out: one round trip, no SQL parsing per row.
+        var zones: [String: TimeZone] = [:]
+        try await transaction.connection.copyFrom(table: "deliveries", columns: Self.deliveryColumns) { writer in
+            for row in targets {
+                let zoneName = try row.decode(String.self, at: 4)
+                let zone = zones[zoneName] ?? TimeZone(identifier: zoneName) ?? .gmt
+                zones[zoneName] = zone
                 let device = TargetDevice(
                     tokenID: try row.decode(RaveID.self, at: 0),
                     consent: PushV1.Consent(
                         push: try row.decode(Bool.self, at: 1), advertising: try row.decode(Bool.self, at: 2),
                         nightAdvertising: try row.decode(Bool.self, at: 3)),
-                    timeZone: TimeZone(identifier: try row.decode(String.self, at: 4)) ?? .gmt)
-                tokenIDs.append(device.tokenID)
+                    timeZone: zone)
+                let state: PushV1.DeliveryState
+                let nextAttempt: PostgresTimestamp
+                let reason: String
                 switch decide(device) {
                 case .sendNow:
-                    states.append(PushV1.DeliveryState.pending.rawValue)
-                    nextAttempts.append(PostgresTimestamp(now).microsecondsSinceEpoch)
-                    reasons.append("")
+                    (state, nextAttempt, reason) = (.pending, sentAt, "")
                     counts.queued += 1
                 case .hold(let until):
-                    states.append(PushV1.DeliveryState.held.rawValue)
-                    nextAttempts.append(PostgresTimestamp(until).microsecondsSinceEpoch)
-                    reasons.append("held until the device's morning")
+                    (state, nextAttempt, reason) = (.held, PostgresTimestamp(until), "held until the device's morning")
                     counts.held += 1
-                case .skip(let reason):
-                    states.append(PushV1.DeliveryState.skipped.rawValue)
-                    nextAttempts.append(PostgresTimestamp(now).microsecondsSinceEpoch)
-                    reasons.append(reason)
+                case .skip(let why):
+                    (state, nextAttempt, reason) = (.skipped, sentAt, why)
                     counts.skipped += 1
                 }
+                writer.appendRow(
+                    id, device.tokenID, try row.decode(RaveID.self, at: 5), Int16(try row.decode(Int64.self, at: 6)),
+                    try row.decode(String.self, at: 7), try row.decode(Bool.self, at: 8), Int16(state.rawValue),
+                    nextAttempt, reason, sentAt)
             }
-            if !tokenIDs.isEmpty {
-                try await transaction.execute(
-                    Self.insertDeliveries, [id, tokenIDs, states, nextAttempts, reasons, now])
-            }
-            try await transaction.execute(Self.insertInbox, [id, users, request.appId, now])
-            try await transaction.execute(Self.updateCounts, [id, counts.queued, counts.held, counts.skipped])
-            return counts
         }
+        try await transaction.execute(Self.insertInbox, [id, users, request.appId, now])
+        try await transaction.execute(Self.updateCounts, [id, counts.queued, counts.held, counts.skipped])
+        return counts
     }
 
     private func replay(

@@ -1,11 +1,12 @@
 import Foundation
 import RavePostgres
+import RaveTelemetry
 import RaveTransport
 
 /// `social bench`: runs `SocialBenchmark` against the scratch database `RAVE_DATABASE_URL`.
 ///
 /// `RAVE_BENCH_USERS` (default 10000), `RAVE_BENCH_FRIENDS` (1000), `RAVE_BENCH_SECONDS` (5) and
-/// `RAVE_BENCH_CONCURRENCY` (32) tune it; results go to stdout and `.bench/social.json` (or `RAVE_BENCH_OUT`).
+/// `RAVE_BENCH_CONCURRENCY` (32) and `RAVE_BENCH_ROUNDS` (1, measurement rounds over one seed) tune it; results go to stdout and `.bench/social.json` (or `RAVE_BENCH_OUT`).
 /// Exits non-zero when a call failed.
 enum SocialBenchmarkCommand {
     static func run(environment: [String: String]) async -> Int32 {
@@ -19,6 +20,10 @@ enum SocialBenchmarkCommand {
             parameters.friends = max(2, min(friends, parameters.users - 2)) / 2 * 2
         }
         if let seconds = environment["RAVE_BENCH_SECONDS"].flatMap(Double.init) { parameters.seconds = seconds }
+        if let rounds = environment["RAVE_BENCH_ROUNDS"].flatMap(Int.init) { parameters.rounds = max(1, rounds) }
+        if let ids = environment["RAVE_SOCIAL_FRIEND_CACHE_IDS"].flatMap(Int.init) {
+            parameters.friendCacheIDs = max(0, ids)
+        }
         if let concurrency = environment["RAVE_BENCH_CONCURRENCY"].flatMap(Int.init) {
             parameters.concurrency = max(1, concurrency)
         }
@@ -31,7 +36,10 @@ enum SocialBenchmarkCommand {
             let pool = try PostgresPool(configuration: configuration, group: group)
             defer { pool.shutdown() }
             _ = try await Migrator(pool: pool, directory: SocialMain.migrationsDirectory).migrate()
-            let measurements = try await SocialBenchmark(pool: pool, parameters: parameters).run()
+            let logger = Logger(label: "social-bench", level: .notice)
+            let measurements = try await SocialBenchmark(
+                pool: pool, parameters: parameters, loop: group.next(), logger: logger
+            ).run()
             print(summary(measurements, parameters: parameters))
             let path = environment["RAVE_BENCH_OUT"] ?? ".bench/social.json"
             try FileManager.default.createDirectory(
@@ -54,7 +62,7 @@ enum SocialBenchmarkCommand {
         let entries = measurements.map(\.jsonObject)
         return "{\"benchmark\":\"social\",\"mode\":\"in-process handlers, real PostgreSQL, profiles from memory\","
             + "\"parameters\":{\"users\":\(parameters.users),\"friends\":\(parameters.friends),"
-            + "\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency)},"
+            + "\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency),\"rounds\":\(parameters.rounds)},"
             + "\"results\":[\(entries.joined(separator: ","))]}\n"
     }
 }

@@ -19,9 +19,17 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         let player = try service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
         let target = try await service.target(request.target, player: player)
-        let names = try await service.profiles.sortNames(of: [player.userID, target.userID], list: list)
+        let profiles = try await service.directory.profiles(of: [player.userID, target.userID], appID: list.appID)
+        let names = SortNames(names: profiles.mapValues { $0.displayName.lowercased() })
+        // The event shows the sender as the caller's application does; a global list sorts by the global name.
+        let sender =
+            list.appID == player.appID
+            ? profiles[player.userID]
+            : try await service.directory.profiles(of: [player.userID], appID: player.appID)[player.userID]
         let outcome = try await service.relationships.sendFriendRequest(
-            list: list, sender: player.userID, recipient: target.userID, names: names)
+            list: list, sender: player.userID, recipient: target.userID, names: names, appID: player.appID,
+            senderDisplayName: sender?.displayName ?? "")
+        if outcome == .accepted { service.friendIDs.invalidate([player.userID, target.userID]) }
         return SocialV1.SendFriendRequestResponse(
             outcome: outcome == .accepted ? .accepted : .sent, userId: target.userID.hex)
     }
@@ -35,6 +43,7 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         let names = try await service.profiles.sortNames(of: [sender, player.userID], list: list)
         try await service.relationships.acceptFriendRequest(
             list: list, sender: sender, recipient: player.userID, names: names)
+        service.friendIDs.invalidate([sender, player.userID])
         return SocialV1.AcceptFriendRequestResponse()
     }
 
@@ -74,6 +83,7 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         guard try await service.relationships.removeFriend(list: list, user: player.userID, friend: friend) else {
             throw SocialError.notFound("\(friend.hex) is not a friend in list \"\(list.key)\"")
         }
+        service.friendIDs.invalidate([player.userID, friend])
         return SocialV1.RemoveFriendResponse()
     }
 

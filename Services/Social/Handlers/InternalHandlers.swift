@@ -14,20 +14,27 @@ final class InternalHandlers: SocialV1.SocialInternalHandler {
         _ request: SocialV1.FriendIdsRequest, context: RequestContext
     ) async throws -> SocialV1.FriendIdsResponse {
         try context.requireService()
-        let ids = try await peerIDs(
-            user: request.userId, app: request.appId, key: request.listKey.isEmpty ? "friends" : request.listKey,
-            kind: .friends, direction: .friend)
-        return SocialV1.FriendIdsResponse(userIds: ids)
+        let owner = try RequestLimits.userID(request.userId, field: "user_id")
+        let appID = try RequestLimits.userID(request.appId, field: "app_id")
+        let list = try await service.lists.resolve(
+            request.listKey.isEmpty ? "friends" : request.listKey, appID: appID, kind: .friends)
+        let ids = try await service.friendIDs.friendIDs(listID: list.id, owner: owner) {
+            try await service.queries.peerIDs(list: list, owner: owner, direction: .friend)
+        }
+        return SocialV1.FriendIdsResponse(userIds: ids.map(\.hex))
     }
 
     func followingIds(
         _ request: SocialV1.FollowingIdsRequest, context: RequestContext
     ) async throws -> SocialV1.FollowingIdsResponse {
         try context.requireService()
-        let ids = try await peerIDs(
-            user: request.userId, app: request.appId, key: request.listKey.isEmpty ? "followers" : request.listKey,
-            kind: .followers, direction: .following)
-        return SocialV1.FollowingIdsResponse(userIds: ids)
+        let owner = try RequestLimits.userID(request.userId, field: "user_id")
+        let appID = try RequestLimits.userID(request.appId, field: "app_id")
+        let list = try await service.lists.resolve(
+            request.listKey.isEmpty ? "followers" : request.listKey, appID: appID, kind: .followers)
+        // Not cached: follows change at thousands per second, and a NOTIFY per write would serialize their commits.
+        let ids = try await service.queries.peerIDs(list: list, owner: owner, direction: .following)
+        return SocialV1.FollowingIdsResponse(userIds: ids.map(\.hex))
     }
 
     func isBlocked(
@@ -39,14 +46,5 @@ final class InternalHandlers: SocialV1.SocialInternalHandler {
         let (userBlocked, otherBlocked) = try await service.blocks.blocks(between: user, and: other)
         return SocialV1.IsBlockedResponse(
             blocked: userBlocked || otherBlocked, userBlockedOther: userBlocked, otherBlockedUser: otherBlocked)
-    }
-
-    private func peerIDs(
-        user: String, app: String, key: String, kind: RelationshipList.Kind, direction: EdgeDirection
-    ) async throws -> [String] {
-        let userID = try RequestLimits.userID(user, field: "user_id")
-        let appID = try RequestLimits.userID(app, field: "app_id")
-        let list = try await service.lists.resolve(key, appID: appID, kind: kind)
-        return try await service.queries.peerIDs(list: list, owner: userID, direction: direction)
     }
 }

@@ -24,6 +24,7 @@ final class MergeHandler: MergeV1.MergeParticipantHandler {
         let target = try RequestLimits.userID(request.targetUserId, field: "target_user_id")
         guard source != target else { throw SocialError.invalidArgument("cannot merge a user into itself") }
         let applied = try await service.merges.merge(mergeID: request.mergeId, source: source, target: target)
+        if applied { service.friendIDs.invalidateAll() }
         return MergeV1.MergeUsersResponse(alreadyApplied: !applied)
     }
 }

@@ -2,6 +2,8 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 import RaveServices
+import RaveTelemetry
+import RaveTransport
 
 /// What every handler shares: the stores, the directory of users, and the caller checks.
 final class SocialService: Sendable {
@@ -14,10 +16,18 @@ final class SocialService: Sendable {
     let profiles: ProfileStore
     let contacts: ContactStore
     let merges: MergeStore
+    /// FriendIds from memory; `SocialMain` runs it as a background service (until then it reads the database).
+    let friendIDs: FriendIDCache
 
-    init(pool: PostgresPool, directory: any UserDirectory, configuration: SocialConfiguration) {
+    init(
+        pool: PostgresPool, directory: any UserDirectory, configuration: SocialConfiguration, loop: EventLoop,
+        logger: Logger
+    ) {
         self.pool = pool
         self.directory = directory
+        friendIDs = FriendIDCache(
+            pool: pool, loop: loop, capacity: configuration.friendCacheIDs, maxAge: configuration.friendCacheMaxAge,
+            logger: logger)
         lists = ListStore(pool: pool, directory: directory, defaultMaxMembers: configuration.maxListMembers)
         relationships = RelationshipStore(pool: pool)
         blocks = BlockStore(pool: pool)
@@ -85,13 +95,17 @@ final class SocialService: Sendable {
         let query = query ?? SocialV1.ListQuery()
         let request = try PageRequest(query)
         let list = try await lists.resolve(query.listKey, appID: player.appID, kind: kind)
-        let (rows, next) = try await queries.page(
+        let (rows, next, pageTotal) = try await queries.page(
             list: list, owner: player.userID, direction: direction, request: request)
-        let total =
-            request.prefix.isEmpty
-            ? try await relationships.count(list: list, owner: player.userID, direction: direction)
-            : try await queries.countMatching(
+        let total: Int
+        if let pageTotal {
+            total = pageTotal
+        } else if request.prefix.isEmpty {
+            total = try await relationships.count(list: list, owner: player.userID, direction: direction)
+        } else {
+            total = try await queries.countMatching(
                 list: list, owner: player.userID, direction: direction, prefixPattern: request.prefixPattern)
+        }
         return SocialV1.ListPage(
             users: try await profiles.present(rows, appID: player.appID, list: list),
             totalCount: UInt32(clamping: total),

@@ -43,6 +43,7 @@ struct BlockStore: Sendable {
             try await transaction.execute(Self.insertBlock, [blocker, blocked])
             try await transaction.execute(Self.deleteEdgesBetween, [blocker, blocked])
             try await transaction.execute(Self.deleteRequestsBetween, [blocker, blocked])
+            try await RelationshipStore.announceFriendsChanged(of: [blocker, blocked], in: transaction)
         }
     }
 

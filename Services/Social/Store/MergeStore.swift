@@ -156,6 +156,8 @@ struct MergeStore: Sendable {
             try await transaction.execute(Self.rekeyContacts, [source, target, targetKey])
             try await transaction.execute(Self.rekeySources, [source, target, targetKey])
             try await transaction.execute(Self.deleteSourceContacts, [source, target])
+            // The affected users may be thousands, more than a notification carries: every cache starts over.
+            try await RelationshipStore.announceFriendsChanged(of: nil, in: transaction)
             return true
         }
     }

@@ -1,4 +1,7 @@
+import RaveEvents
+import RaveMessages
 import RavePostgres
+import RaveProtobuf
 
 /// Which side of a relationship an edge row describes (the `direction` column).
 enum EdgeDirection: Int, Sendable {
@@ -36,6 +39,31 @@ struct RelationshipStore: Sendable {
             ON CONFLICT (list_id, owner_id, direction) DO UPDATE SET count = edge_counts.count + 1
             RETURNING owner_id
             """)
+    /// A follow in one round trip: the block, existing-edge and room checks and the insert of both rows with their
+    /// counts, as one statement (the same read-committed checks the separate statements made, without five trips).
+    private static let followInOneStatement = PostgresStatement(
+        name: "social_follow",
+        sql: """
+            WITH blocked AS (
+                SELECT 1 FROM blocks
+                WHERE (blocker_id = $2 AND blocked_id = $4) OR (blocker_id = $4 AND blocked_id = $2)),
+            present AS (SELECT 1 FROM edges WHERE list_id = $1 AND owner_id = $2 AND direction = $3 AND peer_id = $4),
+            room AS (
+                SELECT COALESCE((SELECT count FROM edge_counts WHERE list_id = $1 AND owner_id = $2 AND direction = $3), 0)
+                    < $8 AS ok),
+            inserted AS (
+                INSERT INTO edges (list_id, owner_id, direction, peer_id, sort_name)
+                SELECT * FROM (VALUES ($1::bigint, $2::uuid, $3::smallint, $4::uuid, $6::text), ($1, $4, $5, $2, $7)) AS v
+                WHERE NOT EXISTS (SELECT 1 FROM blocked) AND NOT EXISTS (SELECT 1 FROM present) AND (SELECT ok FROM room)
+                ON CONFLICT DO NOTHING RETURNING list_id, owner_id, direction),
+            counted AS (
+                INSERT INTO edge_counts (list_id, owner_id, direction, count)
+                SELECT list_id, owner_id, direction, 1 FROM inserted
+                ON CONFLICT (list_id, owner_id, direction) DO UPDATE SET count = edge_counts.count + 1
+                RETURNING owner_id)
+            SELECT EXISTS (SELECT 1 FROM blocked) AS blocked, EXISTS (SELECT 1 FROM present) AS present,
+                (SELECT ok FROM room) AS room, (SELECT count(*) FROM counted) AS inserted
+            """)
     private static let deleteEdges = PostgresStatement(
         name: "social_edges_delete",
         sql: """
@@ -53,10 +81,13 @@ struct RelationshipStore: Sendable {
     private static let selectEdge = PostgresStatement(
         name: "social_edge_exists",
         sql: "SELECT 1 FROM edges WHERE list_id = $1 AND owner_id = $2 AND direction = $3 AND peer_id = $4")
+    /// Returns the new request's time; no row when the same request was already pending.
     private static let insertRequest = PostgresStatement(
-        name: "social_request_insert",
-        sql: "INSERT INTO friend_requests (list_id, sender_id, recipient_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
-    )
+        name: "social_request_insert_returning",
+        sql: """
+            INSERT INTO friend_requests (list_id, sender_id, recipient_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING
+            RETURNING created_at
+            """)
     private static let deleteRequest = PostgresStatement(
         name: "social_request_delete",
         sql: "DELETE FROM friend_requests WHERE list_id = $1 AND sender_id = $2 AND recipient_id = $3 RETURNING 1")
@@ -67,6 +98,11 @@ struct RelationshipStore: Sendable {
             WHERE (blocker_id = $1 AND blocked_id = $2) OR (blocker_id = $2 AND blocked_id = $1)
             """)
 
+    /// Tells every replica's `FriendIDCache` whose friends changed (`$1`: comma-separated ids, or `*` for everyone);
+    /// PostgreSQL delivers it when the transaction commits, and not at all when it rolls back.
+    private static let notifyFriendsChanged = PostgresStatement(
+        name: "social_notify_friends", sql: "SELECT pg_notify('\(FriendIDCache.channel)', $1)")
+
     /// What `sendFriendRequest` did.
     enum RequestOutcome: Sendable {
         case sent
@@ -76,8 +112,11 @@ struct RelationshipStore: Sendable {
     /// Records a request, or makes the two friends when `recipient` had already asked `sender`.
     ///
     /// Serializable, so two users asking each other at once end as friends rather than as two crossed requests.
+    /// A new request publishes "social.friend_request_received" (key: the recipient) in the same transaction, so
+    /// the event exists exactly when the request does; a repeated request publishes nothing.
     func sendFriendRequest(
-        list: RelationshipList, sender: RaveID, recipient: RaveID, names: SortNames
+        list: RelationshipList, sender: RaveID, recipient: RaveID, names: SortNames, appID: RaveID,
+        senderDisplayName: String
     ) async throws -> RequestOutcome {
         try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
             try await Self.requireNotBlocked(sender, recipient, in: transaction)
@@ -93,7 +132,17 @@ struct RelationshipStore: Sendable {
             }
             try await Self.requireRoom(for: sender, direction: .friend, list: list, in: transaction)
             // A repeated request changes nothing: the primary key keeps one pending request per pair.
-            try await transaction.execute(Self.insertRequest, [list.id, sender, recipient])
+            guard let inserted = try await transaction.execute(Self.insertRequest, [list.id, sender, recipient]).first
+            else { return .sent }
+            let event = SocialV1.FriendRequestReceivedEvent(
+                appId: appID.hex, recipientId: recipient.hex, senderId: sender.hex,
+                senderDisplayName: senderDisplayName,
+                listId: list.key,
+                sentAtUnixMs: try inserted.decode(PostgresTimestamp.self, column: "created_at").microsecondsSinceEpoch
+                    / 1000)
+            try await EventOutbox.publish(
+                in: transaction, topic: EventTopic.friendRequestReceived, key: recipient.hex,
+                payload: event.protobufBytes())
             return .sent
         }
     }
@@ -118,28 +167,32 @@ struct RelationshipStore: Sendable {
 
     /// Ends a friendship; false when the two were not friends.
     func removeFriend(list: RelationshipList, user: RaveID, friend: RaveID) async throws -> Bool {
-        let friend16 = EdgeDirection.friend.rawValue
-        return try await !pool.execute(Self.deleteEdges, [list.id, user, friend16, friend, friend16]).isEmpty
+        let direction = EdgeDirection.friend.rawValue
+        return try await pool.transaction { transaction in
+            guard
+                try await !transaction.execute(Self.deleteEdges, [list.id, user, direction, friend, direction]).isEmpty
+            else { return false }
+            try await Self.announceFriendsChanged(of: [user, friend], in: transaction)
+            return true
+        }
     }
 
     /// Makes `follower` follow `followee`; false when it already did.
     func follow(list: RelationshipList, follower: RaveID, followee: RaveID, names: SortNames) async throws -> Bool {
-        try await pool.transaction { transaction in
-            try await Self.requireNotBlocked(follower, followee, in: transaction)
-            if try await !transaction.execute(
-                Self.selectEdge, [list.id, follower, EdgeDirection.following.rawValue, followee]
-            ).isEmpty {
-                return false
-            }
-            try await Self.requireRoom(for: follower, direction: .following, list: list, in: transaction)
-            let rows = try await transaction.execute(
-                Self.insertEdges,
-                [
-                    list.id, follower, EdgeDirection.following.rawValue, followee, EdgeDirection.follower.rawValue,
-                    names[followee], names[follower],
-                ])
-            return !rows.isEmpty
+        let rows = try await pool.execute(
+            Self.followInOneStatement,
+            [
+                list.id, follower, EdgeDirection.following.rawValue, followee, EdgeDirection.follower.rawValue,
+                names[followee], names[follower], list.maxMembers,
+            ])
+        guard let row = rows.first else { throw PostgresError(.client, "the follow statement returned no row") }
+        if try row.decode(Bool.self, column: "blocked") { throw SocialError.blocked }
+        if try row.decode(Bool.self, column: "present") { return false }
+        guard try row.decode(Bool.self, column: "room") else {
+            throw SocialError.resourceExhausted(
+                "user \(follower.hex) has reached the maximum of \(list.maxMembers) in list \"\(list.key)\"")
         }
+        return try row.decode(Int64.self, column: "inserted") > 0
     }
 
     /// Ends a follow; false when there was none.
@@ -166,6 +219,13 @@ struct RelationshipStore: Sendable {
         let friend = EdgeDirection.friend.rawValue
         try await transaction.execute(
             insertEdges, [list.id, first, friend, second, friend, names[second], names[first]])
+        try await announceFriendsChanged(of: [first, second], in: transaction)
+    }
+
+    /// Signals, at commit, that the friends of `owners` changed (nil: of anyone, after a merge).
+    static func announceFriendsChanged(of owners: [RaveID]?, in transaction: PostgresTransaction) async throws {
+        let payload = owners.map { $0.map(\.hex).joined(separator: ",") } ?? FriendIDCache.everyone
+        try await transaction.execute(notifyFriendsChanged, [payload])
     }
 
     private static func requireRoom(

@@ -121,7 +121,7 @@ struct BetEngine: Sendable {
         return results
     }
 
-    private static func noFunds(_ bet: PreparedBet) -> WalletError {
+    static func noFunds(_ bet: PreparedBet) -> WalletError {
         bet.kind == .credit
             ? WalletError(.insufficientFunds, "not enough credits of game \(bet.creditGameID) for this bet")
             : WalletError(.insufficientFunds, "insufficient funds in \(bet.currency.code)")

@@ -5,10 +5,11 @@ import Synchronization
 /// Group commit: bets from many callers are settled in one transaction per round instead of one each.
 ///
 /// Units (a bet, or a linked chain) queue on a lane chosen by the user's id; each lane has at most one round in
-/// flight, which takes everything queued (up to `maximumBetsPerRound`), settles each unit under its own savepoint
-/// and commits once. Results are handed back only after COMMIT, so an acknowledged bet is durable. Because all of
-/// one user's bets go to one lane and a bet touches only that user's rows (house accounts keep no balance row),
-/// two lanes never wait for each other's locks.
+/// flight, which takes everything queued (up to `maximumBetsPerRound`), settles it in bulk (`BulkRound`, two round
+/// trips) or, when that fails, unit by unit under savepoints (`BetEngine`), and commits once. Results are handed
+/// back only after COMMIT, so an acknowledged bet is durable. Because all of one user's bets go to one lane and a
+/// bet touches only that user's rows (house accounts keep no balance row), two lanes never wait for each other's
+/// locks.
 final class GroupCommitter: Sendable {
     typealias Completion = CheckedContinuation<[WalletV1.BetResult], any Error>
 
@@ -24,6 +25,9 @@ final class GroupCommitter: Sendable {
 
     let pool: PostgresPool
     let engine: BetEngine
+    let bulk: BulkRound
+    /// Rounds the bulk path declined or failed, settled unit by unit instead (a gauge of the slow path).
+    let unitByUnitRounds = Atomic<Int>(0)
     let maximumBetsPerRound: Int
     private let lanes: Mutex<[Lane]>
     private let laneCount: Int
@@ -31,6 +35,7 @@ final class GroupCommitter: Sendable {
     init(pool: PostgresPool, engine: BetEngine, laneCount: Int = 4, maximumBetsPerRound: Int = 1_000) {
         self.pool = pool
         self.engine = engine
+        bulk = BulkRound(ledger: engine.ledger)
         self.maximumBetsPerRound = maximumBetsPerRound
         self.laneCount = max(1, laneCount)
         lanes = Mutex(Array(repeating: Lane(), count: max(1, laneCount)))
@@ -71,25 +76,38 @@ final class GroupCommitter: Sendable {
         }
     }
 
+    /// Settles a round in bulk; when that fails (a declined round, a lock conflict, a lost connection) nothing
+    /// of it was acknowledged, so it is settled again unit by unit, where replays answer for whatever committed.
     private func runRound(_ batch: [Pending]) async {
-        var outcomes: [Result<[WalletV1.BetResult], any Error>] = []
+        let units = batch.map(\.unit)
+        var outcomes: [Result<[WalletV1.BetResult], any Error>]
         do {
-            try await pool.transaction { transaction in
-                outcomes = []
-                for pending in batch {
-                    do {
-                        outcomes.append(.success(try await engine.settle(pending.unit, on: transaction)))
-                    } catch {
-                        // The unit rolled back to its savepoint; the round goes on with the others.
-                        outcomes.append(.failure(error))
-                    }
-                }
-            }
+            outcomes = try await pool.withConnection { connection in try await bulk.settle(units, on: connection) }
         } catch {
-            // The round did not commit: nothing of it happened, so every caller may retry with the same ids.
-            for pending in batch { pending.completion.resume(throwing: error) }
-            return
+            unitByUnitRounds.add(1, ordering: .relaxed)
+            do {
+                outcomes = try await settleUnitByUnit(units)
+            } catch {
+                // The round did not commit: nothing of it happened, so every caller may retry with the same ids.
+                for pending in batch { pending.completion.resume(throwing: error) }
+                return
+            }
         }
         for (pending, outcome) in zip(batch, outcomes) { pending.completion.resume(with: outcome) }
+    }
+
+    /// The round in one transaction, each unit under its own savepoint so a failing unit rolls back alone.
+    private func settleUnitByUnit(_ units: [[PreparedBet]]) async throws -> [Result<[WalletV1.BetResult], any Error>] {
+        try await pool.transaction { transaction in
+            var outcomes: [Result<[WalletV1.BetResult], any Error>] = []
+            for unit in units {
+                do {
+                    outcomes.append(.success(try await engine.settle(unit, on: transaction)))
+                } catch {
+                    outcomes.append(.failure(error))
+                }
+            }
+            return outcomes
+        }
     }
 }

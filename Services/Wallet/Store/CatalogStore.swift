@@ -4,8 +4,9 @@ import Synchronization
 
 /// Currencies, games and real-money eligibility: written by operators, read by every bet (and so cached).
 ///
-/// Currencies and games are immutable once created, so a cached entry never goes stale; eligibility lists can
-/// change and are read from the database each time.
+/// Currencies and games are immutable once created, so a cached entry never goes stale. Eligibility lists can
+/// change: an answer is reused for at most `eligibilityLifetime` (every real-money bet asks), and this process
+/// forgets its answers when it changes a list itself.
 final class CatalogStore: Sendable {
     /// A game as bets use it: its validated math and its definition.
     struct GameEntry: Sendable {
@@ -15,6 +16,10 @@ final class CatalogStore: Sendable {
 
     private let currencies = Mutex<[String: Currency]>([:])
     private let games = Mutex<[String: GameEntry]>([:])
+    private let eligibility = Mutex<[String: (allowed: Bool, checked: ContinuousClock.Instant)]>([:])
+
+    /// How long a real-money eligibility answer is reused; a list changed by another process applies after this.
+    static let eligibilityLifetime: Duration = .seconds(1)
 
     static let insertCurrency = PostgresStatement(
         name: "wallet_insert_currency",
@@ -101,10 +106,18 @@ final class CatalogStore: Sendable {
                     [app, countries])
             }
         }
+        eligibility.withLock { $0.removeAll() }
     }
 
     func allowsRealMoney(app: String, country: String, on database: some PostgresQueryable) async throws -> Bool {
-        !(try await database.execute(Self.selectCountry, [app, country])).isEmpty
+        let key = app + "\u{1F}" + country
+        let now = ContinuousClock.now
+        if let cached = eligibility.withLock({ $0[key] }), now - cached.checked < Self.eligibilityLifetime {
+            return cached.allowed
+        }
+        let allowed = !(try await database.execute(Self.selectCountry, [app, country])).isEmpty
+        eligibility.withLock { $0[key] = (allowed, now) }
+        return allowed
     }
 
     private static func entry(_ bytes: [UInt8]) throws -> GameEntry {

@@ -5,6 +5,7 @@
 #include "rave/events/v1/events.pb-c.h"
 #include "rave/gateway/v1/gateway.pb-c.h"
 #include "rave/gifts/v1/events.pb-c.h"
+#include "rave/gifts/v1/gifts.pb-c.h"
 #include "rave/identity/v1/events.pb-c.h"
 #include "rave/identity/v1/identity.pb-c.h"
 #include "rave/identity/v1/types.pb-c.h"

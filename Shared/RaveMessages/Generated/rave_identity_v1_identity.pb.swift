@@ -248,6 +248,34 @@ extension IdentityV1 {
         }
     }
 
+    public struct IssueUnbackedTokenRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.IssueUnbackedTokenRequest"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct IssueUnbackedTokenResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.IssueUnbackedTokenResponse"
+
+        public var accessToken: String = ""
+
+        public var accessTokenExpiresAtUnixMs: Int64 = 0
+
+        /// The user the token acts as (the caller, resolved through merges).
+        public var userId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(accessToken: String = "", accessTokenExpiresAtUnixMs: Int64 = 0, userId: String = "") {
+            self.accessToken = accessToken
+            self.accessTokenExpiresAtUnixMs = accessTokenExpiresAtUnixMs
+            self.userId = userId
+        }
+    }
+
     public struct LogoutRequest: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.identity.v1.LogoutRequest"
 
@@ -1674,6 +1702,95 @@ extension IdentityV1.RefreshSessionResponse {
 
     func protobufCFill(_ message: inout Rave__Identity__V1__RefreshSessionResponse, arena: inout ProtoArena) {
         if let value = self.tokens { message.tokens = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.IssueUnbackedTokenRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__IssueUnbackedTokenRequest()
+        rave__identity__v1__issue_unbacked_token_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__IssueUnbackedTokenRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__IssueUnbackedTokenRequest()
+        rave__identity__v1__issue_unbacked_token_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__IssueUnbackedTokenRequest>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__IssueUnbackedTokenRequest> {
+        let message = arena.allocate(Rave__Identity__V1__IssueUnbackedTokenRequest.self)
+        rave__identity__v1__issue_unbacked_token_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__IssueUnbackedTokenRequest, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.IssueUnbackedTokenResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__IssueUnbackedTokenResponse()
+        rave__identity__v1__issue_unbacked_token_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__IssueUnbackedTokenResponse.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__IssueUnbackedTokenResponse()
+        rave__identity__v1__issue_unbacked_token_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__IssueUnbackedTokenResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.accessToken = try ProtoDecoding.string(c.access_token, field: "access_token", of: Self.protoMessageName)
+        self.accessTokenExpiresAtUnixMs = c.access_token_expires_at_unix_ms
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__IssueUnbackedTokenResponse> {
+        let message = arena.allocate(Rave__Identity__V1__IssueUnbackedTokenResponse.self)
+        rave__identity__v1__issue_unbacked_token_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__IssueUnbackedTokenResponse, arena: inout ProtoArena) {
+        if !self.accessToken.isEmpty { message.access_token = arena.string(self.accessToken) }
+        message.access_token_expires_at_unix_ms = self.accessTokenExpiresAtUnixMs
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
     }
 }
 

@@ -384,13 +384,18 @@ extension PushV1 {
 
         public var nightPolicy: PushV1.NightPolicy = .hold
 
+        /// Title and body per device language; a device whose language (BCP 47, exact match) has none gets
+        /// title and body above.
+        public var localizations: [PushV1.LocalizedText] = []
+
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given fields; the others keep their defaults.
         public init(
             title: String = "", body: String = "", data: [PushV1.DataEntry] = [], category: PushV1.Category = .normal,
-            collapseKey: String = "", ttlSeconds: Int64 = 0, nightPolicy: PushV1.NightPolicy = .hold
+            collapseKey: String = "", ttlSeconds: Int64 = 0, nightPolicy: PushV1.NightPolicy = .hold,
+            localizations: [PushV1.LocalizedText] = []
         ) {
             self.title = title
             self.body = body
@@ -399,6 +404,27 @@ extension PushV1 {
             self.collapseKey = collapseKey
             self.ttlSeconds = ttlSeconds
             self.nightPolicy = nightPolicy
+            self.localizations = localizations
+        }
+    }
+
+    public struct LocalizedText: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.LocalizedText"
+
+        public var language: String = ""
+
+        public var title: String = ""
+
+        public var body: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(language: String = "", title: String = "", body: String = "") {
+            self.language = language
+            self.title = title
+            self.body = body
         }
     }
 
@@ -618,6 +644,151 @@ extension PushV1 {
         public init(marked: Int32 = 0) {
             self.marked = marked
         }
+    }
+
+    /// The text of notifications made from one event topic. Placeholders in braces are replaced by the event's
+    /// values: {sender_name}, {gift_name} (gift topics), {achievement_name} (achievements).
+    public struct Template: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.Template"
+
+        /// "gifts.gift_received", "gifts.request_received", "social.friend_request_received",
+        /// "leaderboards.achievement_unlocked".
+        public var topic: String = ""
+
+        /// BCP 47 ("en", "pt-BR").
+        public var language: String = ""
+
+        public var title: String = ""
+
+        public var body: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(topic: String = "", language: String = "", title: String = "", body: String = "") {
+            self.topic = topic
+            self.language = language
+            self.title = title
+            self.body = body
+        }
+    }
+
+    public struct SetTemplateRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.SetTemplateRequest"
+
+        public var appId: String = ""
+
+        public var template: PushV1.Template? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", template: PushV1.Template? = nil) {
+            self.appId = appId
+            self.template = template
+        }
+    }
+
+    public struct SetTemplateResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.SetTemplateResponse"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct ListTemplatesRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.ListTemplatesRequest"
+
+        public var appId: String = ""
+
+        /// Only this topic's templates when set.
+        public var topic: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", topic: String = "") {
+            self.appId = appId
+            self.topic = topic
+        }
+    }
+
+    public struct ListTemplatesResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.ListTemplatesResponse"
+
+        /// The app's own templates, by topic then language.
+        public var templates: [PushV1.Template] = []
+
+        /// Empty when the app has not set one.
+        public var defaultLanguage: String = ""
+
+        /// What a topic uses when the app has no template for a device's language nor its default language.
+        public var builtIn: [PushV1.Template] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(templates: [PushV1.Template] = [], defaultLanguage: String = "", builtIn: [PushV1.Template] = []) {
+            self.templates = templates
+            self.defaultLanguage = defaultLanguage
+            self.builtIn = builtIn
+        }
+    }
+
+    public struct DeleteTemplateRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.DeleteTemplateRequest"
+
+        public var appId: String = ""
+
+        public var topic: String = ""
+
+        public var language: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", topic: String = "", language: String = "") {
+            self.appId = appId
+            self.topic = topic
+            self.language = language
+        }
+    }
+
+    public struct DeleteTemplateResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.DeleteTemplateResponse"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct SetDefaultLanguageRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.SetDefaultLanguageRequest"
+
+        public var appId: String = ""
+
+        /// BCP 47; empty clears it.
+        public var language: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", language: String = "") {
+            self.appId = appId
+            self.language = language
+        }
+    }
+
+    public struct SetDefaultLanguageResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.SetDefaultLanguageResponse"
+
+        /// A message with every field at its default.
+        public init() {}
     }
 }
 
@@ -1212,6 +1383,9 @@ extension PushV1.Notification {
         self.collapseKey = try ProtoDecoding.string(c.collapse_key, field: "collapse_key", of: Self.protoMessageName)
         self.ttlSeconds = c.ttl_seconds
         self.nightPolicy = PushV1.NightPolicy(rawValue: Int32(truncatingIfNeeded: c.night_policy.rawValue))
+        self.localizations = try ProtoDecoding.messages(c.localizations, count: c.n_localizations) {
+            element throws(ProtoDecodingError) in try PushV1.LocalizedText(protobufC: element)
+        }
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__Notification> {
@@ -1236,6 +1410,61 @@ extension PushV1.Notification {
         if !self.collapseKey.isEmpty { message.collapse_key = arena.string(self.collapseKey) }
         message.ttl_seconds = self.ttlSeconds
         message.night_policy = .init(rawValue: .init(truncatingIfNeeded: self.nightPolicy.rawValue))
+        message.n_localizations = self.localizations.count
+        if !self.localizations.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Push__V1__LocalizedText>?.self, count: self.localizations.count)
+            for (index, element) in self.localizations.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.localizations = elements
+        }
+    }
+}
+
+extension PushV1.LocalizedText {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__LocalizedText()
+        rave__push__v1__localized_text__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__LocalizedText.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__LocalizedText()
+        rave__push__v1__localized_text__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Push__V1__LocalizedText>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+        self.title = try ProtoDecoding.string(c.title, field: "title", of: Self.protoMessageName)
+        self.body = try ProtoDecoding.string(c.body, field: "body", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__LocalizedText> {
+        let message = arena.allocate(Rave__Push__V1__LocalizedText.self)
+        rave__push__v1__localized_text__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Push__V1__LocalizedText, arena: inout ProtoArena) {
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+        if !self.title.isEmpty { message.title = arena.string(self.title) }
+        if !self.body.isEmpty { message.body = arena.string(self.body) }
     }
 }
 
@@ -1736,5 +1965,415 @@ extension PushV1.MarkReadResponse {
 
     func protobufCFill(_ message: inout Rave__Push__V1__MarkReadResponse, arena: inout ProtoArena) {
         message.marked = self.marked
+    }
+}
+
+extension PushV1.Template {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__Template()
+        rave__push__v1__template__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__Template.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__Template()
+        rave__push__v1__template__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Push__V1__Template>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.topic = try ProtoDecoding.string(c.topic, field: "topic", of: Self.protoMessageName)
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+        self.title = try ProtoDecoding.string(c.title, field: "title", of: Self.protoMessageName)
+        self.body = try ProtoDecoding.string(c.body, field: "body", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__Template> {
+        let message = arena.allocate(Rave__Push__V1__Template.self)
+        rave__push__v1__template__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Push__V1__Template, arena: inout ProtoArena) {
+        if !self.topic.isEmpty { message.topic = arena.string(self.topic) }
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+        if !self.title.isEmpty { message.title = arena.string(self.title) }
+        if !self.body.isEmpty { message.body = arena.string(self.body) }
+    }
+}
+
+extension PushV1.SetTemplateRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__SetTemplateRequest()
+        rave__push__v1__set_template_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__SetTemplateRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__SetTemplateRequest()
+        rave__push__v1__set_template_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Push__V1__SetTemplateRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        if let value = c.template_ { self.template = try PushV1.Template(protobufC: value) }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__SetTemplateRequest> {
+        let message = arena.allocate(Rave__Push__V1__SetTemplateRequest.self)
+        rave__push__v1__set_template_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Push__V1__SetTemplateRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if let value = self.template { message.template_ = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension PushV1.SetTemplateResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__SetTemplateResponse()
+        rave__push__v1__set_template_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__SetTemplateResponse.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__SetTemplateResponse()
+        rave__push__v1__set_template_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Push__V1__SetTemplateResponse>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__SetTemplateResponse> {
+        let message = arena.allocate(Rave__Push__V1__SetTemplateResponse.self)
+        rave__push__v1__set_template_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Push__V1__SetTemplateResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension PushV1.ListTemplatesRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__ListTemplatesRequest()
+        rave__push__v1__list_templates_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__ListTemplatesRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__ListTemplatesRequest()
+        rave__push__v1__list_templates_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Push__V1__ListTemplatesRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.topic = try ProtoDecoding.string(c.topic, field: "topic", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__ListTemplatesRequest> {
+        let message = arena.allocate(Rave__Push__V1__ListTemplatesRequest.self)
+        rave__push__v1__list_templates_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Push__V1__ListTemplatesRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.topic.isEmpty { message.topic = arena.string(self.topic) }
+    }
+}
+
+extension PushV1.ListTemplatesResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__ListTemplatesResponse()
+        rave__push__v1__list_templates_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__ListTemplatesResponse.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__ListTemplatesResponse()
+        rave__push__v1__list_templates_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Push__V1__ListTemplatesResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.templates = try ProtoDecoding.messages(c.templates, count: c.n_templates) {
+            element throws(ProtoDecodingError) in try PushV1.Template(protobufC: element)
+        }
+        self.defaultLanguage = try ProtoDecoding.string(
+            c.default_language, field: "default_language", of: Self.protoMessageName)
+        self.builtIn = try ProtoDecoding.messages(c.built_in, count: c.n_built_in) {
+            element throws(ProtoDecodingError) in try PushV1.Template(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__ListTemplatesResponse> {
+        let message = arena.allocate(Rave__Push__V1__ListTemplatesResponse.self)
+        rave__push__v1__list_templates_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Push__V1__ListTemplatesResponse, arena: inout ProtoArena) {
+        message.n_templates = self.templates.count
+        if !self.templates.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Push__V1__Template>?.self, count: self.templates.count)
+            for (index, element) in self.templates.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.templates = elements
+        }
+        if !self.defaultLanguage.isEmpty { message.default_language = arena.string(self.defaultLanguage) }
+        message.n_built_in = self.builtIn.count
+        if !self.builtIn.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Push__V1__Template>?.self, count: self.builtIn.count)
+            for (index, element) in self.builtIn.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.built_in = elements
+        }
+    }
+}
+
+extension PushV1.DeleteTemplateRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__DeleteTemplateRequest()
+        rave__push__v1__delete_template_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__DeleteTemplateRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__DeleteTemplateRequest()
+        rave__push__v1__delete_template_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Push__V1__DeleteTemplateRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.topic = try ProtoDecoding.string(c.topic, field: "topic", of: Self.protoMessageName)
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__DeleteTemplateRequest> {
+        let message = arena.allocate(Rave__Push__V1__DeleteTemplateRequest.self)
+        rave__push__v1__delete_template_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Push__V1__DeleteTemplateRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.topic.isEmpty { message.topic = arena.string(self.topic) }
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+    }
+}
+
+extension PushV1.DeleteTemplateResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__DeleteTemplateResponse()
+        rave__push__v1__delete_template_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__DeleteTemplateResponse.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__DeleteTemplateResponse()
+        rave__push__v1__delete_template_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Push__V1__DeleteTemplateResponse>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__DeleteTemplateResponse> {
+        let message = arena.allocate(Rave__Push__V1__DeleteTemplateResponse.self)
+        rave__push__v1__delete_template_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Push__V1__DeleteTemplateResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension PushV1.SetDefaultLanguageRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__SetDefaultLanguageRequest()
+        rave__push__v1__set_default_language_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__SetDefaultLanguageRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__SetDefaultLanguageRequest()
+        rave__push__v1__set_default_language_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Push__V1__SetDefaultLanguageRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__SetDefaultLanguageRequest> {
+        let message = arena.allocate(Rave__Push__V1__SetDefaultLanguageRequest.self)
+        rave__push__v1__set_default_language_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Push__V1__SetDefaultLanguageRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+    }
+}
+
+extension PushV1.SetDefaultLanguageResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__SetDefaultLanguageResponse()
+        rave__push__v1__set_default_language_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__SetDefaultLanguageResponse.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__SetDefaultLanguageResponse()
+        rave__push__v1__set_default_language_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Push__V1__SetDefaultLanguageResponse>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__SetDefaultLanguageResponse> {
+        let message = arena.allocate(Rave__Push__V1__SetDefaultLanguageResponse.self)
+        rave__push__v1__set_default_language_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Push__V1__SetDefaultLanguageResponse, arena _: inout ProtoArena) {
     }
 }

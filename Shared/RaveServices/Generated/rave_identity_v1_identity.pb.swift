@@ -113,6 +113,12 @@ extension IdentityV1 {
         func disableTwoFactor(
             _ request: IdentityV1.DisableTwoFactorRequest, context: RequestContext
         ) async throws -> IdentityV1.DisableTwoFactorResponse
+
+        /// The seed betting SDK's unbacked token: a short-lived access token of the caller's user and session that the
+        /// wallet accepts for unbacked bets only (scope "wallet:unbacked"); it has no refresh token.
+        func issueUnbackedToken(
+            _ request: IdentityV1.IssueUnbackedTokenRequest, context: RequestContext
+        ) async throws -> IdentityV1.IssueUnbackedTokenResponse
     }
 
     /// Calls rave.identity.v1.Identity through any `RPCCaller` (a connection, a pool, the gateway).
@@ -132,7 +138,7 @@ extension IdentityV1 {
             "rave.identity.v1.Identity/SelectAppDataKey", "rave.identity.v1.Identity/ConnectProvider",
             "rave.identity.v1.Identity/DisconnectProvider", "rave.identity.v1.Identity/GetMergeStatus",
             "rave.identity.v1.Identity/EnableTwoFactor", "rave.identity.v1.Identity/ConfirmTwoFactor",
-            "rave.identity.v1.Identity/DisableTwoFactor",
+            "rave.identity.v1.Identity/DisableTwoFactor", "rave.identity.v1.Identity/IssueUnbackedToken",
         ]
 
         public let caller: any RPCCaller
@@ -431,6 +437,20 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// The seed betting SDK's unbacked token: a short-lived access token of the caller's user and session that the
+        /// wallet accepts for unbacked bets only (scope "wallet:unbacked"); it has no refresh token.
+        public func issueUnbackedToken(
+            _ request: IdentityV1.IssueUnbackedTokenRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.IssueUnbackedTokenResponse {
+            let method = "rave.identity.v1.Identity/IssueUnbackedToken"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.IssueUnbackedTokenResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -546,6 +566,11 @@ extension IdentityV1.IdentityHandler {
             RPCMethod(name: "rave.identity.v1.Identity/DisableTwoFactor") { request, context in
                 try await self.disableTwoFactor(
                     IdentityV1.DisableTwoFactorRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/IssueUnbackedToken") { request, context in
+                try await self.issueUnbackedToken(
+                    IdentityV1.IssueUnbackedTokenRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

@@ -183,6 +183,26 @@ extension PushV1 {
         func getDeliveries(
             _ request: PushV1.GetDeliveriesRequest, context: RequestContext
         ) async throws -> PushV1.GetDeliveriesResponse
+
+        /// Creates or replaces the app's template for one event topic and language (docs/push.md, "Event templates").
+        func setTemplate(
+            _ request: PushV1.SetTemplateRequest, context: RequestContext
+        ) async throws -> PushV1.SetTemplateResponse
+
+        /// The app's templates (of one topic when `topic` is set), its default language, and the built-in defaults.
+        func listTemplates(
+            _ request: PushV1.ListTemplatesRequest, context: RequestContext
+        ) async throws -> PushV1.ListTemplatesResponse
+
+        /// Removes one template; NOT_FOUND when there is none.
+        func deleteTemplate(
+            _ request: PushV1.DeleteTemplateRequest, context: RequestContext
+        ) async throws -> PushV1.DeleteTemplateResponse
+
+        /// Sets the language whose templates serve devices without a template of their own language.
+        func setDefaultLanguage(
+            _ request: PushV1.SetDefaultLanguageRequest, context: RequestContext
+        ) async throws -> PushV1.SetDefaultLanguageResponse
     }
 
     /// Calls rave.push.v1.PushAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -192,6 +212,8 @@ extension PushV1 {
         /// The full name of every method, as requests carry it.
         public static let methodNames = [
             "rave.push.v1.PushAdmin/SendNotification", "rave.push.v1.PushAdmin/GetDeliveries",
+            "rave.push.v1.PushAdmin/SetTemplate", "rave.push.v1.PushAdmin/ListTemplates",
+            "rave.push.v1.PushAdmin/DeleteTemplate", "rave.push.v1.PushAdmin/SetDefaultLanguage",
         ]
 
         public let caller: any RPCCaller
@@ -224,6 +246,58 @@ extension PushV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Creates or replaces the app's template for one event topic and language (docs/push.md, "Event templates").
+        public func setTemplate(
+            _ request: PushV1.SetTemplateRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> PushV1.SetTemplateResponse {
+            let method = "rave.push.v1.PushAdmin/SetTemplate"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try PushV1.SetTemplateResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// The app's templates (of one topic when `topic` is set), its default language, and the built-in defaults.
+        public func listTemplates(
+            _ request: PushV1.ListTemplatesRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> PushV1.ListTemplatesResponse {
+            let method = "rave.push.v1.PushAdmin/ListTemplates"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try PushV1.ListTemplatesResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Removes one template; NOT_FOUND when there is none.
+        public func deleteTemplate(
+            _ request: PushV1.DeleteTemplateRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> PushV1.DeleteTemplateResponse {
+            let method = "rave.push.v1.PushAdmin/DeleteTemplate"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try PushV1.DeleteTemplateResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Sets the language whose templates serve devices without a template of their own language.
+        public func setDefaultLanguage(
+            _ request: PushV1.SetDefaultLanguageRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> PushV1.SetDefaultLanguageResponse {
+            let method = "rave.push.v1.PushAdmin/SetDefaultLanguage"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try PushV1.SetDefaultLanguageResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -241,6 +315,23 @@ extension PushV1.PushAdminHandler {
             RPCMethod(name: "rave.push.v1.PushAdmin/GetDeliveries") { request, context in
                 try await self.getDeliveries(PushV1.GetDeliveriesRequest(protobufBytes: request), context: context)
                     .protobufBytes()
+            },
+            RPCMethod(name: "rave.push.v1.PushAdmin/SetTemplate") { request, context in
+                try await self.setTemplate(PushV1.SetTemplateRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.push.v1.PushAdmin/ListTemplates") { request, context in
+                try await self.listTemplates(PushV1.ListTemplatesRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.push.v1.PushAdmin/DeleteTemplate") { request, context in
+                try await self.deleteTemplate(PushV1.DeleteTemplateRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.push.v1.PushAdmin/SetDefaultLanguage") { request, context in
+                try await self.setDefaultLanguage(
+                    PushV1.SetDefaultLanguageRequest(protobufBytes: request), context: context
+                ).protobufBytes()
             },
         ]
     }

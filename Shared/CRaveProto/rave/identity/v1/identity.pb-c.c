@@ -412,6 +412,96 @@ void   rave__identity__v1__refresh_session_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__refresh_session_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__issue_unbacked_token_request__init
+                     (Rave__Identity__V1__IssueUnbackedTokenRequest         *message)
+{
+  static const Rave__Identity__V1__IssueUnbackedTokenRequest init_value = RAVE__IDENTITY__V1__ISSUE_UNBACKED_TOKEN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__issue_unbacked_token_request__get_packed_size
+                     (const Rave__Identity__V1__IssueUnbackedTokenRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__issue_unbacked_token_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__issue_unbacked_token_request__pack
+                     (const Rave__Identity__V1__IssueUnbackedTokenRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__issue_unbacked_token_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__issue_unbacked_token_request__pack_to_buffer
+                     (const Rave__Identity__V1__IssueUnbackedTokenRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__issue_unbacked_token_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__IssueUnbackedTokenRequest *
+       rave__identity__v1__issue_unbacked_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__IssueUnbackedTokenRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__issue_unbacked_token_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__issue_unbacked_token_request__free_unpacked
+                     (Rave__Identity__V1__IssueUnbackedTokenRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__issue_unbacked_token_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__issue_unbacked_token_response__init
+                     (Rave__Identity__V1__IssueUnbackedTokenResponse         *message)
+{
+  static const Rave__Identity__V1__IssueUnbackedTokenResponse init_value = RAVE__IDENTITY__V1__ISSUE_UNBACKED_TOKEN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__issue_unbacked_token_response__get_packed_size
+                     (const Rave__Identity__V1__IssueUnbackedTokenResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__issue_unbacked_token_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__issue_unbacked_token_response__pack
+                     (const Rave__Identity__V1__IssueUnbackedTokenResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__issue_unbacked_token_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__issue_unbacked_token_response__pack_to_buffer
+                     (const Rave__Identity__V1__IssueUnbackedTokenResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__issue_unbacked_token_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__IssueUnbackedTokenResponse *
+       rave__identity__v1__issue_unbacked_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__IssueUnbackedTokenResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__issue_unbacked_token_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__issue_unbacked_token_response__free_unpacked
+                     (Rave__Identity__V1__IssueUnbackedTokenResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__issue_unbacked_token_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rave__identity__v1__logout_request__init
                      (Rave__Identity__V1__LogoutRequest         *message)
 {
@@ -3978,6 +4068,88 @@ const ProtobufCMessageDescriptor rave__identity__v1__refresh_session_response__d
   (ProtobufCMessageInit) rave__identity__v1__refresh_session_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+#define rave__identity__v1__issue_unbacked_token_request__field_descriptors NULL
+#define rave__identity__v1__issue_unbacked_token_request__field_indices_by_name NULL
+#define rave__identity__v1__issue_unbacked_token_request__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__issue_unbacked_token_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.IssueUnbackedTokenRequest",
+  "IssueUnbackedTokenRequest",
+  "Rave__Identity__V1__IssueUnbackedTokenRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__IssueUnbackedTokenRequest),
+  0,
+  rave__identity__v1__issue_unbacked_token_request__field_descriptors,
+  rave__identity__v1__issue_unbacked_token_request__field_indices_by_name,
+  0,  rave__identity__v1__issue_unbacked_token_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__issue_unbacked_token_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__issue_unbacked_token_response__field_descriptors[3] =
+{
+  {
+    "access_token",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__IssueUnbackedTokenResponse, access_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_token_expires_at_unix_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__IssueUnbackedTokenResponse, access_token_expires_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__IssueUnbackedTokenResponse, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__issue_unbacked_token_response__field_indices_by_name[] = {
+  0,   /* field[0] = access_token */
+  1,   /* field[1] = access_token_expires_at_unix_ms */
+  2,   /* field[2] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__issue_unbacked_token_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__issue_unbacked_token_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.IssueUnbackedTokenResponse",
+  "IssueUnbackedTokenResponse",
+  "Rave__Identity__V1__IssueUnbackedTokenResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__IssueUnbackedTokenResponse),
+  3,
+  rave__identity__v1__issue_unbacked_token_response__field_descriptors,
+  rave__identity__v1__issue_unbacked_token_response__field_indices_by_name,
+  1,  rave__identity__v1__issue_unbacked_token_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__issue_unbacked_token_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 #define rave__identity__v1__logout_request__field_descriptors NULL
 #define rave__identity__v1__logout_request__field_indices_by_name NULL
 #define rave__identity__v1__logout_request__number_ranges NULL
@@ -6739,7 +6911,7 @@ const ProtobufCEnumDescriptor rave__identity__v1__conflict_resolution__descripto
   rave__identity__v1__conflict_resolution__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[23] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[24] =
 {
   { "GuestLogin", &rave__identity__v1__guest_login_request__descriptor, &rave__identity__v1__login_response__descriptor },
   { "SignUp", &rave__identity__v1__sign_up_request__descriptor, &rave__identity__v1__login_response__descriptor },
@@ -6764,6 +6936,7 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_desc
   { "EnableTwoFactor", &rave__identity__v1__enable_two_factor_request__descriptor, &rave__identity__v1__enable_two_factor_response__descriptor },
   { "ConfirmTwoFactor", &rave__identity__v1__confirm_two_factor_request__descriptor, &rave__identity__v1__confirm_two_factor_response__descriptor },
   { "DisableTwoFactor", &rave__identity__v1__disable_two_factor_request__descriptor, &rave__identity__v1__disable_two_factor_response__descriptor },
+  { "IssueUnbackedToken", &rave__identity__v1__issue_unbacked_token_request__descriptor, &rave__identity__v1__issue_unbacked_token_response__descriptor },
 };
 const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   4,        /* CompleteTwoFactorLogin */
@@ -6779,6 +6952,7 @@ const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   14,        /* GetMergedIdentities */
   13,        /* GetRandomUsers */
   0,        /* GuestLogin */
+  23,        /* IssueUnbackedToken */
   8,        /* ListDevices */
   7,        /* ListSessions */
   2,        /* LoginWithPassword */
@@ -6797,7 +6971,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor =
   "Identity",
   "Rave__Identity__V1__Identity",
   "rave.identity.v1",
-  23,
+  24,
   rave__identity__v1__identity__method_descriptors,
   rave__identity__v1__identity__method_indices_by_name
 };
@@ -6984,6 +7158,14 @@ void rave__identity__v1__identity__disable_two_factor(ProtobufCService *service,
 {
   assert(service->descriptor == &rave__identity__v1__identity__descriptor);
   service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__issue_unbacked_token(ProtobufCService *service,
+                                                        const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
+                                                        Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
+                                                        void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
                                          Rave__Identity__V1__Identity_ServiceDestroy destroy)

@@ -592,6 +592,51 @@ void   rave__push__v1__notification__free_unpacked
   assert(message->base.descriptor == &rave__push__v1__notification__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__push__v1__localized_text__init
+                     (Rave__Push__V1__LocalizedText         *message)
+{
+  static const Rave__Push__V1__LocalizedText init_value = RAVE__PUSH__V1__LOCALIZED_TEXT__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__localized_text__get_packed_size
+                     (const Rave__Push__V1__LocalizedText *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__localized_text__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__localized_text__pack
+                     (const Rave__Push__V1__LocalizedText *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__localized_text__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__localized_text__pack_to_buffer
+                     (const Rave__Push__V1__LocalizedText *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__localized_text__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__LocalizedText *
+       rave__push__v1__localized_text__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__LocalizedText *)
+     protobuf_c_message_unpack (&rave__push__v1__localized_text__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__localized_text__free_unpacked
+                     (Rave__Push__V1__LocalizedText *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__localized_text__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rave__push__v1__send_notification_request__init
                      (Rave__Push__V1__SendNotificationRequest         *message)
 {
@@ -1040,6 +1085,411 @@ void   rave__push__v1__mark_read_response__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &rave__push__v1__mark_read_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__template__init
+                     (Rave__Push__V1__Template         *message)
+{
+  static const Rave__Push__V1__Template init_value = RAVE__PUSH__V1__TEMPLATE__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__template__get_packed_size
+                     (const Rave__Push__V1__Template *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__template__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__template__pack
+                     (const Rave__Push__V1__Template *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__template__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__template__pack_to_buffer
+                     (const Rave__Push__V1__Template *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__template__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__Template *
+       rave__push__v1__template__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__Template *)
+     protobuf_c_message_unpack (&rave__push__v1__template__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__template__free_unpacked
+                     (Rave__Push__V1__Template *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__template__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__set_template_request__init
+                     (Rave__Push__V1__SetTemplateRequest         *message)
+{
+  static const Rave__Push__V1__SetTemplateRequest init_value = RAVE__PUSH__V1__SET_TEMPLATE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__set_template_request__get_packed_size
+                     (const Rave__Push__V1__SetTemplateRequest *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_template_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__set_template_request__pack
+                     (const Rave__Push__V1__SetTemplateRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_template_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__set_template_request__pack_to_buffer
+                     (const Rave__Push__V1__SetTemplateRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_template_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__SetTemplateRequest *
+       rave__push__v1__set_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__SetTemplateRequest *)
+     protobuf_c_message_unpack (&rave__push__v1__set_template_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__set_template_request__free_unpacked
+                     (Rave__Push__V1__SetTemplateRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__set_template_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__set_template_response__init
+                     (Rave__Push__V1__SetTemplateResponse         *message)
+{
+  static const Rave__Push__V1__SetTemplateResponse init_value = RAVE__PUSH__V1__SET_TEMPLATE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__set_template_response__get_packed_size
+                     (const Rave__Push__V1__SetTemplateResponse *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_template_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__set_template_response__pack
+                     (const Rave__Push__V1__SetTemplateResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_template_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__set_template_response__pack_to_buffer
+                     (const Rave__Push__V1__SetTemplateResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_template_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__SetTemplateResponse *
+       rave__push__v1__set_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__SetTemplateResponse *)
+     protobuf_c_message_unpack (&rave__push__v1__set_template_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__set_template_response__free_unpacked
+                     (Rave__Push__V1__SetTemplateResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__set_template_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__list_templates_request__init
+                     (Rave__Push__V1__ListTemplatesRequest         *message)
+{
+  static const Rave__Push__V1__ListTemplatesRequest init_value = RAVE__PUSH__V1__LIST_TEMPLATES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__list_templates_request__get_packed_size
+                     (const Rave__Push__V1__ListTemplatesRequest *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_templates_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__list_templates_request__pack
+                     (const Rave__Push__V1__ListTemplatesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_templates_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__list_templates_request__pack_to_buffer
+                     (const Rave__Push__V1__ListTemplatesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_templates_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__ListTemplatesRequest *
+       rave__push__v1__list_templates_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__ListTemplatesRequest *)
+     protobuf_c_message_unpack (&rave__push__v1__list_templates_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__list_templates_request__free_unpacked
+                     (Rave__Push__V1__ListTemplatesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__list_templates_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__list_templates_response__init
+                     (Rave__Push__V1__ListTemplatesResponse         *message)
+{
+  static const Rave__Push__V1__ListTemplatesResponse init_value = RAVE__PUSH__V1__LIST_TEMPLATES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__list_templates_response__get_packed_size
+                     (const Rave__Push__V1__ListTemplatesResponse *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_templates_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__list_templates_response__pack
+                     (const Rave__Push__V1__ListTemplatesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_templates_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__list_templates_response__pack_to_buffer
+                     (const Rave__Push__V1__ListTemplatesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_templates_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__ListTemplatesResponse *
+       rave__push__v1__list_templates_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__ListTemplatesResponse *)
+     protobuf_c_message_unpack (&rave__push__v1__list_templates_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__list_templates_response__free_unpacked
+                     (Rave__Push__V1__ListTemplatesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__list_templates_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__delete_template_request__init
+                     (Rave__Push__V1__DeleteTemplateRequest         *message)
+{
+  static const Rave__Push__V1__DeleteTemplateRequest init_value = RAVE__PUSH__V1__DELETE_TEMPLATE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__delete_template_request__get_packed_size
+                     (const Rave__Push__V1__DeleteTemplateRequest *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__delete_template_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__delete_template_request__pack
+                     (const Rave__Push__V1__DeleteTemplateRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__delete_template_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__delete_template_request__pack_to_buffer
+                     (const Rave__Push__V1__DeleteTemplateRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__delete_template_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__DeleteTemplateRequest *
+       rave__push__v1__delete_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__DeleteTemplateRequest *)
+     protobuf_c_message_unpack (&rave__push__v1__delete_template_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__delete_template_request__free_unpacked
+                     (Rave__Push__V1__DeleteTemplateRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__delete_template_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__delete_template_response__init
+                     (Rave__Push__V1__DeleteTemplateResponse         *message)
+{
+  static const Rave__Push__V1__DeleteTemplateResponse init_value = RAVE__PUSH__V1__DELETE_TEMPLATE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__delete_template_response__get_packed_size
+                     (const Rave__Push__V1__DeleteTemplateResponse *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__delete_template_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__delete_template_response__pack
+                     (const Rave__Push__V1__DeleteTemplateResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__delete_template_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__delete_template_response__pack_to_buffer
+                     (const Rave__Push__V1__DeleteTemplateResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__delete_template_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__DeleteTemplateResponse *
+       rave__push__v1__delete_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__DeleteTemplateResponse *)
+     protobuf_c_message_unpack (&rave__push__v1__delete_template_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__delete_template_response__free_unpacked
+                     (Rave__Push__V1__DeleteTemplateResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__delete_template_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__set_default_language_request__init
+                     (Rave__Push__V1__SetDefaultLanguageRequest         *message)
+{
+  static const Rave__Push__V1__SetDefaultLanguageRequest init_value = RAVE__PUSH__V1__SET_DEFAULT_LANGUAGE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__set_default_language_request__get_packed_size
+                     (const Rave__Push__V1__SetDefaultLanguageRequest *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_default_language_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__set_default_language_request__pack
+                     (const Rave__Push__V1__SetDefaultLanguageRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_default_language_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__set_default_language_request__pack_to_buffer
+                     (const Rave__Push__V1__SetDefaultLanguageRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_default_language_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__SetDefaultLanguageRequest *
+       rave__push__v1__set_default_language_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__SetDefaultLanguageRequest *)
+     protobuf_c_message_unpack (&rave__push__v1__set_default_language_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__set_default_language_request__free_unpacked
+                     (Rave__Push__V1__SetDefaultLanguageRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__set_default_language_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__set_default_language_response__init
+                     (Rave__Push__V1__SetDefaultLanguageResponse         *message)
+{
+  static const Rave__Push__V1__SetDefaultLanguageResponse init_value = RAVE__PUSH__V1__SET_DEFAULT_LANGUAGE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__set_default_language_response__get_packed_size
+                     (const Rave__Push__V1__SetDefaultLanguageResponse *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_default_language_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__set_default_language_response__pack
+                     (const Rave__Push__V1__SetDefaultLanguageResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_default_language_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__set_default_language_response__pack_to_buffer
+                     (const Rave__Push__V1__SetDefaultLanguageResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__set_default_language_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__SetDefaultLanguageResponse *
+       rave__push__v1__set_default_language_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__SetDefaultLanguageResponse *)
+     protobuf_c_message_unpack (&rave__push__v1__set_default_language_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__set_default_language_response__free_unpacked
+                     (Rave__Push__V1__SetDefaultLanguageResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__set_default_language_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 static const ProtobufCFieldDescriptor rave__push__v1__consent__field_descriptors[3] =
@@ -1764,7 +2214,7 @@ const ProtobufCMessageDescriptor rave__push__v1__data_entry__descriptor =
   (ProtobufCMessageInit) rave__push__v1__data_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__push__v1__notification__field_descriptors[7] =
+static const ProtobufCFieldDescriptor rave__push__v1__notification__field_descriptors[8] =
 {
   {
     "title",
@@ -1850,12 +2300,25 @@ static const ProtobufCFieldDescriptor rave__push__v1__notification__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "localizations",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Push__V1__Notification, n_localizations),
+    offsetof(Rave__Push__V1__Notification, localizations),
+    &rave__push__v1__localized_text__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__push__v1__notification__field_indices_by_name[] = {
   1,   /* field[1] = body */
   3,   /* field[3] = category */
   4,   /* field[4] = collapse_key */
   2,   /* field[2] = data */
+  7,   /* field[7] = localizations */
   6,   /* field[6] = night_policy */
   0,   /* field[0] = title */
   5,   /* field[5] = ttl_seconds */
@@ -1863,7 +2326,7 @@ static const unsigned rave__push__v1__notification__field_indices_by_name[] = {
 static const ProtobufCIntRange rave__push__v1__notification__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor rave__push__v1__notification__descriptor =
 {
@@ -1873,11 +2336,75 @@ const ProtobufCMessageDescriptor rave__push__v1__notification__descriptor =
   "Rave__Push__V1__Notification",
   "rave.push.v1",
   sizeof(Rave__Push__V1__Notification),
-  7,
+  8,
   rave__push__v1__notification__field_descriptors,
   rave__push__v1__notification__field_indices_by_name,
   1,  rave__push__v1__notification__number_ranges,
   (ProtobufCMessageInit) rave__push__v1__notification__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__push__v1__localized_text__field_descriptors[3] =
+{
+  {
+    "language",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__LocalizedText, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "title",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__LocalizedText, title),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "body",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__LocalizedText, body),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__push__v1__localized_text__field_indices_by_name[] = {
+  2,   /* field[2] = body */
+  0,   /* field[0] = language */
+  1,   /* field[1] = title */
+};
+static const ProtobufCIntRange rave__push__v1__localized_text__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__push__v1__localized_text__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.LocalizedText",
+  "LocalizedText",
+  "Rave__Push__V1__LocalizedText",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__LocalizedText),
+  3,
+  rave__push__v1__localized_text__field_descriptors,
+  rave__push__v1__localized_text__field_indices_by_name,
+  1,  rave__push__v1__localized_text__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__localized_text__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rave__push__v1__send_notification_request__field_descriptors[4] =
@@ -2520,6 +3047,418 @@ const ProtobufCMessageDescriptor rave__push__v1__mark_read_response__descriptor 
   (ProtobufCMessageInit) rave__push__v1__mark_read_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__push__v1__template__field_descriptors[4] =
+{
+  {
+    "topic",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__Template, topic),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "language",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__Template, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "title",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__Template, title),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "body",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__Template, body),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__push__v1__template__field_indices_by_name[] = {
+  3,   /* field[3] = body */
+  1,   /* field[1] = language */
+  2,   /* field[2] = title */
+  0,   /* field[0] = topic */
+};
+static const ProtobufCIntRange rave__push__v1__template__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rave__push__v1__template__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.Template",
+  "Template",
+  "Rave__Push__V1__Template",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__Template),
+  4,
+  rave__push__v1__template__field_descriptors,
+  rave__push__v1__template__field_indices_by_name,
+  1,  rave__push__v1__template__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__template__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__push__v1__set_template_request__field_descriptors[2] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__SetTemplateRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "template",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__SetTemplateRequest, template_),
+    &rave__push__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__push__v1__set_template_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = template */
+};
+static const ProtobufCIntRange rave__push__v1__set_template_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__push__v1__set_template_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.SetTemplateRequest",
+  "SetTemplateRequest",
+  "Rave__Push__V1__SetTemplateRequest",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__SetTemplateRequest),
+  2,
+  rave__push__v1__set_template_request__field_descriptors,
+  rave__push__v1__set_template_request__field_indices_by_name,
+  1,  rave__push__v1__set_template_request__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__set_template_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__push__v1__set_template_response__field_descriptors NULL
+#define rave__push__v1__set_template_response__field_indices_by_name NULL
+#define rave__push__v1__set_template_response__number_ranges NULL
+const ProtobufCMessageDescriptor rave__push__v1__set_template_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.SetTemplateResponse",
+  "SetTemplateResponse",
+  "Rave__Push__V1__SetTemplateResponse",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__SetTemplateResponse),
+  0,
+  rave__push__v1__set_template_response__field_descriptors,
+  rave__push__v1__set_template_response__field_indices_by_name,
+  0,  rave__push__v1__set_template_response__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__set_template_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__push__v1__list_templates_request__field_descriptors[2] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__ListTemplatesRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "topic",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__ListTemplatesRequest, topic),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__push__v1__list_templates_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = topic */
+};
+static const ProtobufCIntRange rave__push__v1__list_templates_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__push__v1__list_templates_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.ListTemplatesRequest",
+  "ListTemplatesRequest",
+  "Rave__Push__V1__ListTemplatesRequest",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__ListTemplatesRequest),
+  2,
+  rave__push__v1__list_templates_request__field_descriptors,
+  rave__push__v1__list_templates_request__field_indices_by_name,
+  1,  rave__push__v1__list_templates_request__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__list_templates_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__push__v1__list_templates_response__field_descriptors[3] =
+{
+  {
+    "templates",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Push__V1__ListTemplatesResponse, n_templates),
+    offsetof(Rave__Push__V1__ListTemplatesResponse, templates),
+    &rave__push__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "default_language",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__ListTemplatesResponse, default_language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "built_in",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Push__V1__ListTemplatesResponse, n_built_in),
+    offsetof(Rave__Push__V1__ListTemplatesResponse, built_in),
+    &rave__push__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__push__v1__list_templates_response__field_indices_by_name[] = {
+  2,   /* field[2] = built_in */
+  1,   /* field[1] = default_language */
+  0,   /* field[0] = templates */
+};
+static const ProtobufCIntRange rave__push__v1__list_templates_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__push__v1__list_templates_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.ListTemplatesResponse",
+  "ListTemplatesResponse",
+  "Rave__Push__V1__ListTemplatesResponse",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__ListTemplatesResponse),
+  3,
+  rave__push__v1__list_templates_response__field_descriptors,
+  rave__push__v1__list_templates_response__field_indices_by_name,
+  1,  rave__push__v1__list_templates_response__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__list_templates_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__push__v1__delete_template_request__field_descriptors[3] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__DeleteTemplateRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "topic",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__DeleteTemplateRequest, topic),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "language",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__DeleteTemplateRequest, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__push__v1__delete_template_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  2,   /* field[2] = language */
+  1,   /* field[1] = topic */
+};
+static const ProtobufCIntRange rave__push__v1__delete_template_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__push__v1__delete_template_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.DeleteTemplateRequest",
+  "DeleteTemplateRequest",
+  "Rave__Push__V1__DeleteTemplateRequest",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__DeleteTemplateRequest),
+  3,
+  rave__push__v1__delete_template_request__field_descriptors,
+  rave__push__v1__delete_template_request__field_indices_by_name,
+  1,  rave__push__v1__delete_template_request__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__delete_template_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__push__v1__delete_template_response__field_descriptors NULL
+#define rave__push__v1__delete_template_response__field_indices_by_name NULL
+#define rave__push__v1__delete_template_response__number_ranges NULL
+const ProtobufCMessageDescriptor rave__push__v1__delete_template_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.DeleteTemplateResponse",
+  "DeleteTemplateResponse",
+  "Rave__Push__V1__DeleteTemplateResponse",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__DeleteTemplateResponse),
+  0,
+  rave__push__v1__delete_template_response__field_descriptors,
+  rave__push__v1__delete_template_response__field_indices_by_name,
+  0,  rave__push__v1__delete_template_response__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__delete_template_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__push__v1__set_default_language_request__field_descriptors[2] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__SetDefaultLanguageRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "language",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__SetDefaultLanguageRequest, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__push__v1__set_default_language_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = language */
+};
+static const ProtobufCIntRange rave__push__v1__set_default_language_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__push__v1__set_default_language_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.SetDefaultLanguageRequest",
+  "SetDefaultLanguageRequest",
+  "Rave__Push__V1__SetDefaultLanguageRequest",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__SetDefaultLanguageRequest),
+  2,
+  rave__push__v1__set_default_language_request__field_descriptors,
+  rave__push__v1__set_default_language_request__field_indices_by_name,
+  1,  rave__push__v1__set_default_language_request__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__set_default_language_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__push__v1__set_default_language_response__field_descriptors NULL
+#define rave__push__v1__set_default_language_response__field_indices_by_name NULL
+#define rave__push__v1__set_default_language_response__number_ranges NULL
+const ProtobufCMessageDescriptor rave__push__v1__set_default_language_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.SetDefaultLanguageResponse",
+  "SetDefaultLanguageResponse",
+  "Rave__Push__V1__SetDefaultLanguageResponse",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__SetDefaultLanguageResponse),
+  0,
+  rave__push__v1__set_default_language_response__field_descriptors,
+  rave__push__v1__set_default_language_response__field_indices_by_name,
+  0,  rave__push__v1__set_default_language_response__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__set_default_language_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__push__v1__platform__enum_values_by_number[3] =
 {
   { "PLATFORM_UNSPECIFIED", "RAVE__PUSH__V1__PLATFORM__PLATFORM_UNSPECIFIED", 0 },
@@ -2727,14 +3666,22 @@ void rave__push__v1__push__init (Rave__Push__V1__Push_Service *service,
                                      &rave__push__v1__push__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__push__v1__push_admin__method_descriptors[2] =
+static const ProtobufCMethodDescriptor rave__push__v1__push_admin__method_descriptors[6] =
 {
   { "SendNotification", &rave__push__v1__send_notification_request__descriptor, &rave__push__v1__send_notification_response__descriptor },
   { "GetDeliveries", &rave__push__v1__get_deliveries_request__descriptor, &rave__push__v1__get_deliveries_response__descriptor },
+  { "SetTemplate", &rave__push__v1__set_template_request__descriptor, &rave__push__v1__set_template_response__descriptor },
+  { "ListTemplates", &rave__push__v1__list_templates_request__descriptor, &rave__push__v1__list_templates_response__descriptor },
+  { "DeleteTemplate", &rave__push__v1__delete_template_request__descriptor, &rave__push__v1__delete_template_response__descriptor },
+  { "SetDefaultLanguage", &rave__push__v1__set_default_language_request__descriptor, &rave__push__v1__set_default_language_response__descriptor },
 };
 const unsigned rave__push__v1__push_admin__method_indices_by_name[] = {
+  4,        /* DeleteTemplate */
   1,        /* GetDeliveries */
-  0         /* SendNotification */
+  3,        /* ListTemplates */
+  0,        /* SendNotification */
+  5,        /* SetDefaultLanguage */
+  2         /* SetTemplate */
 };
 const ProtobufCServiceDescriptor rave__push__v1__push_admin__descriptor =
 {
@@ -2743,7 +3690,7 @@ const ProtobufCServiceDescriptor rave__push__v1__push_admin__descriptor =
   "PushAdmin",
   "Rave__Push__V1__PushAdmin",
   "rave.push.v1",
-  2,
+  6,
   rave__push__v1__push_admin__method_descriptors,
   rave__push__v1__push_admin__method_indices_by_name
 };
@@ -2762,6 +3709,38 @@ void rave__push__v1__push_admin__get_deliveries(ProtobufCService *service,
 {
   assert(service->descriptor == &rave__push__v1__push_admin__descriptor);
   service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__push__v1__push_admin__set_template(ProtobufCService *service,
+                                              const Rave__Push__V1__SetTemplateRequest *input,
+                                              Rave__Push__V1__SetTemplateResponse_Closure closure,
+                                              void *closure_data)
+{
+  assert(service->descriptor == &rave__push__v1__push_admin__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__push__v1__push_admin__list_templates(ProtobufCService *service,
+                                                const Rave__Push__V1__ListTemplatesRequest *input,
+                                                Rave__Push__V1__ListTemplatesResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &rave__push__v1__push_admin__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__push__v1__push_admin__delete_template(ProtobufCService *service,
+                                                 const Rave__Push__V1__DeleteTemplateRequest *input,
+                                                 Rave__Push__V1__DeleteTemplateResponse_Closure closure,
+                                                 void *closure_data)
+{
+  assert(service->descriptor == &rave__push__v1__push_admin__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__push__v1__push_admin__set_default_language(ProtobufCService *service,
+                                                      const Rave__Push__V1__SetDefaultLanguageRequest *input,
+                                                      Rave__Push__V1__SetDefaultLanguageResponse_Closure closure,
+                                                      void *closure_data)
+{
+  assert(service->descriptor == &rave__push__v1__push_admin__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__push__v1__push_admin__init (Rave__Push__V1__PushAdmin_Service *service,
                                        Rave__Push__V1__PushAdmin_ServiceDestroy destroy)

@@ -25,6 +25,8 @@ typedef struct Rave__Identity__V1__CompleteTwoFactorLoginRequest Rave__Identity_
 typedef struct Rave__Identity__V1__LoginResponse Rave__Identity__V1__LoginResponse;
 typedef struct Rave__Identity__V1__RefreshSessionRequest Rave__Identity__V1__RefreshSessionRequest;
 typedef struct Rave__Identity__V1__RefreshSessionResponse Rave__Identity__V1__RefreshSessionResponse;
+typedef struct Rave__Identity__V1__IssueUnbackedTokenRequest Rave__Identity__V1__IssueUnbackedTokenRequest;
+typedef struct Rave__Identity__V1__IssueUnbackedTokenResponse Rave__Identity__V1__IssueUnbackedTokenResponse;
 typedef struct Rave__Identity__V1__LogoutRequest Rave__Identity__V1__LogoutRequest;
 typedef struct Rave__Identity__V1__LogoutResponse Rave__Identity__V1__LogoutResponse;
 typedef struct Rave__Identity__V1__ListSessionsRequest Rave__Identity__V1__ListSessionsRequest;
@@ -254,6 +256,30 @@ struct  Rave__Identity__V1__RefreshSessionResponse
 #define RAVE__IDENTITY__V1__REFRESH_SESSION_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__refresh_session_response__descriptor) \
     , NULL }
+
+
+struct  Rave__Identity__V1__IssueUnbackedTokenRequest
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__ISSUE_UNBACKED_TOKEN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__issue_unbacked_token_request__descriptor) \
+     }
+
+
+struct  Rave__Identity__V1__IssueUnbackedTokenResponse
+{
+  ProtobufCMessage base;
+  char *access_token;
+  int64_t access_token_expires_at_unix_ms;
+  /*
+   * The user the token acts as (the caller, resolved through merges).
+   */
+  char *user_id;
+};
+#define RAVE__IDENTITY__V1__ISSUE_UNBACKED_TOKEN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__issue_unbacked_token_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Rave__Identity__V1__LogoutRequest
@@ -1238,6 +1264,44 @@ Rave__Identity__V1__RefreshSessionResponse *
                       const uint8_t       *data);
 void   rave__identity__v1__refresh_session_response__free_unpacked
                      (Rave__Identity__V1__RefreshSessionResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__IssueUnbackedTokenRequest methods */
+void   rave__identity__v1__issue_unbacked_token_request__init
+                     (Rave__Identity__V1__IssueUnbackedTokenRequest         *message);
+size_t rave__identity__v1__issue_unbacked_token_request__get_packed_size
+                     (const Rave__Identity__V1__IssueUnbackedTokenRequest   *message);
+size_t rave__identity__v1__issue_unbacked_token_request__pack
+                     (const Rave__Identity__V1__IssueUnbackedTokenRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__issue_unbacked_token_request__pack_to_buffer
+                     (const Rave__Identity__V1__IssueUnbackedTokenRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__IssueUnbackedTokenRequest *
+       rave__identity__v1__issue_unbacked_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__issue_unbacked_token_request__free_unpacked
+                     (Rave__Identity__V1__IssueUnbackedTokenRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__IssueUnbackedTokenResponse methods */
+void   rave__identity__v1__issue_unbacked_token_response__init
+                     (Rave__Identity__V1__IssueUnbackedTokenResponse         *message);
+size_t rave__identity__v1__issue_unbacked_token_response__get_packed_size
+                     (const Rave__Identity__V1__IssueUnbackedTokenResponse   *message);
+size_t rave__identity__v1__issue_unbacked_token_response__pack
+                     (const Rave__Identity__V1__IssueUnbackedTokenResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__issue_unbacked_token_response__pack_to_buffer
+                     (const Rave__Identity__V1__IssueUnbackedTokenResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__IssueUnbackedTokenResponse *
+       rave__identity__v1__issue_unbacked_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__issue_unbacked_token_response__free_unpacked
+                     (Rave__Identity__V1__IssueUnbackedTokenResponse *message,
                       ProtobufCAllocator *allocator);
 /* Rave__Identity__V1__LogoutRequest methods */
 void   rave__identity__v1__logout_request__init
@@ -2503,6 +2567,12 @@ typedef void (*Rave__Identity__V1__RefreshSessionRequest_Closure)
 typedef void (*Rave__Identity__V1__RefreshSessionResponse_Closure)
                  (const Rave__Identity__V1__RefreshSessionResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__IssueUnbackedTokenRequest_Closure)
+                 (const Rave__Identity__V1__IssueUnbackedTokenRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__IssueUnbackedTokenResponse_Closure)
+                 (const Rave__Identity__V1__IssueUnbackedTokenResponse *message,
+                  void *closure_data);
 typedef void (*Rave__Identity__V1__LogoutRequest_Closure)
                  (const Rave__Identity__V1__LogoutRequest *message,
                   void *closure_data);
@@ -2797,6 +2867,10 @@ struct Rave__Identity__V1__Identity_Service
                              const Rave__Identity__V1__DisableTwoFactorRequest *input,
                              Rave__Identity__V1__DisableTwoFactorResponse_Closure closure,
                              void *closure_data);
+  void (*issue_unbacked_token)(Rave__Identity__V1__Identity_Service *service,
+                               const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
+                               Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
+                               void *closure_data);
 };
 typedef void (*Rave__Identity__V1__Identity_ServiceDestroy)(Rave__Identity__V1__Identity_Service *);
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
@@ -2827,7 +2901,8 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
       function_prefix__ ## get_merge_status,\
       function_prefix__ ## enable_two_factor,\
       function_prefix__ ## confirm_two_factor,\
-      function_prefix__ ## disable_two_factor  }
+      function_prefix__ ## disable_two_factor,\
+      function_prefix__ ## issue_unbacked_token  }
 void rave__identity__v1__identity__guest_login(ProtobufCService *service,
                                                const Rave__Identity__V1__GuestLoginRequest *input,
                                                Rave__Identity__V1__LoginResponse_Closure closure,
@@ -2920,6 +2995,10 @@ void rave__identity__v1__identity__disable_two_factor(ProtobufCService *service,
                                                       const Rave__Identity__V1__DisableTwoFactorRequest *input,
                                                       Rave__Identity__V1__DisableTwoFactorResponse_Closure closure,
                                                       void *closure_data);
+void rave__identity__v1__identity__issue_unbacked_token(ProtobufCService *service,
+                                                        const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
+                                                        Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
+                                                        void *closure_data);
 typedef struct Rave__Identity__V1__IdentityAdmin_Service Rave__Identity__V1__IdentityAdmin_Service;
 struct Rave__Identity__V1__IdentityAdmin_Service
 {
@@ -3074,6 +3153,8 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__complete_two_factor_
 extern const ProtobufCMessageDescriptor rave__identity__v1__login_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__refresh_session_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__refresh_session_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__issue_unbacked_token_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__issue_unbacked_token_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__logout_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__logout_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_sessions_request__descriptor;

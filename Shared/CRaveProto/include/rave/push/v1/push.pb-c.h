@@ -28,6 +28,7 @@ typedef struct Rave__Push__V1__UnregisterTokenRequest Rave__Push__V1__Unregister
 typedef struct Rave__Push__V1__UnregisterTokenResponse Rave__Push__V1__UnregisterTokenResponse;
 typedef struct Rave__Push__V1__DataEntry Rave__Push__V1__DataEntry;
 typedef struct Rave__Push__V1__Notification Rave__Push__V1__Notification;
+typedef struct Rave__Push__V1__LocalizedText Rave__Push__V1__LocalizedText;
 typedef struct Rave__Push__V1__SendNotificationRequest Rave__Push__V1__SendNotificationRequest;
 typedef struct Rave__Push__V1__SendNotificationResponse Rave__Push__V1__SendNotificationResponse;
 typedef struct Rave__Push__V1__GetDeliveriesRequest Rave__Push__V1__GetDeliveriesRequest;
@@ -38,6 +39,15 @@ typedef struct Rave__Push__V1__ListInboxRequest Rave__Push__V1__ListInboxRequest
 typedef struct Rave__Push__V1__ListInboxResponse Rave__Push__V1__ListInboxResponse;
 typedef struct Rave__Push__V1__MarkReadRequest Rave__Push__V1__MarkReadRequest;
 typedef struct Rave__Push__V1__MarkReadResponse Rave__Push__V1__MarkReadResponse;
+typedef struct Rave__Push__V1__Template Rave__Push__V1__Template;
+typedef struct Rave__Push__V1__SetTemplateRequest Rave__Push__V1__SetTemplateRequest;
+typedef struct Rave__Push__V1__SetTemplateResponse Rave__Push__V1__SetTemplateResponse;
+typedef struct Rave__Push__V1__ListTemplatesRequest Rave__Push__V1__ListTemplatesRequest;
+typedef struct Rave__Push__V1__ListTemplatesResponse Rave__Push__V1__ListTemplatesResponse;
+typedef struct Rave__Push__V1__DeleteTemplateRequest Rave__Push__V1__DeleteTemplateRequest;
+typedef struct Rave__Push__V1__DeleteTemplateResponse Rave__Push__V1__DeleteTemplateResponse;
+typedef struct Rave__Push__V1__SetDefaultLanguageRequest Rave__Push__V1__SetDefaultLanguageRequest;
+typedef struct Rave__Push__V1__SetDefaultLanguageResponse Rave__Push__V1__SetDefaultLanguageResponse;
 
 
 /* --- enums --- */
@@ -275,10 +285,28 @@ struct  Rave__Push__V1__Notification
    */
   int64_t ttl_seconds;
   Rave__Push__V1__NightPolicy night_policy;
+  /*
+   * Title and body per device language; a device whose language (BCP 47, exact match) has none gets
+   * title and body above.
+   */
+  size_t n_localizations;
+  Rave__Push__V1__LocalizedText **localizations;
 };
 #define RAVE__PUSH__V1__NOTIFICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__notification__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, RAVE__PUSH__V1__CATEGORY__CATEGORY_NORMAL, (char *)protobuf_c_empty_string, 0, RAVE__PUSH__V1__NIGHT_POLICY__NIGHT_POLICY_HOLD }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, RAVE__PUSH__V1__CATEGORY__CATEGORY_NORMAL, (char *)protobuf_c_empty_string, 0, RAVE__PUSH__V1__NIGHT_POLICY__NIGHT_POLICY_HOLD, 0,NULL }
+
+
+struct  Rave__Push__V1__LocalizedText
+{
+  ProtobufCMessage base;
+  char *language;
+  char *title;
+  char *body;
+};
+#define RAVE__PUSH__V1__LOCALIZED_TEXT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__localized_text__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Rave__Push__V1__SendNotificationRequest
@@ -428,6 +456,131 @@ struct  Rave__Push__V1__MarkReadResponse
 #define RAVE__PUSH__V1__MARK_READ_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__mark_read_response__descriptor) \
     , 0 }
+
+
+/*
+ * The text of notifications made from one event topic. Placeholders in braces are replaced by the event's
+ * values: {sender_name}, {gift_name} (gift topics), {achievement_name} (achievements).
+ */
+struct  Rave__Push__V1__Template
+{
+  ProtobufCMessage base;
+  /*
+   * "gifts.gift_received", "gifts.request_received", "social.friend_request_received",
+   * "leaderboards.achievement_unlocked".
+   */
+  char *topic;
+  /*
+   * BCP 47 ("en", "pt-BR").
+   */
+  char *language;
+  char *title;
+  char *body;
+};
+#define RAVE__PUSH__V1__TEMPLATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__template__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Push__V1__SetTemplateRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  Rave__Push__V1__Template *template_;
+};
+#define RAVE__PUSH__V1__SET_TEMPLATE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__set_template_request__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL }
+
+
+struct  Rave__Push__V1__SetTemplateResponse
+{
+  ProtobufCMessage base;
+};
+#define RAVE__PUSH__V1__SET_TEMPLATE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__set_template_response__descriptor) \
+     }
+
+
+struct  Rave__Push__V1__ListTemplatesRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  /*
+   * Only this topic's templates when set.
+   */
+  char *topic;
+};
+#define RAVE__PUSH__V1__LIST_TEMPLATES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__list_templates_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Push__V1__ListTemplatesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The app's own templates, by topic then language.
+   */
+  size_t n_templates;
+  Rave__Push__V1__Template **templates;
+  /*
+   * Empty when the app has not set one.
+   */
+  char *default_language;
+  /*
+   * What a topic uses when the app has no template for a device's language nor its default language.
+   */
+  size_t n_built_in;
+  Rave__Push__V1__Template **built_in;
+};
+#define RAVE__PUSH__V1__LIST_TEMPLATES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__list_templates_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Rave__Push__V1__DeleteTemplateRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *topic;
+  char *language;
+};
+#define RAVE__PUSH__V1__DELETE_TEMPLATE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__delete_template_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Push__V1__DeleteTemplateResponse
+{
+  ProtobufCMessage base;
+};
+#define RAVE__PUSH__V1__DELETE_TEMPLATE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__delete_template_response__descriptor) \
+     }
+
+
+struct  Rave__Push__V1__SetDefaultLanguageRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  /*
+   * BCP 47; empty clears it.
+   */
+  char *language;
+};
+#define RAVE__PUSH__V1__SET_DEFAULT_LANGUAGE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__set_default_language_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Push__V1__SetDefaultLanguageResponse
+{
+  ProtobufCMessage base;
+};
+#define RAVE__PUSH__V1__SET_DEFAULT_LANGUAGE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__set_default_language_response__descriptor) \
+     }
 
 
 /* Rave__Push__V1__Consent methods */
@@ -677,6 +830,25 @@ Rave__Push__V1__Notification *
 void   rave__push__v1__notification__free_unpacked
                      (Rave__Push__V1__Notification *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Push__V1__LocalizedText methods */
+void   rave__push__v1__localized_text__init
+                     (Rave__Push__V1__LocalizedText         *message);
+size_t rave__push__v1__localized_text__get_packed_size
+                     (const Rave__Push__V1__LocalizedText   *message);
+size_t rave__push__v1__localized_text__pack
+                     (const Rave__Push__V1__LocalizedText   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__localized_text__pack_to_buffer
+                     (const Rave__Push__V1__LocalizedText   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__LocalizedText *
+       rave__push__v1__localized_text__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__localized_text__free_unpacked
+                     (Rave__Push__V1__LocalizedText *message,
+                      ProtobufCAllocator *allocator);
 /* Rave__Push__V1__SendNotificationRequest methods */
 void   rave__push__v1__send_notification_request__init
                      (Rave__Push__V1__SendNotificationRequest         *message);
@@ -867,6 +1039,177 @@ Rave__Push__V1__MarkReadResponse *
 void   rave__push__v1__mark_read_response__free_unpacked
                      (Rave__Push__V1__MarkReadResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Push__V1__Template methods */
+void   rave__push__v1__template__init
+                     (Rave__Push__V1__Template         *message);
+size_t rave__push__v1__template__get_packed_size
+                     (const Rave__Push__V1__Template   *message);
+size_t rave__push__v1__template__pack
+                     (const Rave__Push__V1__Template   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__template__pack_to_buffer
+                     (const Rave__Push__V1__Template   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__Template *
+       rave__push__v1__template__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__template__free_unpacked
+                     (Rave__Push__V1__Template *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Push__V1__SetTemplateRequest methods */
+void   rave__push__v1__set_template_request__init
+                     (Rave__Push__V1__SetTemplateRequest         *message);
+size_t rave__push__v1__set_template_request__get_packed_size
+                     (const Rave__Push__V1__SetTemplateRequest   *message);
+size_t rave__push__v1__set_template_request__pack
+                     (const Rave__Push__V1__SetTemplateRequest   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__set_template_request__pack_to_buffer
+                     (const Rave__Push__V1__SetTemplateRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__SetTemplateRequest *
+       rave__push__v1__set_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__set_template_request__free_unpacked
+                     (Rave__Push__V1__SetTemplateRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Push__V1__SetTemplateResponse methods */
+void   rave__push__v1__set_template_response__init
+                     (Rave__Push__V1__SetTemplateResponse         *message);
+size_t rave__push__v1__set_template_response__get_packed_size
+                     (const Rave__Push__V1__SetTemplateResponse   *message);
+size_t rave__push__v1__set_template_response__pack
+                     (const Rave__Push__V1__SetTemplateResponse   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__set_template_response__pack_to_buffer
+                     (const Rave__Push__V1__SetTemplateResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__SetTemplateResponse *
+       rave__push__v1__set_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__set_template_response__free_unpacked
+                     (Rave__Push__V1__SetTemplateResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Push__V1__ListTemplatesRequest methods */
+void   rave__push__v1__list_templates_request__init
+                     (Rave__Push__V1__ListTemplatesRequest         *message);
+size_t rave__push__v1__list_templates_request__get_packed_size
+                     (const Rave__Push__V1__ListTemplatesRequest   *message);
+size_t rave__push__v1__list_templates_request__pack
+                     (const Rave__Push__V1__ListTemplatesRequest   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__list_templates_request__pack_to_buffer
+                     (const Rave__Push__V1__ListTemplatesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__ListTemplatesRequest *
+       rave__push__v1__list_templates_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__list_templates_request__free_unpacked
+                     (Rave__Push__V1__ListTemplatesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Push__V1__ListTemplatesResponse methods */
+void   rave__push__v1__list_templates_response__init
+                     (Rave__Push__V1__ListTemplatesResponse         *message);
+size_t rave__push__v1__list_templates_response__get_packed_size
+                     (const Rave__Push__V1__ListTemplatesResponse   *message);
+size_t rave__push__v1__list_templates_response__pack
+                     (const Rave__Push__V1__ListTemplatesResponse   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__list_templates_response__pack_to_buffer
+                     (const Rave__Push__V1__ListTemplatesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__ListTemplatesResponse *
+       rave__push__v1__list_templates_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__list_templates_response__free_unpacked
+                     (Rave__Push__V1__ListTemplatesResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Push__V1__DeleteTemplateRequest methods */
+void   rave__push__v1__delete_template_request__init
+                     (Rave__Push__V1__DeleteTemplateRequest         *message);
+size_t rave__push__v1__delete_template_request__get_packed_size
+                     (const Rave__Push__V1__DeleteTemplateRequest   *message);
+size_t rave__push__v1__delete_template_request__pack
+                     (const Rave__Push__V1__DeleteTemplateRequest   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__delete_template_request__pack_to_buffer
+                     (const Rave__Push__V1__DeleteTemplateRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__DeleteTemplateRequest *
+       rave__push__v1__delete_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__delete_template_request__free_unpacked
+                     (Rave__Push__V1__DeleteTemplateRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Push__V1__DeleteTemplateResponse methods */
+void   rave__push__v1__delete_template_response__init
+                     (Rave__Push__V1__DeleteTemplateResponse         *message);
+size_t rave__push__v1__delete_template_response__get_packed_size
+                     (const Rave__Push__V1__DeleteTemplateResponse   *message);
+size_t rave__push__v1__delete_template_response__pack
+                     (const Rave__Push__V1__DeleteTemplateResponse   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__delete_template_response__pack_to_buffer
+                     (const Rave__Push__V1__DeleteTemplateResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__DeleteTemplateResponse *
+       rave__push__v1__delete_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__delete_template_response__free_unpacked
+                     (Rave__Push__V1__DeleteTemplateResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Push__V1__SetDefaultLanguageRequest methods */
+void   rave__push__v1__set_default_language_request__init
+                     (Rave__Push__V1__SetDefaultLanguageRequest         *message);
+size_t rave__push__v1__set_default_language_request__get_packed_size
+                     (const Rave__Push__V1__SetDefaultLanguageRequest   *message);
+size_t rave__push__v1__set_default_language_request__pack
+                     (const Rave__Push__V1__SetDefaultLanguageRequest   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__set_default_language_request__pack_to_buffer
+                     (const Rave__Push__V1__SetDefaultLanguageRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__SetDefaultLanguageRequest *
+       rave__push__v1__set_default_language_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__set_default_language_request__free_unpacked
+                     (Rave__Push__V1__SetDefaultLanguageRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Push__V1__SetDefaultLanguageResponse methods */
+void   rave__push__v1__set_default_language_response__init
+                     (Rave__Push__V1__SetDefaultLanguageResponse         *message);
+size_t rave__push__v1__set_default_language_response__get_packed_size
+                     (const Rave__Push__V1__SetDefaultLanguageResponse   *message);
+size_t rave__push__v1__set_default_language_response__pack
+                     (const Rave__Push__V1__SetDefaultLanguageResponse   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__set_default_language_response__pack_to_buffer
+                     (const Rave__Push__V1__SetDefaultLanguageResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__SetDefaultLanguageResponse *
+       rave__push__v1__set_default_language_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__set_default_language_response__free_unpacked
+                     (Rave__Push__V1__SetDefaultLanguageResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Push__V1__Consent_Closure)
@@ -908,6 +1251,9 @@ typedef void (*Rave__Push__V1__DataEntry_Closure)
 typedef void (*Rave__Push__V1__Notification_Closure)
                  (const Rave__Push__V1__Notification *message,
                   void *closure_data);
+typedef void (*Rave__Push__V1__LocalizedText_Closure)
+                 (const Rave__Push__V1__LocalizedText *message,
+                  void *closure_data);
 typedef void (*Rave__Push__V1__SendNotificationRequest_Closure)
                  (const Rave__Push__V1__SendNotificationRequest *message,
                   void *closure_data);
@@ -937,6 +1283,33 @@ typedef void (*Rave__Push__V1__MarkReadRequest_Closure)
                   void *closure_data);
 typedef void (*Rave__Push__V1__MarkReadResponse_Closure)
                  (const Rave__Push__V1__MarkReadResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__Template_Closure)
+                 (const Rave__Push__V1__Template *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__SetTemplateRequest_Closure)
+                 (const Rave__Push__V1__SetTemplateRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__SetTemplateResponse_Closure)
+                 (const Rave__Push__V1__SetTemplateResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__ListTemplatesRequest_Closure)
+                 (const Rave__Push__V1__ListTemplatesRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__ListTemplatesResponse_Closure)
+                 (const Rave__Push__V1__ListTemplatesResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__DeleteTemplateRequest_Closure)
+                 (const Rave__Push__V1__DeleteTemplateRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__DeleteTemplateResponse_Closure)
+                 (const Rave__Push__V1__DeleteTemplateResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__SetDefaultLanguageRequest_Closure)
+                 (const Rave__Push__V1__SetDefaultLanguageRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__SetDefaultLanguageResponse_Closure)
+                 (const Rave__Push__V1__SetDefaultLanguageResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -1019,6 +1392,22 @@ struct Rave__Push__V1__PushAdmin_Service
                          const Rave__Push__V1__GetDeliveriesRequest *input,
                          Rave__Push__V1__GetDeliveriesResponse_Closure closure,
                          void *closure_data);
+  void (*set_template)(Rave__Push__V1__PushAdmin_Service *service,
+                       const Rave__Push__V1__SetTemplateRequest *input,
+                       Rave__Push__V1__SetTemplateResponse_Closure closure,
+                       void *closure_data);
+  void (*list_templates)(Rave__Push__V1__PushAdmin_Service *service,
+                         const Rave__Push__V1__ListTemplatesRequest *input,
+                         Rave__Push__V1__ListTemplatesResponse_Closure closure,
+                         void *closure_data);
+  void (*delete_template)(Rave__Push__V1__PushAdmin_Service *service,
+                          const Rave__Push__V1__DeleteTemplateRequest *input,
+                          Rave__Push__V1__DeleteTemplateResponse_Closure closure,
+                          void *closure_data);
+  void (*set_default_language)(Rave__Push__V1__PushAdmin_Service *service,
+                               const Rave__Push__V1__SetDefaultLanguageRequest *input,
+                               Rave__Push__V1__SetDefaultLanguageResponse_Closure closure,
+                               void *closure_data);
 };
 typedef void (*Rave__Push__V1__PushAdmin_ServiceDestroy)(Rave__Push__V1__PushAdmin_Service *);
 void rave__push__v1__push_admin__init (Rave__Push__V1__PushAdmin_Service *service,
@@ -1028,7 +1417,11 @@ void rave__push__v1__push_admin__init (Rave__Push__V1__PushAdmin_Service *servic
 #define RAVE__PUSH__V1__PUSH_ADMIN__INIT(function_prefix__) \
     { RAVE__PUSH__V1__PUSH_ADMIN__BASE_INIT,\
       function_prefix__ ## send_notification,\
-      function_prefix__ ## get_deliveries  }
+      function_prefix__ ## get_deliveries,\
+      function_prefix__ ## set_template,\
+      function_prefix__ ## list_templates,\
+      function_prefix__ ## delete_template,\
+      function_prefix__ ## set_default_language  }
 void rave__push__v1__push_admin__send_notification(ProtobufCService *service,
                                                    const Rave__Push__V1__SendNotificationRequest *input,
                                                    Rave__Push__V1__SendNotificationResponse_Closure closure,
@@ -1037,6 +1430,22 @@ void rave__push__v1__push_admin__get_deliveries(ProtobufCService *service,
                                                 const Rave__Push__V1__GetDeliveriesRequest *input,
                                                 Rave__Push__V1__GetDeliveriesResponse_Closure closure,
                                                 void *closure_data);
+void rave__push__v1__push_admin__set_template(ProtobufCService *service,
+                                              const Rave__Push__V1__SetTemplateRequest *input,
+                                              Rave__Push__V1__SetTemplateResponse_Closure closure,
+                                              void *closure_data);
+void rave__push__v1__push_admin__list_templates(ProtobufCService *service,
+                                                const Rave__Push__V1__ListTemplatesRequest *input,
+                                                Rave__Push__V1__ListTemplatesResponse_Closure closure,
+                                                void *closure_data);
+void rave__push__v1__push_admin__delete_template(ProtobufCService *service,
+                                                 const Rave__Push__V1__DeleteTemplateRequest *input,
+                                                 Rave__Push__V1__DeleteTemplateResponse_Closure closure,
+                                                 void *closure_data);
+void rave__push__v1__push_admin__set_default_language(ProtobufCService *service,
+                                                      const Rave__Push__V1__SetDefaultLanguageRequest *input,
+                                                      Rave__Push__V1__SetDefaultLanguageResponse_Closure closure,
+                                                      void *closure_data);
 typedef struct Rave__Push__V1__PushInternal_Service Rave__Push__V1__PushInternal_Service;
 struct Rave__Push__V1__PushInternal_Service
 {
@@ -1078,6 +1487,7 @@ extern const ProtobufCMessageDescriptor rave__push__v1__unregister_token_request
 extern const ProtobufCMessageDescriptor rave__push__v1__unregister_token_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__push__v1__data_entry__descriptor;
 extern const ProtobufCMessageDescriptor rave__push__v1__notification__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__localized_text__descriptor;
 extern const ProtobufCMessageDescriptor rave__push__v1__send_notification_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__push__v1__send_notification_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__push__v1__get_deliveries_request__descriptor;
@@ -1088,6 +1498,15 @@ extern const ProtobufCMessageDescriptor rave__push__v1__list_inbox_request__desc
 extern const ProtobufCMessageDescriptor rave__push__v1__list_inbox_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__push__v1__mark_read_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__push__v1__mark_read_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__template__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__set_template_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__set_template_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__list_templates_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__list_templates_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__delete_template_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__delete_template_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__set_default_language_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__set_default_language_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__push__v1__push__descriptor;
 extern const ProtobufCServiceDescriptor rave__push__v1__push_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__push__v1__push_internal__descriptor;

@@ -1,0 +1,103 @@
+import RavePostgres
+import RaveRPC
+
+/// Everything the gifts service refuses, with the status each becomes (the module's one error type).
+struct GiftsError: Error, Hashable, RPCStatusConvertible, CustomStringConvertible {
+    var code: StatusCode
+    var message: String
+
+    var rpcError: RPCError? { RPCError(code, message) }
+    var description: String { message }
+
+    static func invalidArgument(_ message: String) -> Self { Self(code: .invalidArgument, message: message) }
+    static func notFound(_ message: String) -> Self { Self(code: .notFound, message: message) }
+    static func alreadyExists(_ message: String) -> Self { Self(code: .alreadyExists, message: message) }
+    static func permissionDenied(_ message: String) -> Self { Self(code: .permissionDenied, message: message) }
+    static func failedPrecondition(_ message: String) -> Self { Self(code: .failedPrecondition, message: message) }
+    static func resourceExhausted(_ message: String) -> Self { Self(code: .resourceExhausted, message: message) }
+    static func unavailable(_ message: String) -> Self { Self(code: .unavailable, message: message) }
+
+    static func unknownGiftType(_ key: String) -> Self { .notFound("no gift type \"\(key)\" in this application") }
+}
+
+/// The limits of the "bad input" list, checked in one place so every method words them alike.
+enum RequestLimits {
+    static let maximumRecipients = 20
+    static let maximumInvitations = 50
+    static let pageSizes = 1...100
+    static let defaultPageSize = 25
+    static let idempotencyKeyLengths = 1...128
+    static let externalIDLengths = 1...256
+    static let maximumChannelLength = 32
+    /// 14 days, the default expiry after sending.
+    static let defaultExpirySeconds: Int64 = 14 * 24 * 3600
+
+    /// `size` 0 means the default; anything else must be 1…100.
+    static func pageSize(_ size: UInt32) throws(GiftsError) -> Int {
+        if size == 0 { return defaultPageSize }
+        guard pageSizes.contains(Int(size)) else {
+            throw .invalidArgument("page_size must be \(pageSizes.lowerBound)…\(pageSizes.upperBound), got \(size)")
+        }
+        return Int(size)
+    }
+
+    /// A Rave ID (or any of our uuid ids) on the wire: 32 lowercase hex digits.
+    static func id(_ text: String, field: String) throws(GiftsError) -> RaveID {
+        guard text.utf8.count == 32, let id = RaveID(text) else {
+            throw .invalidArgument("\(field) must be 32 hex digits, got \"\(text.prefix(40))\"")
+        }
+        return id
+    }
+
+    /// 1…20 recipients; more is refused before anything is looked up, so nothing is sent.
+    static func recipients(_ texts: [String]) throws(GiftsError) -> [RaveID] {
+        guard !texts.isEmpty else { throw .invalidArgument("recipient_ids must name at least one user") }
+        guard texts.count <= maximumRecipients else {
+            throw .invalidArgument(
+                "recipient_ids may name at most \(maximumRecipients) users per call, got \(texts.count)")
+        }
+        var ids: [RaveID] = []
+        ids.reserveCapacity(texts.count)
+        for (index, text) in texts.enumerated() {
+            ids.append(try id(text, field: "recipient_ids[\(index)]"))
+        }
+        return ids
+    }
+
+    static func giftTypeKey(_ key: String, field: String = "gift_type_key") throws(GiftsError) -> String {
+        guard (1...64).contains(key.utf8.count),
+            key.utf8.allSatisfy({ byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2E
+                    || byte == 0x5F || byte == 0x2D
+            })
+        else {
+            throw .invalidArgument("\(field) must be 1…64 letters, digits, '.', '_' or '-', got \"\(key.prefix(70))\"")
+        }
+        return key
+    }
+
+    static func externalID(_ text: String, field: String) throws(GiftsError) -> String {
+        guard externalIDLengths.contains(text.utf8.count) else {
+            throw .invalidArgument(
+                "\(field) must be \(externalIDLengths.lowerBound)…\(externalIDLengths.upperBound) bytes, "
+                    + "got \(text.utf8.count)")
+        }
+        return text
+    }
+
+    /// The idempotency key from the request field, else the "idempotency-key" metadata; nil when neither is set.
+    static func idempotencyKey(_ field: String, context: RequestContext) throws(GiftsError) -> String? {
+        let key = field.isEmpty ? (context.metadata[MetadataKey.idempotencyKey] ?? "") : field
+        if key.isEmpty { return nil }
+        guard idempotencyKeyLengths.contains(key.utf8.count) else {
+            throw .invalidArgument(
+                "idempotency_key must be \(idempotencyKeyLengths.lowerBound)…\(idempotencyKeyLengths.upperBound) "
+                    + "bytes, got \(key.utf8.count)")
+        }
+        return key
+    }
+}
+
+extension GiftsError {
+    static func aborted(_ message: String) -> Self { Self(code: .aborted, message: message) }
+}

@@ -1,0 +1,57 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// `rave.gifts.v1.GiftsAdmin`: operators define an application's gift types.
+final class AdminHandlers: GiftsV1.GiftsAdminHandler {
+    let service: GiftsService
+
+    init(service: GiftsService) {
+        self.service = service
+    }
+
+    func createGiftType(
+        _ request: GiftsV1.CreateGiftTypeRequest, context: RequestContext
+    ) async throws -> GiftsV1.CreateGiftTypeResponse {
+        _ = try context.requireAdmin()
+        let type = try await service.types.create(
+            try Self.giftType(request.giftType), appID: try Self.app(request.appId))
+        return GiftsV1.CreateGiftTypeResponse(giftType: type.message)
+    }
+
+    func updateGiftType(
+        _ request: GiftsV1.UpdateGiftTypeRequest, context: RequestContext
+    ) async throws -> GiftsV1.UpdateGiftTypeResponse {
+        _ = try context.requireAdmin()
+        let type = try await service.types.update(
+            try Self.giftType(request.giftType), appID: try Self.app(request.appId))
+        return GiftsV1.UpdateGiftTypeResponse(giftType: type.message)
+    }
+
+    func listGiftTypes(
+        _ request: GiftsV1.ListGiftTypesRequest, context: RequestContext
+    ) async throws -> GiftsV1.ListGiftTypesResponse {
+        _ = try context.requireAdmin()
+        let types = try await service.types.all(appID: try Self.app(request.appId))
+        return GiftsV1.ListGiftTypesResponse(giftTypes: types.map(\.message))
+    }
+
+    func getGiftType(
+        _ request: GiftsV1.GetGiftTypeRequest, context: RequestContext
+    ) async throws -> GiftsV1.GetGiftTypeResponse {
+        _ = try context.requireAdmin()
+        let key = try RequestLimits.giftTypeKey(request.key, field: "key")
+        return GiftsV1.GetGiftTypeResponse(
+            giftType: try await service.types.find(key, appID: try Self.app(request.appId)).message)
+    }
+
+    private static func app(_ text: String) throws(GiftsError) -> RaveID {
+        try RequestLimits.id(text, field: "app_id")
+    }
+
+    private static func giftType(_ type: GiftsV1.GiftType?) throws(GiftsError) -> GiftsV1.GiftType {
+        guard let type else { throw .invalidArgument("gift_type is required") }
+        return type
+    }
+}

@@ -1,0 +1,133 @@
+import RaveEvents
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+import RaveTelemetry
+
+/// What every handler shares: the stores, the directory of players, and the caller checks.
+final class GiftsService: Sendable {
+    let pool: PostgresPool
+    let directory: any PlayerDirectory
+    let logger: Logger
+    let types: GiftTypeStore
+    let gifts: GiftStore
+    let requests: RequestStore
+    let shares: ShareStore
+    let idempotency: IdempotentCalls
+    let merges: MergeStore
+
+    init(pool: PostgresPool, directory: any PlayerDirectory, logger: Logger) {
+        self.pool = pool
+        self.directory = directory
+        self.logger = logger
+        types = GiftTypeStore(pool: pool)
+        gifts = GiftStore(pool: pool)
+        requests = RequestStore(pool: pool, gifts: gifts)
+        shares = ShareStore(pool: pool, gifts: gifts)
+        idempotency = IdempotentCalls(pool: pool)
+        merges = MergeStore(pool: pool)
+    }
+
+    /// Every RPC service gifts serves, the event sink for identity's provider links included.
+    var rpcServices: [any RPCService] {
+        [
+            PlayerHandlers(service: self), InstallHandlers(service: self), AdminHandlers(service: self),
+            MergeHandler(service: self), providerLinkSink,
+        ]
+    }
+
+    /// Consumes "identity.provider_linked": the subject's pending external gifts become gifts to the new player.
+    var providerLinkSink: EventSinkService {
+        EventSinkService(pool: pool, logger: logger) { [self] event, transaction in
+            guard event.topic == EventTopic.providerLinked else { return false }
+            return try await deliverExternalGifts(event, in: transaction)
+        }
+    }
+
+    /// The signed-in player and the application they play.
+    struct Player: Sendable {
+        var userID: RaveID
+        var appID: RaveID
+    }
+
+    func player(_ context: RequestContext) throws -> Player {
+        let caller = try context.requireUser()
+        return Player(
+            userID: try RequestLimits.id(caller.userID, field: "caller user id"),
+            appID: try RequestLimits.id(caller.appID, field: "caller app id"))
+    }
+
+    // MARK: - Recipients
+
+    /// The recipients of one send or request, sorted into those who can receive and the reasons of the others.
+    struct Screening: Sendable {
+        /// Per requested recipient, in order: nil when eligible, else why not.
+        var statuses: [GiftsV1.RecipientStatus?]
+        /// The eligible recipients' canonical ids, with their position in the request.
+        var eligible: [(index: Int, user: RaveID)]
+        var senderName: String
+    }
+
+    /// Resolves recipients through identity (merged ids become their targets) and checks blocks through social,
+    /// with the sender's name fetched alongside.
+    func screen(_ recipients: [RaveID], sender: RaveID, appID: RaveID) async throws -> Screening {
+        async let name = directory.displayName(of: sender, appID: appID)
+        let canonical = try await directory.canonicalIDs(of: Array(Set(recipients)))
+        var statuses: [GiftsV1.RecipientStatus?] = []
+        var candidates: [(index: Int, user: RaveID)] = []
+        var seen: Set<RaveID> = []
+        for (index, requested) in recipients.enumerated() {
+            guard let user = canonical[requested] else {
+                statuses.append(requested == sender ? .yourself : .unknownUser)
+                continue
+            }
+            if user == sender {
+                statuses.append(.yourself)
+            } else if !seen.insert(user).inserted {
+                statuses.append(.duplicate)
+            } else {
+                statuses.append(nil)
+                candidates.append((index, user))
+            }
+        }
+        let blocked = try await directory.blockedPeers(of: sender, among: candidates.map(\.user))
+        var eligible: [(index: Int, user: RaveID)] = []
+        for candidate in candidates {
+            if blocked.contains(candidate.user) {
+                statuses[candidate.index] = .blocked
+            } else {
+                eligible.append(candidate)
+            }
+        }
+        return Screening(statuses: statuses, eligible: eligible, senderName: await name)
+    }
+
+    // MARK: - Events
+
+    private func deliverExternalGifts(
+        _ event: EventsV1.Event, in transaction: PostgresTransaction
+    ) async throws
+        -> Bool
+    {
+        // A payload that cannot be read would fail every redelivery too: it is logged and skipped.
+        guard let linked = try? IdentityV1.ProviderLinkedEvent(protobufBytes: event.payload),
+            let user = RaveID(linked.userId), !linked.subject.isEmpty
+        else {
+            logger.warning("unreadable provider link event; ignored", [("event_id", event.eventId)])
+            return false
+        }
+        let subject = ExternalSubject(provider: linked.provider.rawValue, subject: linked.subject)
+        // Names first, outside the locks: they only decorate the gift received events.
+        var names: [RaveID: String] = [:]
+        for (sender, appID) in try await shares.pendingSenders(of: subject) where names[sender] == nil {
+            names[sender] = await directory.displayName(of: sender, appID: appID)
+        }
+        let delivered = try await shares.deliverPending(
+            for: subject, to: user, senderNames: names, in: transaction)
+        if delivered > 0 {
+            logger.info("external gifts delivered", [("user_id", user.hex), ("gifts", "\(delivered)")])
+        }
+        return true
+    }
+}

@@ -1,0 +1,28 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// `rave.merge.v1.MergeParticipant`: identity's merge saga unites two players' gifts here.
+final class MergeHandler: MergeV1.MergeParticipantHandler {
+    let service: GiftsService
+
+    init(service: GiftsService) {
+        self.service = service
+    }
+
+    /// Gives the target every gift, request and share of the source; repeating a merge id changes nothing.
+    func mergeUsers(
+        _ request: MergeV1.MergeUsersRequest, context: RequestContext
+    ) async throws -> MergeV1.MergeUsersResponse {
+        try context.requireService()
+        guard (1...128).contains(request.mergeId.utf8.count) else {
+            throw GiftsError.invalidArgument("merge_id must be 1…128 bytes")
+        }
+        let source = try RequestLimits.id(request.sourceUserId, field: "source_user_id")
+        let target = try RequestLimits.id(request.targetUserId, field: "target_user_id")
+        guard source != target else { throw GiftsError.invalidArgument("cannot merge a user into itself") }
+        let applied = try await service.merges.merge(mergeID: request.mergeId, source: source, target: target)
+        return MergeV1.MergeUsersResponse(alreadyApplied: !applied)
+    }
+}

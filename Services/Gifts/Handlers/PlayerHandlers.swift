@@ -1,0 +1,169 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+
+/// `rave.gifts.v1.Gifts`: what players do with gifts, requests and shares; requests and sharing live in the
+/// extensions next to this file.
+final class PlayerHandlers: GiftsV1.GiftsHandler {
+    let service: GiftsService
+
+    init(service: GiftsService) {
+        self.service = service
+    }
+
+    func listGiftTypes(
+        _ request: GiftsV1.ListGiftTypesRequest, context: RequestContext
+    ) async throws -> GiftsV1.ListGiftTypesResponse {
+        let player = try service.player(context)
+        return GiftsV1.ListGiftTypesResponse(giftTypes: try await service.types.all(appID: player.appID).map(\.message))
+    }
+
+    // MARK: - Gifts
+
+    func sendGifts(
+        _ request: GiftsV1.SendGiftsRequest, context: RequestContext
+    ) async throws -> GiftsV1.SendGiftsResponse {
+        let player = try service.player(context)
+        let key = try RequestLimits.giftTypeKey(request.giftTypeKey)
+        let recipients = try RequestLimits.recipients(request.recipientIds)
+        guard let idempotencyKey = try RequestLimits.idempotencyKey(request.idempotencyKey, context: context) else {
+            throw GiftsError.invalidArgument(
+                "SendGifts needs an idempotency_key (1…128 bytes) so that a retry does not send twice")
+        }
+        let call = IdempotentCall(
+            sender: player.userID, operation: .sendGifts, key: idempotencyKey,
+            fingerprint: IdempotentCalls.fingerprint(giftTypeKey: key, recipients: request.recipientIds))
+        // The three lookups are independent; run together, a send waits for the slowest, not their sum.
+        async let stored = storedResponse(of: call, as: GiftsV1.SendGiftsResponse.self)
+        async let foundType = service.types.find(key, appID: player.appID)
+        async let screened = service.screen(recipients, sender: player.userID, appID: player.appID)
+        if let stored = try await stored { return stored }
+        let type = try await foundType
+        let screening = try await screened
+        do {
+            return try await service.pool.transaction { transaction in
+                let allowed = try await service.gifts.allowance(
+                    of: player.userID, for: type, wanted: screening.eligible.count, in: transaction)
+                let sending = screening.eligible.prefix(allowed)
+                let giftIDs = try await service.gifts.send(
+                    type, from: player.userID, senderName: screening.senderName, to: sending.map(\.user),
+                    in: transaction)
+                let response = GiftsV1.SendGiftsResponse(
+                    results: Self.results(
+                        request.recipientIds, screening: screening, sent: Array(sending), ids: giftIDs))
+                try await record(call, response: response.protobufBytes(), in: transaction)
+                return response
+            }
+        } catch let error as GiftsError where error == .concurrentReplay {
+            return try await replayAfterRace(call, as: GiftsV1.SendGiftsResponse.self)
+        }
+    }
+
+    func listGifts(
+        _ request: GiftsV1.ListGiftsRequest, context: RequestContext
+    ) async throws -> GiftsV1.ListGiftsResponse {
+        let player = try service.player(context)
+        let limit = try RequestLimits.pageSize(request.pageSize)
+        let cursor = try PageCursor.parse(request.pageToken)
+        let (gifts, next) = try await service.gifts.pending(
+            to: player.userID, appID: player.appID, limit: limit, after: cursor)
+        return GiftsV1.ListGiftsResponse(gifts: gifts, nextPageToken: next?.token ?? "")
+    }
+
+    func getGift(_ request: GiftsV1.GetGiftRequest, context: RequestContext) async throws -> GiftsV1.GetGiftResponse {
+        let player = try service.player(context)
+        let gift = try await service.gifts.gift(
+            try RequestLimits.id(request.giftId, field: "gift_id"), appID: player.appID)
+        // Only the two players it concerns see a gift; anyone else learns nothing, not even that it exists.
+        guard gift.senderId == player.userID.hex || gift.recipientId == player.userID.hex else {
+            throw GiftsError.notFound("no gift \(request.giftId) in this application")
+        }
+        return GiftsV1.GetGiftResponse(gift: gift)
+    }
+
+    func acceptGift(
+        _ request: GiftsV1.AcceptGiftRequest, context: RequestContext
+    ) async throws -> GiftsV1.AcceptGiftResponse {
+        let player = try service.player(context)
+        let id = try RequestLimits.id(request.giftId, field: "gift_id")
+        return GiftsV1.AcceptGiftResponse(
+            gift: try await service.gifts.answer(id, accept: true, recipient: player.userID, appID: player.appID))
+    }
+
+    func rejectGift(
+        _ request: GiftsV1.RejectGiftRequest, context: RequestContext
+    ) async throws -> GiftsV1.RejectGiftResponse {
+        let player = try service.player(context)
+        let id = try RequestLimits.id(request.giftId, field: "gift_id")
+        return GiftsV1.RejectGiftResponse(
+            gift: try await service.gifts.answer(id, accept: false, recipient: player.userID, appID: player.appID))
+    }
+
+    // MARK: - Results and idempotency
+
+    /// Per requested recipient, in request order: sent (with the id) or the reason it was not.
+    static func results(
+        _ requested: [String], screening: GiftsService.Screening, sent: [(index: Int, user: RaveID)], ids: [RaveID]
+    ) -> [GiftsV1.RecipientResult] {
+        var results = requested.enumerated().map { index, userID in
+            GiftsV1.RecipientResult(userId: userID, status: screening.statuses[index] ?? .dailyLimit)
+        }
+        for (recipient, id) in zip(sent, ids) {
+            results[recipient.index].status = .sent
+            results[recipient.index].id = id.hex
+        }
+        return results
+    }
+
+    /// One call made with an idempotency key.
+    struct IdempotentCall: Sendable {
+        var sender: RaveID
+        var operation: IdempotentCalls.Operation
+        var key: String
+        var fingerprint: [UInt8]
+    }
+
+    func storedResponse<Response: ReplayableResponse>(
+        of call: IdempotentCall, as type: Response.Type
+    ) async throws -> Response? {
+        guard
+            let bytes = try await service.idempotency.storedResponse(
+                sender: call.sender, operation: call.operation, key: call.key, fingerprint: call.fingerprint)
+        else { return nil }
+        var response = try Response(protobufBytes: bytes)
+        response.replayed = true
+        return response
+    }
+
+    func record(_ call: IdempotentCall, response: [UInt8], in transaction: PostgresTransaction) async throws {
+        guard
+            try await service.idempotency.record(
+                sender: call.sender, operation: call.operation, key: call.key, fingerprint: call.fingerprint,
+                response: response, in: transaction)
+        else { throw GiftsError.concurrentReplay }
+    }
+
+    /// A concurrent call with the same key committed first; this one rolled back and answers with its result.
+    func replayAfterRace<Response: ReplayableResponse>(
+        _ call: IdempotentCall, as type: Response.Type
+    ) async throws -> Response {
+        guard let stored = try await storedResponse(of: call, as: type) else {
+            throw GiftsError.aborted("a concurrent call with the same idempotency key did not finish; try again")
+        }
+        return stored
+    }
+}
+
+/// A response stored for idempotent replay.
+protocol ReplayableResponse: ProtoMessage {
+    var replayed: Bool { get set }
+}
+
+extension GiftsV1.SendGiftsResponse: ReplayableResponse {}
+extension GiftsV1.RequestGiftsResponse: ReplayableResponse {}
+
+extension GiftsError {
+    /// Thrown inside a send's transaction when another call with the same idempotency key committed first.
+    static let concurrentReplay = GiftsError(code: .aborted, message: "a concurrent call used the same idempotency key")
+}

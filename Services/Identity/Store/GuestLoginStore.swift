@@ -1,0 +1,132 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+
+/// What a guest login did: which user the device plays as, how it was found, and the session it started.
+struct GuestLoginRecord: Sendable {
+    /// How the device's user was found.
+    enum Source: String, Sendable {
+        /// The device already played this app.
+        case known
+        /// Cross-app login: the player this device last signed in as in another app of the publisher.
+        case shared
+        /// A device seen for the first time: a new anonymous user.
+        case created
+    }
+
+    var source: Source
+    var user: UserRecord
+    var sessionID: RaveID
+    var refreshToken: String
+}
+
+/// A whole guest login as one statement: PostgreSQL runs it atomically, so it needs no transaction and costs one
+/// round trip (and one commit), where finding the device, creating the user, opening the session and reading the
+/// user back would cost seven.
+struct GuestLoginStore: Sendable {
+    let database: any PostgresQueryable
+
+    /// `$1` app, `$2` device, `$3` the app's publisher when the app allows cross-app login (else NULL), `$4` the id
+    /// for a new user, `$5`/`$6` device name and platform, `$7` session id, `$8` its expiry, `$9` refresh token hash.
+    ///
+    /// The user is read by the id the statement chose as a parameter (`= (SELECT …)`), not by a join on `chosen`:
+    /// before statistics exist (a new deployment, the benchmark) the planner would otherwise hash-join and scan
+    /// the whole users table on every login.
+    ///
+    /// The device's user is locked (`FOR KEY SHARE`, which only a merge's `FOR UPDATE` waits for) so a merge that
+    /// commits meanwhile is seen: the login then continues as the merge's target. A concurrent first login of the
+    /// same device makes the plain insert into `device_logins` fail with a unique violation, and the whole statement
+    /// (the new user included) rolls back.
+    static let guestLogin = PostgresStatement(
+        name: "identity_guest_login",
+        sql: """
+            WITH known AS (
+                SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d JOIN users u ON u.id = d.user_id
+                WHERE d.app_id = $1 AND d.device_id = $2 FOR KEY SHARE OF u
+            ), shared AS (
+                SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d
+                JOIN applications a ON a.id = d.app_id JOIN users u ON u.id = d.user_id
+                WHERE $3::uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
+                    AND d.device_id = $2 AND d.cross_app AND a.publisher_id = $3 AND a.cross_app_login
+                ORDER BY d.updated_at DESC LIMIT 1
+            ), created AS (
+                INSERT INTO users (id) SELECT $4 WHERE NOT EXISTS (SELECT 1 FROM known)
+                    AND NOT EXISTS (SELECT 1 FROM shared)
+                RETURNING id AS user_id, created_at, updated_at
+            ), chosen AS (
+                SELECT user_id, 'known' AS source FROM known
+                UNION ALL SELECT user_id, 'shared' FROM shared
+                UNION ALL SELECT user_id, 'created' FROM created
+            ), claimed AS (
+                INSERT INTO device_logins (app_id, device_id, user_id, cross_app) SELECT $1, $2, user_id, false
+                FROM created
+            ), pointed AS (
+                INSERT INTO device_logins (app_id, device_id, user_id, cross_app) SELECT $1, $2, user_id, true FROM shared
+                ON CONFLICT (app_id, device_id) DO UPDATE SET user_id = EXCLUDED.user_id,
+                    cross_app = EXCLUDED.cross_app, updated_at = now()
+            ), played AS (
+                INSERT INTO app_users (app_id, user_id) SELECT $1, user_id FROM chosen ON CONFLICT DO NOTHING
+            ), keyed AS (
+                INSERT INTO app_data_keys (user_id, app_id, selected_key)
+                SELECT user_id, $1, replace(user_id::text, '-', '') FROM chosen
+                ON CONFLICT (user_id, app_id) DO NOTHING
+            ), device AS (
+                INSERT INTO devices (user_id, device_id, name, platform) SELECT user_id, $2, $5, $6 FROM chosen
+                ON CONFLICT (user_id, device_id) DO UPDATE SET last_seen_at = now(),
+                    name = CASE WHEN EXCLUDED.name = '' THEN devices.name ELSE EXCLUDED.name END,
+                    platform = CASE WHEN EXCLUDED.platform = '' THEN devices.platform ELSE EXCLUDED.platform END
+            ), session AS (
+                INSERT INTO sessions (id, user_id, app_id, device_id, expires_at)
+                SELECT $7, user_id, $1, $2, $8 FROM chosen RETURNING id
+            ), token AS (
+                INSERT INTO refresh_tokens (token_hash, session_id, generation) SELECT $9, id, 0 FROM session
+            )
+            SELECT chosen.source, chosen.user_id AS chosen_user_id, created.created_at AS new_created_at,
+                created.updated_at AS new_updated_at, \(UserStore.recordColumns)
+            FROM chosen LEFT JOIN created ON true
+            LEFT JOIN users u ON u.id = (SELECT user_id FROM chosen) AND u.merged_into IS NULL
+            LEFT JOIN applications a ON a.id = $1
+            LEFT JOIN user_app_profiles p ON p.user_id = (SELECT user_id FROM chosen) AND p.app_id = $1
+            """)
+
+    /// Logs the device in to the application: its known user, else its cross-app player when `crossAppPublisher`
+    /// is given, else a new anonymous user; records the app use and the device and opens a session.
+    ///
+    /// ABORTED when a concurrent first login of the same device won (the client retries and finds its user).
+    func login(
+        appID: RaveID, crossAppPublisher: RaveID?, device: IdentityV1.DeviceInfo, sessionLifetime: TimeInterval
+    ) async throws -> GuestLoginRecord {
+        let sessionID = RaveID.random()
+        let token = try OpaqueToken.generate()
+        let rows: PostgresRows
+        do {
+            rows = try await database.execute(
+                Self.guestLogin,
+                [
+                    appID, device.deviceId, crossAppPublisher, RaveID.random(), device.name, device.platform,
+                    sessionID, Date().addingTimeInterval(sessionLifetime), OpaqueToken.hash(token),
+                ])
+        } catch let error as PostgresError where error.sqlState == "23505" && error.constraint == "device_logins_pkey" {
+            throw RPCError(.aborted, "another login of this device is in progress; retry")
+        }
+        guard let row = rows.first, let source = GuestLoginRecord.Source(rawValue: try row.decode(column: "source"))
+        else { throw RPCError.internalError("the guest login statement chose no user") }
+        let userID = try row.decode(RaveID.self, column: "chosen_user_id")
+        let user: UserRecord
+        if source == .created {
+            // The new row is not visible to the statement that inserted it; it is a blank anonymous user.
+            user = UserRecord(
+                id: userID, emailVerified: false, hasPassword: false, providers: [], twoFactorEnabled: false,
+                createdAt: try row.decode(column: "new_created_at"),
+                updatedAt: try row.decode(column: "new_updated_at"),
+                hasGlobalNameOrPicture: false)
+        } else {
+            guard try row.decode(RaveID?.self, column: "id") != nil else {
+                throw RPCError.notFound("no user \(userID.hex)")
+            }
+            user = try UserStore.record(row)
+        }
+        return GuestLoginRecord(source: source, user: user, sessionID: sessionID, refreshToken: token)
+    }
+}

@@ -1,0 +1,252 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+
+/// Settles a whole group-commit round in two round trips, whatever its size.
+///
+/// The first pipelined round trip begins the transaction, locks the users' seeds and player accounts and reads
+/// the bets already stored; the round is then played in Swift against those locked values, in queue order, with
+/// the same rules as `BetEngine` (a unit is one bet or an all-or-nothing chain; a unit short of money is stored
+/// as failed; a replay answers from what is stored). The second round trip writes every row with one statement
+/// per table and commits. Nothing else can change the locked rows in between, so the balances and nonces played
+/// here are the ones committed, and `player_balance_not_negative` still guards every balance in the database.
+///
+/// A round this path does not take (the same bet id twice) or that fails in the database throws; the caller
+/// then settles it unit by unit with `BetEngine`, which is always correct because bets are idempotent.
+struct BulkRound: Sendable {
+    let ledger: LedgerStore
+
+    /// The round holds something only the unit-by-unit path handles.
+    struct Declined: Error {
+        var reason: String
+    }
+
+    private struct BetKey: Hashable {
+        var user: RaveID
+        var bet: RaveID
+    }
+
+    private struct Seed {
+        var id: Int64
+        var bytes: [UInt8]
+        var hash: String
+        var nextNonce: Int64
+        var startNonce: Int64
+    }
+
+    /// What the round has written so far, in memory.
+    private struct State {
+        var seeds: [RaveID: Seed] = [:]
+        var balances: [Int64: Int64] = [:]
+        var transfers = RoundStore.Transfers()
+        var bets = RoundStore.Bets()
+
+        /// What a unit may change, so a failing unit is undone without copying the whole round.
+        struct Checkpoint {
+            var transfers: Int
+            var bets: Int
+            var seeds: [RaveID: Seed]
+            var balances: [Int64: Int64]
+        }
+
+        func checkpoint(users: Set<RaveID>, accounts: [Int64]) -> Checkpoint {
+            Checkpoint(
+                transfers: transfers.count, bets: bets.count,
+                seeds: Dictionary(uniqueKeysWithValues: users.compactMap { user in seeds[user].map { (user, $0) } }),
+                balances: Dictionary(
+                    uniqueKeysWithValues: Set(accounts).compactMap { id in
+                        balances[id].map { (id, $0) }
+                    }))
+        }
+
+        mutating func restore(_ checkpoint: Checkpoint) {
+            transfers.removeLast(transfers.count - checkpoint.transfers)
+            bets.removeLast(bets.count - checkpoint.bets)
+            for (user, seed) in checkpoint.seeds { seeds[user] = seed }
+            for (account, balance) in checkpoint.balances { balances[account] = balance }
+        }
+    }
+
+    /// Settles `units` in one transaction on `connection`; returns one outcome per unit once committed.
+    func settle(
+        _ units: [[PreparedBet]], on connection: PostgresConnection
+    ) async throws -> [Result<[WalletV1.BetResult], any Error>] {
+        let all = units.flatMap { $0 }
+        guard Set(all.map { BetKey(user: $0.userID, bet: $0.betID) }).count == all.count else {
+            throw Declined(reason: "a bet id appears twice in the round")
+        }
+        var houseAccounts: [AccountKey: Int64] = [:]
+        for bet in all where bet.kind.movesMoney && houseAccounts[bet.houseAccount] == nil {
+            guard let id = try await ledger.findAccount(bet.houseAccount, on: connection) else {
+                throw Declined(reason: "the house account of \(bet.gameID) is missing")
+            }
+            houseAccounts[bet.houseAccount] = id
+        }
+        let users = Array(Set(all.map(\.userID))).sorted { ($0.high, $0.low) < ($1.high, $1.low) }
+        let playerKeys = Array(Set(all.filter(\.kind.movesMoney).map(\.playerAccount)))
+        let fresh = users.map { _ in BetStore.newSeed() }
+
+        var reads = [
+            PostgresQuery("BEGIN ISOLATION LEVEL READ COMMITTED"),
+            RoundStore.lockSeeds(
+                users: users, freshSeeds: fresh.map { Crypto.hex($0.seed) }, freshHashes: fresh.map(\.hash)),
+            RoundStore.storedBets(users: all.map(\.userID), betIDs: all.map(\.betID)),
+        ]
+        if !playerKeys.isEmpty { reads.append(RoundStore.lockAccounts(playerKeys)) }
+        do {
+            let results = try await connection.pipeline(reads)
+            var state = State()
+            for row in results[1] {
+                let seed = Seed(
+                    id: try row.decode(at: 1), bytes: try row.decode(at: 2), hash: try row.decode(at: 3),
+                    nextNonce: try row.decode(at: 4), startNonce: try row.decode(at: 4))
+                state.seeds[try row.decode(RaveID.self, at: 0)] = seed
+            }
+            guard state.seeds.count == users.count else { throw Declined(reason: "a seed was rotated meanwhile") }
+            var stored: [BetKey: (hash: String, result: [UInt8])] = [:]
+            for row in results[2] {
+                let key = BetKey(user: try row.decode(at: 0), bet: try row.decode(at: 1))
+                stored[key] = (try row.decode(at: 2), try row.decode(at: 3))
+            }
+            var playerAccounts: [AccountKey: Int64] = [:]
+            if results.count > 3 {
+                for row in results[3] {
+                    let id = try row.decode(Int64.self, at: 0)
+                    playerAccounts[playerKeys[try row.decode(Int.self, at: 2) - 1]] = id
+                    state.balances[id] = try row.decode(Int64.self, at: 1)
+                }
+            }
+            let initialBalances = state.balances
+            let accounts = Accounts(players: playerAccounts, houses: houseAccounts)
+            var outcomes: [Result<[WalletV1.BetResult], any Error>] = []
+            for unit in units {
+                outcomes.append(play(unit, stored: stored, accounts: accounts, state: &state))
+            }
+            _ = try await connection.pipeline(writes(state, initialBalances: initialBalances))
+            return outcomes
+        } catch {
+            do {
+                try await connection.query(PostgresQuery("ROLLBACK"))
+            } catch {
+                // A connection whose transaction state is unknown must not go back into the pool.
+                connection.close()
+            }
+            throw error
+        }
+    }
+
+    private struct Accounts {
+        var players: [AccountKey: Int64]
+        var houses: [AccountKey: Int64]
+    }
+
+    /// Plays one unit against `state`; a unit short of money leaves only its failed bet rows behind.
+    private func play(
+        _ unit: [PreparedBet], stored: [BetKey: (hash: String, result: [UInt8])], accounts: Accounts,
+        state: inout State
+    ) -> Result<[WalletV1.BetResult], any Error> {
+        if unit.contains(where: { stored[BetKey(user: $0.userID, bet: $0.betID)] != nil }) {
+            return Result { try replay(unit, stored: stored) }
+        }
+        let before = state.checkpoint(
+            users: Set(unit.map(\.userID)), accounts: unit.compactMap { accounts.players[$0.playerAccount] })
+        do {
+            var results: [WalletV1.BetResult] = []
+            for bet in unit { results.append(try playOne(bet, accounts: accounts, state: &state)) }
+            return .success(results)
+        } catch let error as WalletError where error.kind == .insufficientFunds {
+            state.restore(before)
+            var results: [WalletV1.BetResult] = []
+            for bet in unit {
+                var result = BetEngine.baseResult(bet)
+                result.status = .failed
+                result.errorCode = error.statusCode.rawValue
+                result.errorMessage = unit.count > 1 ? "chain \(bet.chainID) failed: \(error.message)" : error.message
+                state.bets.append(
+                    bet, status: "failed", payout: 0, seedID: nil, nonce: nil, result: result.protobufBytes())
+                results.append(result)
+            }
+            return .success(results)
+        } catch {
+            state.restore(before)
+            return .failure(error)
+        }
+    }
+
+    private func playOne(_ bet: PreparedBet, accounts: Accounts, state: inout State) throws -> WalletV1.BetResult {
+        guard var seed = state.seeds[bet.userID] else { throw Declined(reason: "no seed for \(bet.userID)") }
+        let nonce = seed.nextNonce
+        seed.nextNonce += 1
+        state.seeds[bet.userID] = seed
+        var random = FairRandom(serverSeed: seed.bytes, clientSeed: bet.clientSeed, nonce: nonce)
+        let play = try bet.math.play(wager: bet.wager, lines: bet.lines, random: &random)
+        var result = BetEngine.baseResult(bet)
+        result.status = .settled
+        result.outcome = GameMath.outcome(play, currency: bet.currency)
+        result.payout = MoneyFormat.format(play.payout, currency: bet.currency)
+        result.serverSeedHash = seed.hash
+        result.nonce = nonce
+        if bet.kind.movesMoney {
+            guard let player = accounts.players[bet.playerAccount], let balance = state.balances[player],
+                balance >= bet.wager
+            else { throw BetEngine.noFunds(bet) }
+            guard let house = accounts.houses[bet.houseAccount] else {
+                throw Declined(reason: "the house account of \(bet.gameID) is missing")
+            }
+            var after = balance - bet.wager
+            state.transfers.append(
+                code: "bet_wager", from: player, to: house, amount: bet.wager, userID: bet.userID, betID: bet.betID,
+                debitBalanceAfter: after, creditBalanceAfter: nil)
+            if play.payout > 0 {
+                after += play.payout
+                state.transfers.append(
+                    code: "bet_payout", from: house, to: player, amount: play.payout, userID: bet.userID,
+                    betID: bet.betID, debitBalanceAfter: nil, creditBalanceAfter: after)
+            }
+            state.balances[player] = after
+            result.balance = MoneyFormat.format(after, currency: bet.currency)
+        }
+        state.bets.append(
+            bet, status: "settled", payout: play.payout, seedID: seed.id, nonce: nonce, result: result.protobufBytes())
+        return result
+    }
+
+    /// Answers a unit whose ids were used before from what is stored, like `BetEngine`'s replay.
+    private func replay(
+        _ unit: [PreparedBet], stored: [BetKey: (hash: String, result: [UInt8])]
+    ) throws -> [WalletV1.BetResult] {
+        try unit.map { bet in
+            guard let existing = stored[BetKey(user: bet.userID, bet: bet.betID)] else {
+                var result = BetEngine.baseResult(bet)
+                result.status = .failed
+                result.errorCode = StatusCode.aborted.rawValue
+                result.errorMessage = "the chain's bet ids were partly used before; nothing was settled"
+                return result
+            }
+            guard existing.hash == bet.requestHash else {
+                throw WalletError(.conflictingReplay, "bet id \(bet.betIDText) was already used for a different bet")
+            }
+            return try existing.result.withUnsafeBytes { try WalletV1.BetResult(protobufBytes: $0) }
+        }
+    }
+
+    /// The second round trip: every row of the round, then COMMIT.
+    private func writes(_ state: State, initialBalances: [Int64: Int64]) -> [PostgresQuery] {
+        var queries: [PostgresQuery] = []
+        let advanced = state.seeds.values.filter { $0.nextNonce != $0.startNonce }
+        if !advanced.isEmpty {
+            queries.append(
+                RoundStore.advanceNonces(seedIDs: advanced.map(\.id), nextNonces: advanced.map(\.nextNonce)))
+        }
+        if state.transfers.count > 0 { queries.append(RoundStore.insertTransfers(state.transfers)) }
+        let moved = state.balances.filter { initialBalances[$0.key] != $0.value }.sorted { $0.key < $1.key }
+        if !moved.isEmpty {
+            queries.append(
+                RoundStore.moveBalances(
+                    accountIDs: moved.map(\.key), deltas: moved.map { $0.value - (initialBalances[$0.key] ?? 0) }))
+        }
+        if state.bets.count > 0 { queries.append(RoundStore.insertBets(state.bets)) }
+        queries.append(PostgresQuery("COMMIT"))
+        return queries
+    }
+}

@@ -1,0 +1,224 @@
+import RavePostgres
+
+/// The SQL of a group-commit round settled in bulk: one pipelined round trip reads and locks what the round's
+/// bets touch, a second one writes every row of the round and commits.
+///
+/// Each statement takes whole columns as arrays (`unnest`), so its cost per bet is a few rows of server work, not
+/// a round trip. Arrays carry no NULLs here: -1 stands for "none" where a column may be NULL (seed ids, nonces
+/// and balances are never negative), and bytea travels as hex text.
+enum RoundStore {
+    /// Locks (or creates) the active seed of every user: the row lock orders this round after any other
+    /// transaction that uses the same seeds, in this process or another.
+    static func lockSeeds(users: [RaveID], freshSeeds: [String], freshHashes: [String]) -> PostgresQuery {
+        PostgresQuery(
+            """
+            INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce)
+            SELECT user_id, decode(seed, 'hex'), seed_hash, 0
+            FROM unnest($1::uuid[], $2::text[], $3::text[]) AS input (user_id, seed, seed_hash)
+            ORDER BY user_id
+            ON CONFLICT (user_id) WHERE revealed_at IS NULL DO UPDATE SET next_nonce = server_seeds.next_nonce
+            RETURNING user_id, seed_id, seed, seed_hash, next_nonce
+            """, [users, freshSeeds, freshHashes])
+    }
+
+    /// Locks the player accounts the round's bets draw from, in account id order, and reads their balances;
+    /// `position` is the 1-based index of the key in the input.
+    static func lockAccounts(_ keys: [AccountKey]) -> PostgresQuery {
+        PostgresQuery(
+            """
+            SELECT a.account_id, a.balance, k.position
+            FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::int4[]) WITH ORDINALITY
+                AS k (kind, user_id, game_id, currency, economy, position)
+            JOIN accounts a ON a.user_id = k.user_id AND a.kind = k.kind AND a.game_id = k.game_id
+                AND a.currency = k.currency AND a.economy = k.economy
+            ORDER BY a.account_id
+            FOR UPDATE OF a
+            """,
+            [
+                keys.map(\.kind.rawValue), keys.map(\.userID), keys.map(\.gameID), keys.map(\.currency),
+                keys.map(\.economy),
+            ])
+    }
+
+    /// The bets of the round already stored (replays), read after the seed locks so nothing of this user can be
+    /// committed in between.
+    static func storedBets(users: [RaveID], betIDs: [RaveID]) -> PostgresQuery {
+        PostgresQuery(
+            """
+            SELECT b.user_id, b.bet_id, b.request_hash, b.result
+            FROM bets b JOIN unnest($1::uuid[], $2::uuid[]) AS k (user_id, bet_id)
+                ON b.user_id = k.user_id AND b.bet_id = k.bet_id
+            """, [users, betIDs])
+    }
+
+    /// Moves each seed's next nonce past the nonces the round used.
+    static func advanceNonces(seedIDs: [Int64], nextNonces: [Int64]) -> PostgresQuery {
+        PostgresQuery(
+            """
+            UPDATE server_seeds s SET next_nonce = d.next_nonce
+            FROM unnest($1::int8[], $2::int8[]) AS d (seed_id, next_nonce)
+            WHERE s.seed_id = d.seed_id
+            """, [seedIDs, nextNonces])
+    }
+
+    /// One row per transfer of the round, column by column.
+    struct Transfers {
+        var ids: [RaveID] = []
+        var codes: [String] = []
+        var debitAccounts: [Int64] = []
+        var creditAccounts: [Int64] = []
+        var amounts: [Int64] = []
+        var userIDs: [RaveID] = []
+        var betIDs: [RaveID] = []
+        /// -1 for accounts without a running balance (house, external).
+        var debitBalancesAfter: [Int64] = []
+        var creditBalancesAfter: [Int64] = []
+
+        var count: Int { ids.count }
+
+        mutating func append(
+            code: String, from debit: Int64, to credit: Int64, amount: Int64, userID: RaveID, betID: RaveID,
+            debitBalanceAfter: Int64?, creditBalanceAfter: Int64?
+        ) {
+            ids.append(RaveID.random())
+            codes.append(code)
+            debitAccounts.append(debit)
+            creditAccounts.append(credit)
+            amounts.append(amount)
+            userIDs.append(userID)
+            betIDs.append(betID)
+            debitBalancesAfter.append(debitBalanceAfter ?? -1)
+            creditBalancesAfter.append(creditBalanceAfter ?? -1)
+        }
+
+        mutating func removeLast(_ count: Int) {
+            ids.removeLast(count)
+            codes.removeLast(count)
+            debitAccounts.removeLast(count)
+            creditAccounts.removeLast(count)
+            amounts.removeLast(count)
+            userIDs.removeLast(count)
+            betIDs.removeLast(count)
+            debitBalancesAfter.removeLast(count)
+            creditBalancesAfter.removeLast(count)
+        }
+    }
+
+    /// Inserts the transfers and both entries of each (−amount on the debit account, +amount on the credit
+    /// account) from the same input rows, so every transfer sums to zero by construction; entries get their ids
+    /// in transfer order, debit first, so an account's entries read in the order its balance moved.
+    static func insertTransfers(_ transfers: Transfers) -> PostgresQuery {
+        PostgresQuery(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::uuid[],
+                    $7::uuid[], $8::int8[], $9::int8[]) WITH ORDINALITY
+                    AS t (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id, debit_after,
+                        credit_after, position)),
+            inserted AS (
+                INSERT INTO transfers (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id)
+                SELECT transfer_id, code, debit_account, credit_account, amount, user_id, bet_id FROM input
+                RETURNING transfer_id)
+            INSERT INTO ledger_entries (transfer_id, account_id, amount, balance_after)
+            SELECT i.transfer_id, e.account_id, e.amount, nullif(e.balance_after, -1)
+            FROM input i JOIN inserted USING (transfer_id)
+            CROSS JOIN LATERAL (VALUES (0, i.debit_account, -i.amount, i.debit_after),
+                (1, i.credit_account, i.amount, i.credit_after)) AS e (side, account_id, amount, balance_after)
+            ORDER BY i.position, e.side
+            """,
+            [
+                transfers.ids, transfers.codes, transfers.debitAccounts, transfers.creditAccounts, transfers.amounts,
+                transfers.userIDs, transfers.betIDs, transfers.debitBalancesAfter, transfers.creditBalancesAfter,
+            ])
+    }
+
+    /// Adds each account's net movement of the round to its balance; `player_balance_not_negative` still
+    /// guards the result in the database.
+    static func moveBalances(accountIDs: [Int64], deltas: [Int64]) -> PostgresQuery {
+        PostgresQuery(
+            """
+            UPDATE accounts a SET balance = a.balance + d.delta
+            FROM unnest($1::int8[], $2::int8[]) AS d (account_id, delta)
+            WHERE a.account_id = d.account_id
+            """, [accountIDs, deltas])
+    }
+
+    /// One row per bet of the round, column by column.
+    struct Bets {
+        var userIDs: [RaveID] = []
+        var betIDs: [RaveID] = []
+        var requestHashes: [String] = []
+        var gameIDs: [String] = []
+        var kinds: [String] = []
+        var statuses: [String] = []
+        var currencies: [String] = []
+        var economies: [Int32] = []
+        var wagers: [Int64] = []
+        var payouts: [Int64] = []
+        /// -1 for failed bets, which drew nothing.
+        var seedIDs: [Int64] = []
+        var nonces: [Int64] = []
+        var clientSeeds: [String] = []
+        /// The encoded BetResult, as hex.
+        var results: [String] = []
+
+        var count: Int { betIDs.count }
+
+        mutating func append(
+            _ bet: PreparedBet, status: String, payout: Int64, seedID: Int64?, nonce: Int64?, result: [UInt8]
+        ) {
+            userIDs.append(bet.userID)
+            betIDs.append(bet.betID)
+            requestHashes.append(bet.requestHash)
+            gameIDs.append(bet.gameID)
+            kinds.append(bet.kind.rawValue)
+            statuses.append(status)
+            currencies.append(bet.currency.code)
+            economies.append(bet.economy.rawValue)
+            wagers.append(bet.wager)
+            payouts.append(payout)
+            seedIDs.append(seedID ?? -1)
+            nonces.append(nonce ?? -1)
+            clientSeeds.append(bet.clientSeed)
+            results.append(Crypto.hex(result))
+        }
+
+        mutating func removeLast(_ count: Int) {
+            userIDs.removeLast(count)
+            betIDs.removeLast(count)
+            requestHashes.removeLast(count)
+            gameIDs.removeLast(count)
+            kinds.removeLast(count)
+            statuses.removeLast(count)
+            currencies.removeLast(count)
+            economies.removeLast(count)
+            wagers.removeLast(count)
+            payouts.removeLast(count)
+            seedIDs.removeLast(count)
+            nonces.removeLast(count)
+            clientSeeds.removeLast(count)
+            results.removeLast(count)
+        }
+    }
+
+    /// Inserts the round's bets; an id stored meanwhile by another process fails the statement (and the round,
+    /// which is then settled unit by unit).
+    static func insertBets(_ bets: Bets) -> PostgresQuery {
+        PostgresQuery(
+            """
+            INSERT INTO bets (user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager,
+                payout, seed_id, nonce, client_seed, result)
+            SELECT user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager, payout,
+                nullif(seed_id, -1), nullif(nonce, -1), client_seed, decode(result, 'hex')
+            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                $8::int4[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::text[])
+                AS t (user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager, payout,
+                    seed_id, nonce, client_seed, result)
+            """,
+            [
+                bets.userIDs, bets.betIDs, bets.requestHashes, bets.gameIDs, bets.kinds, bets.statuses,
+                bets.currencies, bets.economies, bets.wagers, bets.payouts, bets.seedIDs, bets.nonces,
+                bets.clientSeeds, bets.results,
+            ])
+    }
+}

@@ -1,0 +1,214 @@
+import RaveEvents
+import RaveMessages
+import RaveOutbox
+import RavePostgres
+import RaveRPC
+import RaveServices
+import RaveTelemetry
+import RaveTransport
+import Testing
+
+@Suite("Event delivery over mTLS")
+struct EventDeliveryTests {
+    /// Publisher and sink each on a database of their own, like two services.
+    @Test func publishedEventsReachTheSinkOnceWithTheirEnvelope() async throws {
+        try await EventsHarness.withCertificates { certificates in
+            try await EventsHarness.withDatabase { publisherPool in
+                try await EventsHarness.withDatabase { sinkPool in
+                    let server = try EventsHarness.startSink(
+                        EventsHarness.recordingSink(pool: sinkPool), certificates: certificates)
+                    let user = RaveID.random().hex
+                    let published = try await publisherPool.transaction { transaction in
+                        [
+                            try await EventOutbox.publish(
+                                in: transaction, topic: "test.first", key: user, payload: [1, 2, 3]),
+                            try await EventOutbox.publish(
+                                in: transaction, topic: "other.ignored", key: user, payload: [4]),
+                            try await EventOutbox.publish(
+                                in: transaction, topic: "test.second", key: user, payload: []),
+                        ]
+                    }
+                    let sinks = EventSinks(
+                        addresses: [EventSinkAddress(name: "sink", host: "127.0.0.1", port: server.localPort)],
+                        source: "tests", tls: try EventsHarness.clientTLS(certificates), group: EventsHarness.group,
+                        logger: EventsHarness.quiet)
+                    let publisher = EventsHarness.publisher(pool: publisherPool, sinks: sinks)
+                    let running = Task { try await publisher.run() }
+                    let drained = try await EventsHarness.eventually { try await publisher.backlog().pending == 0 }
+                    await publisher.shutdown()
+                    try await running.value
+                    await server.shutdown()
+
+                    #expect(drained)
+                    let rows = try await sinkPool.query(
+                        "SELECT event_id, topic, key, payload, source FROM received_events ORDER BY topic")
+                    #expect(
+                        try rows.map { try $0.decode(String.self, column: "event_id") }
+                            == [published[0].hex, published[2].hex])
+                    #expect(try rows.map { try $0.decode([UInt8].self, column: "payload") } == [[1, 2, 3], []])
+                    #expect(try rows.allSatisfy { try $0.decode(String.self, column: "key") == user })
+                    #expect(try rows.allSatisfy { try $0.decode(String.self, column: "source") == "tests" })
+                    // The ignored topic left no processed mark behind.
+                    #expect(try await EventsHarness.count("processed_events", in: sinkPool) == 2)
+                }
+            }
+        }
+    }
+
+    @Test func aRolledBackTransactionPublishesNothing() async throws {
+        try await EventsHarness.withDatabase { pool in
+            struct Abandon: Error {}
+            await #expect(throws: Abandon.self) {
+                try await pool.transaction { transaction in
+                    try await EventOutbox.publish(
+                        in: transaction, topic: "test.rolled_back", key: RaveID.random().hex, payload: [9])
+                    throw Abandon()
+                }
+            }
+            let remaining = try await EventsHarness.count("outbox_events", in: pool)
+            #expect(remaining == 0)
+        }
+    }
+
+    @Test func aRedeliveredEventIsHandledOnce() async throws {
+        try await EventsHarness.withCertificates { certificates in
+            try await EventsHarness.withDatabase { pool in
+                let server = try EventsHarness.startSink(
+                    EventsHarness.recordingSink(pool: pool), certificates: certificates)
+                let connection = RPCClient(
+                    host: "127.0.0.1", port: server.localPort, tls: try EventsHarness.clientTLS(certificates),
+                    group: EventsHarness.group, logger: EventsHarness.quiet)
+                let client = EventsV1.EventSinkClient(caller: connection)
+                let event = EventsV1.Event(
+                    eventId: RaveID.random().hex, topic: "test.once", key: "k", payload: [7], source: "tests")
+                let ignored = EventsV1.Event(eventId: RaveID.random().hex, topic: "elsewhere.x", key: "k")
+                let first = try await client.deliverEvents(.init(events: [event, ignored]))
+                let second = try await client.deliverEvents(.init(events: [event, ignored]))
+                connection.close()
+                await server.shutdown()
+
+                #expect(first.handled == 1)
+                #expect(second.handled == 0)
+                #expect(try await EventsHarness.count("received_events", in: pool) == 1)
+            }
+        }
+    }
+
+    @Test func aSinkThatIsDownGetsTheEventWhenItComesBack() async throws {
+        try await EventsHarness.withCertificates { certificates in
+            try await EventsHarness.withDatabase { publisherPool in
+                try await EventsHarness.withDatabase { sinkPool in
+                    // Learn a free port, then leave it closed while the publisher tries.
+                    let probe = try EventsHarness.startSink(
+                        EventsHarness.recordingSink(pool: sinkPool), certificates: certificates)
+                    let port = probe.localPort
+                    await probe.shutdown()
+                    try await publisherPool.transaction { transaction in
+                        try await EventOutbox.publish(
+                            in: transaction, topic: "test.delayed", key: RaveID.random().hex, payload: [1])
+                    }
+                    let sinks = EventSinks(
+                        addresses: [EventSinkAddress(name: "sink", host: "127.0.0.1", port: port)], source: "tests",
+                        tls: try EventsHarness.clientTLS(certificates), group: EventsHarness.group,
+                        callTimeout: .seconds(2), logger: EventsHarness.quiet)
+                    let publisher = EventsHarness.publisher(pool: publisherPool, sinks: sinks)
+                    let running = Task { try await publisher.run() }
+                    let failedOnce = try await EventsHarness.eventually {
+                        let rows = try await publisherPool.query(
+                            "SELECT count(*) AS n FROM outbox_events WHERE attempts > 0 AND last_error IS NOT NULL")
+                        return try rows.first?.decode(Int64.self, column: "n") == 1
+                    }
+                    let server = try EventsHarness.startSink(
+                        EventsHarness.recordingSink(pool: sinkPool), certificates: certificates, port: port)
+                    let delivered = try await EventsHarness.eventually {
+                        try await EventsHarness.count("received_events", in: sinkPool) == 1
+                    }
+                    await publisher.shutdown()
+                    try await running.value
+                    await server.shutdown()
+
+                    #expect(failedOnce)
+                    #expect(delivered)
+                    #expect(try await publisher.backlog().pending == 0)
+                }
+            }
+        }
+    }
+
+    /// Two sinks, one failing its first handlings: the event is retried for both and each records it once.
+    @Test func everySinkMustAcknowledgeAndDuplicatesAreAbsorbed() async throws {
+        try await EventsHarness.withCertificates { certificates in
+            try await EventsHarness.withDatabase { publisherPool in
+                try await EventsHarness.withDatabase { steadyPool in
+                    try await EventsHarness.withDatabase { flakyPool in
+                        let steady = try EventsHarness.startSink(
+                            EventsHarness.recordingSink(pool: steadyPool), certificates: certificates)
+                        let flaky = try EventsHarness.startSink(
+                            EventsHarness.recordingSink(pool: flakyPool, failures: FailureBudget(2)),
+                            certificates: certificates)
+                        try await publisherPool.transaction { transaction in
+                            try await EventOutbox.publish(
+                                in: transaction, topic: "test.fanout", key: RaveID.random().hex, payload: [5])
+                        }
+                        let sinks = EventSinks(
+                            addresses: [
+                                EventSinkAddress(name: "steady", host: "127.0.0.1", port: steady.localPort),
+                                EventSinkAddress(name: "flaky", host: "127.0.0.1", port: flaky.localPort),
+                            ], source: "tests", tls: try EventsHarness.clientTLS(certificates),
+                            group: EventsHarness.group, logger: EventsHarness.quiet)
+                        let publisher = EventsHarness.publisher(pool: publisherPool, sinks: sinks)
+                        let running = Task { try await publisher.run() }
+                        let drained = try await EventsHarness.eventually {
+                            try await publisher.backlog().pending == 0
+                        }
+                        await publisher.shutdown()
+                        try await running.value
+                        await steady.shutdown()
+                        await flaky.shutdown()
+
+                        #expect(drained)
+                        let attempts = try await publisherPool.query("SELECT attempts FROM outbox_events")
+                        #expect(try attempts.first?.decode(Int32.self, column: "attempts") == 3)
+                        #expect(try await EventsHarness.count("received_events", in: steadyPool) == 1)
+                        #expect(try await EventsHarness.count("received_events", in: flakyPool) == 1)
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func callersWithoutAServiceCertificateAreRefused() async throws {
+        try await EventsHarness.withDatabase { pool in
+            let sink = EventsHarness.recordingSink(pool: pool)
+            let player = RequestContext(
+                requestID: "r", method: "m", deadline: .max, metadata: [:],
+                peer: PeerIdentity(address: "127.0.0.1:1", certificateCommonName: nil), caller: nil,
+                logger: EventsHarness.quiet)
+            let event = EventsV1.Event(eventId: RaveID.random().hex, topic: "test.x", key: "k")
+            await #expect(throws: RPCError.self) {
+                _ = try await sink.deliverEvents(.init(events: [event]), context: player)
+            }
+            let remaining = try await EventsHarness.count("processed_events", in: pool)
+            #expect(remaining == 0)
+        }
+    }
+
+    @Test func malformedEventIdsAreRejectedBeforeAnyIsHandled() async throws {
+        try await EventsHarness.withDatabase { pool in
+            let sink = EventsHarness.recordingSink(pool: pool)
+            let service = RequestContext(
+                requestID: "r", method: "m", deadline: .max, metadata: [:],
+                peer: PeerIdentity(address: "127.0.0.1:1", certificateCommonName: "publisher"), caller: nil,
+                logger: EventsHarness.quiet)
+            let good = EventsV1.Event(eventId: RaveID.random().hex, topic: "test.x", key: "k")
+            let bad = EventsV1.Event(eventId: "not-an-id", topic: "test.x", key: "k")
+            await #expect {
+                _ = try await sink.deliverEvents(.init(events: [good, bad]), context: service)
+            } throws: { error in
+                (error as? RPCError)?.code == .invalidArgument
+            }
+            let remaining = try await EventsHarness.count("received_events", in: pool)
+            #expect(remaining == 0)
+        }
+    }
+}

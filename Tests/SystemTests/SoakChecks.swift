@@ -1,0 +1,175 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+
+/// The soak's verdict: after the failures, every acknowledged score, bet, gift and merge is there exactly once.
+struct SoakChecks {
+    var problems: [String] = []
+    var counts: [String: Int] = [:]
+
+    static func run(_ stack: SystemStack, players: [PlayerLoad], merges: MergeLoad) async throws -> SoakChecks {
+        var checks = SoakChecks()
+        guard let reader = players.first?.caller else { return checks }
+        try await checks.scores(players, reader: reader)
+        for player in players { try await checks.bets(player) }
+        if stack.hasGifts { try await checks.gifts(players) }
+        try await checks.merges(merges, admin: IdentityV1.IdentityAdminClient(caller: stack.admin))
+        try await checks.ledger(stack)
+        return checks
+    }
+
+    /// Each player has one entry on the board, at least their best acknowledged score, and a score they sent.
+    mutating func scores(_ players: [PlayerLoad], reader: SoakCaller) async throws {
+        var entries: [String: [Int64]] = [:]
+        var page: Int32 = 1
+        while true {
+            let scores = try await retrying {
+                try await reader.leaderboards.getGlobalScores(.init(leaderboardKey: "soak", page: page, pageSize: 200))
+            }
+            for entry in scores.scores { entries[entry.userId, default: []].append(entry.score) }
+            if scores.scores.count < 200 { break }
+            page += 1
+        }
+        for player in players {
+            let found = entries[player.userID] ?? []
+            counts["scores acknowledged", default: 0] += player.acknowledgedScores
+            if found.count > 1 { problems.append("score of \(player.userID) is on the board \(found.count) times") }
+            if player.bestAcknowledgedScore > 0 && found.isEmpty {
+                problems.append("acknowledged score \(player.bestAcknowledgedScore) of \(player.userID) is lost")
+            }
+            if let best = found.first, best < player.bestAcknowledgedScore || !player.attemptedScores.contains(best) {
+                problems.append(
+                    "board shows \(best) for \(player.userID); acknowledged best \(player.bestAcknowledgedScore)")
+            }
+        }
+    }
+
+    /// Every settled bet has exactly one wager in the player's ledger, failed bets none, and no other bet does; the
+    /// balance equals the sum of the entries.
+    mutating func bets(_ player: PlayerLoad) async throws {
+        var wagers: [String: Int] = [:]
+        var sum = 0
+        var token = ""
+        repeat {
+            let page = try await retrying {
+                try await player.caller.wallet.listTransactions(
+                    .init(currency: "SOAK", economy: .sandbox, pageSize: 100, pageToken: token))
+            }
+            for entry in page.entries {
+                sum += try Money.minor(entry.amount)
+                if entry.code == "bet_wager" { wagers[entry.betId, default: 0] += 1 }
+            }
+            token = page.nextPageToken
+        } while !token.isEmpty
+        for (betID, status) in player.bets {
+            let expected = status == .settled ? 1 : 0
+            if wagers[betID, default: 0] != expected {
+                problems.append("bet \(betID) (\(status)) has \(wagers[betID, default: 0]) wagers in the ledger")
+            }
+            counts["bets \(status == .settled ? "settled" : "failed")", default: 0] += 1
+        }
+        for betID in wagers.keys where player.bets[betID] == nil {
+            problems.append("bet \(betID) is in the ledger but no client placed it")
+        }
+        let wallet = try await retrying { try await player.caller.wallet.getWallet(.init()) }
+        let balance = wallet.balances.first { $0.currency == "SOAK" && $0.gameId.isEmpty }?.amount ?? "0"
+        if try Money.minor(balance) != sum {
+            problems.append("balance \(balance) of \(player.userID) differs from its ledger entries (\(sum))")
+        }
+    }
+
+    /// Every acknowledged gift is pending at its recipient exactly once, and nothing else is.
+    mutating func gifts(_ players: [PlayerLoad]) async throws {
+        var expected: [String: Set<String>] = [:]
+        for player in players {
+            for (gift, recipient) in player.gifts { expected[recipient, default: []].insert(gift) }
+        }
+        for player in players {
+            var received: [String] = []
+            var token = ""
+            repeat {
+                let page = try await retrying {
+                    try await player.caller.gifts.listGifts(.init(pageSize: 100, pageToken: token))
+                }
+                received += page.gifts.map(\.giftId)
+                token = page.nextPageToken
+            } while !token.isEmpty
+            let wanted = expected[player.userID] ?? []
+            counts["gifts acknowledged", default: 0] += wanted.count
+            if received.count != Set(received).count { problems.append("gifts of \(player.userID) are duplicated") }
+            for gift in wanted.subtracting(received) { problems.append("acknowledged gift \(gift) is lost") }
+            for gift in Set(received).subtracting(wanted) { problems.append("gift \(gift) was never acknowledged") }
+        }
+    }
+
+    /// Every merge completed: the source's session acts as the target, which lists the source once.
+    mutating func merges(_ load: MergeLoad, admin: IdentityV1.IdentityAdminClient) async throws {
+        for merge in load.merges {
+            counts["merges", default: 0] += 1
+            if let mergeID = merge.mergeID {
+                let completed: Void? = try? await eventually("merge \(mergeID) completed") {
+                    try await admin.getMergeStatus(.init(mergeId: mergeID)).merge?.state == .completed
+                }
+                if completed == nil { problems.append("merge \(mergeID) did not complete") }
+            }
+            let resolved: Void? = try? await eventually("\(merge.sourceID) acts as \(merge.targetID)") {
+                try await merge.source.identity.getCurrentUser(.init()).user?.profile?.userId == merge.targetID
+            }
+            if resolved == nil { problems.append("merged user \(merge.sourceID) does not act as \(merge.targetID)") }
+            let identities = try await retrying { try await merge.source.identity.getMergedIdentities(.init()) }
+            if identities.userIds.filter({ $0 == merge.sourceID }).count != 1 {
+                problems.append("\(merge.targetID) lists merged identities \(identities.userIds)")
+            }
+        }
+    }
+
+    /// The whole ledger sums to zero and no player balance is negative.
+    mutating func ledger(_ stack: SystemStack) async throws {
+        let database = try await stack.connect(to: "wallet")
+        defer { database.close() }
+        let rows = try await database.query(
+            PostgresQuery("SELECT coalesce(sum(amount), 0)::bigint AS total FROM ledger_entries"))
+        let total = try rows[0].decode(Int64.self, column: "total")
+        if total != 0 { problems.append("the ledger sums to \(total), not zero") }
+    }
+}
+
+/// What the soak prints and writes to .bench/soak.json.
+struct SoakReport {
+    var seconds: Double
+    var players: [PlayerLoad]
+    var merges: MergeLoad
+    var statuses: [String: Int]
+    var events: [String]
+    var findings: SoakChecks
+
+    func print() {
+        let total = statuses.values.reduce(0, +)
+        let byStatus = statuses.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }
+        var lines = [
+            "soak: \(Int(seconds)) s of load, \(players.count) players plus a merging client, \(total) calls",
+            "calls by status: " + byStatus.joined(separator: ", "),
+        ]
+        lines += events.map { "failure: \($0)" }
+        let replayed = players.reduce(merges.replayed) { $0 + $1.replayed }
+        lines.append("calls with an outcome hidden by a failure, replayed with the same ids afterwards: \(replayed)")
+        lines += findings.counts.sorted { $0.key < $1.key }.map { "checked: \($0.value) \($0.key)" }
+        lines.append(
+            findings.problems.isEmpty
+                ? "verdict: nothing lost, nothing duplicated, ledger sums to zero"
+                : "verdict: \(findings.problems.count) problems")
+        Swift.print(lines.joined(separator: "\n"))
+        let json: [String: Any] = [
+            "name": "soak", "seconds": seconds, "players": players.count, "calls": total, "statuses": statuses,
+            "failures": events, "checked": findings.counts,
+            "replayed": players.reduce(merges.replayed) { $0 + $1.replayed }, "problems": findings.problems,
+        ]
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".bench")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        if let data = try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys]) {
+            try? data.write(to: directory.appendingPathComponent("soak.json"))
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import RavePostgres
+import RaveRPC
+import RaveTransport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throwaway Rave Backend for one test, reached only through its gateway.
+///
+/// Every built service executable runs on free loopback ports, each with a fresh database on
+/// the RAVE_TEST_POSTGRES_URL server, development certificates, local OIDC issuers and a fake APNs, configured the
+/// way deploy/local/run.sh configures `make run`. Stories reach it only through `gatewayPort`.
+final class SystemStack: @unchecked Sendable {
+    // @unchecked: every property is set in init and never replaced; StackProcess guards its own state.
+    static let group: EventLoopGroup = {
+        do {
+            return try EventLoopGroup(loopCount: 2)
+        } catch {
+            preconditionFailure("cannot start the test event loops: \(error)")
+        }
+    }()
+
+    /// The data-owning services, in start order; gifts joins once its executable has been built.
+    static let dataServices = ["identity", "social", "leaderboards", "gifts", "push", "wallet"]
+    /// Services that serve rave.events.v1.EventSink, so every publisher delivers to them.
+    static let eventSinks = ["gifts", "push"]
+    /// Services identity calls with MergeUsers.
+    static let mergeParticipants = ["social", "leaderboards", "gifts", "push", "wallet"]
+
+    let directory: URL
+    let certificates: String
+    let providers: TestIdentityProviders
+    let apns: FakeAPNs
+    let serverURL: String
+    /// Protocol and admin ports per process name ("gateway" included).
+    let ports: [String: (rpc: Int, admin: Int)]
+    let databases: [String: String]
+    let processes: [String: StackProcess]
+    /// A player's connection to the gateway: server-authenticated TLS, no client certificate.
+    let gateway: RPCClient
+    /// An operator's connection to the gateway, with the admin client certificate.
+    let admin: RPCClient
+
+    var gatewayPort: Int { ports["gateway"]?.rpc ?? 0 }
+    var services: [String] { Self.dataServices.filter { processes[$0] != nil } }
+    var hasGifts: Bool { processes["gifts"] != nil }
+
+    /// Starts a stack, waits until every process is ready, runs `body`, and tears everything down (kill -9, drop
+    /// the databases) whether `body` succeeded or not.
+    static func with(_ body: (SystemStack) async throws -> Void) async throws {
+        let stack = try await SystemStack()
+        var failure: (any Error)?
+        do {
+            try await stack.startAll()
+            try await body(stack)
+        } catch {
+            failure = error
+        }
+        await stack.tearDown()
+        if let failure { throw failure }
+    }
+
+    private init() async throws {
+        guard let serverURL = ProcessInfo.processInfo.environment["RAVE_TEST_POSTGRES_URL"] else {
+            throw StackError("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
+        }
+        self.serverURL = serverURL
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-system-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        certificates = directory.appendingPathComponent("certs").path
+        try DevelopmentCertificates.write(to: certificates)
+        providers = try TestIdentityProviders(directory: directory)
+        apns = try FakeAPNs(directory: directory)
+
+        let names = Self.dataServices.filter(StackProcess.isBuilt)
+        var ports: [String: (rpc: Int, admin: Int)] = [:]
+        for name in names + ["gateway"] { ports[name] = (try StackProcess.unusedPort(), try StackProcess.unusedPort()) }
+        self.ports = ports
+        var databases: [String: String] = [:]
+        for name in names { databases[name] = try await Self.createDatabase(server: serverURL, service: name) }
+        self.databases = databases
+
+        func address(_ name: String) -> String { "127.0.0.1:\(ports[name]?.rpc ?? 0)" }
+        func list(_ names: [String]) -> String {
+            names.filter { ports[$0] != nil }.map { "\($0)=\(address($0))" }.joined(separator: ",")
+        }
+        let logs = directory.appendingPathComponent("logs")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        var processes: [String: StackProcess] = [:]
+        for name in names + ["gateway"] {
+            var environment = [
+                "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": address(name),
+                "RAVE_ADMIN_LISTEN": "127.0.0.1:\(ports[name]?.admin ?? 0)", "RAVE_EVENT_LOOPS": "1",
+                "RAVE_LOG_LEVEL": "notice", "RAVE_SHUTDOWN_GRACE": "1s",
+            ]
+            if let database = databases[name] {
+                environment["RAVE_DATABASE_URL"] = database
+                environment["RAVE_DB_POOL_SIZE"] = "4"
+                environment["RAVE_EVENT_SINKS"] = list(Self.eventSinks.filter { $0 != name })
+            }
+            for peer in ["identity", "social", "push"] where peer != name && name != "gateway" {
+                environment["RAVE_\(name.uppercased())_\(peer.uppercased())_ADDRESS"] = address(peer)
+            }
+            switch name {
+            case "identity":
+                environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] = list(Self.mergeParticipants)
+                environment.merge(providers.identityEnvironment) { $1 }
+            case "push":
+                environment.merge(apns.pushEnvironment) { $1 }
+            case "gateway":
+                for service in names {
+                    environment["RAVE_GATEWAY_\(service.uppercased())_ADDRESSES"] = address(service)
+                }
+                environment["RAVE_GATEWAY_HEALTH_INTERVAL"] = "500ms"
+                environment["RAVE_GATEWAY_MERGE_CACHE_TTL"] = "1s"
+            default:
+                break
+            }
+            processes[name] = StackProcess(
+                name: name, environment: environment, adminPort: ports[name]?.admin ?? 0, logDirectory: logs)
+        }
+        self.processes = processes
+        let gatewayPort = ports["gateway"]?.rpc ?? 0
+        gateway = RPCClient(
+            host: "127.0.0.1", port: gatewayPort,
+            tls: try TLSContext(.client(trustRootsPath: "\(certificates)/ca.pem")), group: Self.group)
+        admin = RPCClient(
+            host: "127.0.0.1", port: gatewayPort,
+            tls: try TLSContext(
+                .client(
+                    trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/admin.pem",
+                    privateKeyPath: "\(certificates)/admin-key.pem")),
+            group: Self.group)
+    }
+
+    private func startAll() async throws {
+        for process in processes.values { try process.start() }
+        for process in processes.values { try await process.waitUntilReady() }
+    }
+
+    /// Kills `name` with SIGKILL and starts it again after `pause`, as a supervisor would; returns once it is ready.
+    func restart(_ name: String, pause: Duration = .zero) async throws {
+        guard let process = processes[name] else { throw StackError("no process named \(name)") }
+        process.kill()
+        try await Task.sleep(for: pause)
+        try process.start()
+        try await process.waitUntilReady()
+    }
+
+    private func tearDown() async {
+        gateway.close()
+        admin.close()
+        for process in processes.values { process.kill() }
+        apns.stop()
+        for database in databases.values { await Self.dropDatabase(server: serverURL, url: database) }
+        if ProcessInfo.processInfo.environment["RAVE_SYSTEM_KEEP_LOGS"] == nil {
+            try? FileManager.default.removeItem(at: directory)
+        } else {
+            print("system test logs kept in \(directory.path)")
+        }
+    }
+
+    // MARK: - Databases
+
+    /// A connection to one service's database, for checks no client can make (the ledger sums to zero).
+    func connect(to service: String) async throws -> PostgresConnection {
+        guard let url = databases[service] else { throw StackError("no database for \(service)") }
+        return try await PostgresConnection.connect(to: url, on: Self.group.next())
+    }
+
+    private static func createDatabase(server: String, service: String) async throws -> String {
+        let name =
+            "rave_system_\(service)_"
+            + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12)
+            .lowercased()
+        let admin = try await PostgresConnection.connect(to: server, on: group.next())
+        defer { admin.close() }
+        try await admin.runScript("CREATE DATABASE \(name)")
+        guard let slash = server.lastIndex(of: "/") else { throw StackError("bad server URL \(server)") }
+        return server[..<slash] + "/" + name
+    }
+
+    private static func dropDatabase(server: String, url: String) async {
+        guard let slash = url.lastIndex(of: "/"),
+            let admin = try? await PostgresConnection.connect(to: server, on: group.next())
+        else { return }
+        try? await admin.runScript("DROP DATABASE IF EXISTS \(url[url.index(after: slash)...]) WITH (FORCE)")
+        admin.close()
+    }
+}

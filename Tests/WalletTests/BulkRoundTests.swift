@@ -1,0 +1,112 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import Testing
+
+@testable import Wallet
+
+@Suite struct BulkRoundTests {
+    /// The bulk round and the unit-by-unit engine give the same answers for the same bets from the same seed:
+    /// wins and losses, a bet short of money, a failing chain, credit and unbacked bets, and a replay.
+    @Test func bulkRoundAnswersExactlyLikeTheUnitByUnitEngine() async throws {
+        try await WalletFixture.with { fixture in
+            let bulkUser = RaveID.random()
+            let unitUser = RaveID.random()
+            let seed = Crypto.randomBytes(32)
+            for user in [bulkUser, unitUser] {
+                try await fixture.deposit("5.00", to: user)
+                try await fixture.deposit("2.00", to: user, game: "slot")
+                try await fixture.pool.query(
+                    "INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce) VALUES ($1, $2, $3, 0)",
+                    [user, seed, Crypto.hex(Crypto.sha256(seed))])
+            }
+            let bets = Self.scenario()
+            let dependencies = fixture.dependencies
+            let engine = BetEngine(ledger: dependencies.ledger, bets: dependencies.bets)
+            let bulk = BulkRound(ledger: dependencies.ledger)
+
+            let bulkUnits = try await Self.prepare(bets, user: bulkUser, fixture: fixture)
+            let bulkOutcomes = try await fixture.pool.withConnection { try await bulk.settle(bulkUnits, on: $0) }
+            let unitUnits = try await Self.prepare(bets, user: unitUser, fixture: fixture)
+            let unitOutcomes = try await fixture.pool.transaction { transaction in
+                var outcomes: [[WalletV1.BetResult]] = []
+                for unit in unitUnits { outcomes.append(try await engine.settle(unit, on: transaction)) }
+                return outcomes
+            }
+            let bulkResults = try bulkOutcomes.map { try $0.get() }
+            #expect(bulkResults == unitOutcomes)
+            #expect(bulkResults.joined().contains { $0.status == .failed })
+            #expect(bulkResults.joined().contains { $0.status == .settled && $0.payout != "0.00" })
+
+            // A second round replays the first one's ids: same answers, nothing moves.
+            let replayed = try await fixture.pool.withConnection { try await bulk.settle(bulkUnits, on: $0) }
+            #expect(try replayed.map { try $0.get() } == bulkResults)
+            #expect(try await fixture.balance(of: bulkUser) == fixture.balance(of: unitUser))
+            try await fixture.expectLedgerInvariants()
+        }
+    }
+
+    /// Many callers at once through the group committer: every round settles in bulk.
+    @Test func concurrentBetsSettleInBulkRounds() async throws {
+        try await WalletFixture.with { fixture in
+            let users = (0..<6).map { _ in RaveID.random() }
+            for user in users { try await fixture.deposit("50.00", to: user) }
+            let service = fixture.service
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for user in users {
+                    group.addTask {
+                        for _ in 0..<10 {
+                            let request = WalletV1.PlaceBetsRequest(
+                                bets: (0..<5).map { _ in WalletFixture.bet("0.10") })
+                            let response = try await service.placeBets(
+                                request, context: WalletFixture.playerContext(user))
+                            #expect(response.results.allSatisfy { $0.status == .settled })
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(fixture.dependencies.committer.unitByUnitRounds.load(ordering: .relaxed) == 0)
+            let stored = try await fixture.pool.query("SELECT count(*) FROM bets WHERE status = 'settled'")
+            #expect(try stored[0].decode(Int64.self, at: 0) == 300)
+            try await fixture.expectLedgerInvariants()
+        }
+    }
+
+    /// Units in queue order: wins and losses, a chain whose last bet cannot be paid, a lone bet too big, a credit
+    /// bet, an unbacked bet, then small bets that must still settle.
+    static func scenario() -> [[WalletV1.Bet]] {
+        var units: [[WalletV1.Bet]] = (0..<4).map { _ in [WalletFixture.bet("0.50", game: "slot")] }
+        var chain = [WalletFixture.bet("1.00"), WalletFixture.bet("1.00"), WalletFixture.bet("900.00")]
+        for index in chain.indices { chain[index].chainId = "chain" }
+        units.append(chain)
+        units.append([WalletFixture.bet("800.00")])
+        var credit = WalletFixture.bet("1.00")
+        credit.creditGameId = "slot"
+        units.append([credit])
+        var unbacked = WalletFixture.bet("7.00", game: "slot")
+        unbacked.unbacked = true
+        units.append([unbacked])
+        units += (0..<4).map { _ in [WalletFixture.bet("0.20")] }
+        return units
+    }
+
+    static func prepare(_ units: [[WalletV1.Bet]], user: RaveID, fixture: WalletFixture) async throws -> [[PreparedBet]]
+    {
+        let caller = try #require(WalletFixture.playerContext(user).caller)
+        var prepared: [[PreparedBet]] = []
+        for unit in units {
+            var bets: [PreparedBet] = []
+            for bet in unit {
+                let ready = try await PreparedBet.prepare(
+                    bet, caller: caller, catalog: fixture.dependencies.catalog, database: fixture.pool)
+                if ready.kind.movesMoney {
+                    _ = try await fixture.dependencies.ledger.ensureAccount(ready.houseAccount, on: fixture.pool)
+                }
+                bets.append(ready)
+            }
+            prepared.append(bets)
+        }
+        return prepared
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import RaveServices
+import RaveTransport
+import Testing
+
+@testable import Wallet
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the tests that reach the wallet over the network share: databases by URL, certificates, callers.
+enum WalletNetworkHarness {
+    /// Creates an empty database, passes its URL to `body`, and drops it afterwards.
+    static func withDatabase(prefix: String, _ body: (String) async throws -> Void) async throws {
+        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
+            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
+            return
+        }
+        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL") }
+        let name = prefix + RaveID.random().hex.prefix(16)
+        let admin = try await PostgresConnection.connect(to: serverURL, on: WalletFixture.group.next())
+        try await admin.runScript("CREATE DATABASE \(name)")
+        admin.close()
+        func drop() async throws {
+            let admin = try await PostgresConnection.connect(to: serverURL, on: WalletFixture.group.next())
+            defer { admin.close() }
+            try await admin.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+        do {
+            try await body(serverURL[..<slash] + "/" + name)
+            try await drop()
+        } catch {
+            try? await drop()
+            throw error
+        }
+    }
+
+    /// A fresh directory with a development CA and a certificate per name.
+    static func certificates(services: [String]) throws -> String {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("rave-wallet-certs-\(RaveID.random().hex.prefix(12))").path
+        try DevelopmentCertificates.write(to: directory, services: services)
+        return directory
+    }
+
+    static func clientTLS(_ certificates: String, name: String) throws -> TLSContext {
+        try TLSContext(
+            .client(
+                trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/\(name).pem",
+                privateKeyPath: "\(certificates)/\(name)-key.pem"))
+    }
+
+    /// The metadata the gateway sets for an authenticated player of app "app1".
+    static func asPlayer(_ user: RaveID) -> CallOptions {
+        CallOptions(
+            timeout: .seconds(20),
+            metadata: [
+                MetadataKey.callerUserID: user.hex, MetadataKey.callerAppID: "app1",
+                MetadataKey.callerScopes: "player \(PreparedBet.authenticatedScope)",
+            ])
+    }
+
+    static let asAdmin = CallOptions(
+        timeout: .seconds(20),
+        metadata: [MetadataKey.callerUserID: "operator", MetadataKey.callerScopes: Caller.adminScope])
+
+    /// USD, the "dice" odds game, and real money for app1 in GB, as `WalletFixture` sets them up in-process.
+    static func setUpCatalog(_ admin: WalletV1.WalletAdminClient) async throws {
+        _ = try await admin.createCurrency(.init(code: "USD", decimals: 2), options: asAdmin)
+        let dice = WalletV1.OddsDefinition(
+            sides: 6, winningNumbers: 3, multiplierNumerator: 19, multiplierDenominator: 10)
+        _ = try await admin.createGame(
+            .init(game: WalletV1.Game(gameId: "dice", name: "Dice", math: .odds(dice))), options: asAdmin)
+        _ = try await admin.setEligibility(.init(appId: "app1", realMoneyCountries: ["GB"]), options: asAdmin)
+    }
+
+    static func deposit(_ amount: String, to user: RaveID, admin: WalletV1.WalletAdminClient) async throws {
+        let transfer = WalletV1.OperatorTransfer(
+            operationId: RaveID.random().hex, userId: user.hex, currency: "USD", economy: .real, amount: amount)
+        _ = try await admin.deposit(.init(transfer: transfer), options: asAdmin)
+    }
+
+    /// The status a call failed with, or nil when it succeeded.
+    static func status(_ body: () async throws -> Void) async -> StatusCode? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return RPCError(mapping: error, requestID: "test").code
+        }
+    }
+
+    /// A TCP port nobody listens on right now.
+    static func unusedPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw PostgresError(.client, "could not find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// The real `wallet` executable, built next to the test bundle, run as a child process.
+final class WalletProcess {
+    let process = Process()
+    let port: Int
+    let logURL: URL
+
+    /// Starts `wallet` on a free port with `environment` added to the test's own.
+    init(environment: [String: String]) throws {
+        let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        port = try WalletNetworkHarness.unusedPort()
+        logURL = FileManager.default.temporaryDirectory.appendingPathComponent("rave-wallet-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        process.executableURL = directory.appendingPathComponent("wallet")
+        process.environment = ProcessInfo.processInfo.environment.merging(
+            environment.merging([
+                "RAVE_LISTEN": "127.0.0.1:\(port)",
+                "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try WalletNetworkHarness.unusedPort())",
+            ]) { $1 }
+        ) { $1 }
+        process.standardError = try FileHandle(forWritingTo: logURL)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// What the process wrote to standard error so far.
+    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM, then waits for the exit.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: logURL)
+    }
+}
