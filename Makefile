@@ -12,7 +12,7 @@ DEB_PACKAGES := libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libssl-d
 	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps \
 	libcurl4-openssl-dev python3-h2 python3-yaml systemd
 
-.PHONY: deps proto proto-check build release test test-swift bench fuzz fmt lint certs run stop reset clean
+.PHONY: deps proto proto-check build release test test-swift bench soak fuzz fmt lint certs run stop reset clean
 
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
@@ -39,6 +39,10 @@ test: deps proto-check lint
 
 bench: deps
 	scripts/bench.sh
+
+## soak: the failure test of issue 11 under mixed load (RAVE_SOAK_SECONDS, default 300); report in .bench/soak.json.
+soak: deps
+	scripts/soak.sh
 
 fuzz: deps
 	scripts/fuzz.sh

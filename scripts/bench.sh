@@ -3,6 +3,8 @@
 #   1. RPC over TLS 1.3: `ravectl serve-echo` in one process, `ravectl bench rpc` in another, Echo with a
 #      32-byte payload, at 50 connections × 1 in flight and 16 × 64; 3 runs each, medians.
 #   2. PostgreSQL client vs pgbench on the same throwaway server (scripts/bench-postgres.sh), if present.
+#   3. Every service's own bench mode (scripts/bench-services.sh), leaderboards under `ravectl loadtest`
+#      (scripts/bench-leaderboards.sh), and the gateway against stand-in backends (`gateway bench`).
 # Results: a human summary on stdout, machine-readable JSON in .bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +67,10 @@ if [ -x scripts/bench-postgres.sh ]; then
     scripts/bench-postgres.sh
 fi
 
-swift build -c release --product identity -q
-swift build -c release --product social -q
+for product in identity social gifts wallet push leaderboards gateway; do
+    swift build -c release --product "$product" -q
+done
 scripts/bench-services.sh
+scripts/bench-leaderboards.sh
+echo "== gateway bench (stand-in backends, in one process)"
+RAVE_BENCH_OUT=.bench/gateway.json .build/release/gateway bench

@@ -109,6 +109,9 @@ struct GatewayAuthTests {
         for method in MethodRoute.loginMethods {
             let error = await failure(connection, method)
             #expect(error?.code == .unavailable, "\(method)")
+            // A token that no longer verifies (an expired one sent with RefreshSession) does not block a login.
+            let withStaleToken = await failure(connection, method, options: bearer("not-a-valid-token"))
+            #expect(withStaleToken?.code == .unavailable, "\(method) with a stale token")
         }
         connection.close()
         try await harness.stop()
@@ -149,7 +152,7 @@ struct GatewayAuthTests {
         let token = try harness.token(for: "user-1")
         for method in [
             "rave.identity.v1.IdentityInternal/SigningKeys", "rave.identity.v1.IdentityInternal/ResolveUsers",
-            "rave.merge.v1.MergeParticipant/MergeUsers",
+            "rave.merge.v1.MergeParticipant/MergeUsers", "rave.events.v1.EventSink/DeliverEvents",
         ] {
             let error = await failure(admin, method, [], options: bearer(token))
             #expect(error?.code == .permissionDenied, "\(method)")

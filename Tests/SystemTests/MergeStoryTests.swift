@@ -16,19 +16,19 @@ struct MergeStoryTests {
             let dave = try await stack.signUp(appID: appID, name: "Dave")
             let facebookToken = try stack.providers.token(.facebook, subject: "bob-facebook")
 
-            // The iPad: a guest, then Facebook; scores 500 and adds Dave. A signed-in guest links the provider with
-            // ConnectProvider: the gateway forwards login methods without a caller, so LoginWithProvider there would
-            // not know the guest.
+            // The iPad: a guest, then a Facebook login on the same device, which upgrades the guest (the gateway
+            // passes the signed-in caller to login methods); scores 500 and adds Dave.
             let iPadGuest = try await stack.guest(appID: appID, deviceID: "bob-ipad")
-            let iPad = try await stack.connect(iPadGuest, provider: .facebook, token: facebookToken)
+            let iPad = try await stack.providerLogin(iPadGuest, appID: appID, provider: .facebook, token: facebookToken)
             #expect(iPad.userID == iPadGuest.userID)
             _ = try await iPad.leaderboards.submitScore(.init(leaderboardKey: "high", score: 500))
             _ = try await iPad.social.addContactsByUsername(.init(usernames: [try await Self.username(dave)]))
 
             // The phone: a guest, then Google; scores 700 and adds Carol.
             let phoneGuest = try await stack.guest(appID: appID, deviceID: "bob-phone")
-            let phone = try await stack.connect(
-                phoneGuest, provider: .google, token: try stack.providers.token(.google, subject: "bob-google"))
+            let phone = try await stack.providerLogin(
+                phoneGuest, appID: appID, provider: .google,
+                token: try stack.providers.token(.google, subject: "bob-google"))
             #expect(phone.userID == phoneGuest.userID && phone.userID != iPad.userID)
             _ = try await phone.leaderboards.submitScore(.init(leaderboardKey: "high", score: 700))
             _ = try await phone.social.addContactsByUsername(.init(usernames: [try await Self.username(carol)]))

@@ -65,24 +65,6 @@ extension SystemStack {
         return session
     }
 
-    /// Links a provider to `session`'s account (a guest signing in with Facebook on its device), then refreshes
-    /// the session, whose new access token carries the account's new scopes (no longer `guest`).
-    func connect(
-        _ session: PlayerSession, provider: IdentityV1.Provider, token: String
-    ) async throws -> PlayerSession {
-        _ = try await session.identity.connectProvider(.init(provider: provider, idToken: token))
-        return try await refreshed(session)
-    }
-
-    /// The same session with new tokens from `RefreshSession`.
-    func refreshed(_ session: PlayerSession) async throws -> PlayerSession {
-        guard case .tokens(let tokens)? = session.login.outcome else { throw StackError("the session has no tokens") }
-        let refreshed = try await anonymousIdentity.refreshSession(.init(refreshToken: tokens.refreshToken))
-        var login = session.login
-        login.outcome = refreshed.tokens.map { .tokens($0) }
-        return PlayerSession(gateway: gateway, login: login, deviceID: session.deviceID)
-    }
-
     /// Logs in with a provider's ID token on `session`'s device, as that signed-in player (a guest logging in).
     func providerLogin(
         _ session: PlayerSession, appID: String, provider: IdentityV1.Provider, token: String

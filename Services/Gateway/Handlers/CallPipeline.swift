@@ -83,8 +83,15 @@ final class CallPipeline: Sendable {
         let isAdmin = context.peer.certificateCommonName == adminCommonName
         let authorization = context.metadata[MetadataKey.authorization]
         switch route.access {
-        case .login, .anonymous:
+        case .anonymous:
             return nil
+        case .login:
+            // A signed-in player may log in again: a guest connecting a provider is upgraded, not replaced, and
+            // identity can only tell when it sees who calls. Without a token, or with one that no longer
+            // verifies (an expired token sent with RefreshSession), the login proceeds without a caller.
+            guard let authorization, let caller = try? await authenticator.caller(authorization: authorization)
+            else { return nil }
+            return playerCaller(caller, isAdmin: false)
         case .admin:
             guard isAdmin else {
                 throw .permissionDenied("admin methods need the admin credential (the admin client certificate)")
@@ -97,12 +104,16 @@ final class CallPipeline: Sendable {
             guard let authorization else {
                 throw .unauthenticated("this method needs \"authorization: Bearer <access token>\"; sign in first")
             }
-            var caller = try await authenticator.caller(authorization: authorization)
-            // Scopes only the gateway grants: a token claiming them is not trusted for them.
-            caller.scopes.remove(Caller.serviceScope)
-            if isAdmin { caller.scopes.insert(Caller.adminScope) } else { caller.scopes.remove(Caller.adminScope) }
-            return caller
+            return playerCaller(try await authenticator.caller(authorization: authorization), isAdmin: isAdmin)
         }
+    }
+
+    /// `caller` as a player call passes it on: scopes only the gateway grants are never trusted from a token.
+    private func playerCaller(_ caller: Caller, isAdmin: Bool) -> Caller {
+        var caller = caller
+        caller.scopes.remove(Caller.serviceScope)
+        if isAdmin { caller.scopes.insert(Caller.adminScope) } else { caller.scopes.remove(Caller.adminScope) }
+        return caller
     }
 
     private func forwardedMetadata(

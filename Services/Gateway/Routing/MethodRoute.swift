@@ -48,7 +48,8 @@ struct MethodRoute: Sendable, Hashable {
         }
         let area = String(components[1])
         let serviceName = components[3]
-        if area == "merge" || serviceName.hasSuffix("Internal") {
+        // Contracts between services only: the merge saga's participants and the event sinks.
+        if area == "merge" || area == "events" || serviceName.hasSuffix("Internal") {
             throw .permissionDenied(
                 "\(qualifiedService) is internal to the backend and not reachable through the gateway")
         }
