@@ -10,6 +10,11 @@ cd "$(dirname "$0")/../.."
 bin=$1
 certs=${RAVE_CERT_DIR:-.run/certs}
 admin=(--target 127.0.0.1:7443 --ca "$certs/ca.pem" --cert "$certs/admin.pem" --key "$certs/admin-key.pem")
+# Operator calls carry only the admin certificate: a player login stored by `ravectl login` (perhaps from before a
+# `make reset`, signed by keys this stack never had) must not ride along.
+XDG_CONFIG_HOME=$(mktemp -d /tmp/rave-seed.XXXXXX)
+export XDG_CONFIG_HOME
+trap 'rm -rf "$XDG_CONFIG_HOME"' EXIT
 
 # Calls METHOD with JSON as the admin; "already exists" counts as success (the demo was seeded before).
 call() {
@@ -53,6 +58,7 @@ if [ -x "$bin/gifts" ]; then
 fi
 
 call rave.wallet.v1.WalletAdmin/CreateCurrency '{"code": "GOLD", "decimals": 2}' >/dev/null
+# Return to player 0.953125 exactly (the wallet computes it from the definition: ListGames shows it).
 call rave.wallet.v1.WalletAdmin/CreateGame '{"game": {"gameId": "demo-slots", "name": "Demo Slots", "slot": {
     "rows": 3,
     "reels": [
@@ -61,9 +67,9 @@ call rave.wallet.v1.WalletAdmin/CreateGame '{"game": {"gameId": "demo-slots", "n
         {"symbols": ["bell", "cherry", "lemon", "cherry", "seven", "bell", "lemon", "cherry"]}],
     "paylines": [{"rows": [1, 1, 1]}, {"rows": [0, 0, 0]}, {"rows": [2, 2, 2]}, {"rows": [0, 1, 2]}, {"rows": [2, 1, 0]}],
     "paytable": [
-        {"symbol": "cherry", "count": 2, "multiplier": 1}, {"symbol": "cherry", "count": 3, "multiplier": 4},
-        {"symbol": "lemon", "count": 3, "multiplier": 8}, {"symbol": "bell", "count": 3, "multiplier": 12},
-        {"symbol": "seven", "count": 3, "multiplier": 50}]}}}' >/dev/null
+        {"symbol": "cherry", "count": 2, "multiplier": 1}, {"symbol": "cherry", "count": 3, "multiplier": 5},
+        {"symbol": "lemon", "count": 3, "multiplier": 11}, {"symbol": "bell", "count": 3, "multiplier": 15},
+        {"symbol": "seven", "count": 3, "multiplier": 100}]}}}' >/dev/null
 call rave.wallet.v1.WalletAdmin/CreateGame '{"game": {"gameId": "demo-dice", "name": "Demo Dice", "odds": {
     "sides": 6, "winningNumbers": 1, "multiplierNumerator": 57, "multiplierDenominator": 10}}}' >/dev/null
 echo "$app"
