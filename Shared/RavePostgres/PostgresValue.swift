@@ -183,14 +183,15 @@ extension String: PostgresEncodable, PostgresDecodable {
 extension Array: PostgresEncodable where Element: PostgresArrayElement {
     /// `[UInt8]` is sent as `bytea`; other element types as a one-dimensional PostgreSQL array.
     public var postgresValue: PostgresValue? {
-        if let bytes = self as? [UInt8] { return PostgresValue(type: .bytea, bytes: bytes) }
+        // The element type, not the cast, decides: an empty array of any element type casts to [UInt8].
+        if Element.self == UInt8.self, let bytes = self as? [UInt8] { return PostgresValue(type: .bytea, bytes: bytes) }
         return PostgresArrayCoding.encode(self)
     }
 }
 
 extension Array: PostgresDecodable where Element: PostgresArrayElement {
     public init(postgresCell cell: PostgresCell) throws {
-        if cell.type == .bytea, let bytes = [UInt8](cell.bytes) as? Self {
+        if Element.self == UInt8.self, cell.type == .bytea, let bytes = [UInt8](cell.bytes) as? Self {
             self = bytes
             return
         }

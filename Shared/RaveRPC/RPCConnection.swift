@@ -19,16 +19,16 @@ public final class RPCConnection: RPCCaller, Sendable {
         self.channel = channel
     }
 
-    /// Connects, completes TLS and the protocol handshake.
+    /// Connects, completes TLS and the protocol handshake; on `loop` when given, else on the group's next loop.
     public static func connect(
         host: String, port: Int, tls: TLSContext?, serverName: String? = nil, group: EventLoopGroup,
-        logger: Logger = Logger(label: "rpc.client")
+        on loop: EventLoop? = nil, logger: Logger = Logger(label: "rpc.client")
     ) async throws(RPCError) -> RPCConnection {
         let handler = ClientConnectionHandler(logger: logger.with("peer", "\(host):\(port)"))
         let channel: Channel
         do {
             channel = try await Connector.connect(
-                to: host, port: port, in: group, tls: tls, serverName: serverName, handler: handler)
+                to: host, port: port, on: loop ?? group.next(), tls: tls, serverName: serverName, handler: handler)
         } catch {
             throw .unavailable("cannot connect to \(host):\(port): \(error)", notProcessed: true)
         }
@@ -84,20 +84,32 @@ public final class RPCConnection: RPCCaller, Sendable {
     ///
     /// For load generators and proxies that already live on the loop: no Task, continuation or thread
     /// hand-off per call. Must be called on `eventLoop`. The call fails with DEADLINE_EXCEEDED after
-    /// `options.timeout`, and with UNAVAILABLE if the connection closes first; it is not retried.
+    /// `options.timeout`, and with UNAVAILABLE if the connection closes first; it is not retried. Returns the
+    /// call's stream id, for `cancelStartedCall`.
+    @discardableResult
     public func startCall(
         method: String, request: [UInt8], options: CallOptions,
         completion: @escaping (Result<[UInt8], RPCError>) -> Void
-    ) {
+    ) -> UInt32 {
         precondition(eventLoop.isInLoop, "startCall must run on the connection's event loop")
+        let streamID = allocateStreamID()
         guard isUsable else {
             completion(.failure(.unavailable("the connection is closed or going away", notProcessed: true)))
-            return
+            return streamID
         }
         let outgoing = OutgoingCall(
-            streamID: allocateStreamID(), method: method, payload: request, timeout: options.timeout,
+            streamID: streamID, method: method, payload: request, timeout: options.timeout,
             metadata: options.metadata)
         handler.start(outgoing, cancellation: nil, completion: .callback(completion))
+        return streamID
+    }
+
+    /// Cancels a call of `startCall`; must be called on `eventLoop`.
+    ///
+    /// CANCEL goes to the server, and the completion gets CANCELLED if it has not run yet.
+    public func cancelStartedCall(streamID: UInt32) {
+        precondition(eventLoop.isInLoop, "cancelStartedCall must run on the connection's event loop")
+        handler.cancel(streamID: streamID, code: .cancelled)
     }
 
     /// Sends PING and returns the round trip time.

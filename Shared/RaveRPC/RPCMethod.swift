@@ -1,3 +1,5 @@
+import RaveTransport
+
 /// One routable method: its full name and a handler working on encoded messages.
 ///
 /// Generated code builds these from a service's handler protocol; the server routes by `name`.
@@ -13,6 +15,17 @@ public struct RPCMethod: Sendable {
         self.handler = handler
     }
 }
+
+/// Serves a call on the connection's event loop without a Task: for a proxy whose work is another call.
+///
+/// Runs on `loop`. Returns nil to decline (the server's async fallback then serves the call), else a function
+/// that cancels the call; `completion` must then run on `loop` once, possibly before this returns, and not at
+/// all once the server called the cancel function (it has answered the client itself).
+public typealias RPCLoopHandler =
+    @Sendable (
+        _ request: [UInt8], _ context: RequestContext, _ loop: EventLoop,
+        _ completion: @escaping (Result<[UInt8], RPCError>) -> Void
+    ) -> (() -> Void)?
 
 /// A service implementation the server can route to; generated handler protocols refine it.
 public protocol RPCService: Sendable {

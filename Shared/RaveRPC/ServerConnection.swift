@@ -26,6 +26,13 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         /// Armed only for calls still running at the end of the loop iteration that started them.
         var deadlineTimer: TimerHandle?
         var task: Task<Void, Never>?
+        /// Cancels a call served by the router's loop fallback (which runs no Task).
+        var cancelLoopCall: (() -> Void)?
+
+        func cancelWork() {
+            task?.cancel()
+            cancelLoopCall?()
+        }
     }
 
     let channel: Channel
@@ -113,7 +120,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     func channelInactive(_ channel: Channel, error: TransportError?) {
         state = .closed
         for (_, call) in calls {
-            call.task?.cancel()
+            call.cancelWork()
             if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
             // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
             router.observer.callFinished(
@@ -198,17 +205,22 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                     notProcessed: true))
             return
         }
-        guard let handler = router.methods[request.method] ?? router.fallback else {
+        let served = router.methods[request.method]
+        guard let handler = served ?? router.fallback else {
             reject(
                 streamID: streamID, method: request.method,
                 .unimplemented("method \"\(request.method)\" is not served here"))
             return
         }
         highestStreamID = max(highestStreamID, streamID)
-        start(streamID: streamID, request: request, handler: handler)
+        start(
+            streamID: streamID, request: request, handler: handler,
+            loopHandler: served == nil ? router.loopFallback : nil)
     }
 
-    private func start(streamID: UInt32, request: RpcV1.Request, handler: @escaping RPCMethod.Handler) {
+    private func start(
+        streamID: UInt32, request: RpcV1.Request, handler: @escaping RPCMethod.Handler, loopHandler: RPCLoopHandler?
+    ) {
         router.observer.callStarted(method: request.method)
         let now = monotonicNanoseconds()
         let timeout =
@@ -234,19 +246,27 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         // Preferring the loop keeps the handler on this thread: no wake-up of another thread to start the
         // call, none to hand the response back, and a fast handler finishes within this loop iteration.
         let executor: (any TaskExecutor)? = configuration.runsHandlersOnEventLoop ? loop : nil
+        if let loopHandler {
+            let finish = { [self] (result: Result<[UInt8], RPCError>) in
+                let response: RpcV1.Response
+                switch result {
+                case .success(let bytes): response = Self.success(bytes)
+                case .failure(let error): response = Self.failure(error, requestID: requestID, logger: context.logger)
+                }
+                finishCall(streamID: streamID, sequence: sequence, response: response)
+            }
+            if let cancel = loopHandler(payload, context, loop, finish) {
+                // The completion may already have run; then the call is gone and this does nothing.
+                calls[streamID]?.cancelLoopCall = cancel
+                return
+            }
+        }
         let task = Task(executorPreference: executor) { [self] in
             let response: RpcV1.Response
             do {
-                let result = try await handler(payload, context)
-                response = RpcV1.Response(code: .ok, message: "", details: [], notProcessed: false, payload: result)
+                response = Self.success(try await handler(payload, context))
             } catch {
-                let status = RPCError(mapping: error, requestID: requestID)
-                if status.code == .internal {
-                    context.logger.error("handler failed", [("error", String(describing: error))])
-                }
-                response = RpcV1.Response(
-                    code: status.code, message: status.message, details: status.details,
-                    notProcessed: status.notProcessed, payload: [])
+                response = Self.failure(error, requestID: requestID, logger: context.logger)
             }
             if loop.isInLoop {
                 finishCall(streamID: streamID, sequence: sequence, response: response)
@@ -255,6 +275,20 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             }
         }
         calls[streamID]?.task = task
+    }
+
+    private static func success(_ payload: [UInt8]) -> RpcV1.Response {
+        RpcV1.Response(code: .ok, message: "", details: [], notProcessed: false, payload: payload)
+    }
+
+    private static func failure(_ error: any Error, requestID: String, logger: Logger) -> RpcV1.Response {
+        let status = RPCError(mapping: error, requestID: requestID)
+        if status.code == .internal {
+            logger.error("handler failed", [("error", String(describing: error))])
+        }
+        return RpcV1.Response(
+            code: status.code, message: status.message, details: status.details,
+            notProcessed: status.notProcessed, payload: [])
     }
 
     /// Arms the call's deadline timer at the end of this loop iteration, if the call is still running then.
@@ -306,7 +340,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     private func cancelCall(streamID: UInt32, code: StatusCode, message: String) {
         guard let call = calls.removeValue(forKey: streamID) else { return }
-        call.task?.cancel()
+        call.cancelWork()
         if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
         complete(streamID: streamID, call: call, code: code, message: message) {
             RpcV1.Response(code: code, message: message, details: [], notProcessed: false, payload: []).protobufBytes()
@@ -416,7 +450,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         }
         state = .closed
         for (_, call) in calls {
-            call.task?.cancel()
+            call.cancelWork()
             if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
             // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
             router.observer.callFinished(

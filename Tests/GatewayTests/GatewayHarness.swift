@@ -114,6 +114,24 @@ func bearer(_ token: String, timeout: Duration = .seconds(5)) -> CallOptions {
     CallOptions(timeout: timeout, metadata: [MetadataKey.authorization: "Bearer \(token)"], maxRetries: 0)
 }
 
+/// Starts a 5-second echo through the gateway, cancels it on the client after 300 ms, and waits (up to 2.5 s)
+/// until the backend has seen the cancellation.
+func cancelALongCall(_ harness: GatewayHarness, _ connection: RPCConnection, options: CallOptions) async throws {
+    let call = Task {
+        try await connection.call(
+            method: "rave.echo.v1.Echo/EchoAfterDelay",
+            request: EchoV1.EchoAfterDelayRequest(payload: [1], delayMs: 5000).protobufBytes(), options: options)
+    }
+    try await Task.sleep(for: .milliseconds(300))
+    call.cancel()
+    _ = await call.result
+    var waited = 0
+    while harness.echo.cancelledCalls.load(ordering: .relaxed) == 0 && waited < 50 {
+        try await Task.sleep(for: .milliseconds(50))
+        waited += 1
+    }
+}
+
 /// Calls `method` and returns the error it fails with (nil on success).
 func failure(
     _ connection: RPCConnection, _ method: String, _ request: [UInt8] = [], options: CallOptions = CallOptions()

@@ -98,19 +98,7 @@ struct GatewayRoutingTests {
         let harness = try await GatewayHarness.start()
         let connection = try await harness.connect()
         let options = bearer(try harness.token(for: "user-1"), timeout: .seconds(10))
-        let call = Task {
-            try await connection.call(
-                method: "rave.echo.v1.Echo/EchoAfterDelay",
-                request: EchoV1.EchoAfterDelayRequest(payload: [1], delayMs: 5000).protobufBytes(), options: options)
-        }
-        try await Task.sleep(for: .milliseconds(300))
-        call.cancel()
-        _ = await call.result
-        var waited = 0
-        while harness.echo.cancelledCalls.load(ordering: .relaxed) == 0 && waited < 50 {
-            try await Task.sleep(for: .milliseconds(50))
-            waited += 1
-        }
+        try await cancelALongCall(harness, connection, options: options)
         #expect(harness.echo.cancelledCalls.load(ordering: .relaxed) == 1)
         connection.close()
         try await harness.stop()

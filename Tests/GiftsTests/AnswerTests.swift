@@ -22,6 +22,9 @@ struct AnswerTests {
             #expect(events.map(\.key) == [recipient.hex])
             let event = try GiftsV1.GiftAcceptedEvent(protobufBytes: try #require(events.first).payload)
             #expect(event.giftId == giftID && event.senderId == sender.hex && event.giftTypeKey == "life")
+            // Part of the payload is encoded by the accept's SQL: every field must still decode as sent.
+            #expect(event.appId == harness.app.hex && event.recipientId == recipient.hex)
+            #expect(event.acceptedAtUnixMs == accepted.gift?.respondedAtUnixMs)
             await #expect {
                 _ = try await harness.player.acceptGift(.init(giftId: giftID), context: harness.context(recipient))
             } throws: { hasStatus($0, .failedPrecondition) }

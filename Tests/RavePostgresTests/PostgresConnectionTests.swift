@@ -36,6 +36,22 @@ import Testing
         }
     }
 
+    @Test func emptyArraysAreArraysOfTheirElementTypeNotBytea() async throws {
+        // An empty array of any element type casts to [UInt8]; it must still go out as its own array type.
+        #expect([RaveID]().postgresValue?.type != [UInt8]().postgresValue?.type)
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            let rows = try await connection.query(
+                "SELECT cardinality($1::uuid[]) AS ids, cardinality($2::text[]) AS names, $1::uuid[] AS echoed",
+                [[RaveID](), [String]()])
+            let row = try #require(rows.first)
+            #expect(try row.decode(Int32.self, column: "ids") == 0)
+            #expect(try row.decode(Int32.self, column: "names") == 0)
+            #expect(try row.decode([RaveID].self, column: "echoed") == [])
+        }
+    }
+
     @Test func nullIntoNonOptionalNamesTheColumn() async throws {
         try await TestDatabase.with { database in
             let connection = try await database.connect()

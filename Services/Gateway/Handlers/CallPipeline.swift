@@ -21,6 +21,8 @@ final class CallPipeline: Sendable {
     let protection: Protection
     let adminCommonName: String
     let deadlineMargin: UInt64
+    /// Single calls served on the client connection's loop (`startProxy`), for tests and diagnostics.
+    let loopProxiedCalls = Atomic<Int>(0)
     /// Routes of the methods seen so far: parsing a method name allocates, a lookup does not.
     private let routes = Mutex<[String: MethodRoute]>([:])
     /// Bounds `routes` against clients inventing method names; beyond it names are parsed each time.
@@ -69,7 +71,7 @@ final class CallPipeline: Sendable {
     }
 
     /// The route of `method`, from the cache when it was seen before.
-    private func route(_ method: String) throws(RPCError) -> MethodRoute {
+    func route(_ method: String) throws(RPCError) -> MethodRoute {
         if let known = routes.withLock({ $0[method] }) { return known }
         let route = try MethodRoute(method: method)
         routes.withLock { routes in
@@ -109,17 +111,19 @@ final class CallPipeline: Sendable {
     }
 
     /// `caller` as a player call passes it on: scopes only the gateway grants are never trusted from a token.
-    private func playerCaller(_ caller: Caller, isAdmin: Bool) -> Caller {
+    func playerCaller(_ caller: Caller, isAdmin: Bool) -> Caller {
         var caller = caller
         caller.scopes.remove(Caller.serviceScope)
         if isAdmin { caller.scopes.insert(Caller.adminScope) } else { caller.scopes.remove(Caller.adminScope) }
         return caller
     }
 
-    private func forwardedMetadata(
+    func forwardedMetadata(
         _ incoming: [String: String], caller: Caller?, peer: PeerIdentity
     ) -> [String: String] {
-        var metadata = incoming.filter { !Self.strippedMetadata.contains($0.key) }
+        // Sized once for what is added below: growing a dictionary rehashes every key.
+        var metadata = [String: String](minimumCapacity: incoming.count + 5)
+        for (key, value) in incoming where !Self.strippedMetadata.contains(key) { metadata[key] = value }
         metadata[Self.clientAddressKey] = Self.host(of: peer.address)
         if let caller {
             metadata[MetadataKey.callerUserID] = caller.userID

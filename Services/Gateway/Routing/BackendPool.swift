@@ -9,11 +9,14 @@ import Synchronization
 final class Backend: Sendable {
     let address: SocketAddress
     let client: RPCClient
+    /// Connections per event loop for single calls proxied on the client's loop; nil in pools built by hand.
+    let loopConnections: LoopConnections?
     private let healthy = Atomic<Bool>(true)
 
-    init(address: SocketAddress, client: RPCClient) {
+    init(address: SocketAddress, client: RPCClient, loopConnections: LoopConnections? = nil) {
         self.address = address
         self.client = client
+        self.loopConnections = loopConnections
     }
 
     /// False after a failed health check or an UNAVAILABLE call, until a health check succeeds.
@@ -69,11 +72,14 @@ final class BackendDirectory: Service {
             pools[service] = BackendPool(
                 service: service,
                 backends: addresses.map { address in
-                    Backend(
+                    let logger = logger.with("backend", "\(service)@\(address)")
+                    return Backend(
                         address: address,
                         client: RPCClient(
                             host: address.host, port: address.port, tls: tls, group: group,
-                            configuration: configuration, logger: logger.with("backend", "\(service)@\(address)")))
+                            configuration: configuration, logger: logger),
+                        loopConnections: LoopConnections(
+                            host: address.host, port: address.port, tls: tls, group: group, logger: logger))
                 })
         }
         self.pools = pools
@@ -116,7 +122,10 @@ final class BackendDirectory: Service {
             await latch.sleep(for: interval)
         }
         for pool in pools.values {
-            for backend in pool.backends { backend.client.close() }
+            for backend in pool.backends {
+                backend.client.close()
+                backend.loopConnections?.close()
+            }
         }
     }
 

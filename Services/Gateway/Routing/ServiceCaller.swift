@@ -10,10 +10,18 @@ struct ServiceCaller: RPCCaller {
     var maxAttempts = 3
 
     func call(method: String, request: [UInt8], options: CallOptions) async throws(RPCError) -> [UInt8] {
+        try await call(method: method, request: request, options: options, after: nil)
+    }
+
+    /// Like `call`, continuing after a first attempt made elsewhere (the loop proxy's) failed not processed.
+    func call(
+        method: String, request: [UInt8], options: CallOptions, after failed: (index: Int, error: RPCError)?
+    ) async throws(RPCError) -> [UInt8] {
         let deadline = monotonicNanoseconds() &+ options.timeout.wholeNanoseconds
-        var tried: Set<Int> = []
-        var lastError = RPCError.unavailable("no backend of \(pool.service) is healthy", notProcessed: true)
-        for _ in 0..<maxAttempts {
+        var tried: Set<Int> = failed.map { [$0.index] } ?? []
+        var lastError =
+            failed?.error ?? RPCError.unavailable("no backend of \(pool.service) is healthy", notProcessed: true)
+        for _ in 0..<(maxAttempts - tried.count) {
             if tried.count == pool.backends.count { tried.removeAll() }
             guard let (index, backend) = pool.choose(excluding: tried) else { break }
             tried.insert(index)

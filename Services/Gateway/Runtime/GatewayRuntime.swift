@@ -96,7 +96,10 @@ final class GatewayRuntime: Sendable {
                 configuration: rpcConfiguration,
                 services: [GatewayHandler(pipeline: pipeline)], tls: serverTLS, group: group,
                 logger: logger.with("component", "rpc"), observer: RPCMetrics(registry: metrics),
-                fallback: { request, context in try await pipeline.proxy(request: request, context: context) })
+                fallback: { request, context in try await pipeline.proxy(request: request, context: context) },
+                loopFallback: { request, context, loop, completion in
+                    pipeline.startProxy(request: request, context: context, loop: loop, completion: completion)
+                })
             let rpc = RPCServerService(server: server)
             try rpc.bind()
             self.serverTLS = serverTLS

@@ -56,7 +56,7 @@ extension PlayerHandlers {
             // Contacts who already play get a normal gift now; the rest wait for their provider link.
             let players = kept.filter { $0.player != nil }
             let sent = try await service.gifts.send(
-                type, from: player.userID, senderName: name, to: players.compactMap(\.player), in: transaction)
+                type, from: player.userID, senderName: name, to: players.compactMap(\.player), on: transaction)
             try await service.shares.markDelivered(
                 zip(players, sent).compactMap { candidate, gift in attached[candidate.invitation].map { ($0, gift) } },
                 in: transaction)

@@ -34,30 +34,50 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
         let call = IdempotentCall(
             sender: player.userID, operation: .sendGifts, key: idempotencyKey,
             fingerprint: IdempotentCalls.fingerprint(giftTypeKey: key, recipients: request.recipientIds))
-        // The three lookups are independent; run together, a send waits for the slowest, not their sum.
-        async let stored = storedResponse(of: call, as: GiftsV1.SendGiftsResponse.self)
-        async let foundType = service.types.find(key, appID: player.appID)
+        // The peers' screening and the database lookup (type and stored result, one statement) are independent;
+        // run together, a send waits for the slower, not their sum.
         async let screened = service.screen(recipients, sender: player.userID, appID: player.appID)
-        if let stored = try await stored { return stored }
-        let type = try await foundType
+        let (foundType, stored) = try await service.types.find(key, appID: player.appID, storedResultOf: call)
+        if let stored {
+            var response = try GiftsV1.SendGiftsResponse(protobufBytes: stored)
+            response.replayed = true
+            return response
+        }
+        guard let type = foundType else { throw GiftsError.unknownGiftType(key) }
         let screening = try await screened
         do {
+            // Without a daily limit the send is one statement (gifts, events and idempotency record together);
+            // with one, the counter's upsert decides first how many of them go, in the same transaction.
+            guard type.dailyLimitPerSender > 0 else {
+                return try await send(
+                    type, request, screening, allowed: screening.eligible.count, call, on: service.pool)
+            }
             return try await service.pool.transaction { transaction in
                 let allowed = try await service.gifts.allowance(
                     of: player.userID, for: type, wanted: screening.eligible.count, in: transaction)
-                let sending = screening.eligible.prefix(allowed)
-                let giftIDs = try await service.gifts.send(
-                    type, from: player.userID, senderName: screening.senderName, to: sending.map(\.user),
-                    in: transaction)
-                let response = GiftsV1.SendGiftsResponse(
-                    results: Self.results(
-                        request.recipientIds, screening: screening, sent: Array(sending), ids: giftIDs))
-                try await record(call, response: response.protobufBytes(), in: transaction)
-                return response
+                return try await send(type, request, screening, allowed: allowed, call, on: transaction)
             }
         } catch let error as GiftsError where error == .concurrentReplay {
             return try await replayAfterRace(call, as: GiftsV1.SendGiftsResponse.self)
         }
+    }
+
+    /// Sends to the first `allowed` eligible recipients and records the response under the call's key.
+    private func send(
+        _ type: GiftTypeRecord, _ request: GiftsV1.SendGiftsRequest, _ screening: GiftsService.Screening,
+        allowed: Int, _ call: IdempotentCall, on database: some PostgresQueryable
+    ) async throws -> GiftsV1.SendGiftsResponse {
+        let sending = Array(screening.eligible.prefix(allowed))
+        let giftIDs = sending.map { _ in RaveID.random() }
+        let response = GiftsV1.SendGiftsResponse(
+            results: Self.results(request.recipientIds, screening: screening, sent: sending, ids: giftIDs))
+        try await service.gifts.send(
+            type, from: call.sender, senderName: screening.senderName, to: sending.map(\.user), giftIDs: giftIDs,
+            recording: .init(
+                operation: call.operation, key: call.key, fingerprint: call.fingerprint,
+                response: response.protobufBytes()),
+            on: database)
+        return response
     }
 
     func listGifts(
@@ -116,13 +136,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
         return results
     }
 
-    /// One call made with an idempotency key.
-    struct IdempotentCall: Sendable {
-        var sender: RaveID
-        var operation: IdempotentCalls.Operation
-        var key: String
-        var fingerprint: [UInt8]
-    }
+    typealias IdempotentCall = IdempotentCalls.Call
 
     func storedResponse<Response: ReplayableResponse>(
         of call: IdempotentCall, as type: Response.Type

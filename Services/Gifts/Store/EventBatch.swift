@@ -2,12 +2,13 @@ import RaveEvents
 import RaveOutbox
 import RavePostgres
 
-/// Publishes many events of one topic in one round trip, for a send to 20 players.
+/// Publishes many events of one topic in one round trip, for a request to 20 players.
 ///
 /// `EventOutbox.publish` writes one row and one NOTIFY per event, so 20 events cost 40 round trips inside the
-/// send's transaction. This writes the same `outbox_events` rows (same columns, ids in order, so per-key order
+/// request's transaction. This writes the same `outbox_events` rows (same columns, ids in order, so per-key order
 /// holds) with one `INSERT … SELECT unnest` and one NOTIFY. It belongs in RaveEvents as an `EventOutbox.publish`
-/// overload; until it moves there, it lives here and single events still go through `EventOutbox.publish`.
+/// overload; until it moves there, it lives here and single events still go through `EventOutbox.publish`. (Sends
+/// write their events in the send's own statement, `GiftStore.send`.)
 enum EventBatch {
     private static let insert = PostgresStatement(
         name: "gifts_outbox_insert_many",

@@ -1,5 +1,6 @@
 import RaveEvents
 import RaveMessages
+import RaveOutbox
 import RavePostgres
 
 /// Gifts: sending (inside a caller's transaction, with the daily limit and the received events), listing, and the
@@ -13,12 +14,29 @@ struct GiftStore: Sendable {
             g.expires_at <= now() AS expired, t.key AS type_key, t.name AS type_name, t.image_url
         FROM gifts g JOIN gift_types t ON t.id = g.gift_type_id
         """
+    /// A whole send in one statement.
+    ///
+    /// The gifts, one "gifts.gift_received" outbox row per gift (ids in order, so per-key order holds), the
+    /// idempotency record when there is one, and the outbox's NOTIFY. A taken idempotency key fails the
+    /// statement on the primary key, so nothing of it takes effect.
     private static let insertGifts = PostgresStatement(
-        name: "gifts_insert",
+        name: "gifts_send",
         sql: """
-            INSERT INTO gifts (id, app_id, gift_type_id, sender_id, recipient_id, sent_at, expires_at, request_id)
-            SELECT sent.id, $1, $2, $3, sent.recipient_id, $4::timestamptz, $5::timestamptz, $6::uuid
-            FROM unnest($7::uuid[], $8::uuid[]) AS sent (id, recipient_id)
+            WITH sent AS (
+                INSERT INTO gifts (id, app_id, gift_type_id, sender_id, recipient_id, sent_at, expires_at, request_id)
+                SELECT s.id, $1, $2, $3, s.recipient_id, $4::timestamptz, $5::timestamptz, $6::uuid
+                FROM unnest($7::uuid[], $8::uuid[]) AS s (id, recipient_id)
+            ), events AS (
+                INSERT INTO outbox_events (event_id, topic, key, payload)
+                SELECT e.event_id, $9, e.key, decode(e.payload, 'hex')
+                FROM unnest($10::uuid[], $11::text[], $12::text[]) WITH ORDINALITY
+                    AS e (event_id, key, payload, position)
+                ORDER BY e.position
+            ), recorded AS (
+                INSERT INTO idempotent_calls (sender_id, operation, idempotency_key, fingerprint, response)
+                SELECT $3, $13, $14, $15, $16 WHERE $13::text IS NOT NULL
+            )
+            SELECT pg_notify('\(Outbox.channel)', '') WHERE cardinality($7::uuid[]) > 0
             """)
     /// Counts `$3` more sends against the limit `$4` under the row lock, and says how many of them fit.
     private static let countDailySends = PostgresStatement(
@@ -47,16 +65,44 @@ struct GiftStore: Sendable {
                 AND (g.sent_at, g.id) < ($4, $5)
             ORDER BY g.sent_at DESC, g.id DESC LIMIT $3
             """)
-    /// The recipient's answer: only while pending, and accepting only before expiry.
-    private static let answer = PostgresStatement(
-        name: "gifts_answer",
+    private static let answered = """
+        g.id, g.sender_id, g.recipient_id, g.state, g.sent_at, g.expires_at, g.responded_at, g.request_id,
+        false AS expired, t.key AS type_key, t.name AS type_name, t.image_url
+        """
+    /// The recipient's rejection: only while pending.
+    private static let reject = PostgresStatement(
+        name: "gifts_reject",
         sql: """
-            UPDATE gifts g SET state = $4, responded_at = now()
+            UPDATE gifts g SET state = 2, responded_at = now()
             FROM gift_types t
-            WHERE g.id = $1 AND g.app_id = $2 AND g.recipient_id = $3 AND g.state = 0
-                AND ($4 <> 1 OR g.expires_at > now()) AND t.id = g.gift_type_id
-            RETURNING g.id, g.sender_id, g.recipient_id, g.state, g.sent_at, g.expires_at, g.responded_at,
-                g.request_id, false AS expired, t.key AS type_key, t.name AS type_name, t.image_url
+            WHERE g.id = $1 AND g.app_id = $2 AND g.recipient_id = $3 AND g.state = 0 AND t.id = g.gift_type_id
+            RETURNING \(answered)
+            """)
+    /// The recipient's acceptance with its "gifts.gift_accepted" outbox row and NOTIFY, in one statement: only
+    /// while pending and before expiry (by the database clock).
+    ///
+    /// The event's payload is the caller's encoding of the fields it knows (`$8`: gift, app, recipient, time)
+    /// followed by fields 4 (sender id, 32 hex digits) and 5 (type key) encoded here from the updated row.
+    /// Protocol buffers merge concatenated encodings, so consumers decode one GiftAcceptedEvent.
+    private static let accept = PostgresStatement(
+        name: "gifts_accept",
+        sql: """
+            WITH accepted AS (
+                UPDATE gifts g SET state = 1, responded_at = $4
+                FROM gift_types t
+                WHERE g.id = $1 AND g.app_id = $2 AND g.recipient_id = $3 AND g.state = 0 AND g.expires_at > now()
+                    AND t.id = g.gift_type_id
+                RETURNING \(answered)
+            ), event AS (
+                INSERT INTO outbox_events (event_id, topic, key, payload)
+                SELECT $5, $6, $7, $8 || '\\x2220'::bytea || convert_to(replace(a.sender_id::text, '-', ''), 'UTF8')
+                    || '\\x2a'::bytea
+                    || CASE WHEN k.length < 128 THEN set_byte('\\x00'::bytea, 0, k.length)
+                        ELSE set_byte(set_byte('\\x0000'::bytea, 0, k.length % 128 + 128), 1, k.length / 128) END
+                    || convert_to(a.type_key, 'UTF8')
+                FROM accepted a, LATERAL (SELECT octet_length(a.type_key) AS length) k
+            )
+            SELECT a.*, pg_notify('\(Outbox.channel)', '') AS notified FROM accepted a
             """)
 
     // MARK: - Sending
@@ -75,28 +121,67 @@ struct GiftStore: Sendable {
         return try rows.first.map { Int(try $0.decode(Int32.self, column: "granted")) } ?? 0
     }
 
-    /// Inserts one gift per recipient and publishes a "gifts.gift_received" event for each; returns the gift ids
-    /// in recipient order.
+    /// Inserts one gift per recipient and publishes a "gifts.gift_received" event for each, in one statement on
+    /// `database` (a transaction, or the pool for a send that is a transaction by itself); returns the gift ids in
+    /// recipient order.
+    ///
+    /// `giftIDs` (one per recipient, random by default) lets a caller build its response before the send, so that
+    /// `record` (the idempotency record holding that response) commits with the gifts. When another call holds
+    /// the record's key, the send fails with `concurrentReplay` and none of it takes effect.
+    @discardableResult
     func send(
         _ type: GiftTypeRecord, from sender: RaveID, senderName: String, to recipients: [RaveID],
-        grantingRequest requestID: RaveID? = nil, in transaction: PostgresTransaction
+        giftIDs chosenIDs: [RaveID]? = nil, grantingRequest requestID: RaveID? = nil,
+        recording record: IdempotentCalls.Record? = nil, on database: some PostgresQueryable
     ) async throws -> [RaveID] {
-        guard !recipients.isEmpty else { return [] }
-        let giftIDs = recipients.map { _ in RaveID.random() }
+        // RavePostgres encodes an empty array as an empty bytea (`[] as? [UInt8]` succeeds), which a `uuid[]`
+        // parameter rejects; a send to nobody only records its result.
+        guard !recipients.isEmpty else {
+            if let record, try await !IdempotentCalls.record(record, sender: sender, on: database) {
+                throw GiftsError.concurrentReplay
+            }
+            return []
+        }
+        let giftIDs = chosenIDs ?? recipients.map { _ in RaveID.random() }
+        precondition(giftIDs.count == recipients.count, "one gift id per recipient")
         let sentAt = PostgresTimestamp.now()
         let expiresAt = PostgresTimestamp(
             microsecondsSinceEpoch: sentAt.microsecondsSinceEpoch + type.expirySeconds * 1_000_000)
-        try await transaction.execute(
-            Self.insertGifts, [type.appID, type.id, sender, sentAt, expiresAt, requestID, giftIDs, recipients])
-        let events = zip(giftIDs, recipients).map { giftID, recipient in
-            let event = GiftsV1.GiftReceivedEvent(
+        let payloads = zip(giftIDs, recipients).map { giftID, recipient in
+            GiftsV1.GiftReceivedEvent(
                 giftId: giftID.hex, appId: type.appID.hex, recipientId: recipient.hex, senderId: sender.hex,
                 senderDisplayName: senderName, giftTypeKey: type.key, giftTypeName: type.name,
-                sentAtUnixMs: sentAt.unixMilliseconds, expiresAtUnixMs: expiresAt.unixMilliseconds)
-            return (key: recipient.hex, payload: event.protobufBytes())
+                sentAtUnixMs: sentAt.unixMilliseconds, expiresAtUnixMs: expiresAt.unixMilliseconds
+            ).protobufBytes()
         }
-        try await EventBatch.publish(in: transaction, topic: EventTopic.giftReceived, events: events)
+        do {
+            _ = try await database.execute(
+                Self.insertGifts,
+                [
+                    type.appID, type.id, sender, sentAt, expiresAt, requestID, giftIDs, recipients,
+                    EventTopic.giftReceived, recipients.map { _ in RaveID.random() }, recipients.map(\.hex),
+                    payloads.map(Self.hexadecimal), record?.operation.rawValue, record?.key, record?.fingerprint,
+                    record?.response,
+                ])
+        } catch let error as PostgresError
+            where error.sqlState == "23505" && error.constraint == "idempotent_calls_pkey"
+        {
+            throw GiftsError.concurrentReplay
+        }
         return giftIDs
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// bytea arrays have no binary encoder, so payloads travel as hex text (~150 bytes an event, cheap).
+    private static func hexadecimal(_ bytes: [UInt8]) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { buffer in
+            for (index, byte) in bytes.enumerated() {
+                buffer[index * 2] = hexDigits[Int(byte >> 4)]
+                buffer[index * 2 + 1] = hexDigits[Int(byte & 0x0F)]
+            }
+            return bytes.count * 2
+        }
     }
 
     // MARK: - Reading
@@ -129,24 +214,25 @@ struct GiftStore: Sendable {
 
     // MARK: - Answering
 
-    /// Accepts (and publishes "gifts.gift_accepted") or rejects a gift; the reasons a gift cannot be answered
-    /// come back as their statuses.
+    /// Accepts (and publishes "gifts.gift_accepted") or rejects a gift, each in one statement; the reasons a gift
+    /// cannot be answered come back as their statuses.
     func answer(_ id: RaveID, accept: Bool, recipient: RaveID, appID: RaveID) async throws -> GiftsV1.Gift {
-        let state: Int32 = accept ? 1 : 2
-        let answered = try await pool.transaction { transaction -> GiftsV1.Gift? in
-            guard let row = try await transaction.execute(Self.answer, [id, appID, recipient, state]).first else {
-                return nil
-            }
-            let gift = try Self.gift(row)
-            if accept {
-                let event = GiftsV1.GiftAcceptedEvent(
-                    giftId: gift.giftId, appId: appID.hex, recipientId: gift.recipientId, senderId: gift.senderId,
-                    giftTypeKey: gift.giftTypeKey, acceptedAtUnixMs: gift.respondedAtUnixMs)
-                try await EventOutbox.publish(
-                    in: transaction, topic: EventTopic.giftAccepted, key: recipient.hex,
-                    payload: event.protobufBytes())
-            }
-            return gift
+        let answered: GiftsV1.Gift?
+        if accept {
+            // The application's clock stamps the answer (as it stamps sends), so the event can be encoded here.
+            let acceptedAt = PostgresTimestamp.now()
+            let known = GiftsV1.GiftAcceptedEvent(
+                giftId: id.hex, appId: appID.hex, recipientId: recipient.hex,
+                acceptedAtUnixMs: acceptedAt.unixMilliseconds)
+            answered = try await pool.execute(
+                Self.accept,
+                [
+                    id, appID, recipient, acceptedAt, RaveID.random(), EventTopic.giftAccepted, recipient.hex,
+                    known.protobufBytes(),
+                ]
+            ).first.map(Self.gift)
+        } else {
+            answered = try await pool.execute(Self.reject, [id, appID, recipient]).first.map(Self.gift)
         }
         if let answered { return answered }
         // Nothing changed: say why, from the gift as it is now.

@@ -44,6 +44,16 @@ struct GiftTypeStore: Sendable {
     private static let selectAll = PostgresStatement(
         name: "gifts_type_all", sql: "SELECT \(columns) FROM gift_types WHERE app_id = $1 ORDER BY key")
 
+    /// What a send looks up first, in one round trip: the named type and the stored result of the call's key.
+    private static let selectForCall = PostgresStatement(
+        name: "gifts_type_for_call",
+        sql: """
+            SELECT \(columns), c.fingerprint, c.response
+            FROM (VALUES (0)) AS call (unused)
+            LEFT JOIN gift_types t ON t.app_id = $1 AND t.key = $2
+            LEFT JOIN idempotent_calls c ON c.sender_id = $3 AND c.operation = $4 AND c.idempotency_key = $5
+            """)
+
     /// ALREADY_EXISTS when the application has a type with this key.
     func create(_ type: GiftsV1.GiftType, appID: RaveID) async throws -> GiftTypeRecord {
         let rows = try await pool.execute(Self.insert, try Self.parameters(type, appID: appID))
@@ -65,6 +75,20 @@ struct GiftTypeStore: Sendable {
             throw GiftsError.unknownGiftType(key)
         }
         return try Self.record(row)
+    }
+
+    /// The type named by `key` (nil when unknown) and the stored first result of `call`'s idempotency key (nil
+    /// when the key is new; FAILED_PRECONDITION when it was used for different content).
+    func find(
+        _ key: String, appID: RaveID, storedResultOf call: IdempotentCalls.Call
+    ) async throws -> (type: GiftTypeRecord?, stored: [UInt8]?) {
+        let rows = try await pool.execute(
+            Self.selectForCall, [appID, key, call.sender, call.operation.rawValue, call.key])
+        guard let row = rows.first else { return (nil, nil) }
+        let type = try row.decode(Int64?.self, column: "id") == nil ? nil : try Self.record(row)
+        guard let fingerprint = try row.decode([UInt8]?.self, column: "fingerprint") else { return (type, nil) }
+        try call.requireSameContent(as: fingerprint)
+        return (type, try row.decode([UInt8].self, column: "response"))
     }
 
     func all(appID: RaveID) async throws -> [GiftTypeRecord] {

@@ -14,6 +14,30 @@ struct IdempotentCalls: Sendable {
         case requestGifts = "request_gifts"
     }
 
+    /// One call made with an idempotency key.
+    struct Call: Sendable {
+        var sender: RaveID
+        var operation: Operation
+        var key: String
+        var fingerprint: [UInt8]
+
+        /// FAILED_PRECONDITION unless `stored` (the fingerprint recorded under this key) is this call's.
+        func requireSameContent(as stored: [UInt8]) throws(GiftsError) {
+            guard stored == fingerprint else {
+                throw .failedPrecondition(
+                    "idempotency key \"\(key)\" was already used for a different call; use a new key for new content")
+            }
+        }
+    }
+
+    /// A call's first result, ready to be written with the call's own changes (by the same sender).
+    struct Record: Sendable {
+        var operation: Operation
+        var key: String
+        var fingerprint: [UInt8]
+        var response: [UInt8]
+    }
+
     private static let select = PostgresStatement(
         name: "gifts_idempotent_select",
         sql: """
@@ -35,10 +59,8 @@ struct IdempotentCalls: Sendable {
         guard let row = try await pool.execute(Self.select, [sender, operation.rawValue, key]).first else {
             return nil
         }
-        guard try row.decode([UInt8].self, column: "fingerprint") == fingerprint else {
-            throw GiftsError.failedPrecondition(
-                "idempotency key \"\(key)\" was already used for a different call; use a new key for new content")
-        }
+        try Call(sender: sender, operation: operation, key: key, fingerprint: fingerprint)
+            .requireSameContent(as: try row.decode([UInt8].self, column: "fingerprint"))
         return try row.decode([UInt8].self, column: "response")
     }
 
@@ -49,6 +71,13 @@ struct IdempotentCalls: Sendable {
         in transaction: PostgresTransaction
     ) async throws -> Bool {
         try await !transaction.execute(Self.insert, [sender, operation.rawValue, key, fingerprint, response]).isEmpty
+    }
+
+    /// Records `record` on `database`; false when a concurrent call with the same key won.
+    static func record(_ record: Record, sender: RaveID, on database: some PostgresQueryable) async throws -> Bool {
+        try await !database.execute(
+            insert, [sender, record.operation.rawValue, record.key, record.fingerprint, record.response]
+        ).isEmpty
     }
 
     /// The bytes that identify a call's content: its gift type and recipients, in order.

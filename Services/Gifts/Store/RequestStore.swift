@@ -118,7 +118,7 @@ struct RequestStore: Sendable {
                     "the daily limit of \(type.dailyLimitPerSender) \"\(type.key)\" gifts is reached; try tomorrow")
             }
             let sent = try await gifts.send(
-                type, from: granter, senderName: granterName, to: [requester], grantingRequest: id, in: transaction)
+                type, from: granter, senderName: granterName, to: [requester], grantingRequest: id, on: transaction)
             try await transaction.execute(Self.markGranted, [id, sent[0]])
             return sent[0]
         }

@@ -1,0 +1,145 @@
+import RaveRPC
+import RaveTransport
+import Synchronization
+
+extension CallPipeline {
+    /// Serves a single call on the client connection's event loop, over a backend connection of the same loop:
+    /// no Task, continuation or thread hand-off per call (the RPC server's loop fallback).
+    ///
+    /// Only the common case goes this way: a player call whose token and user are cached, or an anonymous call,
+    /// to a healthy backend with a connection on this loop. Anything else returns nil before any side effect and
+    /// takes `proxy`, which decides it with the same checks in the same order.
+    func startProxy(
+        request: [UInt8], context: RequestContext, loop: EventLoop,
+        completion: @escaping (Result<[UInt8], RPCError>) -> Void
+    ) -> (() -> Void)? {
+        guard let route = try? route(context.method), let pool = pools[route.service] else { return nil }
+        let caller: Caller?
+        switch route.access {
+        case .anonymous:
+            caller = nil
+        case .player:
+            guard let authorization = context.metadata[MetadataKey.authorization],
+                let cached = authenticator.cachedCaller(authorization: authorization)
+            else { return nil }
+            caller = playerCaller(cached, isAdmin: context.peer.certificateCommonName == adminCommonName)
+        case .login, .admin:
+            return nil
+        }
+        guard let (index, backend) = pool.choose(), let connection = backend.loopConnections?.connection(on: loop)
+        else { return nil }
+
+        do throws(RPCError) {
+            try protection.admit(context: context, calls: 1)
+        } catch {
+            completion(.failure(error))
+            return {}
+        }
+        let deadline: UInt64
+        do throws(RPCError) {
+            try protection.checkSize(request.count, method: context.method)
+            if let caller, !caller.userID.isEmpty { try protection.users.charge(caller.userID, cost: 1) }
+            guard context.deadline > monotonicNanoseconds() &+ deadlineMargin else {
+                throw RPCError(.deadlineExceeded, "too little time was left to call \(route.service)")
+            }
+            deadline = context.deadline - deadlineMargin
+        } catch {
+            protection.release()
+            completion(.failure(error))
+            return {}
+        }
+        let call = ProxiedCall(
+            pool: pool, protection: protection, loop: loop, method: context.method, request: request,
+            metadata: forwardedMetadata(context.metadata, caller: caller, peer: context.peer), deadline: deadline,
+            completion: completion)
+        loopProxiedCalls.wrappingAdd(1, ordering: .relaxed)
+        call.start(on: connection, backendIndex: index, backend: backend)
+        return { call.cancel() }
+    }
+}
+
+/// One call proxied by `startProxy`: the attempt on the loop's backend connection, and when that fails not
+/// processed, the further attempts of `ServiceCaller` (in a Task, as for any call).
+private final class ProxiedCall: @unchecked Sendable {
+    // @unchecked: the mutable fields are touched only on `loop`; the retry Task reads `let`s and comes back
+    // through `loop.execute`.
+
+    private let pool: BackendPool
+    private let protection: Protection
+    private let loop: EventLoop
+    private let method: String
+    private let request: [UInt8]
+    private let metadata: [String: String]
+    private let deadline: UInt64
+    private let completion: (Result<[UInt8], RPCError>) -> Void
+    private var cancelled = false
+    private var attempt: (connection: RPCConnection, streamID: UInt32)?
+    private var retry: Task<Void, Never>?
+
+    init(
+        pool: BackendPool, protection: Protection, loop: EventLoop, method: String, request: [UInt8],
+        metadata: [String: String], deadline: UInt64, completion: @escaping (Result<[UInt8], RPCError>) -> Void
+    ) {
+        self.pool = pool
+        self.protection = protection
+        self.loop = loop
+        self.method = method
+        self.request = request
+        self.metadata = metadata
+        self.deadline = deadline
+        self.completion = completion
+    }
+
+    func start(on connection: RPCConnection, backendIndex: Int, backend: Backend) {
+        let now = monotonicNanoseconds()
+        let options = CallOptions(
+            timeout: .nanoseconds(Int64(deadline > now ? deadline - now : 0)), metadata: metadata, maxRetries: 0)
+        var answered = false
+        let streamID = connection.startCall(method: method, request: request, options: options) { [self] result in
+            answered = true
+            attempt = nil
+            guard !cancelled else { return }
+            if case .failure(let error) = result, error.notProcessed {
+                if error.code == .unavailable { backend.markHealthy(false) }
+                retry(after: (backendIndex, error))
+            } else {
+                finish(result)
+            }
+        }
+        if !answered { attempt = (connection, streamID) }
+    }
+
+    /// Called by the server when the client cancelled or the deadline passed; it answers the client itself.
+    func cancel() {
+        guard !cancelled else { return }
+        cancelled = true
+        protection.release()
+        if let attempt { attempt.connection.cancelStartedCall(streamID: attempt.streamID) }
+        retry?.cancel()
+    }
+
+    private func retry(after failed: (index: Int, error: RPCError)) {
+        let now = monotonicNanoseconds()
+        let options = CallOptions(
+            timeout: .nanoseconds(Int64(deadline > now ? deadline - now : 0)), metadata: metadata, maxRetries: 0)
+        retry = Task { [self] in
+            let result: Result<[UInt8], RPCError>
+            do throws(RPCError) {
+                result = .success(
+                    try await ServiceCaller(pool: pool).call(
+                        method: method, request: request, options: options, after: failed))
+            } catch {
+                result = .failure(error)
+            }
+            loop.execute { [self] in
+                guard !cancelled else { return }
+                finish(result)
+            }
+        }
+    }
+
+    private func finish(_ result: Result<[UInt8], RPCError>) {
+        protection.release()
+        completion(result)
+    }
+}
