@@ -66,6 +66,13 @@ final class StackProcess: @unchecked Sendable {
 
     var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
 
+    /// How the process ended ("status 78", "signal 11"), for failure messages.
+    var exitDescription: String {
+        guard let process = lock.withLock({ self.process }), !process.isRunning else { return "still running" }
+        let kind = process.terminationReason == .uncaughtSignal ? "signal" : "status"
+        return "\(kind) \(process.terminationStatus)"
+    }
+
     /// The last `lines` lines of the log, for failure messages.
     func logTail(_ lines: Int = 30) -> String {
         let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
@@ -77,7 +84,9 @@ final class StackProcess: @unchecked Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while clock.now < deadline {
-            guard isRunning else { throw StackError("\(name) exited during start-up:\n\(logTail())") }
+            guard isRunning else {
+                throw StackError("\(name) exited during start-up (\(exitDescription)):\n\(logTail())")
+            }
             if await Self.isReady(adminPort: adminPort) { return }
             try await Task.sleep(for: .milliseconds(100))
         }
