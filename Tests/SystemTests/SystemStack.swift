@@ -135,9 +135,16 @@ final class SystemStack: @unchecked Sendable {
             group: Self.group)
     }
 
+    /// Starts the services, then the gateway once they serve, as a deployment's start order would: a gateway
+    /// that finds its backends refusing connections marks them unhealthy and its clients back off before
+    /// reconnecting, so the first calls of a test would see UNAVAILABLE for a while.
     private func startAll() async throws {
-        for process in processes.values { try process.start() }
-        for process in processes.values { try await process.waitUntilReady() }
+        let services = processes.filter { $0.key != "gateway" }.values
+        for process in services { try process.start() }
+        for process in services { try await process.waitUntilReady() }
+        guard let gateway = processes["gateway"] else { return }
+        try gateway.start()
+        try await gateway.waitUntilReady()
     }
 
     /// Kills `name` with SIGKILL and starts it again after `pause`, as a supervisor would; returns once it is ready.
