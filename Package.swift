@@ -270,8 +270,7 @@ let package = Package(
                 "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres", "RaveTransport", "RaveAuth",
                 "COpenSSL",
             ],
-            path: "Tests/SystemTests",
-            resources: [.copy("Fixtures")]
+            path: "Tests/SystemTests"
         ),
         .testTarget(
             name: "GiftsTests",

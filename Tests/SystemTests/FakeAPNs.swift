@@ -4,8 +4,8 @@ import Foundation
 import Glibc
 #endif
 
-/// A local APNs (Fixtures/fake_provider.py, on Debian's python3-h2) that the stack's push service delivers to:
-/// its own certificate, which push trusts through RAVE_PUSH_CA_FILE, and a log of every request it answered.
+/// A local APNs (PushTests' Fixtures/fake_provider.py, on Debian's python3-h2) that the stack's push service
+/// delivers to: its own certificate, which push trusts through RAVE_PUSH_CA_FILE, and a log of every request it answered.
 final class FakeAPNs: @unchecked Sendable {
     // @unchecked: every property is set once in init; Process is only signalled and waited for afterwards.
     let baseURL: String
@@ -35,10 +35,9 @@ final class FakeAPNs: @unchecked Sendable {
         certificate = directory.appendingPathComponent("apns-server.pem").path
         signingKey = directory.appendingPathComponent("apns-key.pem").path
         logFile = directory.appendingPathComponent("apns-requests.jsonl")
-        guard let fixtures = Bundle.module.url(forResource: "Fixtures", withExtension: nil) else {
-            throw StackError("the Fixtures resource is missing")
-        }
-        let script = fixtures.appendingPathComponent("fake_provider.py")
+        // PushTests' fake provider, from the source tree: one script plays APNs for both test targets.
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../PushTests/Fixtures/fake_provider.py").standardizedFileURL
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [

@@ -111,6 +111,7 @@ class Connection:
         headers, body = self.streams.pop(stream_id)
         status, extra, payload, token = answer(headers.get(":path", ""), headers, bytes(body))
         self.log.write(json.dumps({"path": headers.get(":path"), "token": token, "status": status,
+                                   "body": bytes(body).decode("utf-8", "replace"),
                                    "time": time.time(), "headers": {k: v for k, v in headers.items()
                                                                     if not k.startswith(":")}}) + "\n")
         self.log.flush()
