@@ -15,6 +15,14 @@ public enum EventOutbox {
     ) async throws -> RaveID {
         try await Outbox.enqueue(in: transaction, topic: topic, key: key, payload: payload)
     }
+
+    /// Records one event of `topic` per (key, payload), in order, in one round trip however many there are
+    /// (a gift request to 20 players).
+    public static func publish(
+        in transaction: PostgresTransaction, topic: String, events: [(key: String, payload: [UInt8])]
+    ) async throws {
+        try await Outbox.enqueue(in: transaction, topic: topic, events: events)
+    }
 }
 
 /// The topic names of docs/events.md, so publishers and sinks spell them the same way.

@@ -35,6 +35,15 @@ public enum Outbox {
         name: "outbox_insert",
         sql: "INSERT INTO outbox_events (event_id, topic, key, payload) VALUES ($1, $2, $3, $4)")
     static let notify = PostgresStatement(name: "outbox_notify", sql: "SELECT pg_notify('\(channel)', '')")
+    // Payloads travel as hex text: bytea arrays have no binary encoder here, and events are small.
+    static let insertMany = PostgresStatement(
+        name: "outbox_insert_many",
+        sql: """
+            INSERT INTO outbox_events (event_id, topic, key, payload)
+            SELECT e.event_id, $1, e.key, decode(e.payload, 'hex')
+            FROM unnest($2::uuid[], $3::text[], $4::text[]) WITH ORDINALITY AS e (event_id, key, payload, position)
+            ORDER BY e.position
+            """)
 
     /// Records an event in `transaction` and returns its event id.
     ///
@@ -51,6 +60,35 @@ public enum Outbox {
         // NOTIFY is transactional too: delivered at commit, dropped on rollback.
         try await transaction.execute(notify)
         return eventID
+    }
+
+    /// Records one event of `topic` per (key, payload), in this order, with one insert and one NOTIFY however
+    /// many there are; a single event takes `enqueue(in:topic:key:payload:)`.
+    public static func enqueue(
+        in transaction: PostgresTransaction, topic: String, events: [(key: String, payload: [UInt8])]
+    ) async throws {
+        guard events.count > 1 else {
+            if let event = events.first {
+                try await enqueue(in: transaction, topic: topic, key: event.key, payload: event.payload)
+            }
+            return
+        }
+        let ids = events.map { _ in RaveID.random() }
+        try await transaction.execute(
+            insertMany, [topic, ids, events.map(\.key), events.map { hexadecimal($0.payload) }])
+        try await transaction.execute(notify)
+    }
+
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    private static func hexadecimal(_ bytes: [UInt8]) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
 

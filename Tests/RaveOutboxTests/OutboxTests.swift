@@ -23,6 +23,28 @@ import Testing
         }
     }
 
+    @Test func aBatchIsEnqueuedInOrderWithItsPayloads() async throws {
+        try await OutboxDatabase.with { database in
+            let sink = Sink()
+            let dispatcher = OutboxDispatcher(pool: database.pool, deliver: sink.accept)
+            let events = (0..<5).map { (key: "user-\($0 % 2)", payload: [UInt8($0), 0xFF, 0x00]) }
+            try await database.pool.transaction { transaction in
+                try await Outbox.enqueue(in: transaction, topic: "gift.requested", events: events)
+            }
+            var claimed = 0
+            while true {
+                let round = try await dispatcher.dispatchRound()
+                if round == 0 { break }
+                claimed += round
+            }
+            #expect(claimed == 5)
+            let delivered = sink.deliveries.sorted { $0.sequence < $1.sequence }
+            #expect(delivered.map(\.key) == events.map(\.key))
+            #expect(delivered.map(\.payload) == events.map(\.payload))
+            #expect(delivered.allSatisfy { $0.topic == "gift.requested" })
+        }
+    }
+
     @Test func eventsAreDeliveredExactlyOnceToASucceedingSink() async throws {
         try await OutboxDatabase.with { database in
             let sink = Sink()

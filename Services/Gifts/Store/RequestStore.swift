@@ -70,7 +70,7 @@ struct RequestStore: Sendable {
                 requestedAtUnixMs: now.unixMilliseconds)
             return (key: recipient.hex, payload: event.protobufBytes())
         }
-        try await EventBatch.publish(in: transaction, topic: EventTopic.requestReceived, events: events)
+        try await EventOutbox.publish(in: transaction, topic: EventTopic.requestReceived, events: events)
         return ids
     }
 
