@@ -569,6 +569,73 @@ extension LeaderboardsV1 {
         }
     }
 
+    public struct ListBoardOwnersRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.ListBoardOwnersRequest"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct BoardOwner: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.BoardOwner"
+
+        public var appId: String = ""
+
+        public var leaderboardKey: String = ""
+
+        /// The owning instance's advertised RPC address (host:port), as the gateway's backend list names it.
+        public var address: String = ""
+
+        public var expiresUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", leaderboardKey: String = "", address: String = "", expiresUnixMs: Int64 = 0) {
+            self.appId = appId
+            self.leaderboardKey = leaderboardKey
+            self.address = address
+            self.expiresUnixMs = expiresUnixMs
+        }
+    }
+
+    public struct ListBoardOwnersResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.ListBoardOwnersResponse"
+
+        public var owners: [LeaderboardsV1.BoardOwner] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(owners: [LeaderboardsV1.BoardOwner] = []) {
+            self.owners = owners
+        }
+    }
+
+    /// Status detail of UNAVAILABLE (not processed) from an instance asked about a board another instance owns: the
+    /// gateway sends the call again to `address`.
+    public struct NotBoardOwner: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.NotBoardOwner"
+
+        public var appId: String = ""
+
+        public var leaderboardKey: String = ""
+
+        public var address: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", leaderboardKey: String = "", address: String = "") {
+            self.appId = appId
+            self.leaderboardKey = leaderboardKey
+            self.address = address
+        }
+    }
+
     /// The outbox payload of topic "achievement.unlocked" (key: the user id), written in the transaction of a first
     /// unlock; the push service will turn it into a notification.
     public struct AchievementUnlockedEvent: ProtoMessage, Hashable {
@@ -1935,6 +2002,197 @@ extension LeaderboardsV1.RebuildIndexResponse {
 
     func protobufCFill(_ message: inout Rave__Leaderboards__V1__RebuildIndexResponse, arena: inout ProtoArena) {
         message.entry_count = self.entryCount
+    }
+}
+
+extension LeaderboardsV1.ListBoardOwnersRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__ListBoardOwnersRequest()
+        rave__leaderboards__v1__list_board_owners_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Leaderboards__V1__ListBoardOwnersRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__ListBoardOwnersRequest()
+        rave__leaderboards__v1__list_board_owners_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Leaderboards__V1__ListBoardOwnersRequest>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Leaderboards__V1__ListBoardOwnersRequest> {
+        let message = arena.allocate(Rave__Leaderboards__V1__ListBoardOwnersRequest.self)
+        rave__leaderboards__v1__list_board_owners_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Leaderboards__V1__ListBoardOwnersRequest, arena _: inout ProtoArena) {
+    }
+}
+
+extension LeaderboardsV1.BoardOwner {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__BoardOwner()
+        rave__leaderboards__v1__board_owner__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Leaderboards__V1__BoardOwner.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__BoardOwner()
+        rave__leaderboards__v1__board_owner__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Leaderboards__V1__BoardOwner>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.leaderboardKey = try ProtoDecoding.string(
+            c.leaderboard_key, field: "leaderboard_key", of: Self.protoMessageName)
+        self.address = try ProtoDecoding.string(c.address, field: "address", of: Self.protoMessageName)
+        self.expiresUnixMs = c.expires_unix_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Leaderboards__V1__BoardOwner> {
+        let message = arena.allocate(Rave__Leaderboards__V1__BoardOwner.self)
+        rave__leaderboards__v1__board_owner__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Leaderboards__V1__BoardOwner, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.leaderboardKey.isEmpty { message.leaderboard_key = arena.string(self.leaderboardKey) }
+        if !self.address.isEmpty { message.address = arena.string(self.address) }
+        message.expires_unix_ms = self.expiresUnixMs
+    }
+}
+
+extension LeaderboardsV1.ListBoardOwnersResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__ListBoardOwnersResponse()
+        rave__leaderboards__v1__list_board_owners_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Leaderboards__V1__ListBoardOwnersResponse.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__ListBoardOwnersResponse()
+        rave__leaderboards__v1__list_board_owners_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Leaderboards__V1__ListBoardOwnersResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.owners = try ProtoDecoding.messages(c.owners, count: c.n_owners) { element throws(ProtoDecodingError) in
+            try LeaderboardsV1.BoardOwner(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Leaderboards__V1__ListBoardOwnersResponse> {
+        let message = arena.allocate(Rave__Leaderboards__V1__ListBoardOwnersResponse.self)
+        rave__leaderboards__v1__list_board_owners_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Leaderboards__V1__ListBoardOwnersResponse, arena: inout ProtoArena) {
+        message.n_owners = self.owners.count
+        if !self.owners.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Leaderboards__V1__BoardOwner>?.self, count: self.owners.count)
+            for (index, element) in self.owners.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.owners = elements
+        }
+    }
+}
+
+extension LeaderboardsV1.NotBoardOwner {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__NotBoardOwner()
+        rave__leaderboards__v1__not_board_owner__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Leaderboards__V1__NotBoardOwner.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__NotBoardOwner()
+        rave__leaderboards__v1__not_board_owner__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Leaderboards__V1__NotBoardOwner>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.leaderboardKey = try ProtoDecoding.string(
+            c.leaderboard_key, field: "leaderboard_key", of: Self.protoMessageName)
+        self.address = try ProtoDecoding.string(c.address, field: "address", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Leaderboards__V1__NotBoardOwner> {
+        let message = arena.allocate(Rave__Leaderboards__V1__NotBoardOwner.self)
+        rave__leaderboards__v1__not_board_owner__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Leaderboards__V1__NotBoardOwner, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.leaderboardKey.isEmpty { message.leaderboard_key = arena.string(self.leaderboardKey) }
+        if !self.address.isEmpty { message.address = arena.string(self.address) }
     }
 }
 

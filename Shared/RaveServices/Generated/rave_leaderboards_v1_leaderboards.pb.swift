@@ -392,3 +392,59 @@ extension LeaderboardsV1.LeaderboardsAdminHandler {
         ]
     }
 }
+
+extension LeaderboardsV1 {
+    /// Services only (the gateway; caller with a service certificate, never a player token). Boards are owned by one
+    /// instance at a time through a lease row in PostgreSQL (docs/leaderboards.md "Scale-out"); the gateway routes a
+    /// call naming a board to the board's owner.
+    ///
+    /// Implement this protocol to serve rave.leaderboards.v1.LeaderboardsInternal; `methods` routes calls to it.
+    public protocol LeaderboardsInternalHandler: RPCService {
+        /// Every unexpired lease. A board without one is served by the first instance asked, which then takes it.
+        func listBoardOwners(
+            _ request: LeaderboardsV1.ListBoardOwnersRequest, context: RequestContext
+        ) async throws -> LeaderboardsV1.ListBoardOwnersResponse
+    }
+
+    /// Calls rave.leaderboards.v1.LeaderboardsInternal through any `RPCCaller` (a connection, a pool, the gateway).
+    public struct LeaderboardsInternalClient: Sendable {
+        /// The fully qualified service name.
+        public static let serviceName = "rave.leaderboards.v1.LeaderboardsInternal"
+        /// The full name of every method, as requests carry it.
+        public static let methodNames = ["rave.leaderboards.v1.LeaderboardsInternal/ListBoardOwners"]
+
+        public let caller: any RPCCaller
+
+        public init(caller: any RPCCaller) {
+            self.caller = caller
+        }
+
+        /// Every unexpired lease. A board without one is served by the first instance asked, which then takes it.
+        public func listBoardOwners(
+            _ request: LeaderboardsV1.ListBoardOwnersRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> LeaderboardsV1.ListBoardOwnersResponse {
+            let method = "rave.leaderboards.v1.LeaderboardsInternal/ListBoardOwners"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try LeaderboardsV1.ListBoardOwnersResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+    }
+}
+
+extension LeaderboardsV1.LeaderboardsInternalHandler {
+    public static var serviceName: String { "rave.leaderboards.v1.LeaderboardsInternal" }
+
+    /// Every method, decoding the request, calling the handler and encoding its response.
+    public var methods: [RPCMethod] {
+        [
+            RPCMethod(name: "rave.leaderboards.v1.LeaderboardsInternal/ListBoardOwners") { request, context in
+                try await self.listBoardOwners(
+                    LeaderboardsV1.ListBoardOwnersRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            }
+        ]
+    }
+}

@@ -1267,6 +1267,186 @@ void   rave__leaderboards__v1__rebuild_index_response__free_unpacked
   assert(message->base.descriptor == &rave__leaderboards__v1__rebuild_index_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__leaderboards__v1__list_board_owners_request__init
+                     (Rave__Leaderboards__V1__ListBoardOwnersRequest         *message)
+{
+  static const Rave__Leaderboards__V1__ListBoardOwnersRequest init_value = RAVE__LEADERBOARDS__V1__LIST_BOARD_OWNERS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__list_board_owners_request__get_packed_size
+                     (const Rave__Leaderboards__V1__ListBoardOwnersRequest *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_board_owners_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__list_board_owners_request__pack
+                     (const Rave__Leaderboards__V1__ListBoardOwnersRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_board_owners_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__list_board_owners_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListBoardOwnersRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_board_owners_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__ListBoardOwnersRequest *
+       rave__leaderboards__v1__list_board_owners_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__ListBoardOwnersRequest *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__list_board_owners_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__list_board_owners_request__free_unpacked
+                     (Rave__Leaderboards__V1__ListBoardOwnersRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_board_owners_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__leaderboards__v1__board_owner__init
+                     (Rave__Leaderboards__V1__BoardOwner         *message)
+{
+  static const Rave__Leaderboards__V1__BoardOwner init_value = RAVE__LEADERBOARDS__V1__BOARD_OWNER__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__board_owner__get_packed_size
+                     (const Rave__Leaderboards__V1__BoardOwner *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__board_owner__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__board_owner__pack
+                     (const Rave__Leaderboards__V1__BoardOwner *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__board_owner__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__board_owner__pack_to_buffer
+                     (const Rave__Leaderboards__V1__BoardOwner *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__board_owner__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__BoardOwner *
+       rave__leaderboards__v1__board_owner__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__BoardOwner *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__board_owner__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__board_owner__free_unpacked
+                     (Rave__Leaderboards__V1__BoardOwner *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__board_owner__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__leaderboards__v1__list_board_owners_response__init
+                     (Rave__Leaderboards__V1__ListBoardOwnersResponse         *message)
+{
+  static const Rave__Leaderboards__V1__ListBoardOwnersResponse init_value = RAVE__LEADERBOARDS__V1__LIST_BOARD_OWNERS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__list_board_owners_response__get_packed_size
+                     (const Rave__Leaderboards__V1__ListBoardOwnersResponse *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_board_owners_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__list_board_owners_response__pack
+                     (const Rave__Leaderboards__V1__ListBoardOwnersResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_board_owners_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__list_board_owners_response__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListBoardOwnersResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_board_owners_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__ListBoardOwnersResponse *
+       rave__leaderboards__v1__list_board_owners_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__ListBoardOwnersResponse *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__list_board_owners_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__list_board_owners_response__free_unpacked
+                     (Rave__Leaderboards__V1__ListBoardOwnersResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_board_owners_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__leaderboards__v1__not_board_owner__init
+                     (Rave__Leaderboards__V1__NotBoardOwner         *message)
+{
+  static const Rave__Leaderboards__V1__NotBoardOwner init_value = RAVE__LEADERBOARDS__V1__NOT_BOARD_OWNER__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__not_board_owner__get_packed_size
+                     (const Rave__Leaderboards__V1__NotBoardOwner *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__not_board_owner__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__not_board_owner__pack
+                     (const Rave__Leaderboards__V1__NotBoardOwner *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__not_board_owner__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__not_board_owner__pack_to_buffer
+                     (const Rave__Leaderboards__V1__NotBoardOwner *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__not_board_owner__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__NotBoardOwner *
+       rave__leaderboards__v1__not_board_owner__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__NotBoardOwner *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__not_board_owner__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__not_board_owner__free_unpacked
+                     (Rave__Leaderboards__V1__NotBoardOwner *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__not_board_owner__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rave__leaderboards__v1__achievement_unlocked_event__init
                      (Rave__Leaderboards__V1__AchievementUnlockedEvent         *message)
 {
@@ -2869,6 +3049,203 @@ const ProtobufCMessageDescriptor rave__leaderboards__v1__rebuild_index_response_
   (ProtobufCMessageInit) rave__leaderboards__v1__rebuild_index_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+#define rave__leaderboards__v1__list_board_owners_request__field_descriptors NULL
+#define rave__leaderboards__v1__list_board_owners_request__field_indices_by_name NULL
+#define rave__leaderboards__v1__list_board_owners_request__number_ranges NULL
+const ProtobufCMessageDescriptor rave__leaderboards__v1__list_board_owners_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.ListBoardOwnersRequest",
+  "ListBoardOwnersRequest",
+  "Rave__Leaderboards__V1__ListBoardOwnersRequest",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__ListBoardOwnersRequest),
+  0,
+  rave__leaderboards__v1__list_board_owners_request__field_descriptors,
+  rave__leaderboards__v1__list_board_owners_request__field_indices_by_name,
+  0,  rave__leaderboards__v1__list_board_owners_request__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__list_board_owners_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__leaderboards__v1__board_owner__field_descriptors[4] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__BoardOwner, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "leaderboard_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__BoardOwner, leaderboard_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "address",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__BoardOwner, address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expires_unix_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__BoardOwner, expires_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__leaderboards__v1__board_owner__field_indices_by_name[] = {
+  2,   /* field[2] = address */
+  0,   /* field[0] = app_id */
+  3,   /* field[3] = expires_unix_ms */
+  1,   /* field[1] = leaderboard_key */
+};
+static const ProtobufCIntRange rave__leaderboards__v1__board_owner__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rave__leaderboards__v1__board_owner__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.BoardOwner",
+  "BoardOwner",
+  "Rave__Leaderboards__V1__BoardOwner",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__BoardOwner),
+  4,
+  rave__leaderboards__v1__board_owner__field_descriptors,
+  rave__leaderboards__v1__board_owner__field_indices_by_name,
+  1,  rave__leaderboards__v1__board_owner__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__board_owner__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__leaderboards__v1__list_board_owners_response__field_descriptors[1] =
+{
+  {
+    "owners",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Leaderboards__V1__ListBoardOwnersResponse, n_owners),
+    offsetof(Rave__Leaderboards__V1__ListBoardOwnersResponse, owners),
+    &rave__leaderboards__v1__board_owner__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__leaderboards__v1__list_board_owners_response__field_indices_by_name[] = {
+  0,   /* field[0] = owners */
+};
+static const ProtobufCIntRange rave__leaderboards__v1__list_board_owners_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__leaderboards__v1__list_board_owners_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.ListBoardOwnersResponse",
+  "ListBoardOwnersResponse",
+  "Rave__Leaderboards__V1__ListBoardOwnersResponse",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__ListBoardOwnersResponse),
+  1,
+  rave__leaderboards__v1__list_board_owners_response__field_descriptors,
+  rave__leaderboards__v1__list_board_owners_response__field_indices_by_name,
+  1,  rave__leaderboards__v1__list_board_owners_response__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__list_board_owners_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__leaderboards__v1__not_board_owner__field_descriptors[3] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__NotBoardOwner, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "leaderboard_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__NotBoardOwner, leaderboard_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "address",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__NotBoardOwner, address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__leaderboards__v1__not_board_owner__field_indices_by_name[] = {
+  2,   /* field[2] = address */
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = leaderboard_key */
+};
+static const ProtobufCIntRange rave__leaderboards__v1__not_board_owner__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__leaderboards__v1__not_board_owner__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.NotBoardOwner",
+  "NotBoardOwner",
+  "Rave__Leaderboards__V1__NotBoardOwner",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__NotBoardOwner),
+  3,
+  rave__leaderboards__v1__not_board_owner__field_descriptors,
+  rave__leaderboards__v1__not_board_owner__field_indices_by_name,
+  1,  rave__leaderboards__v1__not_board_owner__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__not_board_owner__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor rave__leaderboards__v1__achievement_unlocked_event__field_descriptors[5] =
 {
   {
@@ -3177,5 +3554,38 @@ void rave__leaderboards__v1__leaderboards_admin__init (Rave__Leaderboards__V1__L
 {
   protobuf_c_service_generated_init (&service->base,
                                      &rave__leaderboards__v1__leaderboards_admin__descriptor,
+                                     (ProtobufCServiceDestroy) destroy);
+}
+static const ProtobufCMethodDescriptor rave__leaderboards__v1__leaderboards_internal__method_descriptors[1] =
+{
+  { "ListBoardOwners", &rave__leaderboards__v1__list_board_owners_request__descriptor, &rave__leaderboards__v1__list_board_owners_response__descriptor },
+};
+const unsigned rave__leaderboards__v1__leaderboards_internal__method_indices_by_name[] = {
+  0         /* ListBoardOwners */
+};
+const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards_internal__descriptor =
+{
+  PROTOBUF_C__SERVICE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.LeaderboardsInternal",
+  "LeaderboardsInternal",
+  "Rave__Leaderboards__V1__LeaderboardsInternal",
+  "rave.leaderboards.v1",
+  1,
+  rave__leaderboards__v1__leaderboards_internal__method_descriptors,
+  rave__leaderboards__v1__leaderboards_internal__method_indices_by_name
+};
+void rave__leaderboards__v1__leaderboards_internal__list_board_owners(ProtobufCService *service,
+                                                                      const Rave__Leaderboards__V1__ListBoardOwnersRequest *input,
+                                                                      Rave__Leaderboards__V1__ListBoardOwnersResponse_Closure closure,
+                                                                      void *closure_data)
+{
+  assert(service->descriptor == &rave__leaderboards__v1__leaderboards_internal__descriptor);
+  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__leaderboards__v1__leaderboards_internal__init (Rave__Leaderboards__V1__LeaderboardsInternal_Service *service,
+                                                          Rave__Leaderboards__V1__LeaderboardsInternal_ServiceDestroy destroy)
+{
+  protobuf_c_service_generated_init (&service->base,
+                                     &rave__leaderboards__v1__leaderboards_internal__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }

@@ -43,6 +43,10 @@ typedef struct Rave__Leaderboards__V1__DefineAchievementRequest Rave__Leaderboar
 typedef struct Rave__Leaderboards__V1__DefineAchievementResponse Rave__Leaderboards__V1__DefineAchievementResponse;
 typedef struct Rave__Leaderboards__V1__RebuildIndexRequest Rave__Leaderboards__V1__RebuildIndexRequest;
 typedef struct Rave__Leaderboards__V1__RebuildIndexResponse Rave__Leaderboards__V1__RebuildIndexResponse;
+typedef struct Rave__Leaderboards__V1__ListBoardOwnersRequest Rave__Leaderboards__V1__ListBoardOwnersRequest;
+typedef struct Rave__Leaderboards__V1__BoardOwner Rave__Leaderboards__V1__BoardOwner;
+typedef struct Rave__Leaderboards__V1__ListBoardOwnersResponse Rave__Leaderboards__V1__ListBoardOwnersResponse;
+typedef struct Rave__Leaderboards__V1__NotBoardOwner Rave__Leaderboards__V1__NotBoardOwner;
 typedef struct Rave__Leaderboards__V1__AchievementUnlockedEvent Rave__Leaderboards__V1__AchievementUnlockedEvent;
 
 
@@ -433,6 +437,58 @@ struct  Rave__Leaderboards__V1__RebuildIndexResponse
 #define RAVE__LEADERBOARDS__V1__REBUILD_INDEX_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__rebuild_index_response__descriptor) \
     , 0 }
+
+
+struct  Rave__Leaderboards__V1__ListBoardOwnersRequest
+{
+  ProtobufCMessage base;
+};
+#define RAVE__LEADERBOARDS__V1__LIST_BOARD_OWNERS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__list_board_owners_request__descriptor) \
+     }
+
+
+struct  Rave__Leaderboards__V1__BoardOwner
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *leaderboard_key;
+  /*
+   * The owning instance's advertised RPC address (host:port), as the gateway's backend list names it.
+   */
+  char *address;
+  int64_t expires_unix_ms;
+};
+#define RAVE__LEADERBOARDS__V1__BOARD_OWNER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__board_owner__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Leaderboards__V1__ListBoardOwnersResponse
+{
+  ProtobufCMessage base;
+  size_t n_owners;
+  Rave__Leaderboards__V1__BoardOwner **owners;
+};
+#define RAVE__LEADERBOARDS__V1__LIST_BOARD_OWNERS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__list_board_owners_response__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * Status detail of UNAVAILABLE (not processed) from an instance asked about a board another instance owns: the
+ * gateway sends the call again to `address`.
+ */
+struct  Rave__Leaderboards__V1__NotBoardOwner
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *leaderboard_key;
+  char *address;
+};
+#define RAVE__LEADERBOARDS__V1__NOT_BOARD_OWNER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__not_board_owner__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -985,6 +1041,82 @@ Rave__Leaderboards__V1__RebuildIndexResponse *
 void   rave__leaderboards__v1__rebuild_index_response__free_unpacked
                      (Rave__Leaderboards__V1__RebuildIndexResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__ListBoardOwnersRequest methods */
+void   rave__leaderboards__v1__list_board_owners_request__init
+                     (Rave__Leaderboards__V1__ListBoardOwnersRequest         *message);
+size_t rave__leaderboards__v1__list_board_owners_request__get_packed_size
+                     (const Rave__Leaderboards__V1__ListBoardOwnersRequest   *message);
+size_t rave__leaderboards__v1__list_board_owners_request__pack
+                     (const Rave__Leaderboards__V1__ListBoardOwnersRequest   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__list_board_owners_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListBoardOwnersRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__ListBoardOwnersRequest *
+       rave__leaderboards__v1__list_board_owners_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__list_board_owners_request__free_unpacked
+                     (Rave__Leaderboards__V1__ListBoardOwnersRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__BoardOwner methods */
+void   rave__leaderboards__v1__board_owner__init
+                     (Rave__Leaderboards__V1__BoardOwner         *message);
+size_t rave__leaderboards__v1__board_owner__get_packed_size
+                     (const Rave__Leaderboards__V1__BoardOwner   *message);
+size_t rave__leaderboards__v1__board_owner__pack
+                     (const Rave__Leaderboards__V1__BoardOwner   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__board_owner__pack_to_buffer
+                     (const Rave__Leaderboards__V1__BoardOwner   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__BoardOwner *
+       rave__leaderboards__v1__board_owner__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__board_owner__free_unpacked
+                     (Rave__Leaderboards__V1__BoardOwner *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__ListBoardOwnersResponse methods */
+void   rave__leaderboards__v1__list_board_owners_response__init
+                     (Rave__Leaderboards__V1__ListBoardOwnersResponse         *message);
+size_t rave__leaderboards__v1__list_board_owners_response__get_packed_size
+                     (const Rave__Leaderboards__V1__ListBoardOwnersResponse   *message);
+size_t rave__leaderboards__v1__list_board_owners_response__pack
+                     (const Rave__Leaderboards__V1__ListBoardOwnersResponse   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__list_board_owners_response__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListBoardOwnersResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__ListBoardOwnersResponse *
+       rave__leaderboards__v1__list_board_owners_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__list_board_owners_response__free_unpacked
+                     (Rave__Leaderboards__V1__ListBoardOwnersResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__NotBoardOwner methods */
+void   rave__leaderboards__v1__not_board_owner__init
+                     (Rave__Leaderboards__V1__NotBoardOwner         *message);
+size_t rave__leaderboards__v1__not_board_owner__get_packed_size
+                     (const Rave__Leaderboards__V1__NotBoardOwner   *message);
+size_t rave__leaderboards__v1__not_board_owner__pack
+                     (const Rave__Leaderboards__V1__NotBoardOwner   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__not_board_owner__pack_to_buffer
+                     (const Rave__Leaderboards__V1__NotBoardOwner   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__NotBoardOwner *
+       rave__leaderboards__v1__not_board_owner__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__not_board_owner__free_unpacked
+                     (Rave__Leaderboards__V1__NotBoardOwner *message,
+                      ProtobufCAllocator *allocator);
 /* Rave__Leaderboards__V1__AchievementUnlockedEvent methods */
 void   rave__leaderboards__v1__achievement_unlocked_event__init
                      (Rave__Leaderboards__V1__AchievementUnlockedEvent         *message);
@@ -1089,6 +1221,18 @@ typedef void (*Rave__Leaderboards__V1__RebuildIndexRequest_Closure)
                   void *closure_data);
 typedef void (*Rave__Leaderboards__V1__RebuildIndexResponse_Closure)
                  (const Rave__Leaderboards__V1__RebuildIndexResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__ListBoardOwnersRequest_Closure)
+                 (const Rave__Leaderboards__V1__ListBoardOwnersRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__BoardOwner_Closure)
+                 (const Rave__Leaderboards__V1__BoardOwner *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__ListBoardOwnersResponse_Closure)
+                 (const Rave__Leaderboards__V1__ListBoardOwnersResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__NotBoardOwner_Closure)
+                 (const Rave__Leaderboards__V1__NotBoardOwner *message,
                   void *closure_data);
 typedef void (*Rave__Leaderboards__V1__AchievementUnlockedEvent_Closure)
                  (const Rave__Leaderboards__V1__AchievementUnlockedEvent *message,
@@ -1246,6 +1390,27 @@ void rave__leaderboards__v1__leaderboards_admin__rebuild_index(ProtobufCService 
                                                                const Rave__Leaderboards__V1__RebuildIndexRequest *input,
                                                                Rave__Leaderboards__V1__RebuildIndexResponse_Closure closure,
                                                                void *closure_data);
+typedef struct Rave__Leaderboards__V1__LeaderboardsInternal_Service Rave__Leaderboards__V1__LeaderboardsInternal_Service;
+struct Rave__Leaderboards__V1__LeaderboardsInternal_Service
+{
+  ProtobufCService base;
+  void (*list_board_owners)(Rave__Leaderboards__V1__LeaderboardsInternal_Service *service,
+                            const Rave__Leaderboards__V1__ListBoardOwnersRequest *input,
+                            Rave__Leaderboards__V1__ListBoardOwnersResponse_Closure closure,
+                            void *closure_data);
+};
+typedef void (*Rave__Leaderboards__V1__LeaderboardsInternal_ServiceDestroy)(Rave__Leaderboards__V1__LeaderboardsInternal_Service *);
+void rave__leaderboards__v1__leaderboards_internal__init (Rave__Leaderboards__V1__LeaderboardsInternal_Service *service,
+                                                          Rave__Leaderboards__V1__LeaderboardsInternal_ServiceDestroy destroy);
+#define RAVE__LEADERBOARDS__V1__LEADERBOARDS_INTERNAL__BASE_INIT \
+    { &rave__leaderboards__v1__leaderboards_internal__descriptor, protobuf_c_service_invoke_internal, NULL }
+#define RAVE__LEADERBOARDS__V1__LEADERBOARDS_INTERNAL__INIT(function_prefix__) \
+    { RAVE__LEADERBOARDS__V1__LEADERBOARDS_INTERNAL__BASE_INIT,\
+      function_prefix__ ## list_board_owners  }
+void rave__leaderboards__v1__leaderboards_internal__list_board_owners(ProtobufCService *service,
+                                                                      const Rave__Leaderboards__V1__ListBoardOwnersRequest *input,
+                                                                      Rave__Leaderboards__V1__ListBoardOwnersResponse_Closure closure,
+                                                                      void *closure_data);
 
 /* --- descriptors --- */
 
@@ -1278,9 +1443,14 @@ extern const ProtobufCMessageDescriptor rave__leaderboards__v1__define_achieveme
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__define_achievement_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__rebuild_index_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__rebuild_index_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__list_board_owners_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__board_owner__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__list_board_owners_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__not_board_owner__descriptor;
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__achievement_unlocked_event__descriptor;
 extern const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards__descriptor;
 extern const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards_admin__descriptor;
+extern const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards_internal__descriptor;
 
 PROTOBUF_C__END_DECLS
 
