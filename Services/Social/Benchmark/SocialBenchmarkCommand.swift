@@ -6,7 +6,9 @@ import RaveTransport
 /// `social bench`: runs `SocialBenchmark` against the scratch database `RAVE_DATABASE_URL`.
 ///
 /// `RAVE_BENCH_USERS` (default 10000), `RAVE_BENCH_FRIENDS` (1000), `RAVE_BENCH_SECONDS` (5) and
-/// `RAVE_BENCH_CONCURRENCY` (32) and `RAVE_BENCH_ROUNDS` (1, measurement rounds over one seed) tune it; results go to stdout and `.bench/social.json` (or `RAVE_BENCH_OUT`).
+/// `RAVE_BENCH_CONCURRENCY` (32) and `RAVE_BENCH_ROUNDS` (1, measurement rounds over one seed) tune it, and
+/// `RAVE_BENCH_REUSE_SEED=1` measures a graph an earlier run left in the database instead of seeding it again;
+/// results go to stdout and `.bench/social.json` (or `RAVE_BENCH_OUT`).
 /// Exits non-zero when a call failed.
 enum SocialBenchmarkCommand {
     static func run(environment: [String: String]) async -> Int32 {
@@ -24,6 +26,7 @@ enum SocialBenchmarkCommand {
         if let ids = environment["RAVE_SOCIAL_FRIEND_CACHE_IDS"].flatMap(Int.init) {
             parameters.friendCacheIDs = max(0, ids)
         }
+        parameters.reuseSeed = environment["RAVE_BENCH_REUSE_SEED"] == "1"
         if let concurrency = environment["RAVE_BENCH_CONCURRENCY"].flatMap(Int.init) {
             parameters.concurrency = max(1, concurrency)
         }
