@@ -36,7 +36,9 @@ enum GiftsMain {
         context.addBackgroundService(try EventPublisher.forService(context: context, source: "gifts"))
         let directory = PeerDirectory(
             identity: identity, social: social, logger: context.logger.with("component", "directory"))
-        return GiftsService(pool: context.pool, directory: directory, logger: context.logger).rpcServices
+        let service = GiftsService(pool: context.pool, directory: directory, logger: context.logger)
+        context.addBackgroundService(service.wakeup)
+        return service.rpcServices
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.

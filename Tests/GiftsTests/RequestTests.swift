@@ -43,6 +43,36 @@ struct RequestTests {
         }
     }
 
+    @Test("a block made between the request and the grant refuses the grant, in either direction")
+    func grantRechecksBlocks() async throws {
+        try await GiftsHarness.with { harness in
+            try await harness.createType()
+            for requesterBlocks in [true, false] {
+                let requester = harness.identity.addUser()
+                let friend = harness.identity.addUser()
+                let requestID = try await harness.player.requestGifts(
+                    .init(giftTypeKey: "life", recipientIds: [friend.hex]), context: harness.context(requester)
+                ).results[0].id
+                if requesterBlocks {
+                    harness.social.block(friend, by: requester)
+                } else {
+                    harness.social.block(requester, by: friend)
+                }
+                await #expect {
+                    _ = try await harness.player.grantGiftRequest(
+                        .init(requestId: requestID), context: harness.context(friend))
+                } throws: { error in
+                    hasStatus(error, .failedPrecondition) && "\(error)".contains("blocked")
+                }
+                let request = try await harness.player.getGiftRequestById(
+                    .init(requestId: requestID), context: harness.context(friend))
+                #expect(request.request?.state == .pending)
+            }
+            #expect(try await harness.count("SELECT count(*) FROM gifts") == 0)
+            #expect(try await harness.outbox(EventTopic.giftReceived).isEmpty)
+        }
+    }
+
     @Test("a type that is not requestable is FAILED_PRECONDITION")
     func notRequestableTypeIsRefused() async throws {
         try await GiftsHarness.with { harness in

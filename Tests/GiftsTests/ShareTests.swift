@@ -92,6 +92,43 @@ struct ShareTests {
         }
     }
 
+    @Test("re-attaching an invitation is DUPLICATE and does not count against the daily limit again")
+    func reattachingDoesNotCountTwice() async throws {
+        try await GiftsHarness.with { harness in
+            try await harness.createType(dailyLimit: 2)
+            let sender = harness.identity.addUser()
+            let first = Self.invitation("fb-a", request: "req-1")
+            var sequential: [GiftsV1.InvitationStatus] = []
+            for _ in 0..<3 {
+                let attached = try await harness.player.attachGiftToInvitations(
+                    .init(giftTypeKey: "life", invitations: [first]), context: harness.context(sender))
+                sequential += attached.results.map(\.status)
+            }
+            #expect(sequential == [.pending, .duplicate, .duplicate])
+            // Concurrent re-attaches of one invitation count it once as well.
+            let second = Self.invitation("fb-b", request: "req-1")
+            let statuses = try await withThrowingTaskGroup(of: GiftsV1.InvitationStatus.self) { group in
+                for _ in 0..<6 {
+                    group.addTask {
+                        try await harness.player.attachGiftToInvitations(
+                            .init(giftTypeKey: "life", invitations: [second]), context: harness.context(sender)
+                        ).results[0].status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == .pending }.count == 1)
+            #expect(statuses.filter { $0 == .duplicate }.count == 5)
+            // Two invitations counted: the limit of 2 is reached by them and nothing else.
+            let third = try await harness.player.attachGiftToInvitations(
+                .init(giftTypeKey: "life", invitations: [Self.invitation("fb-c", request: "req-1")]),
+                context: harness.context(sender))
+            #expect(third.results.map(\.status) == [.dailyLimit])
+            #expect(try await harness.count("SELECT sum(sent)::int8 FROM daily_sends") == 2)
+            #expect(try await harness.count("SELECT count(*) FROM external_gifts") == 2)
+        }
+    }
+
     @Test("attaching checks the invitation list and the provider")
     func attachValidatesInput() async throws {
         try await GiftsHarness.with { harness in

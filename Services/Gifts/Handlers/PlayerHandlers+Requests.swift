@@ -69,9 +69,20 @@ extension PlayerHandlers {
     ) async throws -> GiftsV1.GrantGiftRequestResponse {
         let player = try service.player(context)
         let id = try RequestLimits.id(request.requestId, field: "request_id")
-        let name = await service.directory.displayName(of: player.userID, appID: player.appID)
+        async let name = service.directory.displayName(of: player.userID, appID: player.appID)
+        // A block made since the request refuses the grant, as it refuses a send. Social is asked before the
+        // transaction (no lock held across a peer call), and the grant then insists on the requester checked here.
+        let asked = try await service.requests.request(id, appID: player.appID)
+        var checkedRequester: RaveID?
+        if asked.recipientId == player.userID.hex, asked.state == .pending, let requester = RaveID(asked.requesterId) {
+            guard try await service.directory.blockedPeers(of: player.userID, among: [requester]).isEmpty else {
+                throw GiftsError.failedPrecondition(
+                    "one of you blocked the other, so the gift request cannot be granted")
+            }
+            checkedRequester = requester
+        }
         let (granted, gift) = try await service.requests.grant(
-            id, by: player.userID, granterName: name, appID: player.appID)
+            id, by: player.userID, granterName: await name, checkedRequester: checkedRequester, appID: player.appID)
         return GiftsV1.GrantGiftRequestResponse(request: granted, gift: gift)
     }
 

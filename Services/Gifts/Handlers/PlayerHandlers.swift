@@ -48,15 +48,18 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
         do {
             // Without a daily limit the send is one statement (gifts, events and idempotency record together);
             // with one, the counter's upsert decides first how many of them go, in the same transaction.
-            guard type.dailyLimitPerSender > 0 else {
-                return try await send(
-                    type, request, screening, allowed: screening.eligible.count, call, on: service.pool)
-            }
-            return try await service.pool.transaction { transaction in
-                let allowed = try await service.gifts.allowance(
-                    of: player.userID, for: type, wanted: screening.eligible.count, in: transaction)
-                return try await send(type, request, screening, allowed: allowed, call, on: transaction)
-            }
+            let response =
+                if type.dailyLimitPerSender > 0 {
+                    try await service.pool.transaction { transaction in
+                        let allowed = try await service.gifts.allowance(
+                            of: player.userID, for: type, wanted: screening.eligible.count, in: transaction)
+                        return try await send(type, request, screening, allowed: allowed, call, on: transaction)
+                    }
+                } else {
+                    try await send(type, request, screening, allowed: screening.eligible.count, call, on: service.pool)
+                }
+            service.wakeup.eventsCommitted()
+            return response
         } catch let error as GiftsError where error == .concurrentReplay {
             return try await replayAfterRace(call, as: GiftsV1.SendGiftsResponse.self)
         }

@@ -7,6 +7,8 @@ import RavePostgres
 /// recipient's one answer.
 struct GiftStore: Sendable {
     let pool: PostgresPool
+    /// Asked after every commit with events; the outbox's NOTIFY is not part of sends and accepts (see there).
+    let wakeup: OutboxWakeup
 
     /// A gift joined with its type, as every read presents it; `expired` is computed by the database clock.
     private static let presented = """
@@ -16,9 +18,10 @@ struct GiftStore: Sendable {
         """
     /// A whole send in one statement.
     ///
-    /// The gifts, one "gifts.gift_received" outbox row per gift (ids in order, so per-key order holds), the
-    /// idempotency record when there is one, and the outbox's NOTIFY. A taken idempotency key fails the
-    /// statement on the primary key, so nothing of it takes effect.
+    /// The gifts, one "gifts.gift_received" outbox row per gift (ids in order, so per-key order holds) and the
+    /// idempotency record when there is one. A taken idempotency key fails the statement on the primary key, so
+    /// nothing of it takes effect. The outbox's NOTIFY only when `$17` asks for it: a notifying commit waits for
+    /// every other notifying commit (`OutboxWakeup`), so callers that see their commit ask the wake-up instead.
     private static let insertGifts = PostgresStatement(
         name: "gifts_send",
         sql: """
@@ -36,7 +39,7 @@ struct GiftStore: Sendable {
                 INSERT INTO idempotent_calls (sender_id, operation, idempotency_key, fingerprint, response)
                 SELECT $3, $13, $14, $15, $16 WHERE $13::text IS NOT NULL
             )
-            SELECT pg_notify('\(Outbox.channel)', '') WHERE cardinality($7::uuid[]) > 0
+            SELECT pg_notify('\(Outbox.channel)', '') WHERE cardinality($7::uuid[]) > 0 AND $17::boolean
             """)
     /// Counts `$3` more sends against the limit `$4` under the row lock, and says how many of them fit.
     private static let countDailySends = PostgresStatement(
@@ -78,8 +81,10 @@ struct GiftStore: Sendable {
             WHERE g.id = $1 AND g.app_id = $2 AND g.recipient_id = $3 AND g.state = 0 AND t.id = g.gift_type_id
             RETURNING \(answered)
             """)
-    /// The recipient's acceptance with its "gifts.gift_accepted" outbox row and NOTIFY, in one statement: only
-    /// while pending and before expiry (by the database clock).
+    /// The recipient's acceptance with its "gifts.gift_accepted" outbox row, in one statement: only while pending
+    /// and before expiry (by the database clock).
+    ///
+    /// No NOTIFY: `answer` asks `OutboxWakeup` after the commit.
     ///
     /// The event's payload is the caller's encoding of the fields it knows (`$8`: gift, app, recipient, time)
     /// followed by fields 4 (sender id, 32 hex digits) and 5 (type key) encoded here from the updated row.
@@ -102,7 +107,7 @@ struct GiftStore: Sendable {
                     || convert_to(a.type_key, 'UTF8')
                 FROM accepted a, LATERAL (SELECT octet_length(a.type_key) AS length) k
             )
-            SELECT a.*, pg_notify('\(Outbox.channel)', '') AS notified FROM accepted a
+            SELECT a.* FROM accepted a
             """)
 
     // MARK: - Sending
@@ -128,11 +133,15 @@ struct GiftStore: Sendable {
     /// `giftIDs` (one per recipient, random by default) lets a caller build its response before the send, so that
     /// `record` (the idempotency record holding that response) commits with the gifts. When another call holds
     /// the record's key, the send fails with `concurrentReplay` and none of it takes effect.
+    ///
+    /// The caller calls `wakeup.eventsCommitted()` once its commit is done; a caller that never sees the commit
+    /// (the event sink's transaction) passes `notifyAtCommit` to have the send NOTIFY in the transaction.
     @discardableResult
     func send(
         _ type: GiftTypeRecord, from sender: RaveID, senderName: String, to recipients: [RaveID],
         giftIDs chosenIDs: [RaveID]? = nil, grantingRequest requestID: RaveID? = nil,
-        recording record: IdempotentCalls.Record? = nil, on database: some PostgresQueryable
+        recording record: IdempotentCalls.Record? = nil, notifyAtCommit: Bool = false,
+        on database: some PostgresQueryable
     ) async throws -> [RaveID] {
         // RavePostgres encodes an empty array as an empty bytea (`[] as? [UInt8]` succeeds), which a `uuid[]`
         // parameter rejects; a send to nobody only records its result.
@@ -161,7 +170,7 @@ struct GiftStore: Sendable {
                     type.appID, type.id, sender, sentAt, expiresAt, requestID, giftIDs, recipients,
                     EventTopic.giftReceived, recipients.map { _ in RaveID.random() }, recipients.map(\.hex),
                     payloads.map(Self.hexadecimal), record?.operation.rawValue, record?.key, record?.fingerprint,
-                    record?.response,
+                    record?.response, notifyAtCommit,
                 ])
         } catch let error as PostgresError
             where error.sqlState == "23505" && error.constraint == "idempotent_calls_pkey"
@@ -231,6 +240,7 @@ struct GiftStore: Sendable {
                     known.protobufBytes(),
                 ]
             ).first.map(Self.gift)
+            if answered != nil { wakeup.eventsCommitted() }
         } else {
             answered = try await pool.execute(Self.reject, [id, appID, recipient]).first.map(Self.gift)
         }

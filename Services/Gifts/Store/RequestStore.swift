@@ -100,8 +100,11 @@ struct RequestStore: Sendable {
 
     /// Sends the requested gift to the requester, once, as the request's recipient; the daily limit applies to
     /// the granting player like any send.
+    ///
+    /// `checkedRequester` is the requester the caller screened for blocks; a request whose requester is another
+    /// one now (a merge in between) is ABORTED, to be retried with a fresh check.
     func grant(
-        _ id: RaveID, by granter: RaveID, granterName: String, appID: RaveID
+        _ id: RaveID, by granter: RaveID, granterName: String, checkedRequester: RaveID?, appID: RaveID
     ) async throws -> (request: GiftsV1.GiftRequest, gift: GiftsV1.Gift) {
         let giftID = try await pool.transaction { transaction -> RaveID in
             guard let row = try await transaction.execute(Self.lockRequest, [id, appID]).first else {
@@ -113,6 +116,9 @@ struct RequestStore: Sendable {
             try Self.requirePending(try row.decode(Int32.self, column: "state"))
             let type = try GiftTypeStore.record(row)
             let requester = try row.decode(RaveID.self, column: "requester_id")
+            guard requester == checkedRequester else {
+                throw GiftsError.aborted("the gift request changed while it was granted; try again")
+            }
             guard try await gifts.allowance(of: granter, for: type, wanted: 1, in: transaction) == 1 else {
                 throw GiftsError.resourceExhausted(
                     "the daily limit of \(type.dailyLimitPerSender) \"\(type.key)\" gifts is reached; try tomorrow")
@@ -122,6 +128,7 @@ struct RequestStore: Sendable {
             try await transaction.execute(Self.markGranted, [id, sent[0]])
             return sent[0]
         }
+        gifts.wakeup.eventsCommitted()
         return (try await request(id, appID: appID), try await gifts.gift(giftID, appID: appID))
     }
 
