@@ -67,10 +67,10 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
             cancel(streamID: streamID, code: .deadlineExceeded)
         }
         pending[call.streamID] = PendingCall(completion: completion, deadlineTimer: timer)
-        let request = RpcV1.Request(
-            method: call.method, timeoutMs: UInt32(clamping: timeout / 1_000_000), metadata: call.metadata,
-            payload: call.payload)
-        send(type: .request, streamID: call.streamID, body: request.protobufBytes())
+        EnvelopeCodec.appendRequest(
+            streamID: call.streamID, method: call.method, timeoutMs: UInt32(clamping: timeout / 1_000_000),
+            metadata: call.metadata, encodedMetadata: call.encodedMetadata, payload: call.payload, to: &output)
+        scheduleFlush()
     }
 
     /// Gives up on a call locally and tells the server with CANCEL.
@@ -198,12 +198,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     }
 
     private static func result(of body: [UInt8]) -> Result<[UInt8], RPCError> {
-        guard let response = try? RpcV1.Response(protobufBytes: body) else {
-            return .failure(.internalError("the server's response envelope does not parse"))
-        }
-        if response.code == .ok { return .success(response.payload) }
-        return .failure(
-            RPCError(response.code, response.message, details: response.details, notProcessed: response.notProcessed))
+        EnvelopeCodec.decodeResponse(body)
     }
 
     private func finishHandshake(_ result: Result<Void, RPCError>) {
@@ -220,10 +215,16 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     // MARK: - Output
 
     private func send(type: FrameType, streamID: UInt32, body: [UInt8]) {
-        guard let channel else { return }
+        guard channel != nil else { return }
         Frame.appendHeader(type: type, streamID: streamID, bodyCount: body.count, to: &output)
         output.append(contentsOf: body)
-        guard !flushScheduled else { return }
+        scheduleFlush()
+    }
+
+    /// Writes everything appended during this loop iteration at its end: one write (one TLS record when it
+    /// fits) for all the calls many clients started on this connection in the iteration.
+    private func scheduleFlush() {
+        guard let channel, !flushScheduled else { return }
         flushScheduled = true
         channel.loop.executeAtEndOfIteration { [self] in
             flushScheduled = false

@@ -36,6 +36,10 @@ public final class RPCClient: RPCCaller, Sendable {
     private let logger: Logger
     private let slots: Mutex<[Slot]>
     private let nextSlot = Atomic<Int>(0)
+    /// Counts `resetBackoff()` calls; a connect waiting out a backoff stops waiting when it changes.
+    private let backoffResets = Atomic<UInt64>(0)
+    /// How often a connect waiting out a backoff looks for a `resetBackoff()`.
+    private static let backoffPollInterval: UInt64 = 10_000_000
 
     public init(
         host: String, port: Int, tls: TLSContext?, group: EventLoopGroup,
@@ -59,6 +63,21 @@ public final class RPCClient: RPCCaller, Sendable {
                 return try await connection.call(method: method, request: request, options: options)
             } catch  where error.notProcessed && attempt < options.maxRetries {
                 attempt += 1
+            }
+        }
+    }
+
+    /// Ends every reconnect backoff: the next call (or a connect already waiting) connects at once.
+    ///
+    /// For a health checker that has reason to believe the server is back (a proxy's periodic check): without
+    /// it, a server that starts after its clients is only used once their backoff, up to `maximumBackoff`, ends.
+    public func resetBackoff() {
+        backoffResets.wrappingAdd(1, ordering: .releasing)
+        slots.withLock { slots in
+            for index in slots.indices {
+                if case .idle(_, let retryAt) = slots[index], retryAt != .max {
+                    slots[index] = .idle(failures: 0, retryAt: 0)
+                }
             }
         }
     }
@@ -121,9 +140,19 @@ public final class RPCClient: RPCCaller, Sendable {
     }
 
     private func connect(slot index: Int, failures: Int, retryAt: UInt64) async throws -> RPCConnection {
-        let now = monotonicNanoseconds()
         if retryAt == .max { throw RPCError.unavailable("the client is closed", notProcessed: true) }
-        if retryAt > now { try await Task.sleep(for: .nanoseconds(Int64(retryAt - now))) }
+        let resets = backoffResets.load(ordering: .acquiring)
+        var failures = failures
+        // Waits in short steps so that `resetBackoff()` ends the wait early.
+        var now = monotonicNanoseconds()
+        while retryAt > now {
+            if backoffResets.load(ordering: .acquiring) != resets {
+                failures = 0
+                break
+            }
+            try await Task.sleep(for: .nanoseconds(Int64(min(retryAt - now, Self.backoffPollInterval))))
+            now = monotonicNanoseconds()
+        }
         do {
             let connection = try await RPCConnection.connect(
                 host: host, port: port, tls: tls, serverName: configuration.serverName, group: group, logger: logger)

@@ -61,7 +61,7 @@ public final class RPCConnection: RPCCaller, Sendable {
         let handler = self.handler
         let outgoing = OutgoingCall(
             streamID: streamID, method: method, payload: request, timeout: options.timeout,
-            metadata: options.metadata)
+            metadata: options.metadata, encodedMetadata: options.encodedMetadata)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 // A caller already on the loop (a Task preferring `eventLoop`) starts the call directly.
@@ -99,7 +99,7 @@ public final class RPCConnection: RPCCaller, Sendable {
         }
         let outgoing = OutgoingCall(
             streamID: streamID, method: method, payload: request, timeout: options.timeout,
-            metadata: options.metadata)
+            metadata: options.metadata, encodedMetadata: options.encodedMetadata)
         handler.start(outgoing, cancellation: nil, completion: .callback(completion))
         return streamID
     }
@@ -150,4 +150,5 @@ struct OutgoingCall: Sendable {
     var payload: [UInt8]
     var timeout: Duration
     var metadata: [String: String]
+    var encodedMetadata: EncodedMetadata
 }

@@ -43,11 +43,18 @@ public struct CallOptions: Sendable {
     public var metadata: [String: String]
     /// Failures marked not-processed are retried up to this many times (on a fresh connection if needed).
     public var maxRetries: Int
+    /// Metadata already in wire form, sent after `metadata` (a key in both is read with this value): a proxy
+    /// passes a client's metadata on this way without decoding and encoding it again.
+    public var encodedMetadata: EncodedMetadata
 
-    public init(timeout: Duration = .seconds(10), metadata: [String: String] = [:], maxRetries: Int = 2) {
+    public init(
+        timeout: Duration = .seconds(10), metadata: [String: String] = [:], maxRetries: Int = 2,
+        encodedMetadata: EncodedMetadata = EncodedMetadata()
+    ) {
         self.timeout = timeout
         self.metadata = metadata
         self.maxRetries = maxRetries
+        self.encodedMetadata = encodedMetadata
     }
 }
 

@@ -19,8 +19,9 @@ public final class RPCServer: Sendable {
     /// Prepares a server; `start()` opens the port.
     ///
     /// `fallback`, when given, serves every method no service has (the gateway proxies them); it finds the
-    /// method name in `RequestContext.method`. `loopFallback` is asked first and may serve such a call on the
-    /// connection's loop instead.
+    /// method name in `RequestContext.method`. `loopFallback` is asked first for every call but the Health
+    /// check, served or not, and may serve it on the connection's loop instead (the gateway's single calls and
+    /// batches); when it declines, the service or `fallback` serves the call.
     public init(
         configuration: RPCServerConfiguration = RPCServerConfiguration(), services: [any RPCService],
         tls: TLSContext?, group: EventLoopGroup, logger: Logger = Logger(label: "rpc.server"),
@@ -84,7 +85,8 @@ final class RPCRouter: Sendable {
     let methods: [String: RPCMethod.Handler]
     /// Serves methods not in `methods` (the gateway's proxy); the method name is in `RequestContext.method`.
     let fallback: RPCMethod.Handler?
-    /// Tried before `fallback`, on the connection's loop; saves a Task and two thread hand-offs per call.
+    /// Tried first for every call but the Health check, on the connection's loop; saves a Task and two thread
+    /// hand-offs per call.
     let loopFallback: RPCLoopHandler?
     let serviceNames: Set<String>
     let configuration: RPCServerConfiguration

@@ -68,10 +68,13 @@ public struct RequestContext: Sendable {
     /// The authenticated caller, from metadata of a trusted peer; nil for anonymous calls.
     public var caller: Caller?
     public var logger: Logger
+    /// `metadata` as it arrived on the wire, for proxies that pass it on (empty when the call did not come
+    /// from the network).
+    public var encodedMetadata: EncodedMetadata
 
     public init(
         requestID: String, method: String, deadline: UInt64, metadata: [String: String], peer: PeerIdentity,
-        caller: Caller?, logger: Logger
+        caller: Caller?, logger: Logger, encodedMetadata: EncodedMetadata = EncodedMetadata()
     ) {
         self.requestID = requestID
         self.method = method
@@ -80,6 +83,7 @@ public struct RequestContext: Sendable {
         self.peer = peer
         self.caller = caller
         self.logger = logger
+        self.encodedMetadata = encodedMetadata
     }
 
     /// Nanoseconds until the deadline (0 once it has passed).

@@ -184,10 +184,15 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         guard calls[streamID] == nil else {
             throw .invalidArgument("stream id \(streamID) is already in flight")
         }
-        let request: RpcV1.Request
-        do { request = try RpcV1.Request(protobufBytes: body) } catch {
+        let request: EnvelopeCodec.Request
+        switch EnvelopeCodec.decodeRequest(body) {
+        case .success(let decoded):
+            request = decoded
+        case .failure(let error):
             // The stream id is usable, so answer on the stream and keep the connection.
-            reject(streamID: streamID, method: "", RPCError(.invalidArgument, "the request envelope \(error)"))
+            reject(
+                streamID: streamID, method: "",
+                RPCError(.invalidArgument, "the request envelope does not parse: \(error.message)"))
             return
         }
         if state == .goingAway {
@@ -213,13 +218,15 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             return
         }
         highestStreamID = max(highestStreamID, streamID)
+        // The built-in Health check always runs as written; every other method may be served on the loop.
         start(
             streamID: streamID, request: request, handler: handler,
-            loopHandler: served == nil ? router.loopFallback : nil)
+            loopHandler: request.method == HealthCheck.methodName ? nil : router.loopFallback)
     }
 
     private func start(
-        streamID: UInt32, request: RpcV1.Request, handler: @escaping RPCMethod.Handler, loopHandler: RPCLoopHandler?
+        streamID: UInt32, request: EnvelopeCodec.Request, handler: @escaping RPCMethod.Handler,
+        loopHandler: RPCLoopHandler?
     ) {
         router.observer.callStarted(method: request.method)
         let now = monotonicNanoseconds()
@@ -240,7 +247,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
             peer: PeerIdentity(
                 address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName),
-            caller: trustedCaller(request.metadata), logger: logger.with("request_id", requestID))
+            caller: trustedCaller(request.metadata), logger: logger.with("request_id", requestID),
+            encodedMetadata: request.encodedMetadata)
         let loop = channel.loop
         let payload = request.payload
         // Preferring the loop keeps the handler on this thread: no wake-up of another thread to start the
@@ -328,9 +336,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         guard let call = calls[streamID], call.sequence == sequence else { return }
         calls[streamID] = nil
         if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
-        complete(streamID: streamID, call: call, code: response.code, message: response.message) {
-            response.protobufBytes()
-        }
+        complete(streamID: streamID, call: call, response: response)
     }
 
     private func expireCall(streamID: UInt32, sequence: UInt64) {
@@ -342,49 +348,62 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         guard let call = calls.removeValue(forKey: streamID) else { return }
         call.cancelWork()
         if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
-        complete(streamID: streamID, call: call, code: code, message: message) {
-            RpcV1.Response(code: code, message: message, details: [], notProcessed: false, payload: []).protobufBytes()
-        }
+        complete(
+            streamID: streamID, call: call,
+            response: RpcV1.Response(code: code, message: message, details: [], notProcessed: false, payload: []))
     }
 
-    private func complete(
-        streamID: UInt32, call: InFlightCall, code: StatusCode, message: String, body: () -> [UInt8]
-    ) {
+    private func complete(streamID: UInt32, call: InFlightCall, response: RpcV1.Response) {
         let elapsed = monotonicNanoseconds() &- call.startedAt
-        router.observer.callFinished(method: call.method, code: code, nanoseconds: elapsed)
+        router.observer.callFinished(method: call.method, code: response.code, nanoseconds: elapsed)
         logger.log(
             configuration.requestLogLevel, "call finished",
             [
-                ("method", call.method), ("status", "\(code)"), ("latency_us", String(elapsed / 1000)),
+                ("method", call.method), ("status", "\(response.code)"), ("latency_us", String(elapsed / 1000)),
                 ("request_id", call.requestID),
             ])
         guard state != .closed else { return }
-        var encoded = body()
-        if Frame.headerSize + encoded.count > peerMaxFrameSize {
-            encoded = RpcV1.Response(
-                code: .resourceExhausted,
-                message: "the response (\(encoded.count) bytes) exceeds the client's maximum frame size",
-                details: [], notProcessed: false, payload: []
-            ).protobufBytes()
-        }
-        send(type: .response, streamID: streamID, body: encoded)
+        sendResponse(streamID: streamID, response)
         closeIfDrained()
     }
 
     private func reject(streamID: UInt32, method: String, _ error: RPCError) {
         router.observer.callStarted(method: method)
         router.observer.callFinished(method: method, code: error.code, nanoseconds: 0)
-        let response = RpcV1.Response(
-            code: error.code, message: error.message, details: error.details, notProcessed: error.notProcessed,
-            payload: [])
-        send(type: .response, streamID: streamID, body: response.protobufBytes())
+        sendResponse(
+            streamID: streamID,
+            RpcV1.Response(
+                code: error.code, message: error.message, details: error.details, notProcessed: error.notProcessed,
+                payload: []))
     }
 
     // MARK: - Output
 
+    /// Appends a RESPONSE, or RESOURCE_EXHAUSTED in its place when it would not fit the client's frame limit.
+    private func sendResponse(streamID: UInt32, _ response: RpcV1.Response) {
+        let size = EnvelopeCodec.responseBodySize(
+            code: response.code, message: response.message, details: response.details,
+            notProcessed: response.notProcessed, payload: response.payload)
+        if Frame.headerSize + size > peerMaxFrameSize {
+            EnvelopeCodec.appendResponse(
+                streamID: streamID, code: .resourceExhausted,
+                message: "the response (\(size) bytes) exceeds the client's maximum frame size", details: [],
+                notProcessed: false, payload: [], to: &output)
+        } else {
+            EnvelopeCodec.appendResponse(
+                streamID: streamID, code: response.code, message: response.message, details: response.details,
+                notProcessed: response.notProcessed, payload: response.payload, to: &output)
+        }
+        scheduleFlush()
+    }
+
     private func send(type: FrameType, streamID: UInt32, body: [UInt8]) {
         Frame.appendHeader(type: type, streamID: streamID, bodyCount: body.count, to: &output)
         output.append(contentsOf: body)
+        scheduleFlush()
+    }
+
+    private func scheduleFlush() {
         guard !flushScheduled else { return }
         flushScheduled = true
         channel.loop.executeAtEndOfIteration { [self] in flushOutput() }

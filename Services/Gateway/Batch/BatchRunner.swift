@@ -103,8 +103,7 @@ struct BatchRunner: Sendable {
         return tasks
     }
 
-    private static func dependencyFailed(_ step: BatchPlan.Step, on dependency: BatchPlan.Step) -> GatewayV1.BatchResult
-    {
+    static func dependencyFailed(_ step: BatchPlan.Step, on dependency: BatchPlan.Step) -> GatewayV1.BatchResult {
         var result = GatewayV1.BatchResult()
         result.name = step.name
         result.code = .aborted

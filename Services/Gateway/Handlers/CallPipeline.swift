@@ -15,14 +15,23 @@ final class CallPipeline: Sendable {
     ]
     /// The client's IP address, for services' per-address limits (identity's login lockout).
     static let clientAddressKey = "rave-client-address"
+    /// `strippedMetadata` as bytes, for filtering a client's encoded metadata.
+    static let strippedKeys = MetadataKeys(strippedMetadata)
+    /// What a batch's calls do not inherit from the batch: the stripped keys and the batch's idempotency key,
+    /// which cannot stand for each of its calls.
+    static let batchStrippedKeys = MetadataKeys(strippedMetadata.union([MetadataKey.idempotencyKey]))
 
     let authenticator: Authenticator
     let pools: [String: BackendPool]
+    /// Board owners, when the gateway routes leaderboards calls (nil without a leaderboards service).
+    let boardOwners: BoardOwners?
     let protection: Protection
     let adminCommonName: String
     let deadlineMargin: UInt64
     /// Single calls served on the client connection's loop (`startProxy`), for tests and diagnostics.
     let loopProxiedCalls = Atomic<Int>(0)
+    /// Batches served on the client connection's loop (`startBatch`), for tests and diagnostics.
+    let loopBatches = Atomic<Int>(0)
     /// Routes of the methods seen so far: parsing a method name allocates, a lookup does not.
     private let routes = Mutex<[String: MethodRoute]>([:])
     /// Bounds `routes` against clients inventing method names; beyond it names are parsed each time.
@@ -30,10 +39,11 @@ final class CallPipeline: Sendable {
 
     init(
         authenticator: Authenticator, pools: [String: BackendPool], protection: Protection, adminCommonName: String,
-        deadlineMargin: Duration
+        deadlineMargin: Duration, boardOwners: BoardOwners? = nil
     ) {
         self.authenticator = authenticator
         self.pools = pools
+        self.boardOwners = boardOwners
         self.protection = protection
         self.adminCommonName = adminCommonName
         self.deadlineMargin = deadlineMargin.wholeNanoseconds
@@ -44,15 +54,17 @@ final class CallPipeline: Sendable {
         try protection.admit(context: context, calls: 1)
         defer { protection.release() }
         try protection.checkSize(request.count, method: context.method)
-        return try await dispatch(
-            method: context.method, request: request, context: context, metadata: context.metadata)
+        return try await dispatch(method: context.method, request: request, context: context)
     }
 
     /// Routes one call: classify, authenticate, rate-limit per user, forward.
     ///
-    /// `cost` is the number of client calls the call stands for (a PlaceBets made of a batch's bets).
+    /// `cost` is the number of client calls the call stands for (a PlaceBets made of a batch's bets);
+    /// `removing` the client metadata not passed on (a batch's calls also drop its idempotency key).
     func dispatch(
-        method: String, request: [UInt8], context: RequestContext, metadata: [String: String], cost: Int = 1
+        method: String, request: [UInt8], context: RequestContext,
+        removing removed: MetadataKeys = CallPipeline.strippedKeys,
+        cost: Int = 1
     ) async throws(RPCError) -> [UInt8] {
         let route = try self.route(method)
         let caller = try await self.caller(for: route, context: context)
@@ -65,9 +77,17 @@ final class CallPipeline: Sendable {
             throw RPCError(.deadlineExceeded, "too little time was left to call \(route.service)")
         }
         let options = CallOptions(
-            timeout: .nanoseconds(Int64(context.deadline - now - deadlineMargin)),
-            metadata: forwardedMetadata(metadata, caller: caller, peer: context.peer), maxRetries: 0)
-        return try await ServiceCaller(pool: pool).call(method: method, request: request, options: options)
+            timeout: .nanoseconds(Int64(context.deadline - now - deadlineMargin)), maxRetries: 0,
+            encodedMetadata: forwardedMetadata(context, caller: caller, removing: removed))
+        return try await ServiceCaller(
+            pool: pool, board: boardRouting(service: route.service, request: request, caller: caller)
+        ).call(method: method, request: request, options: options)
+    }
+
+    /// The board of a leaderboards call, for routing to its owner; nil for every other call.
+    func boardRouting(service: String, request: [UInt8], caller: Caller?) -> BoardRouting? {
+        guard service == BoardOwners.service, let boardOwners else { return nil }
+        return boardOwners.routing(request: request, appID: caller?.appID ?? "")
     }
 
     /// The route of `method`, from the cache when it was seen before.
@@ -118,20 +138,23 @@ final class CallPipeline: Sendable {
         return caller
     }
 
+    /// The metadata the service gets: the client's, as the bytes it arrived in, without `removed`, plus the
+    /// client's address and the caller.
     func forwardedMetadata(
-        _ incoming: [String: String], caller: Caller?, peer: PeerIdentity
-    ) -> [String: String] {
-        // Sized once for what is added below: growing a dictionary rehashes every key.
-        var metadata = [String: String](minimumCapacity: incoming.count + 5)
-        for (key, value) in incoming where !Self.strippedMetadata.contains(key) { metadata[key] = value }
-        metadata[Self.clientAddressKey] = Self.host(of: peer.address)
+        _ context: RequestContext, caller: Caller?, removing removed: MetadataKeys = CallPipeline.strippedKeys
+    ) -> EncodedMetadata {
+        // A call that did not come from the network (tests calling the pipeline directly) has no encoded form.
+        let incoming =
+            context.encodedMetadata.isEmpty && !context.metadata.isEmpty
+            ? EncodedMetadata(context.metadata) : context.encodedMetadata
+        var added: [(key: String, value: String)] = [(Self.clientAddressKey, Self.host(of: context.peer.address))]
         if let caller {
-            metadata[MetadataKey.callerUserID] = caller.userID
-            metadata[MetadataKey.callerAppID] = caller.appID
-            metadata[MetadataKey.callerSessionID] = caller.sessionID
-            metadata[MetadataKey.callerScopes] = caller.scopes.sorted().joined(separator: " ")
+            added.append((MetadataKey.callerUserID, caller.userID))
+            added.append((MetadataKey.callerAppID, caller.appID))
+            added.append((MetadataKey.callerSessionID, caller.sessionID))
+            added.append((MetadataKey.callerScopes, caller.scopes.sorted().joined(separator: " ")))
         }
-        return metadata
+        return incoming.replacing(removed, with: added)
     }
 
     /// The host part of "host:port" or "[v6]:port".

@@ -13,25 +13,24 @@ struct GatewayHandler: GatewayV1.GatewayHandler {
         defer { pipeline.protection.release() }
         for step in plan.steps { try pipeline.protection.checkSize(step.request.count, method: step.method) }
         // The batch's idempotency key cannot stand for each of its calls; calls carry their own ids.
-        var callMetadata = context.metadata
-        callMetadata[MetadataKey.idempotencyKey] = nil
+        let removed = CallPipeline.batchStrippedKeys
         let execute: @Sendable (BatchRunner.ReadyCall) async -> GatewayV1.BatchResult = {
-            [pipeline, callMetadata] call in
+            [pipeline] call in
             do throws(RPCError) {
                 let request = try call.step.request(copyingFrom: call.responses)
                 var result = GatewayV1.BatchResult()
                 result.name = call.step.name
                 result.response = try await pipeline.dispatch(
-                    method: call.step.method, request: request, context: context, metadata: callMetadata)
+                    method: call.step.method, request: request, context: context, removing: removed)
                 return result
             } catch {
                 return GatewayV1.BatchResult(name: call.step.name, error: error)
             }
         }
         let bets = BetCoalescer(sendAlone: execute) {
-            [pipeline, callMetadata] (request: [UInt8], cost: Int) throws(RPCError) -> [UInt8] in
+            [pipeline] (request: [UInt8], cost: Int) throws(RPCError) -> [UInt8] in
             try await pipeline.dispatch(
-                method: BetCoalescer.placeBetsMethod, request: request, context: context, metadata: callMetadata,
+                method: BetCoalescer.placeBetsMethod, request: request, context: context, removing: removed,
                 cost: cost)
         }
         let runner = BatchRunner(

@@ -13,6 +13,9 @@ extension CallPipeline {
         request: [UInt8], context: RequestContext, loop: EventLoop,
         completion: @escaping (Result<[UInt8], RPCError>) -> Void
     ) -> (() -> Void)? {
+        if context.method == BatchPlan.batchMethod {
+            return startBatch(request: request, context: context, loop: loop, completion: completion)
+        }
         guard let route = try? route(context.method), let pool = pools[route.service] else { return nil }
         let caller: Caller?
         switch route.access {
@@ -26,7 +29,9 @@ extension CallPipeline {
         case .login, .admin:
             return nil
         }
-        guard let (index, backend) = pool.choose(), let connection = backend.loopConnections?.connection(on: loop)
+        let board = boardRouting(service: route.service, request: request, caller: caller)
+        guard let (index, backend) = pool.choose(preferring: board?.owner, excluding: []),
+            let connection = backend.loopConnections?.connection(on: loop)
         else { return nil }
 
         do throws(RPCError) {
@@ -50,7 +55,7 @@ extension CallPipeline {
         }
         let call = ProxiedCall(
             pool: pool, protection: protection, loop: loop, method: context.method, request: request,
-            metadata: forwardedMetadata(context.metadata, caller: caller, peer: context.peer), deadline: deadline,
+            metadata: forwardedMetadata(context, caller: caller), deadline: deadline, board: board,
             completion: completion)
         loopProxiedCalls.wrappingAdd(1, ordering: .relaxed)
         call.start(on: connection, backendIndex: index, backend: backend)
@@ -58,9 +63,10 @@ extension CallPipeline {
     }
 }
 
-/// One call proxied by `startProxy`: the attempt on the loop's backend connection, and when that fails not
-/// processed, the further attempts of `ServiceCaller` (in a Task, as for any call).
-private final class ProxiedCall: @unchecked Sendable {
+/// One call proxied on a client connection's loop (`startProxy`, or a call of `startBatch`): the attempt on the
+/// loop's backend connection, and when that fails not processed (or there is no such connection), the further
+/// attempts of `ServiceCaller` (in a Task, as for any call).
+final class ProxiedCall: @unchecked Sendable {
     // @unchecked: the mutable fields are touched only on `loop`; the retry Task reads `let`s and comes back
     // through `loop.execute`.
 
@@ -69,17 +75,22 @@ private final class ProxiedCall: @unchecked Sendable {
     private let loop: EventLoop
     private let method: String
     private let request: [UInt8]
-    private let metadata: [String: String]
+    private let metadata: EncodedMetadata
     private let deadline: UInt64
     private let completion: (Result<[UInt8], RPCError>) -> Void
+    /// Whether finishing or cancelling ends the call's admission (a batch's calls share the batch's).
+    private let releasesProtection: Bool
+    private let board: BoardRouting?
     private var cancelled = false
     private var attempt: (connection: RPCConnection, streamID: UInt32)?
     private var retry: Task<Void, Never>?
 
     init(
         pool: BackendPool, protection: Protection, loop: EventLoop, method: String, request: [UInt8],
-        metadata: [String: String], deadline: UInt64, completion: @escaping (Result<[UInt8], RPCError>) -> Void
+        metadata: EncodedMetadata, deadline: UInt64, releasesProtection: Bool = true, board: BoardRouting?,
+        completion: @escaping (Result<[UInt8], RPCError>) -> Void
     ) {
+        self.board = board
         self.pool = pool
         self.protection = protection
         self.loop = loop
@@ -88,19 +99,33 @@ private final class ProxiedCall: @unchecked Sendable {
         self.metadata = metadata
         self.deadline = deadline
         self.completion = completion
+        self.releasesProtection = releasesProtection
+    }
+
+    /// Starts on the loop's connection of a healthy backend when there is one, else through `ServiceCaller`.
+    func start() {
+        if let (index, backend) = pool.choose(preferring: board?.owner, excluding: []),
+            let connection = backend.loopConnections?.connection(on: loop)
+        {
+            start(on: connection, backendIndex: index, backend: backend)
+        } else {
+            retry(after: nil)
+        }
     }
 
     func start(on connection: RPCConnection, backendIndex: Int, backend: Backend) {
         let now = monotonicNanoseconds()
         let options = CallOptions(
-            timeout: .nanoseconds(Int64(deadline > now ? deadline - now : 0)), metadata: metadata, maxRetries: 0)
+            timeout: .nanoseconds(Int64(deadline > now ? deadline - now : 0)), maxRetries: 0,
+            encodedMetadata: metadata)
         var answered = false
         let streamID = connection.startCall(method: method, request: request, options: options) { [self] result in
             answered = true
             attempt = nil
             guard !cancelled else { return }
             if case .failure(let error) = result, error.notProcessed {
-                if error.code == .unavailable { backend.markHealthy(false) }
+                // A refusal by a board's former owner says nothing about the backend's health.
+                if error.code == .unavailable && BoardOwners.refusal(in: error) == nil { backend.markHealthy(false) }
                 retry(after: (backendIndex, error))
             } else {
                 finish(result)
@@ -113,20 +138,21 @@ private final class ProxiedCall: @unchecked Sendable {
     func cancel() {
         guard !cancelled else { return }
         cancelled = true
-        protection.release()
+        if releasesProtection { protection.release() }
         if let attempt { attempt.connection.cancelStartedCall(streamID: attempt.streamID) }
         retry?.cancel()
     }
 
-    private func retry(after failed: (index: Int, error: RPCError)) {
+    private func retry(after failed: (index: Int, error: RPCError)?) {
         let now = monotonicNanoseconds()
         let options = CallOptions(
-            timeout: .nanoseconds(Int64(deadline > now ? deadline - now : 0)), metadata: metadata, maxRetries: 0)
+            timeout: .nanoseconds(Int64(deadline > now ? deadline - now : 0)), maxRetries: 0,
+            encodedMetadata: metadata)
         retry = Task { [self] in
             let result: Result<[UInt8], RPCError>
             do throws(RPCError) {
                 result = .success(
-                    try await ServiceCaller(pool: pool).call(
+                    try await ServiceCaller(pool: pool, board: board).call(
                         method: method, request: request, options: options, after: failed))
             } catch {
                 result = .failure(error)
@@ -139,7 +165,7 @@ private final class ProxiedCall: @unchecked Sendable {
     }
 
     private func finish(_ result: Result<[UInt8], RPCError>) {
-        protection.release()
+        if releasesProtection { protection.release() }
         completion(result)
     }
 }

@@ -11,7 +11,8 @@ final class Backend: Sendable {
     let client: RPCClient
     /// Connections per event loop for single calls proxied on the client's loop; nil in pools built by hand.
     let loopConnections: LoopConnections?
-    private let healthy = Atomic<Bool>(true)
+    /// 0: not checked yet (calls are tried), 1: the last check or call succeeded, 2: it failed.
+    private let health = Atomic<UInt8>(0)
 
     init(address: SocketAddress, client: RPCClient, loopConnections: LoopConnections? = nil) {
         self.address = address
@@ -20,10 +21,13 @@ final class Backend: Sendable {
     }
 
     /// False after a failed health check or an UNAVAILABLE call, until a health check succeeds.
-    var isHealthy: Bool { healthy.load(ordering: .relaxed) }
+    var isHealthy: Bool { health.load(ordering: .relaxed) != 2 }
+
+    /// True once a health check succeeded (and none failed since): what readiness waits for.
+    var isKnownHealthy: Bool { health.load(ordering: .relaxed) == 1 }
 
     func markHealthy(_ value: Bool) {
-        healthy.store(value, ordering: .relaxed)
+        health.store(value ? 1 : 2, ordering: .relaxed)
     }
 }
 
@@ -43,6 +47,18 @@ final class BackendPool: Sendable {
     /// Nil when none is healthy: a service that is down fails at once instead of every call waiting out the
     /// reconnect backoff; the health check brings a backend back within one interval of its recovery.
     func choose(excluding excluded: Set<Int> = []) -> (index: Int, backend: Backend)? {
+        choose(preferring: nil, excluding: excluded)
+    }
+
+    /// `preferred` when it is one of this pool's backends, healthy and not excluded, else the next healthy one.
+    func choose(
+        preferring preferred: SocketAddress?, excluding excluded: Set<Int> = []
+    ) -> (index: Int, backend: Backend)? {
+        if let preferred, let index = backends.firstIndex(where: { $0.address == preferred }),
+            !excluded.contains(index) && backends[index].isHealthy
+        {
+            return (index, backends[index])
+        }
         let start = next.wrappingAdd(1, ordering: .relaxed).oldValue
         for offset in 0..<backends.count {
             let index = (start &+ offset) % backends.count
@@ -59,6 +75,8 @@ final class BackendDirectory: Service {
     private let interval: Duration
     private let logger: Logger
     private let latch = ShutdownLatch()
+    /// How often backends that are down are probed.
+    static let recoveryProbeInterval: Duration = .milliseconds(200)
 
     init(
         backends: [String: [SocketAddress]], tls: TLSContext, group: EventLoopGroup, connectionsPerBackend: Int,
@@ -87,6 +105,11 @@ final class BackendDirectory: Service {
         self.logger = logger
     }
 
+    /// The services without a backend that passed its last health check; `/readyz` waits until it is empty.
+    var servicesWithoutHealthyBackend: [String] {
+        pools.values.filter { !$0.backends.contains(where: \.isKnownHealthy) }.map(\.service).sorted()
+    }
+
     /// Asks every backend's Health/Check once and records the answers.
     func checkHealth() async {
         await withTaskGroup(of: Void.self) { group in
@@ -100,6 +123,9 @@ final class BackendDirectory: Service {
 
     private func check(_ backend: Backend, service: String) async {
         var healthy = false
+        // A backend that is down is probed with a fresh connect, not after the client's reconnect backoff, so
+        // a service that starts after the gateway is used within one check interval of serving.
+        if !backend.isKnownHealthy { backend.client.resetBackoff() }
         do {
             let response = try await backend.client.call(
                 method: "rave.rpc.v1.Health/Check", request: RpcV1.HealthCheckRequest().protobufBytes(),
@@ -119,7 +145,10 @@ final class BackendDirectory: Service {
     func run() async throws {
         while !latch.isOpen {
             await checkHealth()
-            await latch.sleep(for: interval)
+            // While a backend is down it is probed more often, so a restart is noticed within a fraction of
+            // a second; healthy backends are checked at the configured interval.
+            let allHealthy = pools.values.allSatisfy { $0.backends.allSatisfy(\.isKnownHealthy) }
+            await latch.sleep(for: allHealthy ? interval : min(interval, Self.recoveryProbeInterval))
         }
         for pool in pools.values {
             for backend in pool.backends {

@@ -8,6 +8,9 @@ import RaveTransport
 struct ServiceCaller: RPCCaller {
     let pool: BackendPool
     var maxAttempts = 3
+    /// A leaderboards call's board: the owner goes first, and a `NotBoardOwner` refusal sends the call to the
+    /// owner it names (the refusing backend is not marked unhealthy).
+    var board: BoardRouting?
 
     func call(method: String, request: [UInt8], options: CallOptions) async throws(RPCError) -> [UInt8] {
         try await call(method: method, request: request, options: options, after: nil)
@@ -21,9 +24,11 @@ struct ServiceCaller: RPCCaller {
         var tried: Set<Int> = failed.map { [$0.index] } ?? []
         var lastError =
             failed?.error ?? RPCError.unavailable("no backend of \(pool.service) is healthy", notProcessed: true)
+        var preferred = board?.owner
+        if let failed, let named = board?.owners.ownerNamed(by: failed.error) { preferred = named }
         for _ in 0..<(maxAttempts - tried.count) {
             if tried.count == pool.backends.count { tried.removeAll() }
-            guard let (index, backend) = pool.choose(excluding: tried) else { break }
+            guard let (index, backend) = pool.choose(preferring: preferred, excluding: tried) else { break }
             tried.insert(index)
             let now = monotonicNanoseconds()
             guard deadline > now else { break }
@@ -33,8 +38,12 @@ struct ServiceCaller: RPCCaller {
             do {
                 return try await backend.client.call(method: method, request: request, options: attemptOptions)
             } catch  where error.notProcessed && !Task.isCancelled {
-                if error.code == .unavailable { backend.markHealthy(false) }
                 lastError = error
+                if let named = board?.owners.ownerNamed(by: error) {
+                    preferred = named
+                    continue
+                }
+                if error.code == .unavailable { backend.markHealthy(false) }
             }
         }
         if lastError.code == .unavailable {

@@ -15,6 +15,8 @@ final class GatewayRuntime: Sendable {
     let logger: Logger
     let pipeline: CallPipeline
     let signingKeys: SigningKeyStore
+    /// What `/readyz` reports (signing keys fetched, a healthy backend per service, not shutting down).
+    let readiness: ReadinessChecks
     private let group: EventLoopGroup
     private let serverTLS: TLSContext
     private let rpc: RPCServerService
@@ -46,6 +48,7 @@ final class GatewayRuntime: Sendable {
         self.group = group
         let metrics = MetricsRegistry.shared
         let readiness = ReadinessChecks()
+        self.readiness = readiness
         let admin = AdminHTTPServer(
             address: configuration.adminListen, group: group, metrics: metrics, readiness: readiness,
             logger: logger.with("component", "admin"))
@@ -76,6 +79,10 @@ final class GatewayRuntime: Sendable {
             let signingKeys = SigningKeyStore(
                 identity: identity, interval: gateway.keyRefreshInterval, minimumGap: gateway.keyRefreshMinimumGap,
                 logger: logger.with("component", "signing-keys"))
+            readiness.add("backends") {
+                let missing = directory.servicesWithoutHealthyBackend
+                return missing.isEmpty ? nil : "no healthy backend yet for " + missing.joined(separator: ", ")
+            }
             readiness.add("signing-keys") { signingKeys.verifier == nil ? "not fetched from identity yet" : nil }
             let authenticator = Authenticator(
                 keys: signingKeys, identity: identity, tokenCacheCapacity: gateway.tokenCacheCapacity,
@@ -83,9 +90,13 @@ final class GatewayRuntime: Sendable {
             let protection = Protection(
                 maxInFlight: gateway.maxInFlight, addressRate: gateway.addressRate, userRate: gateway.userRate,
                 maxRequestBytes: gateway.maxRequestBytes)
+            let boardOwners = directory.pools[BoardOwners.service].map { pool in
+                BoardOwners(pool: pool, logger: logger.with("component", "board-owners"))
+            }
             let pipeline = CallPipeline(
                 authenticator: authenticator, pools: directory.pools, protection: protection,
-                adminCommonName: gateway.adminCommonName, deadlineMargin: gateway.deadlineMargin)
+                adminCommonName: gateway.adminCommonName, deadlineMargin: gateway.deadlineMargin,
+                boardOwners: boardOwners)
             var rpcConfiguration = RPCServerConfiguration(
                 host: configuration.listen.host, port: configuration.listen.port,
                 maxFrameSize: configuration.maxFrameSize, maxConcurrentStreams: configuration.maxConcurrentStreams,
@@ -107,8 +118,11 @@ final class GatewayRuntime: Sendable {
             self.pipeline = pipeline
             self.signingKeys = signingKeys
             // Stopped in reverse: the RPC server drains first, then background work, the admin server last.
+            var services: [any Service] = [admin, signingKeys, directory]
+            if let boardOwners { services.append(boardOwners) }
+            services.append(rpc)
             let serviceGroup = ServiceGroup(
-                services: [admin, signingKeys, directory, rpc],
+                services: services,
                 gracePeriod: configuration.shutdownGracePeriod + .seconds(5),
                 logger: logger)
             self.serviceGroup = serviceGroup

@@ -1,0 +1,62 @@
+import RaveMessages
+import RaveRPC
+import RaveTelemetry
+import RaveTransport
+import Testing
+
+@testable import Gateway
+
+/// A gateway started before a service: calls fail fast (not processed) until the service serves, then succeed
+/// promptly, without waiting out the reconnect backoff; `/readyz` waits for a healthy backend per service.
+@Suite("Gateway start order")
+struct GatewayStartOrderTests {
+    @Test func aServiceStartingAfterTheGatewayIsUsedAsSoonAsItServes() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        // A free port, then closed: the service will listen there later.
+        let probe = RPCServer(services: [], tls: nil, group: group)
+        try probe.start()
+        let port = probe.localPort
+        await probe.shutdown()
+
+        let harness = try await GatewayHarness.start(["RAVE_GATEWAY_ECHO_ADDRESSES": "127.0.0.1:\(port)"])
+        let connection = try await harness.connect()
+        let options = bearer(try harness.token(for: "user-1"))
+        let echo = EchoV1.EchoRequest(payload: [1]).protobufBytes()
+        let early = await failure(connection, "rave.echo.v1.Echo/Echo", echo, options: options)
+        #expect(early?.code == .unavailable && early?.notProcessed == true)
+        // Long enough for the backend clients to be deep in their reconnect backoff.
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await backendsReadiness(harness)?.contains("echo") == true)
+
+        let tls = try TLSContext(
+            .server(
+                certificateChainPath: "\(harness.directory)/echo.pem",
+                privateKeyPath: "\(harness.directory)/echo-key.pem", trustRootsPath: "\(harness.directory)/ca.pem",
+                requireClientCertificate: true))
+        let service = RPCServer(
+            configuration: RPCServerConfiguration(host: "127.0.0.1", port: port), services: [TestEcho()], tls: tls,
+            group: group, logger: Logger(label: "late-echo", level: .warning))
+        try service.start()
+        let serving = ContinuousClock.now
+        var answered = false
+        while !answered && ContinuousClock.now - serving < .seconds(5) {
+            answered = await failure(connection, "rave.echo.v1.Echo/Echo", echo, options: options) == nil
+            if !answered { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let waited = ContinuousClock.now - serving
+        #expect(answered)
+        #expect(waited < .seconds(2), "calls succeeded \(waited) after the service started serving")
+        #expect(try await backendsReadiness(harness)?.contains("echo") == false)
+
+        connection.close()
+        try await harness.stop()
+        await service.shutdown()
+    }
+
+    /// The failure `/readyz` reports for the backends (the harness's other services never run).
+    private func backendsReadiness(_ harness: GatewayHarness) async throws -> String? {
+        let report = await harness.runtime.readiness.evaluate()
+        return try #require(report.results.first { $0.name == "backends" }).failure
+    }
+}
