@@ -23,16 +23,11 @@ struct DeviceLoginStore: Sendable {
                 AND app_id IN (SELECT id FROM applications WHERE publisher_id =
                     (SELECT publisher_id FROM applications WHERE id = $2))
             """)
-    /// First use of an app: the user plays it and gets the app data key that is its Rave ID.
+    /// First use of an app: the user plays it, and its app data key there is its Rave ID (implied, see
+    /// `appDataKeys`).
     static let recordAppUse = PostgresStatement(
         name: "identity_record_app_use",
-        sql: """
-            WITH played AS (
-                INSERT INTO app_users (app_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
-            )
-            INSERT INTO app_data_keys (user_id, app_id, selected_key) VALUES ($2, $1, $3)
-            ON CONFLICT (user_id, app_id) DO NOTHING
-            """)
+        sql: "INSERT INTO app_users (app_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
     static let selectUsedApplication = PostgresStatement(
         name: "identity_select_used_application",
         sql: "SELECT user_id FROM app_users WHERE app_id = $1 AND user_id = ANY($2)")
@@ -49,6 +44,9 @@ struct DeviceLoginStore: Sendable {
                 WHERE c.user_id = k.user_id AND c.app_id = k.app_id ORDER BY c.key) AS candidates
             FROM app_data_keys k WHERE k.user_id = $1 AND k.app_id = $2 FOR UPDATE
             """)
+    static let selectPlayed = PostgresStatement(
+        name: "identity_select_played",
+        sql: "SELECT 1 AS played FROM app_users WHERE app_id = $2 AND user_id = $1")
     static let selectAppDataKey = PostgresStatement(
         name: "identity_select_app_data_key",
         sql: "UPDATE app_data_keys SET selected_key = $3 WHERE user_id = $1 AND app_id = $2")
@@ -66,7 +64,7 @@ struct DeviceLoginStore: Sendable {
     }
 
     func recordAppUse(appID: RaveID, userID: RaveID) async throws {
-        _ = try await database.execute(Self.recordAppUse, [appID, userID, userID.hex])
+        _ = try await database.execute(Self.recordAppUse, [appID, userID])
     }
 
     func usersWhoPlayed(appID: RaveID, among userIDs: [RaveID]) async throws -> Set<RaveID> {
@@ -82,9 +80,16 @@ struct DeviceLoginStore: Sendable {
     }
 
     /// The selected key and the candidates waiting for a choice; nil before the user first played the app.
+    ///
+    /// A user who played the app without an `app_data_keys` row has the implied key, its own Rave ID: a first login
+    /// writes no key row (one row fewer on the hottest insert path), and only a merge makes keys differ, so a merge
+    /// writes the implied rows of both users before it combines them (`MergeStore.moveStatements`).
     func appDataKeys(userID: RaveID, appID: RaveID) async throws -> (selected: String?, candidates: [String])? {
-        guard let row = try await database.execute(Self.selectAppDataKeys, [userID, appID]).first else { return nil }
-        return (try row.decode(column: "selected_key"), try row.decode(column: "candidates"))
+        if let row = try await database.execute(Self.selectAppDataKeys, [userID, appID]).first {
+            return (try row.decode(column: "selected_key"), try row.decode(column: "candidates"))
+        }
+        guard try await database.execute(Self.selectPlayed, [userID, appID]).first != nil else { return nil }
+        return (userID.hex, [])
     }
 
     func selectAppDataKey(userID: RaveID, appID: RaveID, key: String) async throws {

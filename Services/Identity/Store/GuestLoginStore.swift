@@ -37,39 +37,53 @@ struct GuestLoginStore: Sendable {
     /// commits meanwhile is seen: the login then continues as the merge's target. A concurrent first login of the
     /// same device makes the plain insert into `device_logins` fail with a unique violation, and the whole statement
     /// (the new user included) rolls back.
-    static let guestLogin = PostgresStatement(
-        name: "identity_guest_login",
-        sql: """
-            WITH known AS (
-                SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d JOIN users u ON u.id = d.user_id
-                WHERE d.app_id = $1 AND d.device_id = $2 FOR KEY SHARE OF u
+    static let guestLogin = PostgresStatement(name: "identity_guest_login", sql: sql(crossApp: true))
+    /// `guestLogin` for an app without cross-app login (`$3` NULL).
+    ///
+    /// It leaves out the cross-app lookup and re-pointing: even when skipped, they made every login lock, open and
+    /// set up `applications`, its key and one more insert (about a tenth of PostgreSQL's CPU for a new device). A
+    /// publisher given here creates no user, so the login fails rather than skip cross-app login.
+    static let guestLoginWithinApp = PostgresStatement(
+        name: "identity_guest_login_within_app", sql: sql(crossApp: false))
+
+    /// The login statement; with `crossApp`, a device new to the app may continue as its cross-app player.
+    private static func sql(crossApp: Bool) -> String {
+        let shared =
+            crossApp
+            ? """
             ), shared AS (
                 SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d
                 JOIN applications a ON a.id = d.app_id JOIN users u ON u.id = d.user_id
                 WHERE $3::uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
                     AND d.device_id = $2 AND d.cross_app AND a.publisher_id = $3 AND a.cross_app_login
                 ORDER BY d.updated_at DESC LIMIT 1
-            ), created AS (
-                INSERT INTO users (id) SELECT $4 WHERE NOT EXISTS (SELECT 1 FROM known)
-                    AND NOT EXISTS (SELECT 1 FROM shared)
-                RETURNING id AS user_id, created_at, updated_at
-            ), chosen AS (
-                SELECT user_id, 'known' AS source FROM known
-                UNION ALL SELECT user_id, 'shared' FROM shared
-                UNION ALL SELECT user_id, 'created' FROM created
-            ), claimed AS (
-                INSERT INTO device_logins (app_id, device_id, user_id, cross_app) SELECT $1, $2, user_id, false
-                FROM created
+            """ : ""
+        let notShared = crossApp ? "NOT EXISTS (SELECT 1 FROM shared)" : "$3::uuid IS NULL"
+        let chosenShared = crossApp ? "UNION ALL SELECT user_id, 'shared' FROM shared" : ""
+        let pointed =
+            crossApp
+            ? """
             ), pointed AS (
                 INSERT INTO device_logins (app_id, device_id, user_id, cross_app) SELECT $1, $2, user_id, true FROM shared
                 ON CONFLICT (app_id, device_id) DO UPDATE SET user_id = EXCLUDED.user_id,
                     cross_app = EXCLUDED.cross_app, updated_at = now()
-            ), played AS (
+            """ : ""
+        return """
+            WITH known AS (
+                SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d JOIN users u ON u.id = d.user_id
+                WHERE d.app_id = $1 AND d.device_id = $2 FOR KEY SHARE OF u
+            \(shared)), created AS (
+                INSERT INTO users (id) SELECT $4 WHERE NOT EXISTS (SELECT 1 FROM known) AND \(notShared)
+                RETURNING id AS user_id, created_at, updated_at
+            ), chosen AS (
+                SELECT user_id, 'known' AS source FROM known
+                \(chosenShared)
+                UNION ALL SELECT user_id, 'created' FROM created
+            ), claimed AS (
+                INSERT INTO device_logins (app_id, device_id, user_id, cross_app) SELECT $1, $2, user_id, false
+                FROM created
+            \(pointed)), played AS (
                 INSERT INTO app_users (app_id, user_id) SELECT $1, user_id FROM chosen ON CONFLICT DO NOTHING
-            ), keyed AS (
-                INSERT INTO app_data_keys (user_id, app_id, selected_key)
-                SELECT user_id, $1, replace(user_id::text, '-', '') FROM chosen
-                ON CONFLICT (user_id, app_id) DO NOTHING
             ), device AS (
                 INSERT INTO devices (user_id, device_id, name, platform) SELECT user_id, $2, $5, $6 FROM chosen
                 ON CONFLICT (user_id, device_id) DO UPDATE SET last_seen_at = now(),
@@ -84,7 +98,8 @@ struct GuestLoginStore: Sendable {
             SELECT chosen.source, chosen.user_id AS chosen_user_id, created.created_at AS new_created_at,
                 created.updated_at AS new_updated_at
             FROM chosen LEFT JOIN created ON true
-            """)
+            """
+    }
 
     /// Logs the device in to the application: its known user, else its cross-app player when `crossAppPublisher`
     /// is given, else a new anonymous user; records the app use and the device and opens a session.
@@ -98,7 +113,7 @@ struct GuestLoginStore: Sendable {
         let rows: PostgresRows
         do {
             rows = try await database.execute(
-                Self.guestLogin,
+                crossAppPublisher == nil ? Self.guestLoginWithinApp : Self.guestLogin,
                 [
                     appID, device.deviceId, crossAppPublisher, RaveID.random(), device.name, device.platform,
                     sessionID, Date().addingTimeInterval(sessionLifetime), OpaqueToken.hash(token),

@@ -100,6 +100,17 @@ struct MergeStore: Sendable {
 
     /// Statements run in order with ($1 source, $2 target); each says why it is shaped as it is.
     static let moveStatements: [PostgresStatement] = [
+        // App data keys are implied (the user's own Rave ID) until a merge makes them differ: both users' implied
+        // keys become rows first, while `app_users` still tells which apps each played, so the key statements below
+        // combine rows only.
+        PostgresStatement(
+            name: "identity_merge_write_implied_keys",
+            sql: """
+                INSERT INTO app_data_keys (user_id, app_id, selected_key)
+                SELECT user_id, app_id, replace(user_id::text, '-', '') FROM app_users
+                WHERE user_id = $1 OR user_id = $2
+                ON CONFLICT (user_id, app_id) DO NOTHING
+                """),
         PostgresStatement(name: "identity_merge_drop_links", sql: "DELETE FROM provider_links WHERE user_id = $1"),
         // The target's password wins; the source's moves only when the target has none.
         PostgresStatement(

@@ -83,19 +83,16 @@ struct SessionStore: Sendable {
         sql: """
             WITH played AS (
                 INSERT INTO app_users (app_id, user_id) VALUES ($2, $1) ON CONFLICT DO NOTHING
-            ), keyed AS (
-                INSERT INTO app_data_keys (user_id, app_id, selected_key) VALUES ($1, $2, $3)
-                ON CONFLICT (user_id, app_id) DO NOTHING
             ), device AS (
-                INSERT INTO devices (user_id, device_id, name, platform) VALUES ($1, $4, $5, $6)
+                INSERT INTO devices (user_id, device_id, name, platform) VALUES ($1, $3, $4, $5)
                 ON CONFLICT (user_id, device_id) DO UPDATE SET last_seen_at = now(),
                     name = CASE WHEN EXCLUDED.name = '' THEN devices.name ELSE EXCLUDED.name END,
                     platform = CASE WHEN EXCLUDED.platform = '' THEN devices.platform ELSE EXCLUDED.platform END
             ), session AS (
-                INSERT INTO sessions (id, user_id, app_id, device_id, expires_at) VALUES ($7, $1, $2, $4, $8)
+                INSERT INTO sessions (id, user_id, app_id, device_id, expires_at) VALUES ($6, $1, $2, $3, $7)
                 RETURNING id
             )
-            INSERT INTO refresh_tokens (token_hash, session_id, generation) SELECT $9, id, 0 FROM session
+            INSERT INTO refresh_tokens (token_hash, session_id, generation) SELECT $8, id, 0 FROM session
             """)
     static let revoke = PostgresStatement(
         name: "identity_revoke_session",
@@ -125,7 +122,7 @@ struct SessionStore: Sendable {
         _ = try await database.execute(
             Self.openSession,
             [
-                userID, appID, userID.hex, device.deviceId, device.name, device.platform, sessionID,
+                userID, appID, device.deviceId, device.name, device.platform, sessionID,
                 Date().addingTimeInterval(lifetime), OpaqueToken.hash(token),
             ])
         return (sessionID, token)
