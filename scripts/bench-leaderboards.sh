@@ -2,25 +2,34 @@
 # The leaderboards benchmark of `make bench`: the release `leaderboards` (peers off: no names, no friends) on a
 # throwaway PostgreSQL, seeded by binary COPY, driven by `ravectl loadtest leaderboards` over mTLS, 50 × 1 in
 # flight: my position, around me ±5, top 100, durable submits — RAVE_BENCH_RUNS runs each (default 3) —
-# then a restart timed until the service accepts calls again.
-#   RAVE_BENCH_LEADERBOARD_USERS  entries in the board (default 1,000,000)
-# Results: .bench/leaderboards-<operation>-<run>.json and a summary on stdout.
+# then, when identity and the gateway are built too, "my position" through the gateway and directly in one run
+# (`ravectl loadtest --gateway`: one guest per connection, signed in through the gateway), then a restart timed
+# until the service accepts calls again.
+#   RAVE_BENCH_LEADERBOARD_USERS       entries in the board (default 1,000,000)
+#   RAVE_BENCH_LEADERBOARD_OPERATIONS  the operations measured (default "position around top submit")
+#   RAVE_BENCH_BIN                     where the release binaries are (default .build/release)
+# After each run the service's CPU time per call (user + system) is printed: with other work on the cores it is
+# the figure to compare.
+# Results: .bench/leaderboards-<operation>-<run>.json (-compare-<run>-gateway/-direct.json) and a summary on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" != "--inside" ]; then
     for product in leaderboards ravectl; do
-        [ -x ".build/release/$product" ] || { echo "bench-leaderboards: build first (make release)" >&2; exit 1; }
+        [ -x "${RAVE_BENCH_BIN:-.build/release}/$product" ] ||
+            { echo "bench-leaderboards: build first (make release)" >&2; exit 1; }
     done
     exec scripts/with-postgres.sh "$0" --inside
 fi
 
-bin=.build/release
+bin=${RAVE_BENCH_BIN:-.build/release}
 users=${RAVE_BENCH_LEADERBOARD_USERS:-1000000}
+operations=${RAVE_BENCH_LEADERBOARD_OPERATIONS:-position around top submit}
 runs=${RAVE_BENCH_RUNS:-3}
 work=$(mktemp -d /tmp/rave-bench-leaderboards.XXXXXX)
 server=""
-trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+stack=()
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; for pid in "${stack[@]}"; do kill "$pid" 2>/dev/null; done; rm -rf "$work"' EXIT
 mkdir -p .bench
 "$bin/ravectl" certs --out "$work/certs" >/dev/null
 psql -q -d postgres -c "CREATE DATABASE rave_bench_leaderboards"
@@ -46,13 +55,73 @@ loadtest() {
         --users "$users" "$@"
 }
 
+# Clock ticks of user + system time the service, and PostgreSQL's processes, have used so far.
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$server/stat"; }
+postgres_ticks() {
+    local postmaster
+    postmaster=$(head -n 1 "$RAVE_TEST_POSTGRES_DATADIR/postmaster.pid")
+    # The postmaster's own time plus that of its reaped children (fields 16, 17), so backends that exit during a
+    # run still count, plus the live children's.
+    { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$postmaster/stat"
+        cat $(pgrep -P "$postmaster" | sed 's|.*|/proc/&/stat|') 2>/dev/null | awk '{ print $14 + $15 }'; } |
+        awk '{ total += $1 } END { print total }'
+}
+
 start_server
-for operation in position around top submit; do
+echo "== seeding"
+loadtest --mix position=1 --warmup 0 --duration 1 --out "$work/seeding.json" | grep -v '^\['
+for operation in $operations; do
     for run in $(seq "$runs"); do
         echo "== $operation, run $run"
-        loadtest --mix "$operation=1" --duration 8 --out ".bench/leaderboards-$operation-$run.json"
+        out=.bench/leaderboards-$operation-$run.json
+        before=$(server_ticks)
+        before_postgres=$(postgres_ticks)
+        loadtest --mix "$operation=1" --duration 8 --out "$out"
+        ticks=$(( $(server_ticks) - before ))
+        ticks_postgres=$(( $(postgres_ticks) - before_postgres ))
+        python3 -c "import json; calls = max(1, sum(second['calls'] for second in json.load(open('$out'))['timeline'])); \
+print(f'CPU per call (user + system, warm-up included): service {$ticks * 10_000 / calls:.1f} µs, ' \
+      f'PostgreSQL {$ticks_postgres * 10_000 / calls:.1f} µs')"
     done
 done
+# Through the gateway and directly, as the same guests: identity for the logins, the gateway in front of both, its
+# rate limits lifted (every simulated player comes from 127.0.0.1, and the per-user limit would cap each one).
+if [ -x "$bin/identity" ] && [ -x "$bin/gateway" ] && [[ " $operations " == *" position "* ]]; then
+    psql -q -d postgres -c "CREATE DATABASE rave_bench_identity"
+    identity_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    gateway_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    RAVE_DATABASE_URL=${url%/*}/rave_bench_identity RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$identity_port \
+        RAVE_ADMIN_LISTEN=127.0.0.1:0 RAVE_IDENTITY_SOCIAL_ADDRESS=127.0.0.1:9 RAVE_LOG_LEVEL=error \
+        "$bin/identity" >>"$work/identity.log" 2>&1 &
+    stack+=($!)
+    RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$gateway_port RAVE_ADMIN_LISTEN=127.0.0.1:0 RAVE_LOG_LEVEL=error \
+        RAVE_GATEWAY_IDENTITY_ADDRESSES=127.0.0.1:$identity_port RAVE_GATEWAY_LEADERBOARDS_ADDRESSES=127.0.0.1:$port \
+        RAVE_GATEWAY_ADDRESS_RATE=10000000 RAVE_GATEWAY_ADDRESS_BURST=10000000 RAVE_GATEWAY_USER_RATE=10000000 \
+        RAVE_GATEWAY_USER_BURST=10000000 "$bin/gateway" >>"$work/gateway.log" 2>&1 &
+    stack+=($!)
+    for _ in $(seq 600); do (echo >/dev/tcp/127.0.0.1/"$gateway_port") 2>/dev/null && break; sleep 0.1; done
+    admin=(--target "127.0.0.1:$gateway_port" --ca "$work/certs/ca.pem" --cert "$work/certs/admin.pem"
+        --key "$work/certs/admin-key.pem")
+    json_field() { python3 -c "import json, sys; print(json.load(sys.stdin)$1)"; }
+    # The gateway answers once its health checks found identity; until then the first call may be refused.
+    for _ in $(seq 50); do
+        publisher=$(XDG_CONFIG_HOME=$work "$bin/ravectl" call rave.identity.v1.IdentityAdmin/CreatePublisher \
+            --json '{"name": "Load test"}' "${admin[@]}" 2>/dev/null |
+            json_field '["publisher"]["publisherId"]' 2>/dev/null) && break
+        sleep 0.2
+    done
+    [ -n "${publisher:-}" ] || { tail -n 5 "$work/identity.log" "$work/gateway.log" >&2; exit 1; }
+    app=$(XDG_CONFIG_HOME=$work "$bin/ravectl" call rave.identity.v1.IdentityAdmin/CreateApplication \
+        --json "{\"publisherId\": \"$publisher\", \"name\": \"Load test\"}" "${admin[@]}" |
+        json_field '["application"]["appId"]')
+    for run in $(seq "$runs"); do
+        echo "== position through the gateway and directly, run $run"
+        loadtest --app "$app" --gateway "127.0.0.1:$gateway_port" --mix position=1 --duration 8 \
+            --out ".bench/leaderboards-compare-$run.json" | grep -v '^\['
+    done
+fi
+psql -At -d rave_bench_leaderboards -c "SELECT 'score updates: ' || n_tup_upd || ', of them HOT (no index entries): ' \
+    || n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'scores'"
 kill -TERM "$server"
 wait "$server" || true
 started=$(date +%s.%N)

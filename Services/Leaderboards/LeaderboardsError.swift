@@ -4,8 +4,12 @@ import RaveRPC
 struct LeaderboardsError: Error, Hashable, RPCStatusConvertible, CustomStringConvertible {
     var code: StatusCode
     var message: String
+    /// An encoded message the method documents (`NotBoardOwner`), for callers that act on the refusal.
+    var details: [UInt8] = []
+    /// Nothing was done, so the call may be sent again (elsewhere).
+    var notProcessed = false
 
-    var rpcError: RPCError? { RPCError(code, message) }
+    var rpcError: RPCError? { RPCError(code, message, details: details, notProcessed: notProcessed) }
     var description: String { message }
 
     static func invalidArgument(_ message: String) -> Self { Self(code: .invalidArgument, message: message) }

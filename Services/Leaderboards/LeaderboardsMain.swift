@@ -18,7 +18,8 @@ enum LeaderboardsMain {
     /// The production services: friends from social and names from identity, each over an mTLS client that
     /// presents leaderboards' own certificate.
     static func services(context: ServiceContext) async throws -> [any RPCService] {
-        let configuration = try LeaderboardsConfiguration(environment: context.environment)
+        let configuration = try LeaderboardsConfiguration(
+            environment: context.environment, listen: context.configuration.listen)
         context.logger.info("leaderboards settings", configuration.settings)
         // Achievement unlocks reach push (and any other sink of RAVE_EVENT_SINKS) through the outbox.
         context.addBackgroundService(try EventPublisher.forService(context: context, source: "leaderboards"))
@@ -41,7 +42,20 @@ enum LeaderboardsMain {
                 logger: context.logger.with("peer", "identity"))
             profiles = IdentityProfileProvider(caller: identity, logger: context.logger.with("component", "profiles"))
         }
-        return try await services(pool: context.pool, logger: context.logger, friends: friends, profiles: profiles)
+        if let host = SocketAddress(parsing: configuration.advertiseAddress)?.host, ["0.0.0.0", "::"].contains(host) {
+            context.logger.warning(
+                "RAVE_LEADERBOARDS_ADVERTISE_ADDRESS is a wildcard; set it to the address the gateway uses for this "
+                    + "instance, or NotBoardOwner and ListBoardOwners name an address nobody can reach",
+                [("address", configuration.advertiseAddress)])
+        }
+        let engine = LeaderboardEngine(pool: context.pool)
+        let indexes = engine.indexes
+        let ownership = BoardOwnership(
+            pool: context.pool, address: configuration.advertiseAddress, leaseDuration: configuration.leaseDuration,
+            evict: { indexes.evict(boardID: $0) })
+        context.addBackgroundService(BoardLeaseKeeper(ownership: ownership, logger: context.logger))
+        return try await services(
+            engine: engine, ownership: ownership, logger: context.logger, friends: friends, profiles: profiles)
     }
 
     /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.
@@ -49,22 +63,45 @@ enum LeaderboardsMain {
         (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
     }
 
-    /// Builds the handlers and loads every active board's current version before the server accepts calls, so
-    /// the first requests do not pay for loading.
+    /// The handlers of a single instance that owns every board without leases (tools and tests).
     static func services(
         pool: PostgresPool, logger: Logger, clock: WallClock = .system,
         friends: any FriendsProvider = StaticFriendsProvider(), profiles: any ProfileProvider = StaticProfileProvider()
     ) async throws -> [any RPCService] {
-        let engine = LeaderboardEngine(pool: pool, clock: clock)
+        try await services(
+            engine: LeaderboardEngine(pool: pool, clock: clock), ownership: .sole(), logger: logger, friends: friends,
+            profiles: profiles)
+    }
+
+    /// Builds the handlers and loads the current version of every active board this instance can take before
+    /// the server accepts calls, so the first requests do not pay for loading; boards other instances own are
+    /// left to them.
+    static func services(
+        engine: LeaderboardEngine, ownership: BoardOwnership, logger: Logger, friends: any FriendsProvider,
+        profiles: any ProfileProvider
+    ) async throws -> [any RPCService] {
         let started = ContinuousClock.now
         var entries = 0
+        var elsewhere = 0
         for board in try await engine.definitions.everyActiveBoard() {
+            do {
+                try await ownership.acquire(board)
+            } catch let error as LeaderboardsError where error.notProcessed {
+                elsewhere += 1
+                continue
+            }
             entries += try await engine.currentIndex(of: board).read { $0.count }
         }
-        logger.info("indexes loaded", [("entries", "\(entries)"), ("duration", "\(ContinuousClock.now - started)")])
+        logger.info(
+            "indexes loaded",
+            [
+                ("entries", "\(entries)"), ("owned elsewhere", "\(elsewhere)"),
+                ("duration", "\(ContinuousClock.now - started)"),
+            ])
         return [
-            LeaderboardsService(engine: engine, friends: friends, profiles: profiles),
-            LeaderboardsAdminService(engine: engine), MergeService(engine: engine),
+            LeaderboardsService(engine: engine, friends: friends, profiles: profiles, ownership: ownership),
+            LeaderboardsAdminService(engine: engine, ownership: ownership), MergeService(engine: engine),
+            LeaderboardsInternalService(ownership: ownership),
         ]
     }
 }

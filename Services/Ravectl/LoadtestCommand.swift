@@ -11,13 +11,17 @@ enum LoadtestCommand {
         [--mix submit=1,position=1,top=1,around=1,friends=0] [--user-choice uniform|zipf[:S]] \
         [--board-choice uniform|zipf[:S]] [--connections 50] [--in-flight 1] [--rate CALLS_PER_S] [--warmup 2] \
         [--duration 10] [--page-size 100] [--adjacent 5] [--loops CORES] [--out .bench/leaderboards.json] \
-        [--svg .bench/leaderboards.svg]
+        [--svg .bench/leaderboards.svg] [--gateway HOST:PORT]
         """
     static let help = """
             Talks to the service directly, as the gateway does: mutual TLS with a service certificate (--cert/--key,
             default .run/certs/gateway.pem) and the caller in request metadata. Without --rate it is a closed loop
             (connections × in-flight calls, each sent when the previous answers); with --rate an open loop at that
             many calls per second in total, latency counted from each call's intended send time.
+            With --gateway, each connection signs in a new guest through the gateway (identity GuestLogin) and the
+            load runs twice, through the gateway with the guests' tokens and then directly as those guests; both
+            results and their ratio are printed (OUT-gateway.json, OUT-direct.json). A guest has no score, so it
+            sits last (position, around work; submit does not: guests may not submit).
         """
 
     static func run(_ arguments: ArraySlice<String>) async throws -> Int32 {
@@ -27,7 +31,7 @@ enum LoadtestCommand {
             valueOptions: [
                 "target", "ca", "cert", "key", "server-name", "app", "users", "boards", "database-url", "mix",
                 "user-choice", "board-choice", "connections", "in-flight", "rate", "warmup", "duration", "page-size",
-                "adjacent", "loops", "out", "svg",
+                "adjacent", "loops", "out", "svg", "gateway",
             ])
         let settings = try LoadtestSettings(options)
         let group = try EventLoopGroup(loopCount: try options.integer("loops", default: System.coreCount, in: 1...64))
@@ -55,6 +59,15 @@ enum LoadtestCommand {
             seeding.close()
             throw error
         }
+        if let gateway = options.value("gateway") {
+            // Clients reach the gateway with server-authenticated TLS only: no client certificate.
+            let gatewayTLS = try TLSOptions.client(
+                try Arguments(
+                    ArraySlice(options.value("ca").map { ["--ca", $0] } ?? []), valueOptions: ["ca"]))
+            return try await LoadtestGatewayComparison.run(
+                settings: settings, gateway: gateway, gatewayTLS: gatewayTLS, directTLS: tls, group: group,
+                out: options.value("out") ?? ".bench/leaderboards.json", svg: options.value("svg"))
+        }
         var connections: [RPCConnection] = []
         for _ in 0..<settings.connections {
             connections.append(try await RPCConnection.connect(host: host, port: port, tls: tls, group: group))
@@ -70,15 +83,18 @@ enum LoadtestCommand {
         return failed == 0 ? 0 : 1
     }
 
-    private static func measure(
-        connections: [RPCConnection], plan: LoadtestPlan, settings: LoadtestSettings
+    /// Runs the plan on every connection; `callers` (one per connection), when given, replace the simulated
+    /// players' metadata.
+    static func measure(
+        connections: [RPCConnection], plan: LoadtestPlan, settings: LoadtestSettings,
+        callers: [[String: String]]? = nil
     ) async -> LoadtestMeasurements {
         let progress = LoadtestProgress()
         return await withTaskGroup(of: LoadtestMeasurements.self) { group in
             for (number, connection) in connections.enumerated() {
                 let load = LoadtestConnection(
                     connection: connection, plan: plan, seed: UInt64(number + 1) &* 0x2545_F491_4F6C_DD1D,
-                    progress: progress)
+                    progress: progress, caller: callers?[number])
                 group.addTask { await load.run() }
             }
             group.addTask {
@@ -147,6 +163,8 @@ struct LoadtestSettings: Sendable {
             boardSampler: IndexSampler(count: boardKeys.count, choice: boardChoice),
             ratePerConnection: rate.map { Double($0) / Double(connections) }, inFlight: inFlight,
             pageSize: pageSize, adjacent: adjacent, start: start, measureFrom: measureFrom,
-            end: measureFrom + UInt64(durationSeconds) * 1_000_000_000)
+            end: measureFrom + UInt64(durationSeconds) * 1_000_000_000,
+            wallClockAtStart: Int64((Date().timeIntervalSince1970 * 1e6).rounded())
+                + Int64(start / 1000) - Int64(monotonicNanoseconds() / 1000))
     }
 }

@@ -42,6 +42,9 @@ final class LoadtestConnection: @unchecked Sendable {
     private let connection: RPCConnection
     private let plan: LoadtestPlan
     private let progress: LoadtestProgress
+    /// The metadata of every call when the connection acts as one player (`--gateway`); nil picks a seeded player
+    /// per call.
+    private let caller: [String: String]?
     private var random: SplitMix64
     private var measurements = LoadtestMeasurements()
     private var inFlight = 0
@@ -50,10 +53,14 @@ final class LoadtestConnection: @unchecked Sendable {
     private var scheduling = true
     private var finished: CheckedContinuation<LoadtestMeasurements, Never>?
 
-    init(connection: RPCConnection, plan: LoadtestPlan, seed: UInt64, progress: LoadtestProgress) {
+    init(
+        connection: RPCConnection, plan: LoadtestPlan, seed: UInt64, progress: LoadtestProgress,
+        caller: [String: String]? = nil
+    ) {
         self.connection = connection
         self.plan = plan
         self.progress = progress
+        self.caller = caller
         random = SplitMix64(state: seed)
     }
 
@@ -121,8 +128,7 @@ final class LoadtestConnection: @unchecked Sendable {
         let request: [UInt8]
         switch operation {
         case .submit:
-            // Above every seeded score and rising with time, so nearly every submit is a new best: a durable write.
-            let score = 2_000_000_000 + Int64((intended - min(plan.start, intended)) / 1000)
+            let score = plan.improvingScore(intendedAt: intended)
             request = LeaderboardsV1.SubmitScoreRequest(leaderboardKey: key, score: score).protobufBytes()
         case .position:
             request = LeaderboardsV1.GetLeaderboardRequest(leaderboardKey: key).protobufBytes()
@@ -140,7 +146,7 @@ final class LoadtestConnection: @unchecked Sendable {
         }
         let options = CallOptions(
             timeout: .seconds(30),
-            metadata: [
+            metadata: caller ?? [
                 MetadataKey.callerUserID: LoadtestPlan.userID(user).hex, MetadataKey.callerAppID: plan.app,
                 MetadataKey.callerScopes: "player authenticated",
             ])

@@ -65,6 +65,14 @@ struct LoadtestPlan: Sendable {
     var start: UInt64
     var measureFrom: UInt64
     var end: UInt64
+    /// Unix microseconds at `start`: submitted scores count wall-clock microseconds, so they rise across runs too.
+    var wallClockAtStart: Int64
+
+    /// The score a submit intended at `intended` sends: the wall clock in microseconds, above every seeded score
+    /// and above every earlier submit of any run, so each submit is a player's new best (a durable write).
+    func improvingScore(intendedAt intended: UInt64) -> Int64 {
+        wallClockAtStart + Int64(intended / 1000) - Int64(start / 1000)
+    }
 
     /// The Rave ID of seeded player `index`: a fixed prefix, so a later run finds the players an earlier one seeded.
     static func userID(_ index: Int) -> RaveID {

@@ -92,7 +92,11 @@ struct IdentityBenchmarkTests {
         try await IdentityHarness.with { harness in
             let parameters = IdentityBenchmark.Parameters(seconds: 0.3, concurrency: 4)
             let measurements = try await IdentityBenchmark(service: harness.service, parameters: parameters).run()
-            #expect(measurements.map(\.name) == ["guest_login_new_device", "refresh_session", "resolve_users_100"])
+            #expect(
+                measurements.map(\.name) == [
+                    "guest_login_new_device", "guest_login_new_device_cross_app", "refresh_session",
+                    "resolve_users_100",
+                ])
             #expect(measurements.allSatisfy { $0.calls > 0 && $0.errors == 0 })
             #expect(IdentityBenchmark.json(measurements, parameters: parameters).contains("\"resolve_users_100\""))
         }

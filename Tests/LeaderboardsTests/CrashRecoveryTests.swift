@@ -149,6 +149,8 @@ final class LeaderboardsProcess: @unchecked Sendable {
             "RAVE_DATABASE_URL": databaseURL, "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": "127.0.0.1:\(port)",
             "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try Self.unusedPort())", "RAVE_LOG_LEVEL": "warning",
             "RAVE_LEADERBOARDS_SOCIAL_ADDRESS": "off", "RAVE_LEADERBOARDS_IDENTITY_ADDRESS": "off",
+            // A stable address, as a StatefulSet pod's: the restarted process takes the killed one's boards at once.
+            "RAVE_LEADERBOARDS_ADVERTISE_ADDRESS": "leaderboards-0.leaderboards:7503",
         ]) { $1 }
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardOutput = FileHandle.nullDevice

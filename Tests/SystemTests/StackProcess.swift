@@ -27,9 +27,13 @@ final class StackProcess: @unchecked Sendable {
         FileManager.default.isExecutableFile(atPath: buildDirectory.appendingPathComponent(name).path)
     }
 
-    init(name: String, arguments: [String] = [], environment: [String: String], adminPort: Int, logDirectory: URL) {
+    /// `executable` defaults to `name`; a second replica of a service runs the same executable under another name.
+    init(
+        name: String, executable: String? = nil, arguments: [String] = [], environment: [String: String],
+        adminPort: Int, logDirectory: URL
+    ) {
         self.name = name
-        self.executable = Self.buildDirectory.appendingPathComponent(name)
+        self.executable = Self.buildDirectory.appendingPathComponent(executable ?? name)
         self.arguments = arguments
         // The test's own RAVE_* settings (RAVE_TEST_POSTGRES_URL, …) must not leak into a service's configuration.
         let inherited = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("RAVE_") }
@@ -61,6 +65,13 @@ final class StackProcess: @unchecked Sendable {
     func kill() {
         guard let process = lock.withLock({ self.process }) else { return }
         if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM, then waits for the exit: the drain a deployment's rolling update gives a process.
+    func terminate() {
+        guard let process = lock.withLock({ self.process }) else { return }
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGTERM) }
         process.waitUntilExit()
     }
 

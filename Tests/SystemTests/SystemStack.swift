@@ -49,8 +49,11 @@ final class SystemStack: @unchecked Sendable {
 
     /// Starts a stack, waits until every process is ready, runs `body`, and tears everything down (kill -9, drop
     /// the databases) whether `body` succeeded or not.
-    static func with(_ body: (SystemStack) async throws -> Void) async throws {
-        let stack = try await SystemStack()
+    ///
+    /// `leaderboardsReplicas` > 1 adds processes "leaderboards-2", … running the leaderboards executable on the
+    /// same database, each advertising its own address, all behind the one gateway (board ownership by lease).
+    static func with(leaderboardsReplicas: Int = 1, _ body: (SystemStack) async throws -> Void) async throws {
+        let stack = try await SystemStack(leaderboardsReplicas: leaderboardsReplicas)
         var failure: (any Error)?
         do {
             try await stack.startAll()
@@ -62,7 +65,7 @@ final class SystemStack: @unchecked Sendable {
         if let failure { throw failure }
     }
 
-    private init() async throws {
+    private init(leaderboardsReplicas: Int) async throws {
         guard let serverURL = ProcessInfo.processInfo.environment["RAVE_TEST_POSTGRES_URL"] else {
             throw StackError("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
         }
@@ -75,8 +78,11 @@ final class SystemStack: @unchecked Sendable {
         apns = try FakeAPNs(directory: directory)
 
         let names = Self.dataServices.filter(StackProcess.isBuilt)
+        let replicas = leaderboardsReplicas > 1 ? (2...leaderboardsReplicas).map { "leaderboards-\($0)" } : []
         var ports: [String: (rpc: Int, admin: Int)] = [:]
-        for name in names + ["gateway"] { ports[name] = (try StackProcess.unusedPort(), try StackProcess.unusedPort()) }
+        for name in names + replicas + ["gateway"] {
+            ports[name] = (try StackProcess.unusedPort(), try StackProcess.unusedPort())
+        }
         self.ports = ports
         var databases: [String: String] = [:]
         for name in names { databases[name] = try await Self.createDatabase(server: serverURL, service: name) }
@@ -89,21 +95,22 @@ final class SystemStack: @unchecked Sendable {
         let logs = directory.appendingPathComponent("logs")
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         var processes: [String: StackProcess] = [:]
-        for name in names + ["gateway"] {
+        for name in names + replicas + ["gateway"] {
+            let service = replicas.contains(name) ? "leaderboards" : name
             var environment = [
                 "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": address(name),
                 "RAVE_ADMIN_LISTEN": "127.0.0.1:\(ports[name]?.admin ?? 0)", "RAVE_EVENT_LOOPS": "1",
                 "RAVE_LOG_LEVEL": "notice", "RAVE_SHUTDOWN_GRACE": "1s",
             ]
-            if let database = databases[name] {
+            if let database = databases[service] {
                 environment["RAVE_DATABASE_URL"] = database
                 environment["RAVE_DB_POOL_SIZE"] = "4"
-                environment["RAVE_EVENT_SINKS"] = list(Self.eventSinks.filter { $0 != name })
+                environment["RAVE_EVENT_SINKS"] = list(Self.eventSinks.filter { $0 != service })
             }
-            for peer in ["identity", "social", "push"] where peer != name && name != "gateway" {
-                environment["RAVE_\(name.uppercased())_\(peer.uppercased())_ADDRESS"] = address(peer)
+            for peer in ["identity", "social", "push"] where peer != service && service != "gateway" {
+                environment["RAVE_\(service.uppercased())_\(peer.uppercased())_ADDRESS"] = address(peer)
             }
-            switch name {
+            switch service {
             case "identity":
                 environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] = list(Self.mergeParticipants)
                 environment.merge(providers.identityEnvironment) { $1 }
@@ -111,7 +118,9 @@ final class SystemStack: @unchecked Sendable {
                 environment.merge(apns.pushEnvironment) { $1 }
             case "gateway":
                 for service in names {
-                    environment["RAVE_GATEWAY_\(service.uppercased())_ADDRESSES"] = address(service)
+                    let replicaAddresses = service == "leaderboards" ? replicas.map(address) : []
+                    environment["RAVE_GATEWAY_\(service.uppercased())_ADDRESSES"] =
+                        ([address(service)] + replicaAddresses).joined(separator: ",")
                 }
                 environment["RAVE_GATEWAY_HEALTH_INTERVAL"] = "500ms"
                 environment["RAVE_GATEWAY_MERGE_CACHE_TTL"] = "1s"
@@ -119,7 +128,8 @@ final class SystemStack: @unchecked Sendable {
                 break
             }
             processes[name] = StackProcess(
-                name: name, environment: environment, adminPort: ports[name]?.admin ?? 0, logDirectory: logs)
+                name: name, executable: service, environment: environment, adminPort: ports[name]?.admin ?? 0,
+                logDirectory: logs)
         }
         self.processes = processes
         let gatewayPort = ports["gateway"]?.rpc ?? 0

@@ -65,10 +65,10 @@ final class BoardIndexes: Sendable {
             if let task = state.loading[key] { return .loading(task) }
             state.remove { $0.boardID == board.boardID && $0.version < version }
             let task = Task {
-                let records = try await scores.entries(boardID: board.boardID, version: version)
+                let chunks = try await scores.entries(boardID: board.boardID, version: version)
                 return BoardIndex(
                     boardID: board.boardID, version: version,
-                    index: RankIndex(ascending: board.ascending, records: records))
+                    index: RankIndex(ascending: board.ascending, chunks: chunks))
             }
             state.loading[key] = task
             return .loading(task)

@@ -44,18 +44,26 @@ struct RankIndex {
     }
 
     /// Builds an index from unsorted records in O(n log n), much faster than inserting them one by one.
-    init(ascending: Bool, records: [(userID: RaveID, score: Int64, achievedAt: Int64)]) {
-        self.init(ascending: ascending, expectedCount: records.count)
+    init(ascending: Bool, records: [ScoreEntry]) {
+        self.init(ascending: ascending, chunks: [records])
+    }
+
+    /// Builds an index from unsorted records that come in chunks (as a parallel load returns them).
+    init(ascending: Bool, chunks: [[ScoreEntry]]) {
+        let total = chunks.reduce(0) { $0 + $1.count }
+        self.init(ascending: ascending, expectedCount: total)
         var entries: [Entry] = []
-        entries.reserveCapacity(records.count)
-        for record in records {
-            let slot = users.insertSlot(for: record.userID)
-            if users[slot].isPresent {
-                guard isBetter(record.score, record.achievedAt, than: users[slot]) else { continue }
-                entries.removeAll { $0.slot == slot }
+        entries.reserveCapacity(total)
+        for records in chunks {
+            for record in records {
+                let slot = users.insertSlot(for: record.userID)
+                if users[slot].isPresent {
+                    guard isBetter(record.score, record.achievedAt, than: users[slot]) else { continue }
+                    entries.removeAll { $0.slot == slot }
+                }
+                users[slot] = UserRecord(id: record.userID, score: record.score, achievedAt: record.achievedAt)
+                entries.append(entry(for: slot))
             }
-            users[slot] = UserRecord(id: record.userID, score: record.score, achievedAt: record.achievedAt)
-            entries.append(entry(for: slot))
         }
         entries.sort { precedes($0, $1) }
         // Blocks start three-quarters full: room for inserts before the first splits.

@@ -5,9 +5,11 @@ import RaveServices
 /// `rave.leaderboards.v1.LeaderboardsAdmin`: definitions and index maintenance, for admin credentials only.
 final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
     let engine: LeaderboardEngine
+    let ownership: BoardOwnership
 
-    init(engine: LeaderboardEngine) {
+    init(engine: LeaderboardEngine, ownership: BoardOwnership = .sole()) {
         self.engine = engine
+        self.ownership = ownership
     }
 
     func defineLeaderboard(
@@ -17,12 +19,25 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
         guard let message = request.definition else {
             throw LeaderboardsError.invalidArgument("definition is required")
         }
-        let board = try await engine.defineBoard(BoardDefinition(appID: request.appId, message: message))
+        let definition = try BoardDefinition(appID: request.appId, message: message)
+        // Only the owner may change a board (a new sort direction rebuilds its index); refusing before the write
+        // keeps "not processed" true.
+        if let existing = try await definitions(appID: definition.appID, key: definition.key) {
+            try await ownership.acquire(existing)
+        }
+        let board = try await engine.defineBoard(definition)
+        // A new board, or one whose lease another instance took meanwhile: a define is create-or-replace, so the
+        // owner named in the refusal can be sent the same call.
+        try await ownership.acquire(board)
         let index = try await engine.currentIndex(of: board)
         return LeaderboardsV1.DefineLeaderboardResponse(
             leaderboard: LeaderboardsV1.Leaderboard(
                 definition: board.message, currentVersion: Int64(index.version),
                 entryCount: Int64(index.read { $0.count })))
+    }
+
+    private func definitions(appID: String, key: String) async throws -> BoardDefinition? {
+        try await engine.definitions.board(appID: appID, key: key)
     }
 
     func defineAchievement(
@@ -45,6 +60,7 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
     ) async throws -> LeaderboardsV1.RebuildIndexResponse {
         _ = try context.requireAdmin()
         let board = try await engine.board(appID: request.appId, key: request.leaderboardKey)
+        try await ownership.acquire(board)
         return LeaderboardsV1.RebuildIndexResponse(entryCount: Int64(try await engine.rebuildIndex(of: board)))
     }
 }

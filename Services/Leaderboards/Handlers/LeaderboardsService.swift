@@ -10,15 +10,23 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
     let achievements: AchievementStore
     let friends: any FriendsProvider
     let profiles: any ProfileProvider
+    /// Which boards this instance serves; a board another instance owns is refused with `NotBoardOwner`.
+    let ownership: BoardOwnership
+    private let unowned: UnownedBoardReader
 
     /// The scope the gateway gives anonymous (guest) players; they may read boards but not submit.
     static let guestScope = Caller.guestScope
 
-    init(engine: LeaderboardEngine, friends: any FriendsProvider, profiles: any ProfileProvider) {
+    init(
+        engine: LeaderboardEngine, friends: any FriendsProvider, profiles: any ProfileProvider,
+        ownership: BoardOwnership = .sole()
+    ) {
         self.engine = engine
         achievements = AchievementStore(pool: engine.scores.pool)
         self.friends = friends
         self.profiles = profiles
+        self.ownership = ownership
+        unowned = UnownedBoardReader(pool: engine.scores.pool)
     }
 
     // MARK: - Submitting
@@ -33,6 +41,11 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         let userID = try Self.userID(of: caller)
         let board = try await board(request.leaderboardKey, caller: caller)
         let outcome = try await engine.submit(score: request.score, userID: userID, to: board)
+        // A lease that lapsed while the write committed may already have a successor whose index missed it: do not
+        // acknowledge then (the score is in the table; a retry at the new owner is answered from its index).
+        guard ownership.holds(board) else {
+            throw LeaderboardsError.unavailable("the leaderboard changed owner during the submit; retry")
+        }
         return LeaderboardsV1.SubmitScoreResponse(
             newBest: outcome.newBest, highScore: outcome.best.score, globalPosition: Int64(outcome.best.position),
             version: Int64(outcome.version))
@@ -164,8 +177,11 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         caller.userID.isEmpty ? nil : RaveID(caller.userID)
     }
 
+    /// The board, once this instance holds its lease (taking it on first use).
     private func board(_ key: String, caller: Caller) async throws -> BoardDefinition {
-        try await engine.board(appID: caller.appID, key: RequestLimits.key(key, field: "leaderboard_key"))
+        let board = try await engine.board(appID: caller.appID, key: RequestLimits.key(key, field: "leaderboard_key"))
+        try await ownership.acquire(board)
+        return board
     }
 
     private func friendIDs(of userID: RaveID?, caller: Caller) async throws -> [RaveID] {
@@ -186,12 +202,35 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
     ) async throws
         -> LeaderboardsV1.Leaderboard
     {
+        guard ownership.holds(board) else {
+            return try await describeUnowned(board, userID: userID, friendIDs: friendIDs)
+        }
         let index = try await engine.currentIndex(of: board)
         var leaderboard = LeaderboardsV1.Leaderboard(
             definition: board.message, currentVersion: Int64(index.version), entryCount: Int64(index.read { $0.count }))
         if let userID, let best = index.read({ $0.standing(of: userID) }) {
             let friends = try await engine.friendsRanking(of: userID, friends: friendIDs, in: board)
             let friendsPosition = friends.scores.first { $0.userID == userID }?.position ?? 0
+            leaderboard.standing = LeaderboardsV1.Standing(
+                highScore: best.score, globalPosition: Int64(best.position), friendsPosition: Int64(friendsPosition),
+                setAtUnixMs: best.achievedAt / 1000)
+        }
+        return leaderboard
+    }
+
+    /// A board another instance owns (or nobody yet), from the table: listing an app's boards takes no leases.
+    private func describeUnowned(
+        _ board: BoardDefinition, userID: RaveID?, friendIDs: [RaveID]
+    ) async throws
+        -> LeaderboardsV1.Leaderboard
+    {
+        let version = board.currentVersion(at: engine.clock.now())
+        var leaderboard = LeaderboardsV1.Leaderboard(
+            definition: board.message, currentVersion: Int64(version),
+            entryCount: Int64(try await unowned.count(of: board, version: version)))
+        if let userID, let best = try await unowned.standing(of: userID, in: board, version: version) {
+            let friendsPosition = try await unowned.friendsPosition(
+                of: userID, friends: friendIDs, in: board, version: version)
             leaderboard.standing = LeaderboardsV1.Standing(
                 highScore: best.score, globalPosition: Int64(best.position), friendsPosition: Int64(friendsPosition),
                 setAtUnixMs: best.achievedAt / 1000)

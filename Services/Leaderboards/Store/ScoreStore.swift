@@ -16,32 +16,59 @@ struct ScoreWrite: Sendable, Hashable {
     }
 }
 
+/// One stored best score: the player, the score, and when it was reached (microseconds since the Unix epoch).
+typealias ScoreEntry = (userID: RaveID, score: Int64, achievedAt: Int64)
+
 /// Best scores per board version in PostgreSQL: the durable truth the in-memory indexes mirror.
 struct ScoreStore: Sendable {
     let pool: PostgresPool
 
     /// The same "better" rule as `RankIndex.improves`, so the table and the index never disagree.
+    ///
+    /// One statement for both sort directions: `$6` marks ascending rows (1), and each direction's rows go through
+    /// their own INSERT with a constant comparison, so a conflicting row costs no look-up of its board's direction.
+    /// Both INSERTs run in every batch in the same order, each over rows sorted by key (see `write`).
     static let upsertBatch = PostgresStatement(
-        name: "leaderboards_upsert_scores_ordered",
+        name: "leaderboards_upsert_scores_by_direction",
         sql: """
+            WITH rows AS (
+                SELECT b, v, u, sc, timestamptz 'epoch' + a * interval '1 microsecond' AS at, d
+                FROM unnest($1::int8[], $2::int4[], $3::uuid[], $4::int8[], $5::int8[], $6::int4[])
+                    AS t(b, v, u, sc, a, d)
+            ), ascending AS (
+                INSERT INTO scores AS s (board_id, version, user_id, score, achieved_at)
+                SELECT b, v, u, sc, at FROM rows WHERE d = 1 ORDER BY b, v, u
+                ON CONFLICT (board_id, version, user_id) DO UPDATE
+                    SET score = EXCLUDED.score, achieved_at = EXCLUDED.achieved_at
+                    WHERE EXCLUDED.score < s.score
+                       OR (EXCLUDED.score = s.score AND EXCLUDED.achieved_at < s.achieved_at)
+            )
             INSERT INTO scores AS s (board_id, version, user_id, score, achieved_at)
-            SELECT b, v, u, sc, timestamptz 'epoch' + a * interval '1 microsecond'
-            FROM unnest($1::int8[], $2::int4[], $3::uuid[], $4::int8[], $5::int8[]) AS t(b, v, u, sc, a)
-            ORDER BY b, v, u
+            SELECT b, v, u, sc, at FROM rows WHERE d = 0 ORDER BY b, v, u
             ON CONFLICT (board_id, version, user_id) DO UPDATE
                 SET score = EXCLUDED.score, achieved_at = EXCLUDED.achieved_at
-                WHERE CASE WHEN (SELECT l.ascending FROM leaderboards l WHERE l.board_id = s.board_id)
-                           THEN EXCLUDED.score < s.score ELSE EXCLUDED.score > s.score END
+                WHERE EXCLUDED.score > s.score
                    OR (EXCLUDED.score = s.score AND EXCLUDED.achieved_at < s.achieved_at)
             """)
-    /// A chunk of a version in user-id order as three parallel arrays (see `FixedWidthArray`).
-    static let selectVersionChunk = PostgresStatement(
-        name: "leaderboards_select_version_chunk_arrays",
+    /// One chunk of a key range of a version as three parallel arrays (see `FixedWidthArray`).
+    ///
+    /// The range is `$3` < user_id ≤ `$4`, the chunk its first `$5` entries in key order. The arrays follow one
+    /// input order, so they line up, but no order is asked of them: an `ORDER BY` inside `array_agg` would sort
+    /// every chunk three times, and the index sorts the entries anyway.
+    static let selectRangeChunk = PostgresStatement(
+        name: "leaderboards_select_range_chunk_arrays",
         sql: """
-            SELECT array_agg(user_id ORDER BY user_id) AS users, array_agg(score ORDER BY user_id) AS scores,
-                   array_agg(achieved_at ORDER BY user_id) AS times
+            SELECT array_agg(user_id) AS users, array_agg(score) AS scores, array_agg(achieved_at) AS times
             FROM (SELECT user_id, score, achieved_at FROM scores
-                  WHERE board_id = $1 AND version = $2 AND user_id > $3 ORDER BY user_id LIMIT $4) AS chunk
+                  WHERE board_id = $1 AND version = $2 AND user_id > $3 AND user_id <= $4
+                  ORDER BY user_id LIMIT $5) AS chunk
+            """)
+    /// The planner's histogram of user ids: bounds that split the key space into ranges of similar size.
+    static let selectUserHistogram = PostgresStatement(
+        name: "leaderboards_select_user_histogram",
+        sql: """
+            SELECT histogram_bounds::text::uuid[] AS bounds FROM pg_stats
+            WHERE schemaname = current_schema() AND tablename = 'scores' AND attname = 'user_id'
             """)
     static let countVersion = PostgresStatement(
         name: "leaderboards_count_version",
@@ -75,35 +102,70 @@ struct ScoreStore: Sendable {
             Self.upsertBatch,
             [
                 writes.map(\.boardID), writes.map { Int32($0.version) }, writes.map(\.userID), writes.map(\.score),
-                writes.map(\.achievedAt),
+                writes.map(\.achievedAt), writes.map { Int32($0.ascending ? 1 : 0) },
             ])
     }
 
-    /// Every entry of a board version, read in user-id order with keyset paging so no query holds a huge result.
-    func entries(
-        boardID: Int64, version: Int, chunkSize: Int = 100_000
-    ) async throws -> [(
-        userID: RaveID, score: Int64, achievedAt: Int64
-    )] {
-        var result: [(userID: RaveID, score: Int64, achievedAt: Int64)] = []
-        var after = RaveID(high: 0, low: 0)
+    /// Every entry of a board version, in no particular order, as chunks.
+    ///
+    /// The key space is cut into `ranges` ranges by the planner's histogram of user ids, and the ranges are read
+    /// concurrently, each on its own connection with keyset paging (`chunkSize` entries a query, so no query holds
+    /// a huge result): PostgreSQL's scans and this process's decoding then overlap on several cores.
+    func entries(boardID: Int64, version: Int, ranges: Int = 4, chunkSize: Int = 100_000) async throws -> [[ScoreEntry]]
+    {
+        let bounds = try await rangeBounds(count: ranges)
+        return try await withThrowingTaskGroup(of: [[ScoreEntry]].self) { group in
+            for range in 0..<bounds.count - 1 {
+                group.addTask {
+                    try await self.entries(
+                        boardID: boardID, version: version, after: bounds[range], through: bounds[range + 1],
+                        chunkSize: chunkSize)
+                }
+            }
+            var chunks: [[ScoreEntry]] = []
+            for try await rangeChunks in group { chunks += rangeChunks }
+            return chunks
+        }
+    }
+
+    /// `count` + 1 bounds from the lowest to the highest Rave ID; fewer ranges when the table has no statistics.
+    private func rangeBounds(count: Int) async throws -> [RaveID] {
+        let lowest = RaveID(high: 0, low: 0)
+        let highest = RaveID(high: .max, low: .max)
+        let histogram =
+            try await pool.execute(Self.selectUserHistogram).first?.decode([RaveID]?.self, column: "bounds") ?? []
+        guard count > 1, histogram.count > count else { return [lowest, highest] }
+        let inner = (1..<count).map { histogram[$0 * (histogram.count - 1) / count] }
+        return [lowest] + inner + [highest]
+    }
+
+    /// The entries with `after` < user id ≤ `last`, in chunks of `chunkSize` read in key order.
+    private func entries(
+        boardID: Int64, version: Int, after first: RaveID, through last: RaveID, chunkSize: Int
+    ) async throws -> [[ScoreEntry]] {
+        var chunks: [[ScoreEntry]] = []
+        var after = first
         while true {
             let rows = try await pool.execute(
-                Self.selectVersionChunk, [boardID, Int32(version), after, Int64(chunkSize)])
-            guard let row = rows.first else { return result }
+                Self.selectRangeChunk, [boardID, Int32(version), after, last, Int64(chunkSize)])
+            guard let row = rows.first else { return chunks }
             let users = try row.decode(FixedWidthArray.self, column: "users")
             let scores = try row.decode(FixedWidthArray.self, column: "scores")
             let times = try row.decode(FixedWidthArray.self, column: "times")
             guard scores.count == users.count, times.count == users.count else {
                 throw LeaderboardsError.unavailable("a chunk of board \(boardID) came back with uneven columns")
             }
-            result.reserveCapacity(result.count + users.count)
+            var chunk: [ScoreEntry] = []
+            chunk.reserveCapacity(users.count)
+            var highestUser = after
             for index in 0..<users.count {
-                result.append(
-                    (users.raveID(index), scores.int64(index), times.int64(index) + Self.postgresEpochMicroseconds))
+                let userID = users.raveID(index)
+                if highestUser < userID { highestUser = userID }
+                chunk.append((userID, scores.int64(index), times.int64(index) + Self.postgresEpochMicroseconds))
             }
-            guard users.count == chunkSize, let last = result.last else { return result }
-            after = last.userID
+            if !chunk.isEmpty { chunks.append(chunk) }
+            guard users.count == chunkSize else { return chunks }
+            after = highestUser
         }
     }
 

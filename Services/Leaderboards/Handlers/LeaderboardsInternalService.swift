@@ -1,0 +1,25 @@
+import RaveMessages
+import RaveRPC
+import RaveServices
+
+/// `rave.leaderboards.v1.LeaderboardsInternal`: the board owners, for the gateway's routing by board key.
+final class LeaderboardsInternalService: LeaderboardsV1.LeaderboardsInternalHandler {
+    let ownership: BoardOwnership
+
+    init(ownership: BoardOwnership) {
+        self.ownership = ownership
+    }
+
+    /// Every unexpired lease, from the table, so any instance answers for all of them.
+    func listBoardOwners(
+        _ request: LeaderboardsV1.ListBoardOwnersRequest, context: RequestContext
+    ) async throws -> LeaderboardsV1.ListBoardOwnersResponse {
+        try context.requireService()
+        return LeaderboardsV1.ListBoardOwnersResponse(
+            owners: try await ownership.owners().map { lease in
+                LeaderboardsV1.BoardOwner(
+                    appId: lease.appID, leaderboardKey: lease.key, address: lease.ownerAddress,
+                    expiresUnixMs: lease.expiresUnixMilliseconds)
+            })
+    }
+}

@@ -1,0 +1,55 @@
+import RavePostgres
+import Testing
+
+@testable import Leaderboards
+
+@Suite("Loading a board version in parallel ranges")
+struct IndexLoadTests {
+    @Test("ranges cut by the user-id histogram and read in small chunks return every entry exactly once")
+    func parallelRangesReturnEveryEntryOnce() async throws {
+        try await TestDatabase.withPool { pool in
+            let service = ServiceFixture(pool: pool)
+            try await service.define("loaded")
+            try await service.define("neighbour")
+            let loaded = try await service.engine.board(appID: service.app, key: "loaded")
+            let neighbour = try await service.engine.board(appID: service.app, key: "neighbour")
+            // Random ids, random scores with many ties, and a second board sharing the key space.
+            for board in [loaded.boardID, neighbour.boardID] {
+                try await pool.query(
+                    PostgresQuery(
+                        """
+                        INSERT INTO scores (board_id, version, user_id, score, achieved_at)
+                        SELECT $1, 1, gen_random_uuid(), (random() * 50)::int8,
+                               timestamptz '2026-01-01' + (random() * 1000)::int8 * interval '1 microsecond'
+                        FROM generate_series(1, 3000)
+                        """, [board]))
+            }
+            // The histogram the ranges are cut by.
+            try await pool.query("ANALYZE scores")
+
+            let chunks = try await ScoreStore(pool: pool).entries(
+                boardID: loaded.boardID, version: 1, ranges: 4, chunkSize: 250)
+            let entries = chunks.flatMap { $0 }
+            #expect(chunks.count > 4)
+            #expect(entries.count == 3000)
+            #expect(Set(entries.map(\.userID)).count == 3000)
+
+            let table = try await pool.query(
+                PostgresQuery(
+                    """
+                    SELECT user_id, score, achieved_at FROM scores WHERE board_id = $1
+                    ORDER BY score DESC, achieved_at, user_id
+                    """, [loaded.boardID]))
+            let expected = try table.map {
+                (
+                    try $0.decode(RaveID.self, at: 0), try $0.decode(Int64.self, at: 1),
+                    try $0.decode(PostgresTimestamp.self, at: 2).microsecondsSinceEpoch
+                )
+            }
+            let ranked = RankIndex(ascending: false, chunks: chunks).scores(from: 1, limit: 3000)
+            #expect(ranked.map(\.userID) == expected.map(\.0))
+            #expect(ranked.map(\.score) == expected.map(\.1))
+            #expect(ranked.map(\.achievedAt) == expected.map(\.2))
+        }
+    }
+}
