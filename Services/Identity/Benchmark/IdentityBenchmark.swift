@@ -25,6 +25,7 @@ struct IdentityBenchmark: Sendable {
     /// The operations, in the order they run.
     static let operationNames: Set<String> = [
         "guest_login_new_device", "guest_login_new_device_cross_app", "refresh_session", "resolve_users_100",
+        "password_login",
     ]
 
     /// Calls per second and latency percentiles of one operation.
@@ -66,6 +67,9 @@ struct IdentityBenchmark: Sendable {
         if parameters.operations.contains("resolve_users_100") {
             measurements.append(try await measureResolves(player: player, appID: appID))
         }
+        if parameters.operations.contains("password_login") {
+            measurements.append(try await measurePasswordLogins(player: player, appID: appID))
+        }
         return measurements
     }
 
@@ -101,6 +105,29 @@ struct IdentityBenchmark: Sendable {
         let resolveIDs = ids
         return try await measure("resolve_users_100") { _, _ in
             _ = try await internalHandlers.resolveUsers(.init(userIds: resolveIDs), context: serviceContext)
+        }
+    }
+
+    /// One password account per worker, logged in to over and over: bound by scrypt (the service's hasher
+    /// parameters, `PasswordHasher.Parameters.default` unless configured otherwise), one hash per login.
+    private func measurePasswordLogins(player: PlayerHandlers, appID: String) async throws -> Measurement {
+        let anonymous = Self.context(caller: nil)
+        let run = UUID().uuidString.prefix(8).lowercased()
+        let password = "correct horse battery staple"
+        for worker in 0..<parameters.concurrency {
+            _ = try await player.signUp(
+                .init(
+                    appId: appID, device: .init(deviceId: "bench-password-\(worker)"),
+                    email: "bench-\(run)-\(worker)@example.com", password: password, birthYear: 1990,
+                    country: "FR"),
+                context: anonymous)
+        }
+        return try await measure("password_login") { worker, _ in
+            _ = try await player.loginWithPassword(
+                .init(
+                    appId: appID, device: .init(deviceId: "bench-password-\(worker)"),
+                    email: "bench-\(run)-\(worker)@example.com", password: password),
+                context: anonymous)
         }
     }
 
