@@ -83,6 +83,9 @@ let package = Package(
             path: "Shared/RaveRuntime"
         ),
 
+        // Helpers shared by the test targets (not shipped).
+        .target(name: "RaveTestSupport", path: "Tests/RaveTestSupport"),
+
         // MARK: - Executables
         .executableTarget(name: "RaveProtoGen", path: "Shared/RaveProtoGen"),
         .executableTarget(
@@ -174,7 +177,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RavePostgresTests",
-            dependencies: ["RavePostgres", "RaveTransport", "RaveTelemetry"],
+            dependencies: ["RaveTestSupport", "RavePostgres", "RaveTransport", "RaveTelemetry"],
             path: "Tests/RavePostgresTests"
         ),
         .testTarget(
@@ -217,6 +220,7 @@ let package = Package(
         .testTarget(
             name: "IdentityTests",
             dependencies: [
+                "RaveTestSupport",
                 "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "COpenSSL",
             ],
@@ -234,6 +238,7 @@ let package = Package(
         .testTarget(
             name: "WalletTests",
             dependencies: [
+                "RaveTestSupport",
                 "Wallet", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport",
             ],
@@ -242,6 +247,7 @@ let package = Package(
         .testTarget(
             name: "LeaderboardsTests",
             dependencies: [
+                "RaveTestSupport",
                 "Leaderboards", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
                 "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveEvents",
             ],
@@ -267,6 +273,7 @@ let package = Package(
         .testTarget(
             name: "SystemTests",
             dependencies: [
+                "RaveTestSupport",
                 "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres", "RaveTransport", "RaveAuth",
                 "COpenSSL",
             ],

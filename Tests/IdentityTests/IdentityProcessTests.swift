@@ -1,5 +1,6 @@
 import Foundation
 import RavePostgres
+import RaveTestSupport
 import Testing
 
 /// The real `identity` executable at start-up: migrations on demand, and clear failures for a bad database.
@@ -21,7 +22,7 @@ struct IdentityProcessTests {
     }
 
     @Test func unreachableDatabaseStopsStartUpWithAClearError() throws {
-        let url = "postgresql://postgres@127.0.0.1:\(try unusedPort())/rave_identity?connect_timeout=2"
+        let url = "postgresql://postgres@127.0.0.1:\(try LoopbackPort.unused())/rave_identity?connect_timeout=2"
         let result = try runProcess("identity", [], environment: try freePorts(["RAVE_DATABASE_URL": url]))
         #expect(result.status == 1)
         #expect(result.log.contains("start-up failed"), "log:\n\(result.log)")
@@ -47,7 +48,10 @@ struct IdentityProcessTests {
     /// `environment` plus free protocol and admin ports, so a process that got further than expected cannot collide.
     private func freePorts(_ environment: [String: String]) throws -> [String: String] {
         environment.merging(
-            ["RAVE_LISTEN": "127.0.0.1:\(try unusedPort())", "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try unusedPort())"]
+            [
+                "RAVE_LISTEN": "127.0.0.1:\(try LoopbackPort.unused())",
+                "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try LoopbackPort.unused())",
+            ]
         ) { $1 }
     }
 
@@ -71,21 +75,5 @@ struct IdentityProcessTests {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         return (process.terminationStatus, (try? String(contentsOf: logURL, encoding: .utf8)) ?? "")
-    }
-
-    private func unusedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        try #require(bound)
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -3,6 +3,7 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 import RaveServices
+import RaveTestSupport
 import RaveTransport
 import Synchronization
 import Testing
@@ -140,14 +141,14 @@ final class LeaderboardsProcess: @unchecked Sendable {
 
     init(databaseURL: String, certificates: String) throws {
         let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        port = try Self.unusedPort()
+        port = try LoopbackPort.unused()
         logPath = FileManager.default.temporaryDirectory.appendingPathComponent("rave-lb-\(UUID()).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process = Process()
         process.executableURL = directory.appendingPathComponent("leaderboards")
         process.environment = ProcessInfo.processInfo.environment.merging([
             "RAVE_DATABASE_URL": databaseURL, "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": "127.0.0.1:\(port)",
-            "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try Self.unusedPort())", "RAVE_LOG_LEVEL": "warning",
+            "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try LoopbackPort.unused())", "RAVE_LOG_LEVEL": "warning",
             "RAVE_LEADERBOARDS_SOCIAL_ADDRESS": "off", "RAVE_LEADERBOARDS_IDENTITY_ADDRESS": "off",
             // A stable address, as a StatefulSet pod's: the restarted process takes the killed one's boards at once.
             "RAVE_LEADERBOARDS_ADVERTISE_ADDRESS": "leaderboards-0.leaderboards:7503",
@@ -185,21 +186,5 @@ final class LeaderboardsProcess: @unchecked Sendable {
         process.terminate()
         while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
         try? FileManager.default.removeItem(atPath: logPath)
-    }
-
-    private static func unusedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        try #require(bound)
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

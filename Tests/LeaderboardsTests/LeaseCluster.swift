@@ -4,6 +4,7 @@ import RavePostgres
 import RaveRPC
 import RaveRuntime
 import RaveServices
+import RaveTestSupport
 import RaveTransport
 import Synchronization
 import Testing
@@ -62,7 +63,7 @@ final class LeaseCluster: Sendable {
     func start(leaseSeconds: Int = 15) async throws -> LeaseInstance {
         var attempts = 0
         while true {
-            let port = try Self.unusedPort()
+            let port = try LoopbackPort.unused()
             do {
                 return try await start(port: port, leaseSeconds: leaseSeconds)
             } catch  where attempts < 4 && "\(error)".contains("errno 98") {
@@ -98,22 +99,6 @@ final class LeaseCluster: Sendable {
             timeout: .seconds(10),
             metadata: [MetadataKey.callerUserID: user, MetadataKey.callerAppID: app, MetadataKey.callerScopes: scopes],
             maxRetries: 0)
-    }
-
-    private static func unusedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        try #require(bound)
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

@@ -3,6 +3,7 @@ import RavePostgres
 
 #if canImport(Glibc)
 import Glibc
+import RaveTestSupport
 #endif
 
 /// A PostgreSQL cluster of the test's own (initdb in a temporary directory, a free loopback port), for tests
@@ -38,7 +39,7 @@ final class TemporaryCluster: Sendable {
         let isRoot = getuid() == 0
         if isRoot { try run(["/bin/chown", "postgres:", directory]) }
         let cluster = TemporaryCluster(
-            directory: directory, port: try freePort(), user: isRoot ? "postgres" : currentUserName(),
+            directory: directory, port: try LoopbackPort.unused(), user: isRoot ? "postgres" : currentUserName(),
             binaries: binaries, runAs: isRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : [])
         do {
             try cluster.runServerTool(
@@ -111,24 +112,6 @@ final class TemporaryCluster: Sendable {
         let sorted = versions.compactMap { Int($0) }.sorted()
         guard let newest = sorted.last else { throw ClusterError("no PostgreSQL server under \(root)") }
         return "\(root)/\(newest)/bin"
-    }
-
-    private static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw ClusterError("socket failed: errno \(errno)") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                bind(socket, generic, length) == 0 && getsockname(socket, generic, &length) == 0
-            }
-        }
-        guard bound else { throw ClusterError("bind failed: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     private static func currentUserName() -> String {

@@ -143,21 +143,6 @@ final class StackProcess: @unchecked Sendable {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         return address
     }
-
-    /// A loopback port nobody listens on right now (bound and released; the kernel does not hand it out again soon).
-    static func unusedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw StackError("cannot bind a loopback port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }
 
 /// Why the stack could not be set up or a story could not go on.

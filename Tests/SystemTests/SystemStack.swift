@@ -1,6 +1,7 @@
 import Foundation
 import RavePostgres
 import RaveRPC
+import RaveTestSupport
 import RaveTransport
 
 #if canImport(Glibc)
@@ -81,7 +82,7 @@ final class SystemStack: @unchecked Sendable {
         let replicas = leaderboardsReplicas > 1 ? (2...leaderboardsReplicas).map { "leaderboards-\($0)" } : []
         var ports: [String: (rpc: Int, admin: Int)] = [:]
         for name in names + replicas + ["gateway"] {
-            ports[name] = (try StackProcess.unusedPort(), try StackProcess.unusedPort())
+            ports[name] = (try LoopbackPort.unused(), try LoopbackPort.unused())
         }
         self.ports = ports
         var databases: [String: String] = [:]

@@ -3,6 +3,7 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 import RaveServices
+import RaveTestSupport
 import RaveTransport
 import Testing
 
@@ -93,23 +94,6 @@ enum WalletNetworkHarness {
             return RPCError(mapping: error, requestID: "test").code
         }
     }
-
-    /// A TCP port nobody listens on right now.
-    static func unusedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw PostgresError(.client, "could not find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }
 
 /// The real `wallet` executable, built next to the test bundle, run as a child process.
@@ -121,14 +105,14 @@ final class WalletProcess {
     /// Starts `wallet` on a free port with `environment` added to the test's own.
     init(environment: [String: String]) throws {
         let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        port = try WalletNetworkHarness.unusedPort()
+        port = try LoopbackPort.unused()
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("rave-wallet-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         process.executableURL = directory.appendingPathComponent("wallet")
         process.environment = ProcessInfo.processInfo.environment.merging(
             environment.merging([
                 "RAVE_LISTEN": "127.0.0.1:\(port)",
-                "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try WalletNetworkHarness.unusedPort())",
+                "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try LoopbackPort.unused())",
             ]) { $1 }
         ) { $1 }
         process.standardError = try FileHandle(forWritingTo: logURL)
