@@ -10,9 +10,16 @@ import Testing
             // The holder keeps the only connection until released: with a fixed hold time, a starved test task
             // could miss the window and then wait for the connection to go idle forever.
             let release = AsyncStream<Void>.makeStream()
-            let holder = Task { try await pool.withConnection { _ in for await _ in release.stream {} } }
-            // Wait until the holder has the connection: a fixed pause races with it on a loaded machine.
-            while pool.statistics.open == 0 || pool.statistics.idle > 0 { try await Task.sleep(for: .milliseconds(10)) }
+            let entered = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await pool.withConnection { _ in
+                    entered.continuation.finish()
+                    for await _ in release.stream {}
+                }
+            }
+            // Wait until the holder is inside its closure: a fixed pause races with it on a loaded machine, and so
+            // did polling the pool's statistics (a connection still being opened counts as open and not idle).
+            for await _ in entered.stream {}
             let started = ContinuousClock.now
             let error = try await #require(throws: PostgresError.self) { try await pool.query("SELECT 1") }
             #expect(error.code == .poolExhausted && error.kind == .resourceExhausted)
