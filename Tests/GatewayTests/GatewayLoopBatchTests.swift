@@ -52,6 +52,53 @@ struct GatewayLoopBatchTests {
         try await harness.stop()
     }
 
+    /// With two loops (the client's connection on one, backend connections opening on both), batches whose calls
+    /// become ready in waves keep their order, dependencies, references and skipped calls.
+    @Test func batchesOnATwoLoopGatewayKeepOrderDependenciesAndReferences() async throws {
+        let harness = try await GatewayHarness.start(["RAVE_EVENT_LOOPS": "2"])
+        let connection = try await harness.connect()
+        let options = bearer(try harness.token(for: "user-1"))
+        try await warmUp(harness, connection, options: options)
+        var fail = GatewayV1.BatchCall()
+        fail.name = "fails"
+        fail.method = "rave.echo.v1.Echo/Fail"
+        fail.request = EchoV1.FailRequest(code: .notFound, message: "no such board").protobufBytes()
+        let independent = (0..<6).map { BatchTests.call("p\($0)", payload: "v\($0)") }
+        // The second wave: four calls ready together once p1 answered, copying its payload.
+        let second = (0..<4).map { BatchTests.call("r\($0)", references: [BatchTests.reference(from: "p1")]) }
+        let rest = [
+            BatchTests.call("afterFail", dependsOn: ["fails"]),
+            BatchTests.call("afterSkipped", dependsOn: ["afterFail", "p0"]),
+            BatchTests.call("afterSecond", payload: "last", dependsOn: ["r3", "p5"]),
+        ]
+        let request = BatchTests.batch(independent + [fail] + second + rest)
+        let names = request.calls.map(\.name)
+        let batches = harness.runtime.pipeline.loopBatches.load(ordering: .relaxed)
+        for _ in 0..<3 {
+            let bytes = try await connection.call(
+                method: BatchPlan.batchMethod, request: request.protobufBytes(), options: options)
+            let results = try GatewayV1.BatchResponse(protobufBytes: bytes).results
+            #expect(results.map(\.name) == names)
+            for index in 0..<6 {
+                #expect(
+                    try EchoV1.EchoResponse(protobufBytes: results[index].response).payload == Array("v\(index)".utf8))
+            }
+            #expect(results[6].code == .notFound && !results[6].dependencyFailed)
+            for index in 7..<11 {
+                #expect(results[index].code == .ok)
+                #expect(try EchoV1.EchoResponse(protobufBytes: results[index].response).payload == Array("v1".utf8))
+            }
+            for skipped in [results[11], results[12]] {
+                #expect(skipped.code == .aborted && skipped.dependencyFailed)
+            }
+            #expect(try EchoV1.EchoResponse(protobufBytes: results[13].response).payload == Array("last".utf8))
+        }
+        #expect(harness.runtime.pipeline.loopBatches.load(ordering: .relaxed) == batches + 3)
+        #expect(harness.runtime.pipeline.protection.inFlight.current == 0)
+        connection.close()
+        try await harness.stop()
+    }
+
     @Test func batchesTheLoopCannotServeTakeTheGeneralPath() async throws {
         let harness = try await GatewayHarness.start()
         let connection = try await harness.connect()
