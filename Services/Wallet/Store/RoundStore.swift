@@ -10,30 +10,55 @@ enum RoundStore {
     /// Locks (or creates) the active seed of every user: the row lock orders this round after any other
     /// transaction that uses the same seeds, in this process or another.
     static func lockSeeds(users: [RaveID], freshSeeds: [String], freshHashes: [String]) -> PostgresQuery {
-        PostgresQuery(lockSeedsStatement, [users, freshSeeds, freshHashes])
+        PostgresQuery(
+            """
+            INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce)
+            SELECT user_id, decode(seed, 'hex'), seed_hash, 0
+            FROM unnest($1::uuid[], $2::text[], $3::text[]) AS input (user_id, seed, seed_hash)
+            ORDER BY user_id
+            ON CONFLICT (user_id) WHERE revealed_at IS NULL DO UPDATE SET next_nonce = server_seeds.next_nonce
+            RETURNING user_id, seed_id, seed, seed_hash, next_nonce
+            """, [users, freshSeeds, freshHashes])
     }
 
     /// Locks the player accounts the round's bets draw from, in account id order, and reads their balances;
     /// `position` is the 1-based index of the key in the input.
     static func lockAccounts(_ keys: [AccountKey]) -> PostgresQuery {
         PostgresQuery(
-            lockAccountsStatement,
+            """
+            SELECT a.account_id, a.balance, k.position
+            FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::int4[]) WITH ORDINALITY
+                AS k (kind, user_id, game_id, currency, economy, position)
+            JOIN accounts a ON a.user_id = k.user_id AND a.kind = k.kind AND a.game_id = k.game_id
+                AND a.currency = k.currency AND a.economy = k.economy
+            ORDER BY a.account_id
+            FOR UPDATE OF a
+            """,
             [
                 keys.map(\.kind.rawValue), keys.map(\.userID), keys.map(\.gameID), keys.map(\.currency),
                 keys.map(\.economy),
             ])
     }
 
-    /// The bets of the round already stored (replays).
-    ///
-    /// Read after the seed locks, so nothing of this user can be committed in between.
+    /// The bets of the round already stored (replays), read after the seed locks so nothing of this user can be
+    /// committed in between.
     static func storedBets(users: [RaveID], betIDs: [RaveID]) -> PostgresQuery {
-        PostgresQuery(storedBetsStatement, [users, betIDs])
+        PostgresQuery(
+            """
+            SELECT b.user_id, b.bet_id, b.request_hash, b.result
+            FROM bets b JOIN unnest($1::uuid[], $2::uuid[]) AS k (user_id, bet_id)
+                ON b.user_id = k.user_id AND b.bet_id = k.bet_id
+            """, [users, betIDs])
     }
 
     /// Moves each seed's next nonce past the nonces the round used.
     static func advanceNonces(seedIDs: [Int64], nextNonces: [Int64]) -> PostgresQuery {
-        PostgresQuery(advanceNoncesStatement, [seedIDs, nextNonces])
+        PostgresQuery(
+            """
+            UPDATE server_seeds s SET next_nonce = d.next_nonce
+            FROM unnest($1::int8[], $2::int8[]) AS d (seed_id, next_nonce)
+            WHERE s.seed_id = d.seed_id
+            """, [seedIDs, nextNonces])
     }
 
     /// One row per transfer of the round, column by column.
@@ -55,7 +80,7 @@ enum RoundStore {
             code: String, from debit: Int64, to credit: Int64, amount: Int64, userID: RaveID, betID: RaveID,
             debitBalanceAfter: Int64?, creditBalanceAfter: Int64?
         ) {
-            ids.append(RaveID.timeOrdered())
+            ids.append(RaveID.random())
             codes.append(code)
             debitAccounts.append(debit)
             creditAccounts.append(credit)
@@ -81,13 +106,26 @@ enum RoundStore {
 
     /// Inserts the transfers and both entries of each (−amount on the debit account, +amount on the credit
     /// account) from the same input rows, so every transfer sums to zero by construction; entries get their ids
-    /// in transfer order, debit first, so an account's entries read in the order its balance moved. (A
-    /// data-modifying WITH always runs to completion, and the entries' foreign key to their transfer is checked
-    /// at the end of the statement, so the entries need no join to the inserted transfers: with a generic plan
-    /// that join could turn into a nested loop over two CTE scans.)
+    /// in transfer order, debit first, so an account's entries read in the order its balance moved.
     static func insertTransfers(_ transfers: Transfers) -> PostgresQuery {
         PostgresQuery(
-            insertTransfersStatement,
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::uuid[],
+                    $7::uuid[], $8::int8[], $9::int8[]) WITH ORDINALITY
+                    AS t (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id, debit_after,
+                        credit_after, position)),
+            inserted AS (
+                INSERT INTO transfers (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id)
+                SELECT transfer_id, code, debit_account, credit_account, amount, user_id, bet_id FROM input
+                RETURNING transfer_id)
+            INSERT INTO ledger_entries (transfer_id, account_id, amount, balance_after)
+            SELECT i.transfer_id, e.account_id, e.amount, nullif(e.balance_after, -1)
+            FROM input i JOIN inserted USING (transfer_id)
+            CROSS JOIN LATERAL (VALUES (0, i.debit_account, -i.amount, i.debit_after),
+                (1, i.credit_account, i.amount, i.credit_after)) AS e (side, account_id, amount, balance_after)
+            ORDER BY i.position, e.side
+            """,
             [
                 transfers.ids, transfers.codes, transfers.debitAccounts, transfers.creditAccounts, transfers.amounts,
                 transfers.userIDs, transfers.betIDs, transfers.debitBalancesAfter, transfers.creditBalancesAfter,
@@ -97,7 +135,12 @@ enum RoundStore {
     /// Adds each account's net movement of the round to its balance; `player_balance_not_negative` still
     /// guards the result in the database.
     static func moveBalances(accountIDs: [Int64], deltas: [Int64]) -> PostgresQuery {
-        PostgresQuery(moveBalancesStatement, [accountIDs, deltas])
+        PostgresQuery(
+            """
+            UPDATE accounts a SET balance = a.balance + d.delta
+            FROM unnest($1::int8[], $2::int8[]) AS d (account_id, delta)
+            WHERE a.account_id = d.account_id
+            """, [accountIDs, deltas])
     }
 
     /// One row per bet of the round, column by column.
@@ -162,93 +205,7 @@ enum RoundStore {
     /// which is then settled unit by unit).
     static func insertBets(_ bets: Bets) -> PostgresQuery {
         PostgresQuery(
-            insertBetsStatement,
-            [
-                bets.userIDs, bets.betIDs, bets.requestHashes, bets.gameIDs, bets.kinds, bets.statuses,
-                bets.currencies, bets.economies, bets.wagers, bets.payouts, bets.seedIDs, bets.nonces,
-                bets.clientSeeds, bets.results,
-            ])
-    }
-}
-
-// MARK: - SQL
-
-/// Named prepared statements: a connection parses and plans each once, then a round only binds and executes.
-extension RoundStore {
-    static let lockSeedsStatement = PostgresStatement(
-        name: "wallet_round_lock_seeds",
-        sql: """
-            INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce)
-            SELECT user_id, decode(seed, 'hex'), seed_hash, 0
-            FROM unnest($1::uuid[], $2::text[], $3::text[]) AS input (user_id, seed, seed_hash)
-            ORDER BY user_id
-            ON CONFLICT (user_id) WHERE revealed_at IS NULL DO UPDATE SET next_nonce = server_seeds.next_nonce
-            RETURNING user_id, seed_id, seed, seed_hash, next_nonce
-            """)
-
-    static let lockAccountsStatement = PostgresStatement(
-        name: "wallet_round_lock_accounts",
-        sql: """
-            SELECT a.account_id, a.balance, k.position
-            FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::int4[]) WITH ORDINALITY
-                AS k (kind, user_id, game_id, currency, economy, position)
-            JOIN accounts a ON a.user_id = k.user_id AND a.kind = k.kind AND a.game_id = k.game_id
-                AND a.currency = k.currency AND a.economy = k.economy
-            ORDER BY a.account_id
-            FOR UPDATE OF a
-            """)
-
-    // The LIMIT keeps the subquery from being flattened into a join, so even a generic plan made while `bets` was
-    // small probes the primary key once per input pair instead of scanning `bets`.
-    static let storedBetsStatement = PostgresStatement(
-        name: "wallet_round_stored_bets",
-        sql: """
-            SELECT k.user_id, k.bet_id, b.request_hash, b.result
-            FROM unnest($1::uuid[], $2::uuid[]) AS k (user_id, bet_id)
-            CROSS JOIN LATERAL (
-                SELECT b.request_hash, b.result FROM bets b
-                WHERE b.user_id = k.user_id AND b.bet_id = k.bet_id
-                LIMIT 1) b
-            """)
-
-    static let advanceNoncesStatement = PostgresStatement(
-        name: "wallet_round_advance_nonces",
-        sql: """
-            UPDATE server_seeds s SET next_nonce = d.next_nonce
-            FROM unnest($1::int8[], $2::int8[]) AS d (seed_id, next_nonce)
-            WHERE s.seed_id = d.seed_id
-            """)
-
-    static let insertTransfersStatement = PostgresStatement(
-        name: "wallet_round_insert_transfers",
-        sql: """
-            WITH input AS (
-                SELECT * FROM unnest($1::uuid[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::uuid[],
-                    $7::uuid[], $8::int8[], $9::int8[]) WITH ORDINALITY
-                    AS t (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id, debit_after,
-                        credit_after, position)),
-            inserted AS (
-                INSERT INTO transfers (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id)
-                SELECT transfer_id, code, debit_account, credit_account, amount, user_id, bet_id FROM input)
-            INSERT INTO ledger_entries (transfer_id, account_id, amount, balance_after)
-            SELECT i.transfer_id, e.account_id, e.amount, nullif(e.balance_after, -1)
-            FROM input i
-            CROSS JOIN LATERAL (VALUES (0, i.debit_account, -i.amount, i.debit_after),
-                (1, i.credit_account, i.amount, i.credit_after)) AS e (side, account_id, amount, balance_after)
-            ORDER BY i.position, e.side
-            """)
-
-    static let moveBalancesStatement = PostgresStatement(
-        name: "wallet_round_move_balances",
-        sql: """
-            UPDATE accounts a SET balance = a.balance + d.delta
-            FROM unnest($1::int8[], $2::int8[]) AS d (account_id, delta)
-            WHERE a.account_id = d.account_id
-            """)
-
-    static let insertBetsStatement = PostgresStatement(
-        name: "wallet_round_insert_bets",
-        sql: """
+            """
             INSERT INTO bets (user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager,
                 payout, seed_id, nonce, client_seed, result)
             SELECT user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager, payout,
@@ -257,5 +214,11 @@ extension RoundStore {
                 $8::int4[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::text[])
                 AS t (user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager, payout,
                     seed_id, nonce, client_seed, result)
-            """)
+            """,
+            [
+                bets.userIDs, bets.betIDs, bets.requestHashes, bets.gameIDs, bets.kinds, bets.statuses,
+                bets.currencies, bets.economies, bets.wagers, bets.payouts, bets.seedIDs, bets.nonces,
+                bets.clientSeeds, bets.results,
+            ])
+    }
 }
