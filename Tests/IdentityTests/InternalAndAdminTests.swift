@@ -95,7 +95,7 @@ struct IdentityBenchmarkTests {
             #expect(
                 measurements.map(\.name) == [
                     "guest_login_new_device", "guest_login_new_device_cross_app", "refresh_session",
-                    "resolve_users_100",
+                    "resolve_users_100", "password_login",
                 ])
             #expect(measurements.allSatisfy { $0.calls > 0 && $0.errors == 0 })
             #expect(IdentityBenchmark.json(measurements, parameters: parameters).contains("\"resolve_users_100\""))
