@@ -8,6 +8,15 @@ import Testing
 /// Batch validation (pure) and execution (end to end over TLS).
 @Suite("Gateway batch")
 struct BatchTests {
+    /// A call named "fails" that the Echo service answers NOT_FOUND, so calls depending on it are skipped.
+    static func failingCall() -> GatewayV1.BatchCall {
+        var fail = GatewayV1.BatchCall()
+        fail.name = "fails"
+        fail.method = "rave.echo.v1.Echo/Fail"
+        fail.request = EchoV1.FailRequest(code: .notFound, message: "no such board").protobufBytes()
+        return fail
+    }
+
     static func call(
         _ name: String, _ method: String = "rave.echo.v1.Echo/Echo", payload: String = "x", dependsOn: [String] = [],
         references: [GatewayV1.FieldReference] = []
@@ -92,10 +101,7 @@ struct BatchTests {
     @Test func resultsComeInRequestOrderAndFailedDependenciesAreSkipped() async throws {
         let harness = try await GatewayHarness.start()
         let connection = try await harness.connect()
-        var fail = GatewayV1.BatchCall()
-        fail.name = "fails"
-        fail.method = "rave.echo.v1.Echo/Fail"
-        fail.request = EchoV1.FailRequest(code: .notFound, message: "no such board").protobufBytes()
+        let fail = Self.failingCall()
         let request = Self.batch([
             Self.call("first", payload: "one"),
             fail,

@@ -14,10 +14,7 @@ struct GatewayLoopBatchTests {
         var options = bearer(try harness.token(for: "user-1"))
         try await warmUp(harness, connection, options: options)
         options.metadata[MetadataKey.idempotencyKey] = "batch-key"
-        var fail = GatewayV1.BatchCall()
-        fail.name = "fails"
-        fail.method = "rave.echo.v1.Echo/Fail"
-        fail.request = EchoV1.FailRequest(code: .notFound, message: "no such board").protobufBytes()
+        let fail = BatchTests.failingCall()
         let request = BatchTests.batch([
             BatchTests.call("first", payload: "one"),
             fail,
@@ -59,10 +56,7 @@ struct GatewayLoopBatchTests {
         let connection = try await harness.connect()
         let options = bearer(try harness.token(for: "user-1"))
         try await warmUp(harness, connection, options: options)
-        var fail = GatewayV1.BatchCall()
-        fail.name = "fails"
-        fail.method = "rave.echo.v1.Echo/Fail"
-        fail.request = EchoV1.FailRequest(code: .notFound, message: "no such board").protobufBytes()
+        let fail = BatchTests.failingCall()
         let independent = (0..<6).map { BatchTests.call("p\($0)", payload: "v\($0)") }
         // The second wave: four calls ready together once p1 answered, copying its payload.
         let second = (0..<4).map { BatchTests.call("r\($0)", references: [BatchTests.reference(from: "p1")]) }
