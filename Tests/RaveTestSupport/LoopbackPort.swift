@@ -1,3 +1,6 @@
+import Foundation
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,27 +9,57 @@ import Glibc
 /// to listen, a service that advertises its own address, a throwaway PostgreSQL cluster.
 ///
 /// Prefer binding port 0 and asking the listener for its port; this is for when the address must be known first.
+///
+/// The ports come from below the kernel's ephemeral range (net.ipv4.ip_local_port_range), so no outgoing
+/// connection of a child process (to PostgreSQL, to another service) can take one between the moment it is chosen
+/// and the moment the child binds it: that race made whole system stacks fail to start. Within one test process no
+/// port is handed out twice; test targets run one after another, so processes do not compete for them either.
 public enum LoopbackPort {
-    /// A TCP port on 127.0.0.1 that was free a moment ago.
-    ///
-    /// It is the kernel's choice for a socket bound to port 0, which is closed again. Another process may take it
-    /// before the caller binds it (an outgoing connection can get it as its ephemeral port), so a caller that can
-    /// retry on EADDRINUSE should.
+    private static let next = Mutex<Int?>(nil)
+
+    /// A TCP port on 127.0.0.1 that nothing was bound to a moment ago and that this process has not handed out
+    /// before.
     public static func unused() throws(LoopbackPortError) -> Int {
+        let range = candidateRange()
+        for _ in 0..<range.count {
+            let port = next.withLock { next -> Int in
+                // Start at a place that differs per process, so a rerun right after does not meet sockets in
+                // TIME_WAIT from the run before.
+                let port = next ?? range.lowerBound + Int(getpid()) % range.count
+                next = port + 1 < range.upperBound ? port + 1 : range.lowerBound
+                return port
+            }
+            if try isFree(port) { return port }
+        }
+        throw LoopbackPortError(errno: EADDRINUSE)
+    }
+
+    /// Ports from 10,000 up to the start of the ephemeral range (32,768 when it cannot be read).
+    private static func candidateRange() -> Range<Int> {
+        let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
+        let low = text?.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
+        return 10_000..<max(low, 11_000)
+    }
+
+    /// Whether a listening socket could bind `port` now (SO_REUSEADDR, as the services set it).
+    private static func isFree(_ port: Int) throws(LoopbackPortError) -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw LoopbackPortError(errno: errno) }
         defer { close(descriptor) }
+        var yes: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
+        address.sin_port = UInt16(port).bigEndian
+        let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
-        guard bound else { throw LoopbackPortError(errno: errno) }
-        return Int(UInt16(bigEndian: address.sin_port))
+        if bound { return true }
+        if errno == EADDRINUSE || errno == EACCES { return false }
+        throw LoopbackPortError(errno: errno)
     }
 }
 
