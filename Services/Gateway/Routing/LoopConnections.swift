@@ -18,15 +18,18 @@ final class LoopConnections: Sendable {
 
     private let host: String
     private let port: Int
+    private let serverName: String?
     private let tls: TLSContext
     private let group: EventLoopGroup
     private let logger: Logger
     private let slots: Mutex<[Slot]>
     private static let retryInterval: UInt64 = 1_000_000_000
 
-    init(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, logger: Logger) {
+    /// Connections to `host`; the server certificate must match `serverName` when given, else `host`.
+    init(host: String, port: Int, serverName: String? = nil, tls: TLSContext, group: EventLoopGroup, logger: Logger) {
         self.host = host
         self.port = port
+        self.serverName = serverName
         self.tls = tls
         self.group = group
         self.logger = logger
@@ -69,7 +72,7 @@ final class LoopConnections: Sendable {
             let slot: Slot
             do throws(RPCError) {
                 let connection = try await RPCConnection.connect(
-                    host: host, port: port, tls: tls, group: group, on: loop, logger: logger)
+                    host: host, port: port, tls: tls, serverName: serverName, group: group, on: loop, logger: logger)
                 slot = .connected(connection)
             } catch {
                 logger.debug("connecting for the loop failed", [("error", error.message)])
