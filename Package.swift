@@ -84,7 +84,8 @@ let package = Package(
         ),
 
         // Helpers shared by the test targets (not shipped).
-        .target(name: "RaveTestSupport", path: "Tests/RaveTestSupport"),
+        .target(
+            name: "RaveTestSupport", dependencies: ["RavePostgres", "RaveTransport"], path: "Tests/RaveTestSupport"),
 
         // MARK: - Executables
         .executableTarget(name: "RaveProtoGen", path: "Shared/RaveProtoGen"),
@@ -189,7 +190,7 @@ let package = Package(
             name: "RaveEventsTests",
             dependencies: [
                 "RaveEvents", "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RavePostgres",
-                "RaveTelemetry", "RaveTransport",
+                "RaveTelemetry", "RaveTransport", "RaveTestSupport",
             ],
             path: "Tests/RaveEventsTests"
         ),
@@ -266,7 +267,7 @@ let package = Package(
             name: "SocialTests",
             dependencies: [
                 "Social", "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
-                "RavePostgres", "RaveTelemetry", "RaveTransport",
+                "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveTestSupport",
             ],
             path: "Tests/SocialTests"
         ),

@@ -3,6 +3,7 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 import RaveTelemetry
+import RaveTestSupport
 import RaveTransport
 import Testing
 
@@ -59,25 +60,7 @@ struct IdentityHarness {
 
     /// Creates an empty database, passes its connection URL to `body`, and drops it afterwards.
     static func withDatabase(_ body: (String) async throws -> Void) async throws {
-        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
-            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
-            return
-        }
-        let name = "rave_identity_test_" + RaveID.random().hex.prefix(16)
-        let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
-        try await admin.runScript("CREATE DATABASE \(name)")
-        admin.close()
-        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL \(serverURL)") }
-        var failure: (any Error)?
-        do {
-            try await body(serverURL[..<slash] + "/" + name)
-        } catch {
-            failure = error
-        }
-        let dropper = try await PostgresConnection.connect(to: serverURL, on: group.next())
-        try? await dropper.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        dropper.close()
-        if let failure { throw failure }
+        try await ScratchDatabase.with(prefix: "rave_identity_test_", body)
     }
 
     // MARK: - Contexts

@@ -6,6 +6,7 @@ import RavePostgres
 import RaveRPC
 import RaveServices
 import RaveTelemetry
+import RaveTestSupport
 import RaveTransport
 import Synchronization
 import Testing
@@ -35,21 +36,11 @@ enum EventsHarness {
 
     /// Runs `body` against a fresh database (with the tables when `migrated`) and its URL, dropped afterwards.
     static func withDatabase(migrated: Bool, _ body: (PostgresPool, String) async throws -> Void) async throws {
-        guard let serverURL = ProcessInfo.processInfo.environment["RAVE_TEST_POSTGRES_URL"],
-            let slash = serverURL.lastIndex(of: "/")
-        else {
-            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
-            return
-        }
-        let name = "rave_events_" + RaveID.random().hex.prefix(16)
-        let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
-        defer { admin.close() }
-        try await admin.runScript("CREATE DATABASE \(name)")
-        let url = serverURL[..<slash] + "/" + name
-        var configuration = PostgresPool.Configuration(connectionString: url)
-        configuration.size = 4
-        let pool = try PostgresPool(configuration: configuration, group: group)
-        do {
+        try await ScratchDatabase.with(prefix: "rave_events_") { url in
+            var configuration = PostgresPool.Configuration(connectionString: url)
+            configuration.size = 4
+            let pool = try PostgresPool(configuration: configuration, group: group)
+            defer { pool.shutdown() }
             if migrated {
                 try await pool.withConnection { connection in
                     try await connection.runScript(Outbox.migration)
@@ -57,13 +48,7 @@ enum EventsHarness {
                 }
             }
             try await body(pool, url)
-        } catch {
-            pool.shutdown()
-            try? await admin.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-            throw error
         }
-        pool.shutdown()
-        try await admin.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 
     /// Writes a CA and leaves for "publisher" and "sink" into a temporary directory for `body`.

@@ -5,6 +5,7 @@ import RaveRPC
 import RaveRuntime
 import RaveServices
 import RaveTelemetry
+import RaveTestSupport
 import RaveTransport
 import Testing
 
@@ -144,25 +145,7 @@ struct SocialHarness {
 
     /// Creates an empty database, passes its URL to `body`, and drops it afterwards.
     static func withDatabase(prefix: String, _ body: (String) async throws -> Void) async throws {
-        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
-            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
-            return
-        }
-        let name = prefix + RaveID.random().hex.prefix(16)
-        let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
-        try await admin.runScript("CREATE DATABASE \(name)")
-        admin.close()
-        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL \(serverURL)") }
-        var failure: (any Error)?
-        do {
-            try await body(serverURL[..<slash] + "/" + name)
-        } catch {
-            failure = error
-        }
-        let dropper = try await PostgresConnection.connect(to: serverURL, on: group.next())
-        try? await dropper.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        dropper.close()
-        if let failure { throw failure }
+        try await ScratchDatabase.with(prefix: prefix, body)
     }
 
     // MARK: - Users and contexts

@@ -34,10 +34,11 @@ final class SystemStack: @unchecked Sendable {
     let certificates: String
     let providers: TestIdentityProviders
     let apns: FakeAPNs
-    let serverURL: String
     /// Protocol and admin ports per process name ("gateway" included).
     let ports: [String: (rpc: Int, admin: Int)]
+    /// Each data service's database URL.
     let databases: [String: String]
+    private let databaseNames: [String]
     let processes: [String: StackProcess]
     /// A player's connection to the gateway: server-authenticated TLS, no client certificate.
     let gateway: RPCClient
@@ -67,10 +68,6 @@ final class SystemStack: @unchecked Sendable {
     }
 
     private init(leaderboardsReplicas: Int) async throws {
-        guard let serverURL = ProcessInfo.processInfo.environment["RAVE_TEST_POSTGRES_URL"] else {
-            throw StackError("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
-        }
-        self.serverURL = serverURL
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-system-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         certificates = directory.appendingPathComponent("certs").path
@@ -86,8 +83,14 @@ final class SystemStack: @unchecked Sendable {
         }
         self.ports = ports
         var databases: [String: String] = [:]
-        for name in names { databases[name] = try await Self.createDatabase(server: serverURL, service: name) }
+        var databaseNames: [String] = []
+        for name in names {
+            let database = try await ScratchDatabase.create(prefix: "rave_system_\(name)_")
+            databases[name] = database.url
+            databaseNames.append(database.name)
+        }
         self.databases = databases
+        self.databaseNames = databaseNames
 
         func address(_ name: String) -> String { "127.0.0.1:\(ports[name]?.rpc ?? 0)" }
         func list(_ names: [String]) -> String {
@@ -172,7 +175,7 @@ final class SystemStack: @unchecked Sendable {
         admin.close()
         for process in processes.values { process.kill() }
         apns.stop()
-        for database in databases.values { await Self.dropDatabase(server: serverURL, url: database) }
+        for name in databaseNames { await ScratchDatabase.drop(name) }
         if ProcessInfo.processInfo.environment["RAVE_SYSTEM_KEEP_LOGS"] == nil {
             try? FileManager.default.removeItem(at: directory)
         } else {
@@ -188,23 +191,4 @@ final class SystemStack: @unchecked Sendable {
         return try await PostgresConnection.connect(to: url, on: Self.group.next())
     }
 
-    private static func createDatabase(server: String, service: String) async throws -> String {
-        let name =
-            "rave_system_\(service)_"
-            + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12)
-            .lowercased()
-        let admin = try await PostgresConnection.connect(to: server, on: group.next())
-        defer { admin.close() }
-        try await admin.runScript("CREATE DATABASE \(name)")
-        guard let slash = server.lastIndex(of: "/") else { throw StackError("bad server URL \(server)") }
-        return server[..<slash] + "/" + name
-    }
-
-    private static func dropDatabase(server: String, url: String) async {
-        guard let slash = url.lastIndex(of: "/"),
-            let admin = try? await PostgresConnection.connect(to: server, on: group.next())
-        else { return }
-        try? await admin.runScript("DROP DATABASE IF EXISTS \(url[url.index(after: slash)...]) WITH (FORCE)")
-        admin.close()
-    }
 }
