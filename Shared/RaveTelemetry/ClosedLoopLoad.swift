@@ -39,7 +39,7 @@ public struct LoadMeasurement: Sendable {
 /// The services' `bench` modes use it to drive their handlers in-process; latencies are kept exactly (sorted
 /// at the end), which suits runs of seconds, not hours.
 public enum ClosedLoopLoad {
-    /// Runs `operation(worker, iteration)` from `concurrency` workers for `seconds`.
+    /// Runs `operation(worker, iteration)` from `concurrency` workers for `seconds`, each worker at least once.
     public static func measure(
         _ name: String, concurrency: Int, seconds: Double,
         _ operation: @escaping @Sendable (_ worker: Int, _ iteration: Int) async throws -> Void
@@ -52,7 +52,9 @@ public enum ClosedLoopLoad {
                     var latencies: [UInt64] = []
                     var errors = 0
                     var iteration = 0
-                    while ContinuousClock.now < end {
+                    // At least one call per worker: a worker scheduled only after `end` on a busy machine
+                    // would otherwise report nothing, and a short run could show an operation with no calls.
+                    repeat {
                         let before = ContinuousClock.now
                         do {
                             try await operation(worker, iteration)
@@ -61,7 +63,7 @@ public enum ClosedLoopLoad {
                             errors += 1
                         }
                         iteration += 1
-                    }
+                    } while ContinuousClock.now < end
                     return (latencies, errors)
                 }
             }
