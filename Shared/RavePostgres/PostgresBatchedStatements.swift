@@ -101,13 +101,7 @@ extension PostgresConnection {
         switch result {
         case nil: operation.commandIndex += 1
         case .command(let affectedRows):
-            if operation.commandIndex >= operation.hiddenCommandCount {
-                progress.currentBatchRows += affectedRows
-            } else if operation.commandIndex == operation.hiddenCommandCount - 1,
-                let name = operation.preparingStatement
-            {
-                preparedStatements.insert(name)
-            }
+            if operation.commandIndex >= operation.hiddenCommandCount { progress.currentBatchRows += affectedRows }
         case .rows(let rows):
             if operation.commandIndex >= operation.hiddenCommandCount {
                 progress.currentBatchRows += rows.affectedRowCount
@@ -116,11 +110,10 @@ extension PostgresConnection {
             operation.error = operation.error ?? error
             progress.currentBatchFailed = true
             progress.stopped = true
-            if operation.commandIndex == 0, let evicted = operation.evictedStatement {
-                // The DEALLOCATE failed: the statement still exists on the server.
-                preparedStatements.insert(evicted)
-            }
-        case .pipelineAborted, .copyIn: break
+            noteHiddenResult(of: operation, succeeded: false)
+        case .pipelineAborted:
+            noteHiddenResult(of: operation, succeeded: false)
+        case .copyIn: break
         case .pipelineSync:
             progress.syncsReceived += 1
             if !progress.currentBatchFailed { progress.committedRows += progress.currentBatchRows }

@@ -81,13 +81,14 @@ public final class PostgresConnection: PostgresQueryable, @unchecked Sendable {
 
     @discardableResult
     public func query(_ query: PostgresQuery) async throws -> PostgresRows {
-        try await run(.query(query), timeout: defaultTimeout).last ?? .empty
+        try await self.query(query, timeout: defaultTimeout)
     }
 
     /// Runs `query` with its own timeout (nil: no timeout), cancelling it on the server when it passes.
     @discardableResult
     public func query(_ query: PostgresQuery, timeout: Duration?) async throws -> PostgresRows {
-        try await run(.query(query), timeout: timeout).last ?? .empty
+        let work: PostgresOperation.Work = query.statement.map { .prepared($0, query.parameters) } ?? .query(query)
+        return try await run(work, timeout: timeout).last ?? .empty
     }
 
     @discardableResult
@@ -107,7 +108,9 @@ public final class PostgresConnection: PostgresQueryable, @unchecked Sendable {
 
     /// Sends every query in one round trip (libpq pipeline mode); returns their results in order.
     ///
-    /// The queries run as one implicit transaction: if one fails, none of them take effect.
+    /// The queries run as one implicit transaction: if one fails, none of them take effect. Queries built from a
+    /// `PostgresStatement` run as named prepared statements: those not yet prepared on this connection are
+    /// prepared at the front of the same round trip, so a repeated pipeline sends Bind/Execute only.
     public func pipeline(_ queries: [PostgresQuery]) async throws -> [PostgresRows] {
         guard !queries.isEmpty else { return [] }
         return try await run(.pipeline(queries), timeout: defaultTimeout)

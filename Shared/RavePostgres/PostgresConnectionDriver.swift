@@ -150,32 +150,20 @@ extension PostgresConnection {
             return true
         case .pipeline(let queries):
             operation.inPipeline = true
-            guard libpq.enterPipelineMode() else { return false }
-            for query in queries where !libpq.sendQuery(query.sql, query.parameters) { return false }
+            guard libpq.enterPipelineMode(),
+                let prepared = prepareStatements(of: queries, for: operation, through: libpq)
+            else { return false }
+            for query in queries {
+                let sent =
+                    if let name = query.statementName, prepared.contains(name) {
+                        libpq.sendPrepared(name: name, query.parameters)
+                    } else {
+                        libpq.sendQuery(query.sql, query.parameters)
+                    }
+                if !sent { return false }
+            }
             return libpq.pipelineSync()
         }
-    }
-
-    /// Queues PREPARE in the current pipeline, first deallocating the statement evicted to make room for it.
-    private func prepare(
-        _ statement: PostgresStatement, _ values: [PostgresValue?], for operation: PostgresOperation,
-        through libpq: LibPQConnection
-    ) -> Bool {
-        prepare(statement, types: values.map { $0?.type.oid ?? 0 }, for: operation, through: libpq)
-    }
-
-    func prepare(
-        _ statement: PostgresStatement, types: [UInt32], for operation: PostgresOperation,
-        through libpq: LibPQConnection
-    ) -> Bool {
-        if let evicted = preparedStatements.evictIfFull() {
-            operation.evictedStatement = evicted
-            operation.hiddenCommandCount += 1
-            guard libpq.sendQuery("DEALLOCATE " + Self.quoteIdentifier(evicted), []) else { return false }
-        }
-        operation.hiddenCommandCount += 1
-        operation.preparingStatement = statement.name
-        return libpq.sendPrepare(name: statement.name, sql: statement.sql, types: types)
     }
 
     func flushOutput() {
@@ -233,20 +221,13 @@ extension PostgresConnection {
         switch result {
         case nil: operation.commandIndex += 1
         case .rows(let rows):
-            if operation.commandIndex >= operation.hiddenCommandCount {
-                operation.results.append(rows)
-            } else if operation.commandIndex == operation.hiddenCommandCount - 1,
-                let name = operation.preparingStatement
-            {
-                preparedStatements.insert(name)
-            }
+            if operation.commandIndex >= operation.hiddenCommandCount { operation.results.append(rows) }
         case .error(let error):
             operation.error = operation.error ?? error
-            if operation.commandIndex == 0, let evicted = operation.evictedStatement {
-                // The DEALLOCATE failed (say, in an aborted transaction): the statement still exists there.
-                preparedStatements.insert(evicted)
-            }
-        case .pipelineAborted, .copyIn, .command: break
+            // Say, a DEALLOCATE or PREPARE in an aborted transaction.
+            noteHiddenResult(of: operation, succeeded: false)
+        case .pipelineAborted: noteHiddenResult(of: operation, succeeded: false)
+        case .copyIn, .command: break
         case .pipelineSync:
             _ = libpq.exitPipelineMode()
             finishRunning(operation)

@@ -45,12 +45,17 @@ final class PostgresOperation: @unchecked Sendable {
     var timer: TimerHandle?
     var cancelReason: PostgresError?
     var inPipeline = false
-    /// Leading pipeline commands whose results are ours, not the caller's (DEALLOCATE, PREPARE).
-    var hiddenCommandCount = 0
-    /// The statement this operation deallocates to make room in the connection's cache.
-    var evictedStatement: String?
-    /// The statement this operation prepares, cached once the server confirms it.
-    var preparingStatement: String?
+    /// A command the connection sends ahead of the caller's to keep its statement cache in step with the server.
+    enum HiddenCommand {
+        /// Makes room in the cache; if it fails the statement is still prepared there.
+        case deallocate(String)
+        /// Prepares a statement, cached once the server confirms it.
+        case prepare(String)
+    }
+
+    /// Leading pipeline commands whose results are ours, not the caller's.
+    var hiddenCommands: [HiddenCommand] = []
+    var hiddenCommandCount: Int { hiddenCommands.count }
     var commandIndex = 0
     var copying = false
     var copyChunk = 0

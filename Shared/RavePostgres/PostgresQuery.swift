@@ -1,7 +1,13 @@
 /// A statement with its parameters, ready to send (`$1`, `$2`, … in the SQL).
+///
+/// Built from a `PostgresStatement`, it runs as that named prepared statement (prepared on the connection the
+/// first time, then Bind/Execute only), also inside `pipeline(_:)`; built from SQL text, it is parsed and
+/// planned on every run.
 public struct PostgresQuery: Sendable {
     public var sql: String
     public var parameters: [PostgresValue?]
+    /// The prepared statement's name when the query was built from a `PostgresStatement`, else nil.
+    public var statementName: String?
 
     public init(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) {
         self.sql = sql
@@ -11,6 +17,17 @@ public struct PostgresQuery: Sendable {
     public init(sql: String, values: [PostgresValue?]) {
         self.sql = sql
         self.parameters = values
+    }
+
+    /// Runs `statement` with `parameters`, as a named prepared statement.
+    public init(_ statement: PostgresStatement, _ parameters: [(any PostgresEncodable)?] = []) {
+        self.init(statement.sql, parameters)
+        statementName = statement.name
+    }
+
+    /// The named statement this query runs as, or nil for plain SQL.
+    var statement: PostgresStatement? {
+        statementName.map { PostgresStatement(name: $0, sql: sql) }
     }
 }
 

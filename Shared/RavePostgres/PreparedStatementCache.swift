@@ -23,13 +23,30 @@ struct PreparedStatementCache {
         return true
     }
 
+    var isFull: Bool { lastUse.count >= capacity }
+
     /// Makes room for one more statement: removes and returns the least recently used name when full.
-    mutating func evictIfFull() -> String? {
-        guard lastUse.count >= capacity, let oldest = lastUse.min(by: { $0.value < $1.value })?.key else {
+    ///
+    /// Names in `sparing` (statements the same pipeline is about to execute) are never chosen; nil when the
+    /// cache is not full, or when every cached statement is spared.
+    mutating func evictIfFull(sparing: Set<String> = []) -> String? {
+        guard isFull,
+            let oldest = lastUse.filter({ !sparing.contains($0.key) }).min(by: { $0.value < $1.value })?.key
+        else {
             return nil
         }
         lastUse[oldest] = nil
         return oldest
+    }
+
+    /// Whether a statement outside `sparing` could be evicted.
+    func hasEvictable(sparing: Set<String>) -> Bool {
+        lastUse.keys.contains { !sparing.contains($0) }
+    }
+
+    /// Forgets `name` (its PREPARE failed).
+    mutating func remove(_ name: String) {
+        lastUse[name] = nil
     }
 
     /// Records `name` as prepared (and just used).

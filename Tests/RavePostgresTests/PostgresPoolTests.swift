@@ -3,15 +3,23 @@ import Synchronization
 import Testing
 
 @Suite struct PostgresPoolTests {
-    @Test func exhaustedPoolFailsQuicklyInsteadOfHanging() async throws {
+    @Test(.timeLimit(.minutes(1))) func exhaustedPoolFailsQuicklyInsteadOfHanging() async throws {
         try await TestDatabase.with { database in
             let pool = try database.makePool(size: 1, acquireTimeout: .milliseconds(300))
             defer { pool.shutdown() }
+            // Open the only connection before the holder takes it: on a loaded machine opening it can take longer
+            // than the 300 ms acquire timeout, which failed the holder instead of the call under test, and the
+            // test then waited forever for the holder to enter. A timed-out call leaves the connection opening.
+            var opened = false
+            for _ in 0..<100 where !opened { opened = (try? await pool.query("SELECT 1")) != nil }
+            try #require(opened, "the pool never opened its connection")
             // The holder keeps the only connection until released: with a fixed hold time, a starved test task
             // could miss the window and then wait for the connection to go idle forever.
             let release = AsyncStream<Void>.makeStream()
             let entered = AsyncStream<Void>.makeStream()
             let holder = Task {
+                // Finishing `entered` on failure too: the test then fails on `holder.value` rather than hanging.
+                defer { entered.continuation.finish() }
                 try await pool.withConnection { _ in
                     entered.continuation.finish()
                     for await _ in release.stream {}
