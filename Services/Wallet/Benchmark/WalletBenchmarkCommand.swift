@@ -17,6 +17,8 @@ enum WalletBenchmarkCommand {
         var pgbenchTPS: Double
         var single: LoadMeasurement
         var batches: LoadMeasurement
+        var singleCPU: CPUTime
+        var batchesCPU: CPUTime
     }
 
     static func run(environment: [String: String]) async -> Int32 {
@@ -53,13 +55,17 @@ enum WalletBenchmarkCommand {
                 let output = try await pgbench([
                     "-N", "-c", "16", "-j", "2", "-T", String(Int(parameters.seconds)), url,
                 ])
+                let single = try await benchmark.measureSingleBets()
+                let batches = try await benchmark.measureBatches()
                 let run = Run(
-                    pgbenchTPS: tps(in: output), single: try await benchmark.measureSingleBets(),
-                    batches: try await benchmark.measureBatches())
+                    pgbenchTPS: tps(in: output), single: single.load, batches: batches.load, singleCPU: single.cpu,
+                    batchesCPU: batches.cpu)
                 print(
                     "run \(index)/\(runCount): pgbench -N \(Int(run.pgbenchTPS)) tps; "
-                        + run.single.summaryLine(concurrency: parameters.singleConcurrency) + "; "
-                        + run.batches.summaryLine(concurrency: parameters.batchConcurrency))
+                        + run.single.summaryLine(concurrency: parameters.singleConcurrency) + ", "
+                        + run.singleCPU.perBetLine(bets: run.single.calls) + "; "
+                        + run.batches.summaryLine(concurrency: parameters.batchConcurrency) + ", "
+                        + run.batchesCPU.perBetLine(bets: run.batches.calls))
                 runs.append(run)
             }
             let problems = try await benchmark.ledgerProblems()
@@ -152,7 +158,8 @@ enum WalletBenchmarkCommand {
         let batches = medianRun(runs) { $0.batches }
         let all = runs.map { run in
             "{\"pgbench_tps\":\(run.pgbenchTPS),\"single\":\(run.single.jsonObject),"
-                + "\"batches\":\(run.batches.jsonObject)}"
+                + "\"batches\":\(run.batches.jsonObject),\"single_cpu\":\(run.singleCPU.jsonObject),"
+                + "\"batches_cpu\":\(run.batchesCPU.jsonObject)}"
         }
         return "{\"benchmark\":\"wallet\",\"mode\":\"in-process handlers, real PostgreSQL, backed real-money bets\","
             + "\"parameters\":{\"seconds\":\(parameters.seconds),\"single_concurrency\":\(parameters.singleConcurrency),"

@@ -196,12 +196,12 @@ struct BulkRound: Sendable {
             var after = balance - bet.wager
             state.transfers.append(
                 code: "bet_wager", from: player, to: house, amount: bet.wager, userID: bet.userID, betID: bet.betID,
-                debitBalanceAfter: after, creditBalanceAfter: nil)
+                fromBalanceAfter: after, toBalanceAfter: nil)
             if play.payout > 0 {
                 after += play.payout
                 state.transfers.append(
                     code: "bet_payout", from: house, to: player, amount: play.payout, userID: bet.userID,
-                    betID: bet.betID, debitBalanceAfter: nil, creditBalanceAfter: after)
+                    betID: bet.betID, fromBalanceAfter: nil, toBalanceAfter: after)
             }
             state.balances[player] = after
             result.balance = MoneyFormat.format(after, currency: bet.currency)

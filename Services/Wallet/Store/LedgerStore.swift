@@ -29,10 +29,11 @@ struct AccountKey: Hashable, Sendable {
     var holdsBalance: Bool { kind == .user || kind == .credit }
 }
 
-/// The double-entry ledger: accounts, transfers and their entries.
+/// The double-entry ledger: accounts and transfers.
 ///
-/// Every transfer is written by one statement that moves the amount between the two balances and inserts both
-/// entries (-amount, +amount), so a transfer can never be half-written and every transfer sums to zero. The
+/// A transfer is one row carrying both sides of a movement: -amount on `from_account`, +amount on `to_account`,
+/// so every transfer, and so the whole ledger, sums to zero by construction. One statement moves the two
+/// balances and writes the row, so a transfer can never be half-written. The
 /// `player_balance_not_negative` constraint makes an overdraft fail in the database, whatever Swift believed.
 final class LedgerStore: Sendable {
     /// Account ids never change once committed, so they are cached after `ensureAccount` committed them.
@@ -63,26 +64,21 @@ final class LedgerStore: Sendable {
             WHERE kind = $1 AND user_id = $2 AND game_id = $3 AND currency = $4 AND economy = $5
             """)
 
-    /// Both balances move and both entries are written in one statement; house and external accounts have a
-    /// NULL balance, which the updates skip.
+    /// Both balances move and the transfer row (both sides of the movement) is written in one statement; house
+    /// and external accounts have a NULL balance, which the updates skip and the row keeps as NULL.
     static let transferStatement = PostgresStatement(
         name: "wallet_transfer",
         sql: """
             WITH debited AS (
-                UPDATE accounts SET balance = balance - $5 WHERE account_id = $3 AND balance IS NOT NULL
+                UPDATE accounts SET balance = balance - $4 WHERE account_id = $2 AND balance IS NOT NULL
                 RETURNING balance),
             credited AS (
-                UPDATE accounts SET balance = balance + $5 WHERE account_id = $4 AND balance IS NOT NULL
-                RETURNING balance),
-            transfer AS (
-                INSERT INTO transfers (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id,
-                    reference)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING transfer_id)
-            INSERT INTO ledger_entries (transfer_id, account_id, amount, balance_after)
-            SELECT transfer_id, $3, -$5::bigint, (SELECT balance FROM debited) FROM transfer
-            UNION ALL
-            SELECT transfer_id, $4, $5, (SELECT balance FROM credited) FROM transfer
-            RETURNING account_id, balance_after
+                UPDATE accounts SET balance = balance + $4 WHERE account_id = $3 AND balance IS NOT NULL
+                RETURNING balance)
+            INSERT INTO transfers (code, from_account, to_account, amount, from_balance_after, to_balance_after,
+                user_id, bet_id, reference)
+            VALUES ($1, $2, $3, $4, (SELECT balance FROM debited), (SELECT balance FROM credited), $5, $6, $7)
+            RETURNING from_balance_after, to_balance_after
             """)
 
     /// The account's id, creating it if needed; runs in its own statement outside any bet transaction, so the
@@ -110,7 +106,8 @@ final class LedgerStore: Sendable {
 
     /// Moves `amount` (> 0) from one account to another.
     ///
-    /// Returns the player balances after (nil for house and external accounts). Throws `insufficientFunds` when the debit would take a player balance below zero.
+    /// Returns the player balances after (nil for house and external accounts). Throws `insufficientFunds` when the
+    /// debit would take a player balance below zero.
     @discardableResult
     func transfer(
         code: String, from debit: Int64, to credit: Int64, amount: Int64, userID: RaveID?, betID: RaveID?,
@@ -120,19 +117,12 @@ final class LedgerStore: Sendable {
         let rows: PostgresRows
         do {
             rows = try await database.execute(
-                Self.transferStatement,
-                [RaveID.random(), code, debit, credit, amount, userID, betID, reference])
+                Self.transferStatement, [code, debit, credit, amount, userID, betID, reference])
         } catch let error as PostgresError where error.constraint == "player_balance_not_negative" {
             throw WalletError(.insufficientFunds, "insufficient funds")
         }
-        var debitBalance: Int64?
-        var creditBalance: Int64?
-        for row in rows {
-            let account = try row.decode(Int64.self, at: 0)
-            let balance = try row.decode(Int64?.self, at: 1)
-            if account == debit { debitBalance = balance } else { creditBalance = balance }
-        }
-        return (debitBalance, creditBalance)
+        guard let row = rows.first else { throw PostgresError(.client, "a transfer returned no row") }
+        return (try row.decode(Int64?.self, at: 0), try row.decode(Int64?.self, at: 1))
     }
 
     private func parameters(_ key: AccountKey) -> [(any PostgresEncodable)?] {

@@ -10,19 +10,36 @@ struct QueryStore: Sendable {
             WHERE user_id = $1 AND kind IN ('user', 'credit') AND ($2 = '' OR game_id IN ('', $2))
             ORDER BY currency, economy, game_id
             """)
-    /// Keyset paging on the entry id (newest first): stable under concurrent inserts, no OFFSET scans.
+    /// A user's history: the transfers on either side of the user's accounts, newest first.
+    ///
+    /// Each side is an entry, keyed transfer_id × 2 for the side money leaves and transfer_id × 2 + 1 for the
+    /// side it arrives, so keys order entries like transfers and a transfer between two accounts of one user is
+    /// two distinct entries. Keyset paging on that key (newest first): stable under concurrent inserts, no OFFSET
+    /// scans. For each of the user's few accounts, two backward index scans (one per side) each stop after `limit`
+    /// rows; the merge keeps the newest `limit`.
     static let selectEntries = PostgresStatement(
         name: "wallet_select_entries",
         sql: """
-            SELECT e.entry_id, e.transfer_id, t.code, e.amount, e.balance_after, a.currency, a.economy, a.game_id,
-                t.bet_id, e.created_at
-            FROM ledger_entries e
-            JOIN accounts a ON a.account_id = e.account_id
-            JOIN transfers t ON t.transfer_id = e.transfer_id
-            WHERE a.user_id = $1 AND a.kind IN ('user', 'credit') AND ($2 = '' OR a.currency = $2)
-                AND ($3 = 0 OR a.economy = $3) AND e.entry_id < $4
-            ORDER BY e.entry_id DESC
-            LIMIT $5
+            WITH mine AS (
+                SELECT account_id, currency, economy, game_id FROM accounts
+                WHERE user_id = $1 AND kind IN ('user', 'credit') AND ($2 = '' OR currency = $2)
+                    AND ($3::int4 = 0 OR economy = $3::int4))
+            SELECT e.entry_key, e.transfer_id, e.code, e.amount, e.balance_after, m.currency, m.economy, m.game_id,
+                e.bet_id, e.created_at
+            FROM mine m CROSS JOIN LATERAL (
+                (SELECT t.transfer_id * 2 AS entry_key, t.transfer_id, t.code, -t.amount AS amount,
+                    t.from_balance_after AS balance_after, t.bet_id, t.created_at
+                FROM transfers t
+                WHERE t.from_account = m.account_id AND t.transfer_id < $4::int8 / 2 + $4::int8 % 2
+                ORDER BY t.transfer_id DESC LIMIT $5::int8)
+                UNION ALL
+                (SELECT t.transfer_id * 2 + 1, t.transfer_id, t.code, t.amount, t.to_balance_after, t.bet_id,
+                    t.created_at
+                FROM transfers t
+                WHERE t.to_account = m.account_id AND t.transfer_id < $4::int8 / 2
+                ORDER BY t.transfer_id DESC LIMIT $5::int8)) e
+            ORDER BY e.entry_key DESC
+            LIMIT $5::int8
             """)
 
     let catalog: CatalogStore
@@ -50,7 +67,7 @@ struct QueryStore: Sendable {
             let currency = try await catalog.currency(try row.decode(String.self, at: 5), on: database)
             var entry = WalletV1.LedgerEntry()
             last = try row.decode(Int64.self, at: 0)
-            entry.transferId = try row.decode(RaveID.self, at: 1).hex
+            entry.transferId = String(try row.decode(Int64.self, at: 1))
             entry.code = try row.decode(String.self, at: 2)
             entry.amount = MoneyFormat.format(try row.decode(Int64.self, at: 3), currency: currency)
             entry.balanceAfter = MoneyFormat.format(try row.decode(Int64?.self, at: 4) ?? 0, currency: currency)

@@ -63,72 +63,61 @@ enum RoundStore {
 
     /// One row per transfer of the round, column by column.
     struct Transfers {
-        var ids: [RaveID] = []
         var codes: [String] = []
-        var debitAccounts: [Int64] = []
-        var creditAccounts: [Int64] = []
+        var fromAccounts: [Int64] = []
+        var toAccounts: [Int64] = []
         var amounts: [Int64] = []
         var userIDs: [RaveID] = []
         var betIDs: [RaveID] = []
         /// -1 for accounts without a running balance (house, external).
-        var debitBalancesAfter: [Int64] = []
-        var creditBalancesAfter: [Int64] = []
+        var fromBalancesAfter: [Int64] = []
+        var toBalancesAfter: [Int64] = []
 
-        var count: Int { ids.count }
+        var count: Int { codes.count }
 
         mutating func append(
-            code: String, from debit: Int64, to credit: Int64, amount: Int64, userID: RaveID, betID: RaveID,
-            debitBalanceAfter: Int64?, creditBalanceAfter: Int64?
+            code: String, from: Int64, to: Int64, amount: Int64, userID: RaveID, betID: RaveID,
+            fromBalanceAfter: Int64?, toBalanceAfter: Int64?
         ) {
-            ids.append(RaveID.random())
             codes.append(code)
-            debitAccounts.append(debit)
-            creditAccounts.append(credit)
+            fromAccounts.append(from)
+            toAccounts.append(to)
             amounts.append(amount)
             userIDs.append(userID)
             betIDs.append(betID)
-            debitBalancesAfter.append(debitBalanceAfter ?? -1)
-            creditBalancesAfter.append(creditBalanceAfter ?? -1)
+            fromBalancesAfter.append(fromBalanceAfter ?? -1)
+            toBalancesAfter.append(toBalanceAfter ?? -1)
         }
 
         mutating func removeLast(_ count: Int) {
-            ids.removeLast(count)
             codes.removeLast(count)
-            debitAccounts.removeLast(count)
-            creditAccounts.removeLast(count)
+            fromAccounts.removeLast(count)
+            toAccounts.removeLast(count)
             amounts.removeLast(count)
             userIDs.removeLast(count)
             betIDs.removeLast(count)
-            debitBalancesAfter.removeLast(count)
-            creditBalancesAfter.removeLast(count)
+            fromBalancesAfter.removeLast(count)
+            toBalancesAfter.removeLast(count)
         }
     }
 
-    /// Inserts the transfers and both entries of each (−amount on the debit account, +amount on the credit
-    /// account) from the same input rows, so every transfer sums to zero by construction; entries get their ids
-    /// in transfer order, debit first, so an account's entries read in the order its balance moved.
+    /// Inserts the round's transfers, one row each carrying both sides; ids are taken in input order, so an
+    /// account's history reads in the order its balance moved.
     static func insertTransfers(_ transfers: Transfers) -> PostgresQuery {
         PostgresQuery(
             """
-            WITH input AS (
-                SELECT * FROM unnest($1::uuid[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::uuid[],
-                    $7::uuid[], $8::int8[], $9::int8[]) WITH ORDINALITY
-                    AS t (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id, debit_after,
-                        credit_after, position)),
-            inserted AS (
-                INSERT INTO transfers (transfer_id, code, debit_account, credit_account, amount, user_id, bet_id)
-                SELECT transfer_id, code, debit_account, credit_account, amount, user_id, bet_id FROM input
-                RETURNING transfer_id)
-            INSERT INTO ledger_entries (transfer_id, account_id, amount, balance_after)
-            SELECT i.transfer_id, e.account_id, e.amount, nullif(e.balance_after, -1)
-            FROM input i JOIN inserted USING (transfer_id)
-            CROSS JOIN LATERAL (VALUES (0, i.debit_account, -i.amount, i.debit_after),
-                (1, i.credit_account, i.amount, i.credit_after)) AS e (side, account_id, amount, balance_after)
-            ORDER BY i.position, e.side
+            INSERT INTO transfers (code, from_account, to_account, amount, from_balance_after, to_balance_after,
+                user_id, bet_id)
+            SELECT code, from_account, to_account, amount, nullif(from_after, -1), nullif(to_after, -1), user_id,
+                bet_id
+            FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::uuid[],
+                $8::uuid[]) WITH ORDINALITY
+                AS t (code, from_account, to_account, amount, from_after, to_after, user_id, bet_id, position)
+            ORDER BY position
             """,
             [
-                transfers.ids, transfers.codes, transfers.debitAccounts, transfers.creditAccounts, transfers.amounts,
-                transfers.userIDs, transfers.betIDs, transfers.debitBalancesAfter, transfers.creditBalancesAfter,
+                transfers.codes, transfers.fromAccounts, transfers.toAccounts, transfers.amounts,
+                transfers.fromBalancesAfter, transfers.toBalancesAfter, transfers.userIDs, transfers.betIDs,
             ])
     }
 
