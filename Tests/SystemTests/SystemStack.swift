@@ -3,6 +3,7 @@ import RavePostgres
 import RaveRPC
 import RaveTestSupport
 import RaveTransport
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +15,8 @@ import Glibc
 /// the RAVE_TEST_POSTGRES_URL server, development certificates, local OIDC issuers and a fake APNs, configured the
 /// way deploy/local/run.sh configures `make run`. Stories reach it only through `gatewayPort`.
 final class SystemStack: @unchecked Sendable {
-    // @unchecked: every property is set in init and never replaced; StackProcess guards its own state.
+    // @unchecked: every property is set in init and never replaced; StackProcess and the atomic guard their own
+    // state.
     static let group: EventLoopGroup = {
         do {
             return try EventLoopGroup(loopCount: 2)
@@ -45,6 +47,9 @@ final class SystemStack: @unchecked Sendable {
     /// An operator's connection to the gateway, with the admin client certificate.
     let admin: RPCClient
 
+    /// Set when a failure's message points at the logs, so tearing down leaves them.
+    private let keepsLogs = Atomic<Bool>(false)
+
     var gatewayPort: Int { ports["gateway"]?.rpc ?? 0 }
     var services: [String] { Self.dataServices.filter { processes[$0] != nil } }
     var hasGifts: Bool { processes["gifts"] != nil }
@@ -61,10 +66,26 @@ final class SystemStack: @unchecked Sendable {
             try await stack.startAll()
             try await body(stack)
         } catch {
-            failure = error
+            failure = stack.explained(error)
         }
         await stack.tearDown()
         if let failure { throw failure }
+    }
+
+    /// `error`, with the stack's ports and what became of every process that is no longer running (a story's
+    /// call failing with "connection refused" says little on its own), and with the logs kept.
+    private func explained(_ error: any Error) -> any Error {
+        let stopped = processes.filter { !$0.value.isRunning }.sorted { $0.key < $1.key }
+        var lines = ["\(error)", "stack ports (logs in \(directory.path)):"]
+        for (name, port) in ports.sorted(by: { $0.key < $1.key }) {
+            lines.append("- \(name): rpc \(port.rpc), admin \(port.admin)")
+        }
+        for (name, process) in stopped {
+            lines.append("\(name) stopped: \(process.exitDescription)")
+            lines.append(process.logTail(10))
+        }
+        keepsLogs.store(true, ordering: .relaxed)
+        return StackError(lines.joined(separator: "\n"))
     }
 
     private init(leaderboardsReplicas: Int) async throws {
@@ -176,7 +197,7 @@ final class SystemStack: @unchecked Sendable {
         for process in processes.values { process.kill() }
         apns.stop()
         for name in databaseNames { await ScratchDatabase.drop(name) }
-        if ProcessInfo.processInfo.environment["RAVE_SYSTEM_KEEP_LOGS"] == nil {
+        if !keepsLogs.load(ordering: .relaxed) && ProcessInfo.processInfo.environment["RAVE_SYSTEM_KEEP_LOGS"] == nil {
             try? FileManager.default.removeItem(at: directory)
         } else {
             print("system test logs kept in \(directory.path)")
@@ -184,6 +205,25 @@ final class SystemStack: @unchecked Sendable {
     }
 
     // MARK: - Databases
+
+    /// How many player balances differ from the signed sum of their account's transfers (wallet migration 0003:
+    /// one row per movement, -amount from `from_account`, +amount to `to_account`) or are negative.
+    func walletBalancesOutOfLine() async throws -> Int64 {
+        let database = try await connect(to: "wallet")
+        defer { database.close() }
+        let rows = try await database.query(
+            PostgresQuery(
+                """
+                SELECT count(*) AS wrong FROM accounts a
+                LEFT JOIN (
+                    SELECT account_id, sum(amount) AS total FROM (
+                        SELECT from_account, -amount FROM transfers UNION ALL SELECT to_account, amount FROM transfers
+                    ) AS side (account_id, amount) GROUP BY account_id
+                ) s USING (account_id)
+                WHERE a.balance IS NOT NULL AND (a.balance <> coalesce(s.total, 0) OR a.balance < 0)
+                """))
+        return try rows[0].decode(Int64.self, column: "wrong")
+    }
 
     /// A connection to one service's database, for checks no client can make (the ledger sums to zero).
     func connect(to service: String) async throws -> PostgresConnection {
