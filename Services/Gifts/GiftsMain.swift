@@ -37,7 +37,6 @@ enum GiftsMain {
         let directory = PeerDirectory(
             identity: identity, social: social, logger: context.logger.with("component", "directory"))
         let service = GiftsService(pool: context.pool, directory: directory, logger: context.logger)
-        context.addBackgroundService(service.wakeup)
         return service.rpcServices
     }
 

@@ -29,9 +29,15 @@ public enum EventOutbox {
 public enum EventTopic {
     /// `rave.identity.v1.ProviderLinkedEvent`, keyed by the user who linked the provider.
     public static let providerLinked = "identity.provider_linked"
-    /// `rave.gifts.v1.GiftReceivedEvent`, keyed by the recipient.
+    /// `rave.gifts.v1.GiftsSentEvent`, keyed by the sender: one event per send, with every gift it made.
+    public static let giftsSent = "gifts.gifts_sent"
+    /// `rave.gifts.v1.GiftRequestsSentEvent`, keyed by the requester: one event per request call.
+    public static let giftRequestsSent = "gifts.requests_sent"
+    /// `rave.gifts.v1.GiftReceivedEvent`, keyed by the recipient; superseded by `giftsSent`, still consumed by push
+    /// (events an older gifts wrote), and the notification template topic of a received gift.
     public static let giftReceived = "gifts.gift_received"
-    /// `rave.gifts.v1.GiftRequestReceivedEvent`, keyed by the user asked for a gift.
+    /// `rave.gifts.v1.GiftRequestReceivedEvent`, keyed by the user asked for a gift; superseded by
+    /// `giftRequestsSent` as `giftReceived` is by `giftsSent`.
     public static let requestReceived = "gifts.request_received"
     /// `rave.gifts.v1.GiftAcceptedEvent`, keyed by the recipient who accepted the gift.
     public static let giftAccepted = "gifts.gift_accepted"

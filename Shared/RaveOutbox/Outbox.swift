@@ -28,7 +28,7 @@ public enum Outbox {
         );
         """
 
-    /// The LISTEN/NOTIFY channel `enqueue` notifies (at commit) so dispatchers wake without waiting for a poll.
+    /// The LISTEN/NOTIFY channel that wakes dispatchers after a publishing commit, without waiting for a poll.
     public static let channel = "rave_outbox"
 
     static let insert = PostgresStatement(
@@ -57,13 +57,12 @@ public enum Outbox {
     ) async throws -> RaveID {
         let eventID = RaveID.random()
         try await transaction.execute(insert, [eventID, topic, key, payload])
-        // NOTIFY is transactional too: delivered at commit, dropped on rollback.
-        try await transaction.execute(notify)
+        try await wakeDispatchers(after: transaction)
         return eventID
     }
 
-    /// Records one event of `topic` per (key, payload), in this order, with one insert and one NOTIFY however
-    /// many there are; a single event takes `enqueue(in:topic:key:payload:)`.
+    /// Records one event of `topic` per (key, payload), in this order, with one insert however many there are; a
+    /// single event takes `enqueue(in:topic:key:payload:)`.
     public static func enqueue(
         in transaction: PostgresTransaction, topic: String, events: [(key: String, payload: [UInt8])]
     ) async throws {
@@ -76,7 +75,28 @@ public enum Outbox {
         let ids = events.map { _ in RaveID.random() }
         try await transaction.execute(
             insertMany, [topic, ids, events.map(\.key), events.map { hexadecimal($0.payload) }])
-        try await transaction.execute(notify)
+        try await wakeDispatchers(after: transaction)
+    }
+
+    /// Wakes the dispatchers once `transaction`, which wrote events, commits.
+    ///
+    /// With an `OutboxWakeup` running for the transaction's pool (every `OutboxDispatcher` runs one), the commit
+    /// asks it for a coalesced NOTIFY afterwards; otherwise the transaction notifies at its commit (NOTIFY is
+    /// transactional: dropped on rollback), which serialises notifying commits on PostgreSQL's notify lock but
+    /// needs nothing running in this process. `enqueue` calls it; call it for events written by other SQL.
+    public static func wakeDispatchers(after transaction: PostgresTransaction) async throws {
+        if let wakeup = OutboxWakeup.running(for: transaction.pool) {
+            transaction.afterCommit { wakeup.eventsCommitted() }
+        } else {
+            try await transaction.execute(notify)
+        }
+    }
+
+    /// Wakes the dispatchers after a commit on `pool` that wrote events outside a `PostgresTransaction` (one
+    /// statement as its own transaction), through the pool's running `OutboxWakeup`; without one, the events wait
+    /// for the dispatchers' poll.
+    public static func eventsCommitted(on pool: PostgresPool) {
+        OutboxWakeup.running(for: pool)?.eventsCommitted()
     }
 
     private static let digits = Array("0123456789abcdef".utf8)

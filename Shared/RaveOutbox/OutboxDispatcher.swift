@@ -38,6 +38,8 @@ public final class OutboxDispatcher: Sendable {
     private let logger: Logger
     private let deliver: @Sendable (OutboxEvent) async throws -> Void
     private let state = Mutex(State())
+    /// The pool's wake-up while `run()` runs: publishers in this process notify through it after their commits.
+    private let wakeup: OutboxWakeup
 
     /// Creates a dispatcher; pass `listenOn` (a connection string and loop) to wake on `Outbox.enqueue`'s NOTIFY
     /// rather than only on the poll interval.
@@ -51,15 +53,17 @@ public final class OutboxDispatcher: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.deliver = deliver
+        wakeup = OutboxWakeup(pool: pool, logger: logger.with("component", "outbox-wakeup"))
     }
 
-    /// Delivers events until `stop()`.
+    /// Delivers events until `stop()`, and meanwhile runs the pool's `OutboxWakeup`.
     ///
     /// A round under way when stopping finishes (its deliveries are marked) before this returns. Database
     /// errors are logged and retried on the next poll, never thrown.
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.tick() }
+            group.addTask { await self.wakeup.run() }
             if let listener {
                 group.addTask { await self.listen(listener) }
             }
@@ -72,6 +76,7 @@ public final class OutboxDispatcher: Sendable {
                 await sleepUntilWoken()
             }
             listener?.shutdown()
+            await wakeup.shutdown()
             group.cancelAll()
         }
     }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// How strongly concurrent transactions are kept apart (PostgreSQL's isolation levels).
 public enum PostgresIsolation: String, Sendable {
     case readCommitted = "READ COMMITTED"
@@ -8,6 +10,15 @@ public enum PostgresIsolation: String, Sendable {
 /// A connection inside `BEGIN … COMMIT`; everything run through it is part of the transaction.
 public struct PostgresTransaction: PostgresQueryable {
     public let connection: PostgresConnection
+    /// The pool that runs the transaction.
+    public let pool: PostgresPool
+    let commitActions = CommitActions()
+
+    /// Runs `action` once the transaction has committed (never after a rollback), before `transaction` returns:
+    /// for work that must not hold the transaction open, such as waking the readers of what it wrote.
+    public func afterCommit(_ action: @escaping @Sendable () -> Void) {
+        commitActions.actions.withLock { $0.append(action) }
+    }
 
     @discardableResult
     public func query(_ query: PostgresQuery) async throws -> PostgresRows {
@@ -51,7 +62,7 @@ extension PostgresPool {
         while true {
             do {
                 return try await withConnection { connection in
-                    try await Self.runTransaction(on: connection, isolation: isolation, body)
+                    try await runTransaction(on: connection, isolation: isolation, body)
                 }
             } catch let error as PostgresError
                 where retryOnSerializationFailure && error.isRetryableTransactionFailure && attempt < maxAttempts
@@ -64,14 +75,16 @@ extension PostgresPool {
         }
     }
 
-    private static func runTransaction<Result>(
+    private func runTransaction<Result>(
         on connection: PostgresConnection, isolation: PostgresIsolation,
         _ body: (PostgresTransaction) async throws -> Result
     ) async throws -> Result {
         try await connection.query(PostgresQuery("BEGIN ISOLATION LEVEL \(isolation.rawValue)"))
         do {
-            let result = try await body(PostgresTransaction(connection: connection))
+            let transaction = PostgresTransaction(connection: connection, pool: self)
+            let result = try await body(transaction)
             try await connection.query(PostgresQuery("COMMIT"))
+            for action in transaction.commitActions.actions.withLock({ $0 }) { action() }
             return result
         } catch {
             do {
@@ -83,4 +96,9 @@ extension PostgresPool {
             throw error
         }
     }
+}
+
+/// What a transaction runs after its commit (`PostgresTransaction.afterCommit`).
+final class CommitActions: Sendable {
+    let actions = Mutex<[@Sendable () -> Void]>([])
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RaveEvents
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -109,6 +110,11 @@ struct GiftsHarness {
         try await pool.query("SELECT key, payload FROM outbox_events WHERE topic = $1 ORDER BY id", [topic]).map {
             (try $0.decode(String.self, column: "key"), try $0.decode([UInt8].self, column: "payload"))
         }
+    }
+
+    /// The "gifts.gifts_sent" events, oldest first, with their keys (the senders).
+    func sentEvents() async throws -> [(key: String, event: GiftsV1.GiftsSentEvent)] {
+        try await outbox(EventTopic.giftsSent).map { ($0.key, try GiftsV1.GiftsSentEvent(protobufBytes: $0.payload)) }
     }
 
     func count(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) async throws -> Int {

@@ -18,9 +18,11 @@ struct RequestTests {
                 .init(giftTypeKey: "life", recipientIds: [friend.hex, requester.hex]),
                 context: harness.context(requester))
             #expect(asked.results.map(\.status) == [.sent, .yourself])
-            let events = try await harness.outbox(EventTopic.requestReceived)
-            let event = try GiftsV1.GiftRequestReceivedEvent(protobufBytes: try #require(events.first).payload)
-            #expect(events.count == 1 && event.requesterDisplayName == "Bob" && event.recipientId == friend.hex)
+            let events = try await harness.outbox(EventTopic.giftRequestsSent)
+            let event = try GiftsV1.GiftRequestsSentEvent(protobufBytes: try #require(events.first).payload)
+            #expect(events.count == 1 && events[0].key == requester.hex && event.requesterDisplayName == "Bob")
+            #expect(
+                event.requests == [GiftsV1.SentGiftRequest(requestId: asked.results[0].id, recipientId: friend.hex)])
             let listed = try await harness.player.listGiftRequests(.init(), context: harness.context(friend))
             #expect(listed.requests.map(\.requestId) == [asked.results[0].id])
             let requestID = asked.results[0].id
@@ -69,7 +71,7 @@ struct RequestTests {
                 #expect(request.request?.state == .pending)
             }
             #expect(try await harness.count("SELECT count(*) FROM gifts") == 0)
-            #expect(try await harness.outbox(EventTopic.giftReceived).isEmpty)
+            #expect(try await harness.sentEvents().isEmpty)
         }
     }
 

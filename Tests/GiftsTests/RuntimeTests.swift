@@ -108,14 +108,15 @@ struct RuntimeTests {
             let newcomerGifts = try await gifts.listGifts(.init(), options: options(user: newcomer.hex))
             #expect(newcomerGifts.gifts.map(\.senderId) == [sender.hex])
 
-            // Every gift received reaches the configured sink; wait for the publisher (it runs in the background).
+            // Every send (the attach's and the link's delivery) reaches the configured sink; wait for the publisher
+            // (it runs in the background).
             var topics: [String] = []
             for _ in 0..<200 {
                 topics = peers.sink.received.map(\.topic)
-                if topics.filter({ $0 == EventTopic.giftReceived }).count >= 2 { break }
+                if topics.filter({ $0 == EventTopic.giftsSent }).count >= 2 { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            #expect(topics.filter { $0 == EventTopic.giftReceived }.count == 2)
+            #expect(topics.filter { $0 == EventTopic.giftsSent }.count == 2)
             #expect(topics.contains(EventTopic.giftAccepted))
             #expect(peers.sink.received.allSatisfy { $0.source == "gifts" })
         } catch {

@@ -8,7 +8,7 @@ import Testing
 
 @Suite("Sending gifts")
 struct SendTests {
-    @Test("a send reports, per recipient, sent or why not, and publishes one event per gift")
+    @Test("a send reports, per recipient, sent or why not, and publishes one event naming the gifts sent")
     func sendReportsPerRecipientResults() async throws {
         try await GiftsHarness.with { harness in
             try await harness.createType()
@@ -24,10 +24,13 @@ struct SendTests {
             let gift = try await harness.onlyPendingGift(of: friend)
             #expect(gift.giftId == response.results[0].id && gift.senderId == sender.hex && gift.state == .pending)
             #expect(gift.expiresAtUnixMs - gift.sentAtUnixMs == 14 * 24 * 3600 * 1000)
-            let events = try await harness.outbox(EventTopic.giftReceived)
-            #expect(events.map(\.key) == [friend.hex])
-            let event = try GiftsV1.GiftReceivedEvent(protobufBytes: try #require(events.first).payload)
-            #expect(event.senderDisplayName == "Alice" && event.giftTypeKey == "life" && event.giftId == gift.giftId)
+            let events = try await harness.sentEvents()
+            #expect(events.map(\.key) == [sender.hex])
+            let event = try #require(events.first).event
+            #expect(event.senderDisplayName == "Alice" && event.giftTypeKey == "life" && event.senderId == sender.hex)
+            #expect(event.gifts == [GiftsV1.SentGift(giftId: gift.giftId, recipientId: friend.hex)])
+            #expect(event.expiresAtUnixMs - event.sentAtUnixMs == 14 * 24 * 3600 * 1000)
+            #expect(try await harness.outbox(EventTopic.giftReceived).isEmpty)
         }
     }
 
@@ -43,11 +46,12 @@ struct SendTests {
             #expect(try await harness.count("SELECT count(*) FROM gifts") == 0)
             let twenty = try await harness.send(from: sender, to: Array(recipients.prefix(20)))
             #expect(twenty.results.allSatisfy { $0.status == .sent })
-            // One event per gift, in recipient order, each naming its own gift.
-            let events = try await harness.outbox(EventTopic.giftReceived)
-            #expect(events.map(\.key) == recipients.prefix(20).map(\.hex))
-            let giftIDs = try events.map { try GiftsV1.GiftReceivedEvent(protobufBytes: $0.payload).giftId }
-            #expect(giftIDs == twenty.results.map(\.id))
+            // One event for the send, its gifts in recipient order.
+            let events = try await harness.sentEvents()
+            #expect(events.count == 1)
+            let gifts = try #require(events.first).event.gifts
+            #expect(gifts.map(\.recipientId) == recipients.prefix(20).map(\.hex))
+            #expect(gifts.map(\.giftId) == twenty.results.map(\.id))
         }
     }
 
@@ -78,7 +82,7 @@ struct SendTests {
             #expect(!first.replayed && replay.replayed)
             #expect(replay.results == first.results)
             #expect(try await harness.count("SELECT count(*) FROM gifts") == 2)
-            #expect(try await harness.outbox(EventTopic.giftReceived).count == 2)
+            #expect(try await harness.sentEvents().map(\.event.gifts.count) == [2])
             // The key in metadata is the same key.
             let viaMetadata = try await harness.player.sendGifts(
                 .init(giftTypeKey: "life", recipientIds: recipients.map(\.hex)),

@@ -57,10 +57,10 @@ struct ShareTests {
             #expect(first.handled == 1 && again.handled == 0 && later.handled == 1)
             let gift = try await harness.onlyPendingGift(of: newcomer)
             #expect(gift.senderId == sender.hex && gift.giftTypeKey == "life")
-            let received = try await harness.outbox(EventTopic.giftReceived)
-            #expect(received.map(\.key) == [existing.hex, newcomer.hex])
-            let payload = try GiftsV1.GiftReceivedEvent(protobufBytes: received[1].payload)
-            #expect(payload.senderDisplayName == "Alice")
+            let sent = try await harness.sentEvents()
+            #expect(sent.map(\.key) == [sender.hex, sender.hex])
+            #expect(sent.map { $0.event.gifts.map(\.recipientId) } == [[existing.hex], [newcomer.hex]])
+            #expect(sent[1].event.gifts.map(\.giftId) == [gift.giftId] && sent[1].event.senderDisplayName == "Alice")
             // Delivered: nothing is pending for the request any more.
             await #expect {
                 _ = try await harness.install.fetchExternalGift(

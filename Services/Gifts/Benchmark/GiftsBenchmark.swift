@@ -1,5 +1,6 @@
 import Foundation
 import RaveMessages
+import RaveOutbox
 import RavePostgres
 import RaveRPC
 import RaveTelemetry
@@ -65,16 +66,17 @@ struct GiftsBenchmark: Sendable {
             )
         }
 
-        // The process's wake-up runs as it does in production, so its NOTIFYs are measured too.
-        async let wakeups: Void = service.wakeup.run()
+        // The pool's outbox wake-up runs as the event publisher runs it in production, so its NOTIFYs are measured.
+        let wakeup = OutboxWakeup(pool: pool, logger: Logger(label: "gifts-bench", level: .error))
+        async let wakeups: Void = wakeup.run()
         do {
             let measurements = try await measureOperations(
                 service: service, appID: appID, ids: ids, acceptable: acceptable)
-            await service.wakeup.shutdown()
+            await wakeup.shutdown()
             await wakeups
             return measurements
         } catch {
-            await service.wakeup.shutdown()
+            await wakeup.shutdown()
             await wakeups
             throw error
         }

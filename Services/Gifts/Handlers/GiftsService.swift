@@ -16,16 +16,13 @@ final class GiftsService: Sendable {
     let shares: ShareStore
     let idempotency: IdempotentCalls
     let merges: MergeStore
-    /// Wakes the event publisher after commits with events; the process runs it as a background service.
-    let wakeup: OutboxWakeup
 
     init(pool: PostgresPool, directory: any PlayerDirectory, logger: Logger) {
         self.pool = pool
         self.directory = directory
         self.logger = logger
-        wakeup = OutboxWakeup(pool: pool, logger: logger.with("component", "outbox-wakeup"))
         types = GiftTypeStore(pool: pool)
-        gifts = GiftStore(pool: pool, wakeup: wakeup)
+        gifts = GiftStore(pool: pool)
         requests = RequestStore(pool: pool, gifts: gifts)
         shares = ShareStore(pool: pool, gifts: gifts)
         idempotency = IdempotentCalls(pool: pool)

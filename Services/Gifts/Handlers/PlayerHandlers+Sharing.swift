@@ -67,7 +67,6 @@ extension PlayerHandlers {
             for candidate in fresh.dropFirst(allowed) { statuses[candidate.index] = .dailyLimit }
             for candidate in kept { statuses[candidate.index] = candidate.player == nil ? .pending : .sent }
         }
-        if !giftIDs.isEmpty { service.wakeup.eventsCommitted() }
         let results = zip(request.invitations, statuses).enumerated().map { index, pair in
             GiftsV1.InvitationResult(
                 invitation: pair.0, status: pair.1 ?? .pending, giftId: giftIDs[index]?.hex ?? "")

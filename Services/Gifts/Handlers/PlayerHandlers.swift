@@ -58,7 +58,6 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
                 } else {
                     try await send(type, request, screening, allowed: screening.eligible.count, call, on: service.pool)
                 }
-            service.wakeup.eventsCommitted()
             return response
         } catch let error as GiftsError where error == .concurrentReplay {
             return try await replayAfterRace(call, as: GiftsV1.SendGiftsResponse.self)

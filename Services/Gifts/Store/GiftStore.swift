@@ -7,8 +7,6 @@ import RavePostgres
 /// recipient's one answer.
 struct GiftStore: Sendable {
     let pool: PostgresPool
-    /// Asked after every commit with events; the outbox's NOTIFY is not part of sends and accepts (see there).
-    let wakeup: OutboxWakeup
 
     /// A gift joined with its type, as every read presents it; `expired` is computed by the database clock.
     private static let presented = """
@@ -18,28 +16,22 @@ struct GiftStore: Sendable {
         """
     /// A whole send in one statement.
     ///
-    /// The gifts, one "gifts.gift_received" outbox row per gift (ids in order, so per-key order holds) and the
-    /// idempotency record when there is one. A taken idempotency key fails the statement on the primary key, so
-    /// nothing of it takes effect. The outbox's NOTIFY only when `$17` asks for it: a notifying commit waits for
-    /// every other notifying commit (`OutboxWakeup`), so callers that see their commit ask the wake-up instead.
+    /// The gifts, their one "gifts.gifts_sent" outbox row (push fans it out per recipient) and the idempotency
+    /// record when there is one. A taken idempotency key fails the statement on the primary key, so nothing of it
+    /// takes effect. No NOTIFY: a notifying commit waits for every other notifying commit, so the outbox's
+    /// wake-up notifies after the commit (`OutboxWakeup`).
     private static let insertGifts = PostgresStatement(
-        name: "gifts_send",
+        name: "gifts_send_one_event",
         sql: """
             WITH sent AS (
                 INSERT INTO gifts (id, app_id, gift_type_id, sender_id, recipient_id, sent_at, expires_at, request_id)
                 SELECT s.id, $1, $2, $3, s.recipient_id, $4::timestamptz, $5::timestamptz, $6::uuid
                 FROM unnest($7::uuid[], $8::uuid[]) AS s (id, recipient_id)
-            ), events AS (
-                INSERT INTO outbox_events (event_id, topic, key, payload)
-                SELECT e.event_id, $9, e.key, decode(e.payload, 'hex')
-                FROM unnest($10::uuid[], $11::text[], $12::text[]) WITH ORDINALITY
-                    AS e (event_id, key, payload, position)
-                ORDER BY e.position
-            ), recorded AS (
-                INSERT INTO idempotent_calls (sender_id, operation, idempotency_key, fingerprint, response)
-                SELECT $3, $13, $14, $15, $16 WHERE $13::text IS NOT NULL
+            ), event AS (
+                INSERT INTO outbox_events (event_id, topic, key, payload) VALUES ($9, $10, $11, $12)
             )
-            SELECT pg_notify('\(Outbox.channel)', '') WHERE cardinality($7::uuid[]) > 0 AND $17::boolean
+            INSERT INTO idempotent_calls (sender_id, operation, idempotency_key, fingerprint, response)
+            SELECT $3, $13, $14, $15, $16 WHERE $13::text IS NOT NULL
             """)
     /// Counts `$3` more sends against the limit `$4` under the row lock, and says how many of them fit.
     private static let countDailySends = PostgresStatement(
@@ -84,7 +76,7 @@ struct GiftStore: Sendable {
     /// The recipient's acceptance with its "gifts.gift_accepted" outbox row, in one statement: only while pending
     /// and before expiry (by the database clock).
     ///
-    /// No NOTIFY: `answer` asks `OutboxWakeup` after the commit.
+    /// No NOTIFY: `answer` asks the outbox's wake-up after the commit.
     ///
     /// The event's payload is the caller's encoding of the fields it knows (`$8`: gift, app, recipient, time)
     /// followed by fields 4 (sender id, 32 hex digits) and 5 (type key) encoded here from the updated row.
@@ -126,7 +118,7 @@ struct GiftStore: Sendable {
         return try rows.first.map { Int(try $0.decode(Int32.self, column: "granted")) } ?? 0
     }
 
-    /// Inserts one gift per recipient and publishes a "gifts.gift_received" event for each, in one statement on
+    /// Inserts one gift per recipient and publishes one "gifts.gifts_sent" event listing them, in one statement on
     /// `database` (a transaction, or the pool for a send that is a transaction by itself); returns the gift ids in
     /// recipient order.
     ///
@@ -134,14 +126,12 @@ struct GiftStore: Sendable {
     /// `record` (the idempotency record holding that response) commits with the gifts. When another call holds
     /// the record's key, the send fails with `concurrentReplay` and none of it takes effect.
     ///
-    /// The caller calls `wakeup.eventsCommitted()` once its commit is done; a caller that never sees the commit
-    /// (the event sink's transaction) passes `notifyAtCommit` to have the send NOTIFY in the transaction.
+    /// The outbox's dispatchers are woken after the commit: the transaction's, or the statement's own on the pool.
     @discardableResult
     func send(
         _ type: GiftTypeRecord, from sender: RaveID, senderName: String, to recipients: [RaveID],
         giftIDs chosenIDs: [RaveID]? = nil, grantingRequest requestID: RaveID? = nil,
-        recording record: IdempotentCalls.Record? = nil, notifyAtCommit: Bool = false,
-        on database: some PostgresQueryable
+        recording record: IdempotentCalls.Record? = nil, on database: some PostgresQueryable
     ) async throws -> [RaveID] {
         // RavePostgres encodes an empty array as an empty bytea (`[] as? [UInt8]` succeeds), which a `uuid[]`
         // parameter rejects; a send to nobody only records its result.
@@ -156,41 +146,29 @@ struct GiftStore: Sendable {
         let sentAt = PostgresTimestamp.now()
         let expiresAt = PostgresTimestamp(
             microsecondsSinceEpoch: sentAt.microsecondsSinceEpoch + type.expirySeconds * 1_000_000)
-        let payloads = zip(giftIDs, recipients).map { giftID, recipient in
-            GiftsV1.GiftReceivedEvent(
-                giftId: giftID.hex, appId: type.appID.hex, recipientId: recipient.hex, senderId: sender.hex,
-                senderDisplayName: senderName, giftTypeKey: type.key, giftTypeName: type.name,
-                sentAtUnixMs: sentAt.unixMilliseconds, expiresAtUnixMs: expiresAt.unixMilliseconds
-            ).protobufBytes()
-        }
+        let event = GiftsV1.GiftsSentEvent(
+            appId: type.appID.hex, senderId: sender.hex, senderDisplayName: senderName, giftTypeKey: type.key,
+            giftTypeName: type.name, sentAtUnixMs: sentAt.unixMilliseconds,
+            expiresAtUnixMs: expiresAt.unixMilliseconds,
+            gifts: zip(giftIDs, recipients).map { GiftsV1.SentGift(giftId: $0.hex, recipientId: $1.hex) })
+        // In a transaction the wake-up waits for its commit; a statement on the pool has committed when it returns.
+        let transaction = database as? PostgresTransaction
+        if let transaction { try await Outbox.wakeDispatchers(after: transaction) }
         do {
             _ = try await database.execute(
                 Self.insertGifts,
                 [
-                    type.appID, type.id, sender, sentAt, expiresAt, requestID, giftIDs, recipients,
-                    EventTopic.giftReceived, recipients.map { _ in RaveID.random() }, recipients.map(\.hex),
-                    payloads.map(Self.hexadecimal), record?.operation.rawValue, record?.key, record?.fingerprint,
-                    record?.response, notifyAtCommit,
+                    type.appID, type.id, sender, sentAt, expiresAt, requestID, giftIDs, recipients, RaveID.random(),
+                    EventTopic.giftsSent, sender.hex, event.protobufBytes(), record?.operation.rawValue, record?.key,
+                    record?.fingerprint, record?.response,
                 ])
         } catch let error as PostgresError
             where error.sqlState == "23505" && error.constraint == "idempotent_calls_pkey"
         {
             throw GiftsError.concurrentReplay
         }
+        if transaction == nil { Outbox.eventsCommitted(on: pool) }
         return giftIDs
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// bytea arrays have no binary encoder, so payloads travel as hex text (~150 bytes an event, cheap).
-    private static func hexadecimal(_ bytes: [UInt8]) -> String {
-        String(unsafeUninitializedCapacity: bytes.count * 2) { buffer in
-            for (index, byte) in bytes.enumerated() {
-                buffer[index * 2] = hexDigits[Int(byte >> 4)]
-                buffer[index * 2 + 1] = hexDigits[Int(byte & 0x0F)]
-            }
-            return bytes.count * 2
-        }
     }
 
     // MARK: - Reading
@@ -240,7 +218,7 @@ struct GiftStore: Sendable {
                     known.protobufBytes(),
                 ]
             ).first.map(Self.gift)
-            if answered != nil { wakeup.eventsCommitted() }
+            if answered != nil { Outbox.eventsCommitted(on: pool) }
         } else {
             answered = try await pool.execute(Self.reject, [id, appID, recipient]).first.map(Self.gift)
         }

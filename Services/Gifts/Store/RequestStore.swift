@@ -54,7 +54,8 @@ struct RequestStore: Sendable {
             WHERE id = $1 AND app_id = $2 AND recipient_id = $3 AND state = 0 RETURNING id
             """)
 
-    /// Inserts one request per recipient and publishes "gifts.request_received" for each; ids in recipient order.
+    /// Inserts one request per recipient and publishes one "gifts.requests_sent" event listing them (push fans it
+    /// out per recipient); ids in recipient order.
     func request(
         _ type: GiftTypeRecord, from requester: RaveID, requesterName: String, to recipients: [RaveID],
         in transaction: PostgresTransaction
@@ -63,14 +64,12 @@ struct RequestStore: Sendable {
         let ids = recipients.map { _ in RaveID.random() }
         let now = PostgresTimestamp.now()
         try await transaction.execute(Self.insertRequests, [type.appID, type.id, requester, now, ids, recipients])
-        let events = zip(ids, recipients).map { id, recipient in
-            let event = GiftsV1.GiftRequestReceivedEvent(
-                requestId: id.hex, appId: type.appID.hex, recipientId: recipient.hex, requesterId: requester.hex,
-                requesterDisplayName: requesterName, giftTypeKey: type.key, giftTypeName: type.name,
-                requestedAtUnixMs: now.unixMilliseconds)
-            return (key: recipient.hex, payload: event.protobufBytes())
-        }
-        try await EventOutbox.publish(in: transaction, topic: EventTopic.requestReceived, events: events)
+        let event = GiftsV1.GiftRequestsSentEvent(
+            appId: type.appID.hex, requesterId: requester.hex, requesterDisplayName: requesterName,
+            giftTypeKey: type.key, giftTypeName: type.name, requestedAtUnixMs: now.unixMilliseconds,
+            requests: zip(ids, recipients).map { GiftsV1.SentGiftRequest(requestId: $0.hex, recipientId: $1.hex) })
+        try await EventOutbox.publish(
+            in: transaction, topic: EventTopic.giftRequestsSent, key: requester.hex, payload: event.protobufBytes())
         return ids
     }
 
@@ -128,7 +127,6 @@ struct RequestStore: Sendable {
             try await transaction.execute(Self.markGranted, [id, sent[0]])
             return sent[0]
         }
-        gifts.wakeup.eventsCommitted()
         return (try await request(id, appID: appID), try await gifts.gift(giftID, appID: appID))
     }
 

@@ -150,7 +150,7 @@ struct ShareStore: Sendable {
             }
             let giftIDs = try await gifts.send(
                 delivery.type, from: delivery.sender, senderName: senderNames[delivery.sender] ?? "", to: [user],
-                notifyAtCommit: true, on: transaction)
+                on: transaction)
             delivered.append((delivery.id, giftIDs[0]))
         }
         try await markDelivered(delivered, in: transaction)

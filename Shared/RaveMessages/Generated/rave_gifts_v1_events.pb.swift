@@ -5,7 +5,125 @@ import CRaveProto
 import RaveProtobuf
 
 extension GiftsV1 {
-    /// Topic "gifts.gift_received" (key: the recipient's Rave ID).
+    /// Topic "gifts.gifts_sent" (key: the sender's Rave ID): one event per send, grant or delivered share, however
+    /// many recipients it reached. Push fans it out into one "gifts.gift_received" notification per gift.
+    public struct GiftsSentEvent: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.gifts.v1.GiftsSentEvent"
+
+        public var appId: String = ""
+
+        public var senderId: String = ""
+
+        /// The sender's display name in the app when the gifts were sent (may be empty).
+        public var senderDisplayName: String = ""
+
+        public var giftTypeKey: String = ""
+
+        public var giftTypeName: String = ""
+
+        public var sentAtUnixMs: Int64 = 0
+
+        public var expiresAtUnixMs: Int64 = 0
+
+        /// The gifts sent, in the call's recipient order: only recipients who were actually sent to.
+        public var gifts: [GiftsV1.SentGift] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            appId: String = "", senderId: String = "", senderDisplayName: String = "", giftTypeKey: String = "",
+            giftTypeName: String = "", sentAtUnixMs: Int64 = 0, expiresAtUnixMs: Int64 = 0,
+            gifts: [GiftsV1.SentGift] = []
+        ) {
+            self.appId = appId
+            self.senderId = senderId
+            self.senderDisplayName = senderDisplayName
+            self.giftTypeKey = giftTypeKey
+            self.giftTypeName = giftTypeName
+            self.sentAtUnixMs = sentAtUnixMs
+            self.expiresAtUnixMs = expiresAtUnixMs
+            self.gifts = gifts
+        }
+    }
+
+    /// One gift of a GiftsSentEvent.
+    public struct SentGift: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.gifts.v1.SentGift"
+
+        public var giftId: String = ""
+
+        public var recipientId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(giftId: String = "", recipientId: String = "") {
+            self.giftId = giftId
+            self.recipientId = recipientId
+        }
+    }
+
+    /// Topic "gifts.requests_sent" (key: the requester's Rave ID): one event per RequestGifts call. Push fans it out
+    /// into one "gifts.request_received" notification per request.
+    public struct GiftRequestsSentEvent: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.gifts.v1.GiftRequestsSentEvent"
+
+        public var appId: String = ""
+
+        public var requesterId: String = ""
+
+        public var requesterDisplayName: String = ""
+
+        public var giftTypeKey: String = ""
+
+        public var giftTypeName: String = ""
+
+        public var requestedAtUnixMs: Int64 = 0
+
+        /// The requests made, in the call's recipient order.
+        public var requests: [GiftsV1.SentGiftRequest] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            appId: String = "", requesterId: String = "", requesterDisplayName: String = "", giftTypeKey: String = "",
+            giftTypeName: String = "", requestedAtUnixMs: Int64 = 0, requests: [GiftsV1.SentGiftRequest] = []
+        ) {
+            self.appId = appId
+            self.requesterId = requesterId
+            self.requesterDisplayName = requesterDisplayName
+            self.giftTypeKey = giftTypeKey
+            self.giftTypeName = giftTypeName
+            self.requestedAtUnixMs = requestedAtUnixMs
+            self.requests = requests
+        }
+    }
+
+    /// One request of a GiftRequestsSentEvent.
+    public struct SentGiftRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.gifts.v1.SentGiftRequest"
+
+        public var requestId: String = ""
+
+        public var recipientId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(requestId: String = "", recipientId: String = "") {
+            self.requestId = requestId
+            self.recipientId = recipientId
+        }
+    }
+
+    /// Topic "gifts.gift_received" (key: the recipient's Rave ID). Published by gifts before the per-send
+    /// GiftsSentEvent; push still consumes it, so events written by an older gifts are not lost in an upgrade.
     public struct GiftReceivedEvent: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.gifts.v1.GiftReceivedEvent"
 
@@ -49,7 +167,8 @@ extension GiftsV1 {
         }
     }
 
-    /// Topic "gifts.request_received" (key: the Rave ID of the user asked for a gift).
+    /// Topic "gifts.request_received" (key: the Rave ID of the user asked for a gift). Superseded by
+    /// GiftRequestsSentEvent like GiftReceivedEvent; push still consumes it.
     public struct GiftRequestReceivedEvent: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.gifts.v1.GiftRequestReceivedEvent"
 
@@ -120,6 +239,230 @@ extension GiftsV1 {
             self.giftTypeKey = giftTypeKey
             self.acceptedAtUnixMs = acceptedAtUnixMs
         }
+    }
+}
+
+extension GiftsV1.GiftsSentEvent {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Gifts__V1__GiftsSentEvent()
+        rave__gifts__v1__gifts_sent_event__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Gifts__V1__GiftsSentEvent.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Gifts__V1__GiftsSentEvent()
+        rave__gifts__v1__gifts_sent_event__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Gifts__V1__GiftsSentEvent>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.senderId = try ProtoDecoding.string(c.sender_id, field: "sender_id", of: Self.protoMessageName)
+        self.senderDisplayName = try ProtoDecoding.string(
+            c.sender_display_name, field: "sender_display_name", of: Self.protoMessageName)
+        self.giftTypeKey = try ProtoDecoding.string(c.gift_type_key, field: "gift_type_key", of: Self.protoMessageName)
+        self.giftTypeName = try ProtoDecoding.string(
+            c.gift_type_name, field: "gift_type_name", of: Self.protoMessageName)
+        self.sentAtUnixMs = c.sent_at_unix_ms
+        self.expiresAtUnixMs = c.expires_at_unix_ms
+        self.gifts = try ProtoDecoding.messages(c.gifts, count: c.n_gifts) { element throws(ProtoDecodingError) in
+            try GiftsV1.SentGift(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Gifts__V1__GiftsSentEvent> {
+        let message = arena.allocate(Rave__Gifts__V1__GiftsSentEvent.self)
+        rave__gifts__v1__gifts_sent_event__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Gifts__V1__GiftsSentEvent, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.senderId.isEmpty { message.sender_id = arena.string(self.senderId) }
+        if !self.senderDisplayName.isEmpty { message.sender_display_name = arena.string(self.senderDisplayName) }
+        if !self.giftTypeKey.isEmpty { message.gift_type_key = arena.string(self.giftTypeKey) }
+        if !self.giftTypeName.isEmpty { message.gift_type_name = arena.string(self.giftTypeName) }
+        message.sent_at_unix_ms = self.sentAtUnixMs
+        message.expires_at_unix_ms = self.expiresAtUnixMs
+        message.n_gifts = self.gifts.count
+        if !self.gifts.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Gifts__V1__SentGift>?.self, count: self.gifts.count)
+            for (index, element) in self.gifts.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.gifts = elements
+        }
+    }
+}
+
+extension GiftsV1.SentGift {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Gifts__V1__SentGift()
+        rave__gifts__v1__sent_gift__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Gifts__V1__SentGift.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Gifts__V1__SentGift()
+        rave__gifts__v1__sent_gift__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Gifts__V1__SentGift>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.giftId = try ProtoDecoding.string(c.gift_id, field: "gift_id", of: Self.protoMessageName)
+        self.recipientId = try ProtoDecoding.string(c.recipient_id, field: "recipient_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Gifts__V1__SentGift> {
+        let message = arena.allocate(Rave__Gifts__V1__SentGift.self)
+        rave__gifts__v1__sent_gift__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Gifts__V1__SentGift, arena: inout ProtoArena) {
+        if !self.giftId.isEmpty { message.gift_id = arena.string(self.giftId) }
+        if !self.recipientId.isEmpty { message.recipient_id = arena.string(self.recipientId) }
+    }
+}
+
+extension GiftsV1.GiftRequestsSentEvent {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Gifts__V1__GiftRequestsSentEvent()
+        rave__gifts__v1__gift_requests_sent_event__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Gifts__V1__GiftRequestsSentEvent.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Gifts__V1__GiftRequestsSentEvent()
+        rave__gifts__v1__gift_requests_sent_event__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Gifts__V1__GiftRequestsSentEvent>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.requesterId = try ProtoDecoding.string(c.requester_id, field: "requester_id", of: Self.protoMessageName)
+        self.requesterDisplayName = try ProtoDecoding.string(
+            c.requester_display_name, field: "requester_display_name", of: Self.protoMessageName)
+        self.giftTypeKey = try ProtoDecoding.string(c.gift_type_key, field: "gift_type_key", of: Self.protoMessageName)
+        self.giftTypeName = try ProtoDecoding.string(
+            c.gift_type_name, field: "gift_type_name", of: Self.protoMessageName)
+        self.requestedAtUnixMs = c.requested_at_unix_ms
+        self.requests = try ProtoDecoding.messages(c.requests, count: c.n_requests) {
+            element throws(ProtoDecodingError) in try GiftsV1.SentGiftRequest(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Gifts__V1__GiftRequestsSentEvent> {
+        let message = arena.allocate(Rave__Gifts__V1__GiftRequestsSentEvent.self)
+        rave__gifts__v1__gift_requests_sent_event__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Gifts__V1__GiftRequestsSentEvent, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.requesterId.isEmpty { message.requester_id = arena.string(self.requesterId) }
+        if !self.requesterDisplayName.isEmpty {
+            message.requester_display_name = arena.string(self.requesterDisplayName)
+        }
+        if !self.giftTypeKey.isEmpty { message.gift_type_key = arena.string(self.giftTypeKey) }
+        if !self.giftTypeName.isEmpty { message.gift_type_name = arena.string(self.giftTypeName) }
+        message.requested_at_unix_ms = self.requestedAtUnixMs
+        message.n_requests = self.requests.count
+        if !self.requests.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Gifts__V1__SentGiftRequest>?.self, count: self.requests.count)
+            for (index, element) in self.requests.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.requests = elements
+        }
+    }
+}
+
+extension GiftsV1.SentGiftRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Gifts__V1__SentGiftRequest()
+        rave__gifts__v1__sent_gift_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Gifts__V1__SentGiftRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Gifts__V1__SentGiftRequest()
+        rave__gifts__v1__sent_gift_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Gifts__V1__SentGiftRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.requestId = try ProtoDecoding.string(c.request_id, field: "request_id", of: Self.protoMessageName)
+        self.recipientId = try ProtoDecoding.string(c.recipient_id, field: "recipient_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Gifts__V1__SentGiftRequest> {
+        let message = arena.allocate(Rave__Gifts__V1__SentGiftRequest.self)
+        rave__gifts__v1__sent_gift_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Gifts__V1__SentGiftRequest, arena: inout ProtoArena) {
+        if !self.requestId.isEmpty { message.request_id = arena.string(self.requestId) }
+        if !self.recipientId.isEmpty { message.recipient_id = arena.string(self.recipientId) }
     }
 }
 

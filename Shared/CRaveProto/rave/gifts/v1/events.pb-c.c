@@ -7,6 +7,186 @@
 #endif
 
 #include "rave/gifts/v1/events.pb-c.h"
+void   rave__gifts__v1__gifts_sent_event__init
+                     (Rave__Gifts__V1__GiftsSentEvent         *message)
+{
+  static const Rave__Gifts__V1__GiftsSentEvent init_value = RAVE__GIFTS__V1__GIFTS_SENT_EVENT__INIT;
+  *message = init_value;
+}
+size_t rave__gifts__v1__gifts_sent_event__get_packed_size
+                     (const Rave__Gifts__V1__GiftsSentEvent *message)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__gifts_sent_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__gifts__v1__gifts_sent_event__pack
+                     (const Rave__Gifts__V1__GiftsSentEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__gifts_sent_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__gifts__v1__gifts_sent_event__pack_to_buffer
+                     (const Rave__Gifts__V1__GiftsSentEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__gifts_sent_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Gifts__V1__GiftsSentEvent *
+       rave__gifts__v1__gifts_sent_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Gifts__V1__GiftsSentEvent *)
+     protobuf_c_message_unpack (&rave__gifts__v1__gifts_sent_event__descriptor,
+                                allocator, len, data);
+}
+void   rave__gifts__v1__gifts_sent_event__free_unpacked
+                     (Rave__Gifts__V1__GiftsSentEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__gifts__v1__gifts_sent_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__gifts__v1__sent_gift__init
+                     (Rave__Gifts__V1__SentGift         *message)
+{
+  static const Rave__Gifts__V1__SentGift init_value = RAVE__GIFTS__V1__SENT_GIFT__INIT;
+  *message = init_value;
+}
+size_t rave__gifts__v1__sent_gift__get_packed_size
+                     (const Rave__Gifts__V1__SentGift *message)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__sent_gift__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__gifts__v1__sent_gift__pack
+                     (const Rave__Gifts__V1__SentGift *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__sent_gift__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__gifts__v1__sent_gift__pack_to_buffer
+                     (const Rave__Gifts__V1__SentGift *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__sent_gift__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Gifts__V1__SentGift *
+       rave__gifts__v1__sent_gift__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Gifts__V1__SentGift *)
+     protobuf_c_message_unpack (&rave__gifts__v1__sent_gift__descriptor,
+                                allocator, len, data);
+}
+void   rave__gifts__v1__sent_gift__free_unpacked
+                     (Rave__Gifts__V1__SentGift *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__gifts__v1__sent_gift__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__gifts__v1__gift_requests_sent_event__init
+                     (Rave__Gifts__V1__GiftRequestsSentEvent         *message)
+{
+  static const Rave__Gifts__V1__GiftRequestsSentEvent init_value = RAVE__GIFTS__V1__GIFT_REQUESTS_SENT_EVENT__INIT;
+  *message = init_value;
+}
+size_t rave__gifts__v1__gift_requests_sent_event__get_packed_size
+                     (const Rave__Gifts__V1__GiftRequestsSentEvent *message)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__gift_requests_sent_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__gifts__v1__gift_requests_sent_event__pack
+                     (const Rave__Gifts__V1__GiftRequestsSentEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__gift_requests_sent_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__gifts__v1__gift_requests_sent_event__pack_to_buffer
+                     (const Rave__Gifts__V1__GiftRequestsSentEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__gift_requests_sent_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Gifts__V1__GiftRequestsSentEvent *
+       rave__gifts__v1__gift_requests_sent_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Gifts__V1__GiftRequestsSentEvent *)
+     protobuf_c_message_unpack (&rave__gifts__v1__gift_requests_sent_event__descriptor,
+                                allocator, len, data);
+}
+void   rave__gifts__v1__gift_requests_sent_event__free_unpacked
+                     (Rave__Gifts__V1__GiftRequestsSentEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__gifts__v1__gift_requests_sent_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__gifts__v1__sent_gift_request__init
+                     (Rave__Gifts__V1__SentGiftRequest         *message)
+{
+  static const Rave__Gifts__V1__SentGiftRequest init_value = RAVE__GIFTS__V1__SENT_GIFT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__gifts__v1__sent_gift_request__get_packed_size
+                     (const Rave__Gifts__V1__SentGiftRequest *message)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__sent_gift_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__gifts__v1__sent_gift_request__pack
+                     (const Rave__Gifts__V1__SentGiftRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__sent_gift_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__gifts__v1__sent_gift_request__pack_to_buffer
+                     (const Rave__Gifts__V1__SentGiftRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__sent_gift_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Gifts__V1__SentGiftRequest *
+       rave__gifts__v1__sent_gift_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Gifts__V1__SentGiftRequest *)
+     protobuf_c_message_unpack (&rave__gifts__v1__sent_gift_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__gifts__v1__sent_gift_request__free_unpacked
+                     (Rave__Gifts__V1__SentGiftRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__gifts__v1__sent_gift_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rave__gifts__v1__gift_received_event__init
                      (Rave__Gifts__V1__GiftReceivedEvent         *message)
 {
@@ -142,6 +322,353 @@ void   rave__gifts__v1__gift_accepted_event__free_unpacked
   assert(message->base.descriptor == &rave__gifts__v1__gift_accepted_event__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+static const ProtobufCFieldDescriptor rave__gifts__v1__gifts_sent_event__field_descriptors[8] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftsSentEvent, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sender_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftsSentEvent, sender_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sender_display_name",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftsSentEvent, sender_display_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gift_type_key",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftsSentEvent, gift_type_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gift_type_name",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftsSentEvent, gift_type_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sent_at_unix_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftsSentEvent, sent_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expires_at_unix_ms",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftsSentEvent, expires_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gifts",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Gifts__V1__GiftsSentEvent, n_gifts),
+    offsetof(Rave__Gifts__V1__GiftsSentEvent, gifts),
+    &rave__gifts__v1__sent_gift__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__gifts__v1__gifts_sent_event__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  6,   /* field[6] = expires_at_unix_ms */
+  3,   /* field[3] = gift_type_key */
+  4,   /* field[4] = gift_type_name */
+  7,   /* field[7] = gifts */
+  2,   /* field[2] = sender_display_name */
+  1,   /* field[1] = sender_id */
+  5,   /* field[5] = sent_at_unix_ms */
+};
+static const ProtobufCIntRange rave__gifts__v1__gifts_sent_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor rave__gifts__v1__gifts_sent_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.gifts.v1.GiftsSentEvent",
+  "GiftsSentEvent",
+  "Rave__Gifts__V1__GiftsSentEvent",
+  "rave.gifts.v1",
+  sizeof(Rave__Gifts__V1__GiftsSentEvent),
+  8,
+  rave__gifts__v1__gifts_sent_event__field_descriptors,
+  rave__gifts__v1__gifts_sent_event__field_indices_by_name,
+  1,  rave__gifts__v1__gifts_sent_event__number_ranges,
+  (ProtobufCMessageInit) rave__gifts__v1__gifts_sent_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__gifts__v1__sent_gift__field_descriptors[2] =
+{
+  {
+    "gift_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__SentGift, gift_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recipient_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__SentGift, recipient_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__gifts__v1__sent_gift__field_indices_by_name[] = {
+  0,   /* field[0] = gift_id */
+  1,   /* field[1] = recipient_id */
+};
+static const ProtobufCIntRange rave__gifts__v1__sent_gift__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__gifts__v1__sent_gift__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.gifts.v1.SentGift",
+  "SentGift",
+  "Rave__Gifts__V1__SentGift",
+  "rave.gifts.v1",
+  sizeof(Rave__Gifts__V1__SentGift),
+  2,
+  rave__gifts__v1__sent_gift__field_descriptors,
+  rave__gifts__v1__sent_gift__field_indices_by_name,
+  1,  rave__gifts__v1__sent_gift__number_ranges,
+  (ProtobufCMessageInit) rave__gifts__v1__sent_gift__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__gifts__v1__gift_requests_sent_event__field_descriptors[7] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftRequestsSentEvent, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "requester_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftRequestsSentEvent, requester_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "requester_display_name",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftRequestsSentEvent, requester_display_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gift_type_key",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftRequestsSentEvent, gift_type_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gift_type_name",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftRequestsSentEvent, gift_type_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "requested_at_unix_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__GiftRequestsSentEvent, requested_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "requests",
+    7,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Gifts__V1__GiftRequestsSentEvent, n_requests),
+    offsetof(Rave__Gifts__V1__GiftRequestsSentEvent, requests),
+    &rave__gifts__v1__sent_gift_request__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__gifts__v1__gift_requests_sent_event__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  3,   /* field[3] = gift_type_key */
+  4,   /* field[4] = gift_type_name */
+  5,   /* field[5] = requested_at_unix_ms */
+  2,   /* field[2] = requester_display_name */
+  1,   /* field[1] = requester_id */
+  6,   /* field[6] = requests */
+};
+static const ProtobufCIntRange rave__gifts__v1__gift_requests_sent_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor rave__gifts__v1__gift_requests_sent_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.gifts.v1.GiftRequestsSentEvent",
+  "GiftRequestsSentEvent",
+  "Rave__Gifts__V1__GiftRequestsSentEvent",
+  "rave.gifts.v1",
+  sizeof(Rave__Gifts__V1__GiftRequestsSentEvent),
+  7,
+  rave__gifts__v1__gift_requests_sent_event__field_descriptors,
+  rave__gifts__v1__gift_requests_sent_event__field_indices_by_name,
+  1,  rave__gifts__v1__gift_requests_sent_event__number_ranges,
+  (ProtobufCMessageInit) rave__gifts__v1__gift_requests_sent_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__gifts__v1__sent_gift_request__field_descriptors[2] =
+{
+  {
+    "request_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__SentGiftRequest, request_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recipient_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__SentGiftRequest, recipient_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__gifts__v1__sent_gift_request__field_indices_by_name[] = {
+  1,   /* field[1] = recipient_id */
+  0,   /* field[0] = request_id */
+};
+static const ProtobufCIntRange rave__gifts__v1__sent_gift_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__gifts__v1__sent_gift_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.gifts.v1.SentGiftRequest",
+  "SentGiftRequest",
+  "Rave__Gifts__V1__SentGiftRequest",
+  "rave.gifts.v1",
+  sizeof(Rave__Gifts__V1__SentGiftRequest),
+  2,
+  rave__gifts__v1__sent_gift_request__field_descriptors,
+  rave__gifts__v1__sent_gift_request__field_indices_by_name,
+  1,  rave__gifts__v1__sent_gift_request__number_ranges,
+  (ProtobufCMessageInit) rave__gifts__v1__sent_gift_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor rave__gifts__v1__gift_received_event__field_descriptors[9] =
 {
   {

@@ -15,6 +15,10 @@ PROTOBUF_C__BEGIN_DECLS
 #endif
 
 
+typedef struct Rave__Gifts__V1__GiftsSentEvent Rave__Gifts__V1__GiftsSentEvent;
+typedef struct Rave__Gifts__V1__SentGift Rave__Gifts__V1__SentGift;
+typedef struct Rave__Gifts__V1__GiftRequestsSentEvent Rave__Gifts__V1__GiftRequestsSentEvent;
+typedef struct Rave__Gifts__V1__SentGiftRequest Rave__Gifts__V1__SentGiftRequest;
 typedef struct Rave__Gifts__V1__GiftReceivedEvent Rave__Gifts__V1__GiftReceivedEvent;
 typedef struct Rave__Gifts__V1__GiftRequestReceivedEvent Rave__Gifts__V1__GiftRequestReceivedEvent;
 typedef struct Rave__Gifts__V1__GiftAcceptedEvent Rave__Gifts__V1__GiftAcceptedEvent;
@@ -26,7 +30,88 @@ typedef struct Rave__Gifts__V1__GiftAcceptedEvent Rave__Gifts__V1__GiftAcceptedE
 /* --- messages --- */
 
 /*
- * Topic "gifts.gift_received" (key: the recipient's Rave ID).
+ * Topic "gifts.gifts_sent" (key: the sender's Rave ID): one event per send, grant or delivered share, however
+ * many recipients it reached. Push fans it out into one "gifts.gift_received" notification per gift.
+ */
+struct  Rave__Gifts__V1__GiftsSentEvent
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *sender_id;
+  /*
+   * The sender's display name in the app when the gifts were sent (may be empty).
+   */
+  char *sender_display_name;
+  char *gift_type_key;
+  char *gift_type_name;
+  int64_t sent_at_unix_ms;
+  int64_t expires_at_unix_ms;
+  /*
+   * The gifts sent, in the call's recipient order: only recipients who were actually sent to.
+   */
+  size_t n_gifts;
+  Rave__Gifts__V1__SentGift **gifts;
+};
+#define RAVE__GIFTS__V1__GIFTS_SENT_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__gifts__v1__gifts_sent_event__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0,NULL }
+
+
+/*
+ * One gift of a GiftsSentEvent.
+ */
+struct  Rave__Gifts__V1__SentGift
+{
+  ProtobufCMessage base;
+  char *gift_id;
+  char *recipient_id;
+};
+#define RAVE__GIFTS__V1__SENT_GIFT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__gifts__v1__sent_gift__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Topic "gifts.requests_sent" (key: the requester's Rave ID): one event per RequestGifts call. Push fans it out
+ * into one "gifts.request_received" notification per request.
+ */
+struct  Rave__Gifts__V1__GiftRequestsSentEvent
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *requester_id;
+  char *requester_display_name;
+  char *gift_type_key;
+  char *gift_type_name;
+  int64_t requested_at_unix_ms;
+  /*
+   * The requests made, in the call's recipient order.
+   */
+  size_t n_requests;
+  Rave__Gifts__V1__SentGiftRequest **requests;
+};
+#define RAVE__GIFTS__V1__GIFT_REQUESTS_SENT_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__gifts__v1__gift_requests_sent_event__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
+
+
+/*
+ * One request of a GiftRequestsSentEvent.
+ */
+struct  Rave__Gifts__V1__SentGiftRequest
+{
+  ProtobufCMessage base;
+  char *request_id;
+  char *recipient_id;
+};
+#define RAVE__GIFTS__V1__SENT_GIFT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__gifts__v1__sent_gift_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Topic "gifts.gift_received" (key: the recipient's Rave ID). Published by gifts before the per-send
+ * GiftsSentEvent; push still consumes it, so events written by an older gifts are not lost in an upgrade.
  */
 struct  Rave__Gifts__V1__GiftReceivedEvent
 {
@@ -50,7 +135,8 @@ struct  Rave__Gifts__V1__GiftReceivedEvent
 
 
 /*
- * Topic "gifts.request_received" (key: the Rave ID of the user asked for a gift).
+ * Topic "gifts.request_received" (key: the Rave ID of the user asked for a gift). Superseded by
+ * GiftRequestsSentEvent like GiftReceivedEvent; push still consumes it.
  */
 struct  Rave__Gifts__V1__GiftRequestReceivedEvent
 {
@@ -87,6 +173,82 @@ struct  Rave__Gifts__V1__GiftAcceptedEvent
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
+/* Rave__Gifts__V1__GiftsSentEvent methods */
+void   rave__gifts__v1__gifts_sent_event__init
+                     (Rave__Gifts__V1__GiftsSentEvent         *message);
+size_t rave__gifts__v1__gifts_sent_event__get_packed_size
+                     (const Rave__Gifts__V1__GiftsSentEvent   *message);
+size_t rave__gifts__v1__gifts_sent_event__pack
+                     (const Rave__Gifts__V1__GiftsSentEvent   *message,
+                      uint8_t             *out);
+size_t rave__gifts__v1__gifts_sent_event__pack_to_buffer
+                     (const Rave__Gifts__V1__GiftsSentEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Gifts__V1__GiftsSentEvent *
+       rave__gifts__v1__gifts_sent_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__gifts__v1__gifts_sent_event__free_unpacked
+                     (Rave__Gifts__V1__GiftsSentEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Gifts__V1__SentGift methods */
+void   rave__gifts__v1__sent_gift__init
+                     (Rave__Gifts__V1__SentGift         *message);
+size_t rave__gifts__v1__sent_gift__get_packed_size
+                     (const Rave__Gifts__V1__SentGift   *message);
+size_t rave__gifts__v1__sent_gift__pack
+                     (const Rave__Gifts__V1__SentGift   *message,
+                      uint8_t             *out);
+size_t rave__gifts__v1__sent_gift__pack_to_buffer
+                     (const Rave__Gifts__V1__SentGift   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Gifts__V1__SentGift *
+       rave__gifts__v1__sent_gift__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__gifts__v1__sent_gift__free_unpacked
+                     (Rave__Gifts__V1__SentGift *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Gifts__V1__GiftRequestsSentEvent methods */
+void   rave__gifts__v1__gift_requests_sent_event__init
+                     (Rave__Gifts__V1__GiftRequestsSentEvent         *message);
+size_t rave__gifts__v1__gift_requests_sent_event__get_packed_size
+                     (const Rave__Gifts__V1__GiftRequestsSentEvent   *message);
+size_t rave__gifts__v1__gift_requests_sent_event__pack
+                     (const Rave__Gifts__V1__GiftRequestsSentEvent   *message,
+                      uint8_t             *out);
+size_t rave__gifts__v1__gift_requests_sent_event__pack_to_buffer
+                     (const Rave__Gifts__V1__GiftRequestsSentEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Gifts__V1__GiftRequestsSentEvent *
+       rave__gifts__v1__gift_requests_sent_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__gifts__v1__gift_requests_sent_event__free_unpacked
+                     (Rave__Gifts__V1__GiftRequestsSentEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Gifts__V1__SentGiftRequest methods */
+void   rave__gifts__v1__sent_gift_request__init
+                     (Rave__Gifts__V1__SentGiftRequest         *message);
+size_t rave__gifts__v1__sent_gift_request__get_packed_size
+                     (const Rave__Gifts__V1__SentGiftRequest   *message);
+size_t rave__gifts__v1__sent_gift_request__pack
+                     (const Rave__Gifts__V1__SentGiftRequest   *message,
+                      uint8_t             *out);
+size_t rave__gifts__v1__sent_gift_request__pack_to_buffer
+                     (const Rave__Gifts__V1__SentGiftRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Gifts__V1__SentGiftRequest *
+       rave__gifts__v1__sent_gift_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__gifts__v1__sent_gift_request__free_unpacked
+                     (Rave__Gifts__V1__SentGiftRequest *message,
+                      ProtobufCAllocator *allocator);
 /* Rave__Gifts__V1__GiftReceivedEvent methods */
 void   rave__gifts__v1__gift_received_event__init
                      (Rave__Gifts__V1__GiftReceivedEvent         *message);
@@ -146,6 +308,18 @@ void   rave__gifts__v1__gift_accepted_event__free_unpacked
                       ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
+typedef void (*Rave__Gifts__V1__GiftsSentEvent_Closure)
+                 (const Rave__Gifts__V1__GiftsSentEvent *message,
+                  void *closure_data);
+typedef void (*Rave__Gifts__V1__SentGift_Closure)
+                 (const Rave__Gifts__V1__SentGift *message,
+                  void *closure_data);
+typedef void (*Rave__Gifts__V1__GiftRequestsSentEvent_Closure)
+                 (const Rave__Gifts__V1__GiftRequestsSentEvent *message,
+                  void *closure_data);
+typedef void (*Rave__Gifts__V1__SentGiftRequest_Closure)
+                 (const Rave__Gifts__V1__SentGiftRequest *message,
+                  void *closure_data);
 typedef void (*Rave__Gifts__V1__GiftReceivedEvent_Closure)
                  (const Rave__Gifts__V1__GiftReceivedEvent *message,
                   void *closure_data);
@@ -161,6 +335,10 @@ typedef void (*Rave__Gifts__V1__GiftAcceptedEvent_Closure)
 
 /* --- descriptors --- */
 
+extern const ProtobufCMessageDescriptor rave__gifts__v1__gifts_sent_event__descriptor;
+extern const ProtobufCMessageDescriptor rave__gifts__v1__sent_gift__descriptor;
+extern const ProtobufCMessageDescriptor rave__gifts__v1__gift_requests_sent_event__descriptor;
+extern const ProtobufCMessageDescriptor rave__gifts__v1__sent_gift_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__gifts__v1__gift_received_event__descriptor;
 extern const ProtobufCMessageDescriptor rave__gifts__v1__gift_request_received_event__descriptor;
 extern const ProtobufCMessageDescriptor rave__gifts__v1__gift_accepted_event__descriptor;
