@@ -49,11 +49,15 @@ start_server() {
     exit 1
 }
 
+timer=()
 loadtest() {
-    "$bin/ravectl" loadtest leaderboards --target "127.0.0.1:$port" --ca "$work/certs/ca.pem" \
+    ${timer[@]+"${timer[@]}"} "$bin/ravectl" loadtest leaderboards --target "127.0.0.1:$port" --ca "$work/certs/ca.pem" \
         --cert "$work/certs/gateway.pem" --key "$work/certs/gateway-key.pem" --database-url "$url" \
         --users "$users" "$@"
 }
+
+# Transactions committed in the benchmark's database so far (a group commit of submits is one).
+commits() { psql -At -d rave_bench_leaderboards -c "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
 # Clock ticks of user + system time the service, and PostgreSQL's processes, have used so far.
 server_ticks() { awk '{ print $14 + $15 }' "/proc/$server/stat"; }
@@ -74,14 +78,22 @@ for operation in $operations; do
     for run in $(seq "$runs"); do
         echo "== $operation, run $run"
         out=.bench/leaderboards-$operation-$run.json
+        commits_before=$(commits)
         before=$(server_ticks)
         before_postgres=$(postgres_ticks)
+        # The load tester shares the cores, so its CPU is reported too (`time` writes user and system seconds).
+        echo "0 0" >"$work/tester-time"
+        [ -x /usr/bin/time ] && timer=(/usr/bin/time -f '%U %S' -o "$work/tester-time")
         loadtest --mix "$operation=1" --duration 8 --out "$out"
+        timer=()
         ticks=$(( $(server_ticks) - before ))
         ticks_postgres=$(( $(postgres_ticks) - before_postgres ))
+        tester_seconds=$(awk '{ print $1 + $2 }' "$work/tester-time")
+        run_commits=$(( $(commits) - commits_before ))
         python3 -c "import json; calls = max(1, sum(second['calls'] for second in json.load(open('$out'))['timeline'])); \
 print(f'CPU per call (user + system, warm-up included): service {$ticks * 10_000 / calls:.1f} µs, ' \
-      f'PostgreSQL {$ticks_postgres * 10_000 / calls:.1f} µs')"
+      f'PostgreSQL {$ticks_postgres * 10_000 / calls:.1f} µs, load tester {$tester_seconds * 1_000_000 / calls:.1f} µs; ' \
+      f'{$run_commits} commits, {calls / max(1, $run_commits):.1f} calls per commit')"
     done
 done
 # Through the gateway and directly, as the same guests: identity for the logins, the gateway in front of both, its

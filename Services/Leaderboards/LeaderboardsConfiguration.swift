@@ -9,6 +9,8 @@ import RaveTransport
 /// | RAVE_LEADERBOARDS_IDENTITY_ADDRESS | 127.0.0.1:7501 | the identity service, for names on score rows (mTLS); `off`: no names |
 /// | RAVE_LEADERBOARDS_LEASE_SECONDS | 15 | how long a board's lease lasts without renewal (renewed every third of it) |
 /// | RAVE_LEADERBOARDS_ADVERTISE_ADDRESS | RAVE_LISTEN | this instance's RPC address as the gateway's backend list names it |
+/// | RAVE_LEADERBOARDS_CONCURRENT_COMMITS | 4 | group commits of score writes running at once, 1…64 (see `SubmitBatcher`) |
+/// | RAVE_LEADERBOARDS_CONCURRENT_BATCH | 16 | score writes waiting before a commit starts beside running ones, 1…1024 |
 ///
 /// `off` exists for benchmarks of the engine alone and for deployments without those services.
 struct LeaderboardsConfiguration: Sendable {
@@ -18,6 +20,10 @@ struct LeaderboardsConfiguration: Sendable {
     var leaseDuration: Duration = .seconds(15)
     /// Where other instances and the gateway send calls for the boards this instance owns.
     var advertiseAddress: String = "127.0.0.1:7503"
+    /// More overlap lowers latency under load; fewer makes bigger batches, which cost less CPU per score.
+    var concurrentCommits = 4
+    /// A commit slot spent on a batch of one costs PostgreSQL as much CPU as one of twenty.
+    var concurrentBatch = 16
     /// What was read, for the start-up log line.
     var settings: [(String, String)] = []
 
@@ -31,6 +37,10 @@ struct LeaderboardsConfiguration: Sendable {
         leaseDuration = try reader.duration(
             "RAVE_LEADERBOARDS_LEASE_SECONDS", default: leaseDuration, range: .seconds(1)...(.seconds(3600)))
         advertiseAddress = try reader.address("RAVE_LEADERBOARDS_ADVERTISE_ADDRESS", default: listen).description
+        concurrentCommits = try reader.integer(
+            "RAVE_LEADERBOARDS_CONCURRENT_COMMITS", default: concurrentCommits, range: 1...64)
+        concurrentBatch = try reader.integer(
+            "RAVE_LEADERBOARDS_CONCURRENT_BATCH", default: concurrentBatch, range: 1...1024)
         settings = reader.effectiveSettings
     }
 

@@ -48,7 +48,9 @@ enum LeaderboardsMain {
                     + "instance, or NotBoardOwner and ListBoardOwners name an address nobody can reach",
                 [("address", configuration.advertiseAddress)])
         }
-        let engine = LeaderboardEngine(pool: context.pool)
+        let engine = LeaderboardEngine(
+            pool: context.pool, concurrentCommits: configuration.concurrentCommits,
+            concurrentBatch: configuration.concurrentBatch)
         let indexes = engine.indexes
         let ownership = BoardOwnership(
             pool: context.pool, address: configuration.advertiseAddress, leaseDuration: configuration.leaseDuration,

@@ -40,13 +40,17 @@ final class LeaderboardEngine: Sendable {
         var expires: ContinuousClock.Instant
     }
 
-    init(pool: PostgresPool, clock: WallClock = .system) {
+    /// `concurrentCommits`: group commits running at once; `concurrentBatch`: writes waiting before a commit starts
+    /// beside running ones (`SubmitBatcher`).
+    init(pool: PostgresPool, clock: WallClock = .system, concurrentCommits: Int = 4, concurrentBatch: Int = 16) {
         definitions = DefinitionStore(pool: pool)
         let scores = ScoreStore(pool: pool)
         self.scores = scores
         indexes = BoardIndexes(scores: scores)
         self.clock = clock
-        batcher = SubmitBatcher { batch in try await scores.write(batch) }
+        batcher = SubmitBatcher(maximumConcurrentCommits: concurrentCommits, minimumConcurrentBatch: concurrentBatch) {
+            batch in try await scores.write(batch)
+        }
     }
 
     // MARK: - Definitions
@@ -94,8 +98,8 @@ final class LeaderboardEngine: Sendable {
             ScoreWrite(
                 boardID: board.boardID, version: index.version, userID: userID, score: score, achievedAt: now,
                 ascending: board.ascending))
-        let replaced = index.update { $0.record(userID: userID, score: score, achievedAt: now) }
-        return try outcome(newBest: replaced, userID: userID, index: index)
+        let recorded = index.update { $0.recordStanding(userID: userID, score: score, achievedAt: now) }
+        return SubmitOutcome(newBest: recorded.replaced, best: recorded.standing, version: index.version)
     }
 
     private func outcome(newBest: Bool, userID: RaveID, index: BoardIndex) throws -> SubmitOutcome {

@@ -135,6 +135,27 @@ struct RankIndex {
         return true
     }
 
+    /// `record` and then `standing` with one look-up of the player: whether the score replaced the best, and the
+    /// player's best and position afterwards (the submit path, which answers both).
+    mutating func recordStanding(
+        userID: RaveID, score: Int64, achievedAt: Int64
+    ) -> (replaced: Bool, standing: RankedScore) {
+        let slot = users.insertSlot(for: userID)
+        let present = users[slot].isPresent
+        let replaced = !present || isBetter(score, achievedAt, than: users[slot])
+        if replaced {
+            if present { removeEntry(entry(for: slot)) }
+            users[slot] = UserRecord(id: userID, score: score, achievedAt: achievedAt)
+            insertEntry(entry(for: slot))
+        }
+        let record = users[slot]
+        let (block, index) = location(of: entry(for: slot))
+        let standing = RankedScore(
+            userID: userID, score: record.score, achievedAt: record.achievedAt,
+            position: blockCounts.prefixSum(block) + index + 1)
+        return (replaced, standing)
+    }
+
     /// Sets the player's entry whatever it held before (merges apply the database's verdict this way).
     mutating func replace(userID: RaveID, score: Int64, achievedAt: Int64) {
         let slot = users.insertSlot(for: userID)

@@ -25,10 +25,33 @@ struct ScoreStore: Sendable {
 
     /// The same "better" rule as `RankIndex.improves`, so the table and the index never disagree.
     ///
-    /// One statement for both sort directions: `$6` marks ascending rows (1), and each direction's rows go through
-    /// their own INSERT with a constant comparison, so a conflicting row costs no look-up of its board's direction.
-    /// Both INSERTs run in every batch in the same order, each over rows sorted by key (see `write`).
-    static let upsertBatch = PostgresStatement(
+    /// A batch of one sort direction (the usual case: most batches hold one board) runs one plain INSERT with a
+    /// constant comparison; a batch of both directions runs `upsertBothDirections`. Each statement takes its row locks
+    /// in key order, descending boards' rows before ascending ones', so concurrent batches never deadlock.
+    static let upsertDescending = upsert(name: "leaderboards_upsert_scores_descending", better: ">")
+    static let upsertAscending = upsert(name: "leaderboards_upsert_scores_ascending", better: "<")
+
+    private static func upsert(name: String, better: String) -> PostgresStatement {
+        PostgresStatement(
+            name: name,
+            sql: """
+                INSERT INTO scores AS s (board_id, version, user_id, score, achieved_at)
+                SELECT b, v, u, sc, timestamptz 'epoch' + a * interval '1 microsecond'
+                FROM unnest($1::int8[], $2::int4[], $3::uuid[], $4::int8[], $5::int8[]) AS t(b, v, u, sc, a)
+                ORDER BY b, v, u
+                ON CONFLICT (board_id, version, user_id) DO UPDATE
+                    SET score = EXCLUDED.score, achieved_at = EXCLUDED.achieved_at
+                    WHERE EXCLUDED.score \(better) s.score
+                       OR (EXCLUDED.score = s.score AND EXCLUDED.achieved_at < s.achieved_at)
+                """)
+    }
+
+    /// Both sort directions in one statement.
+    ///
+    /// `$6` marks ascending rows (1), and each direction's rows go through their own INSERT with a constant
+    /// comparison, so a conflicting row costs no look-up of its board's direction. The unreferenced `ascending`
+    /// INSERT runs after the main one, so descending rows are locked first, as the one-direction statements keep.
+    static let upsertBothDirections = PostgresStatement(
         name: "leaderboards_upsert_scores_by_direction",
         sql: """
             WITH rows AS (
@@ -98,12 +121,23 @@ struct ScoreStore: Sendable {
         // Rows in one order for every batch: concurrent batches touching the same players (a popular player
         // submitting twice) then wait for each other instead of deadlocking.
         let writes = best.values.sorted { ($0.boardID, $0.version, $0.userID) < ($1.boardID, $1.version, $1.userID) }
-        _ = try await pool.execute(
-            Self.upsertBatch,
-            [
-                writes.map(\.boardID), writes.map { Int32($0.version) }, writes.map(\.userID), writes.map(\.score),
-                writes.map(\.achievedAt), writes.map { Int32($0.ascending ? 1 : 0) },
-            ])
+        var parameters: [(any PostgresEncodable)?] = [
+            BinaryArrayParameter.int8(writes.lazy.map(\.boardID)),
+            BinaryArrayParameter.int4(writes.lazy.map { Int32($0.version) }),
+            BinaryArrayParameter.uuid(writes.lazy.map(\.userID)),
+            BinaryArrayParameter.int8(writes.lazy.map(\.score)),
+            BinaryArrayParameter.int8(writes.lazy.map(\.achievedAt)),
+        ]
+        let ascending = writes.lazy.filter(\.ascending).count
+        let statement: PostgresStatement
+        switch ascending {
+        case 0: statement = Self.upsertDescending
+        case writes.count: statement = Self.upsertAscending
+        default:
+            statement = Self.upsertBothDirections
+            parameters.append(BinaryArrayParameter.int4(writes.lazy.map { Int32($0.ascending ? 1 : 0) }))
+        }
+        _ = try await pool.execute(statement, parameters)
     }
 
     /// Every entry of a board version, in no particular order, as chunks.
