@@ -73,6 +73,42 @@ import Testing
         }
     }
 
+    /// A connection prepares the round's statements once: rounds of different sizes, and a round of replays, reuse
+    /// the same named statements (fixed SQL text), so no later round sends SQL to parse and plan.
+    @Test func roundsOfAnySizeReuseOneSetOfNamedStatements() async throws {
+        try await WalletFixture.with { fixture in
+            let user = RaveID.random()
+            try await fixture.deposit("50.00", to: user)
+            let bulk = BulkRound(ledger: fixture.dependencies.ledger)
+            let one = try await Self.prepare([[WalletFixture.bet("0.10")]], user: user, fixture: fixture)
+            let many = try await Self.prepare(
+                (0..<40).map { _ in [WalletFixture.bet("0.10")] }, user: user, fixture: fixture)
+            let statements = try await fixture.pool.withConnection { connection in
+                for units in [one, many, many] {
+                    let outcomes = try await bulk.settle(units, on: connection)
+                    #expect(try outcomes.allSatisfy { try $0.get().allSatisfy { $0.status == .settled } })
+                }
+                return try await connection.query(
+                    PostgresQuery(
+                        """
+                        SELECT name, generic_plans + custom_plans FROM pg_prepared_statements
+                        WHERE name LIKE 'wallet_round_%' ORDER BY name
+                        """))
+            }
+            var executions: [String: Int64] = [:]
+            for row in statements { executions[try row.decode(String.self, at: 0)] = try row.decode(Int64.self, at: 1) }
+            // Each of the three rounds ran each read once, on one prepared statement per name.
+            for name in ["wallet_round_lock_seeds", "wallet_round_stored_bets", "wallet_round_lock_accounts"] {
+                #expect(executions[name] == 3, "\(name): \(executions)")
+            }
+            // The third round only replayed, so it wrote no bets.
+            #expect(executions["wallet_round_insert_bets"] == 2, "\(executions)")
+            #expect(executions["wallet_round_insert_transfers"] == 2, "\(executions)")
+            #expect(try await fixture.pool.query("SELECT count(*) FROM bets")[0].decode(Int64.self, at: 0) == 41)
+            try await fixture.expectLedgerInvariants()
+        }
+    }
+
     /// Units in queue order: wins and losses, a chain whose last bet cannot be paid, a lone bet too big, a credit
     /// bet, an unbacked bet, then small bets that must still settle.
     static func scenario() -> [[WalletV1.Bet]] {

@@ -87,7 +87,7 @@ struct BulkRound: Sendable {
         let fresh = users.map { _ in BetStore.newSeed() }
 
         var reads = [
-            PostgresQuery("BEGIN ISOLATION LEVEL READ COMMITTED"),
+            RoundStore.begin,
             RoundStore.lockSeeds(
                 users: users, freshSeeds: fresh.map { Crypto.hex($0.seed) }, freshHashes: fresh.map(\.hash)),
             RoundStore.storedBets(users: all.map(\.userID), betIDs: all.map(\.betID)),
@@ -246,7 +246,7 @@ struct BulkRound: Sendable {
                     accountIDs: moved.map(\.key), deltas: moved.map { $0.value - (initialBalances[$0.key] ?? 0) }))
         }
         if state.bets.count > 0 { queries.append(RoundStore.insertBets(state.bets)) }
-        queries.append(PostgresQuery("COMMIT"))
+        queries.append(RoundStore.commit)
         return queries
     }
 }

@@ -10,30 +10,14 @@ enum RoundStore {
     /// Locks (or creates) the active seed of every user: the row lock orders this round after any other
     /// transaction that uses the same seeds, in this process or another.
     static func lockSeeds(users: [RaveID], freshSeeds: [String], freshHashes: [String]) -> PostgresQuery {
-        PostgresQuery(
-            """
-            INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce)
-            SELECT user_id, decode(seed, 'hex'), seed_hash, 0
-            FROM unnest($1::uuid[], $2::text[], $3::text[]) AS input (user_id, seed, seed_hash)
-            ORDER BY user_id
-            ON CONFLICT (user_id) WHERE revealed_at IS NULL DO UPDATE SET next_nonce = server_seeds.next_nonce
-            RETURNING user_id, seed_id, seed, seed_hash, next_nonce
-            """, [users, freshSeeds, freshHashes])
+        PostgresQuery(lockSeedsStatement, [users, freshSeeds, freshHashes])
     }
 
     /// Locks the player accounts the round's bets draw from, in account id order, and reads their balances;
     /// `position` is the 1-based index of the key in the input.
     static func lockAccounts(_ keys: [AccountKey]) -> PostgresQuery {
         PostgresQuery(
-            """
-            SELECT a.account_id, a.balance, k.position
-            FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::int4[]) WITH ORDINALITY
-                AS k (kind, user_id, game_id, currency, economy, position)
-            JOIN accounts a ON a.user_id = k.user_id AND a.kind = k.kind AND a.game_id = k.game_id
-                AND a.currency = k.currency AND a.economy = k.economy
-            ORDER BY a.account_id
-            FOR UPDATE OF a
-            """,
+            lockAccountsStatement,
             [
                 keys.map(\.kind.rawValue), keys.map(\.userID), keys.map(\.gameID), keys.map(\.currency),
                 keys.map(\.economy),
@@ -43,22 +27,12 @@ enum RoundStore {
     /// The bets of the round already stored (replays), read after the seed locks so nothing of this user can be
     /// committed in between.
     static func storedBets(users: [RaveID], betIDs: [RaveID]) -> PostgresQuery {
-        PostgresQuery(
-            """
-            SELECT b.user_id, b.bet_id, b.request_hash, b.result
-            FROM bets b JOIN unnest($1::uuid[], $2::uuid[]) AS k (user_id, bet_id)
-                ON b.user_id = k.user_id AND b.bet_id = k.bet_id
-            """, [users, betIDs])
+        PostgresQuery(storedBetsStatement, [users, betIDs])
     }
 
     /// Moves each seed's next nonce past the nonces the round used.
     static func advanceNonces(seedIDs: [Int64], nextNonces: [Int64]) -> PostgresQuery {
-        PostgresQuery(
-            """
-            UPDATE server_seeds s SET next_nonce = d.next_nonce
-            FROM unnest($1::int8[], $2::int8[]) AS d (seed_id, next_nonce)
-            WHERE s.seed_id = d.seed_id
-            """, [seedIDs, nextNonces])
+        PostgresQuery(advanceNoncesStatement, [seedIDs, nextNonces])
     }
 
     /// One row per transfer of the round, column by column.
@@ -105,16 +79,7 @@ enum RoundStore {
     /// account's history reads in the order its balance moved.
     static func insertTransfers(_ transfers: Transfers) -> PostgresQuery {
         PostgresQuery(
-            """
-            INSERT INTO transfers (code, from_account, to_account, amount, from_balance_after, to_balance_after,
-                user_id, bet_id)
-            SELECT code, from_account, to_account, amount, nullif(from_after, -1), nullif(to_after, -1), user_id,
-                bet_id
-            FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::uuid[],
-                $8::uuid[]) WITH ORDINALITY
-                AS t (code, from_account, to_account, amount, from_after, to_after, user_id, bet_id, position)
-            ORDER BY position
-            """,
+            insertTransfersStatement,
             [
                 transfers.codes, transfers.fromAccounts, transfers.toAccounts, transfers.amounts,
                 transfers.fromBalancesAfter, transfers.toBalancesAfter, transfers.userIDs, transfers.betIDs,
@@ -124,12 +89,7 @@ enum RoundStore {
     /// Adds each account's net movement of the round to its balance; `player_balance_not_negative` still
     /// guards the result in the database.
     static func moveBalances(accountIDs: [Int64], deltas: [Int64]) -> PostgresQuery {
-        PostgresQuery(
-            """
-            UPDATE accounts a SET balance = a.balance + d.delta
-            FROM unnest($1::int8[], $2::int8[]) AS d (account_id, delta)
-            WHERE a.account_id = d.account_id
-            """, [accountIDs, deltas])
+        PostgresQuery(moveBalancesStatement, [accountIDs, deltas])
     }
 
     /// One row per bet of the round, column by column.
@@ -194,7 +154,96 @@ enum RoundStore {
     /// which is then settled unit by unit).
     static func insertBets(_ bets: Bets) -> PostgresQuery {
         PostgresQuery(
-            """
+            insertBetsStatement,
+            [
+                bets.userIDs, bets.betIDs, bets.requestHashes, bets.gameIDs, bets.kinds, bets.statuses,
+                bets.currencies, bets.economies, bets.wagers, bets.payouts, bets.seedIDs, bets.nonces,
+                bets.clientSeeds, bets.results,
+            ])
+    }
+}
+
+// MARK: - SQL
+
+/// The round's statements, named: a connection parses and plans each once, after which a round only binds and
+/// executes them. Their text is fixed (whole columns travel as arrays), so one plan serves rounds of any size.
+extension RoundStore {
+    /// Opens a round's transaction (named too: a round then sends no SQL text at all once the connection knows it).
+    static let begin = PostgresQuery(
+        PostgresStatement(name: "wallet_round_begin", sql: "BEGIN ISOLATION LEVEL READ COMMITTED"))
+
+    /// Ends a round's transaction; the round's results are returned only after it.
+    static let commit = PostgresQuery(PostgresStatement(name: "wallet_round_commit", sql: "COMMIT"))
+
+    static let lockSeedsStatement = PostgresStatement(
+        name: "wallet_round_lock_seeds",
+        sql: """
+            INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce)
+            SELECT user_id, decode(seed, 'hex'), seed_hash, 0
+            FROM unnest($1::uuid[], $2::text[], $3::text[]) AS input (user_id, seed, seed_hash)
+            ORDER BY user_id
+            ON CONFLICT (user_id) WHERE revealed_at IS NULL DO UPDATE SET next_nonce = server_seeds.next_nonce
+            RETURNING user_id, seed_id, seed, seed_hash, next_nonce
+            """)
+
+    static let lockAccountsStatement = PostgresStatement(
+        name: "wallet_round_lock_accounts",
+        sql: """
+            SELECT a.account_id, a.balance, k.position
+            FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::int4[]) WITH ORDINALITY
+                AS k (kind, user_id, game_id, currency, economy, position)
+            JOIN accounts a ON a.user_id = k.user_id AND a.kind = k.kind AND a.game_id = k.game_id
+                AND a.currency = k.currency AND a.economy = k.economy
+            ORDER BY a.account_id
+            FOR UPDATE OF a
+            """)
+
+    // A probe by primary key per input pair. The LIMIT keeps the planner from flattening the subquery into a join,
+    // so a generic plan made while `bets` was small (a hash join over a scan of `bets`) cannot outlive the table's
+    // growth: the plan stays index probes whatever the statistics said when it was made.
+    static let storedBetsStatement = PostgresStatement(
+        name: "wallet_round_stored_bets",
+        sql: """
+            SELECT k.user_id, k.bet_id, b.request_hash, b.result
+            FROM unnest($1::uuid[], $2::uuid[]) AS k (user_id, bet_id)
+            CROSS JOIN LATERAL (
+                SELECT request_hash, result FROM bets
+                WHERE bets.user_id = k.user_id AND bets.bet_id = k.bet_id
+                LIMIT 1) b
+            """)
+
+    static let advanceNoncesStatement = PostgresStatement(
+        name: "wallet_round_advance_nonces",
+        sql: """
+            UPDATE server_seeds s SET next_nonce = d.next_nonce
+            FROM unnest($1::int8[], $2::int8[]) AS d (seed_id, next_nonce)
+            WHERE s.seed_id = d.seed_id
+            """)
+
+    static let insertTransfersStatement = PostgresStatement(
+        name: "wallet_round_insert_transfers",
+        sql: """
+            INSERT INTO transfers (code, from_account, to_account, amount, from_balance_after, to_balance_after,
+                user_id, bet_id)
+            SELECT code, from_account, to_account, amount, nullif(from_after, -1), nullif(to_after, -1), user_id,
+                bet_id
+            FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::uuid[],
+                $8::uuid[]) WITH ORDINALITY
+                AS t (code, from_account, to_account, amount, from_after, to_after, user_id, bet_id, position)
+            ORDER BY position
+            """)
+
+    static let moveBalancesStatement = PostgresStatement(
+        name: "wallet_round_move_balances",
+        sql: """
+            UPDATE accounts a SET balance = a.balance + d.delta
+            FROM unnest($1::int8[], $2::int8[]) AS d (account_id, delta)
+            WHERE a.account_id = d.account_id
+            """)
+
+    static let insertBetsStatement = PostgresStatement(
+        name: "wallet_round_insert_bets",
+        sql: """
             INSERT INTO bets (user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager,
                 payout, seed_id, nonce, client_seed, result)
             SELECT user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager, payout,
@@ -203,11 +252,5 @@ enum RoundStore {
                 $8::int4[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::text[])
                 AS t (user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager, payout,
                     seed_id, nonce, client_seed, result)
-            """,
-            [
-                bets.userIDs, bets.betIDs, bets.requestHashes, bets.gameIDs, bets.kinds, bets.statuses,
-                bets.currencies, bets.economies, bets.wagers, bets.payouts, bets.seedIDs, bets.nonces,
-                bets.clientSeeds, bets.results,
-            ])
-    }
+            """)
 }
