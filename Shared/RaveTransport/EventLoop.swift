@@ -289,10 +289,16 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Runs the due timers and arms the timer descriptor for an earlier deadline than the armed one.
+    ///
+    /// A later one waits: when the earliest timer is cancelled (a call answered before its deadline, the usual
+    /// case) the descriptor stays armed for the cancelled deadline and fires once for nothing, and only then is
+    /// it armed for the next. That wake-up is rare, since deadlines are seconds away and calls take milliseconds;
+    /// re-arming at every cancellation cost a `timerfd_settime` for nearly every call when many are in flight.
     private func fireDueTimers() {
         let now = monotonicNanoseconds()
         while let callback = timers.popDue(now: now) { callback() }
-        if let next = timers.nextDeadline, next != armedDeadline {
+        if let next = timers.nextDeadline, next < armedDeadline {
             armedDeadline = next
             _ = rave_timerfd_arm(timerFD, max(next, 1))
         }

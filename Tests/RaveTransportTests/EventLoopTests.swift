@@ -73,4 +73,27 @@ extension TimerQueueTests {
         }
         #expect(order == [1, 2])
     }
+
+    /// The descriptor stays armed for a cancelled earliest deadline; the timers after it still fire, in order.
+    @Test func timersAfterACancelledEarliestOneStillFire() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.next()
+        let fired = Mutex<[Int]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                let earliest = loop.scheduleTimer(after: 5_000_000) { fired.withLock { $0.append(-1) } }
+                loop.scheduleTimer(after: 60_000_000) {
+                    fired.withLock { $0.append(2) }
+                    continuation.resume()
+                }
+                // A later iteration, as when a call is answered: the earliest goes, a new one lands between.
+                loop.execute {
+                    loop.cancelTimer(earliest)
+                    loop.scheduleTimer(after: 20_000_000) { fired.withLock { $0.append(1) } }
+                }
+            }
+        }
+        #expect(fired.withLock { $0 } == [1, 2])
+    }
 }
