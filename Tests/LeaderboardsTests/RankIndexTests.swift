@@ -109,6 +109,55 @@ struct RankIndexTests {
         #expect(index.scores(from: 1, limit: 3).map(\.score) == [.max, 0, .min])
     }
 
+    @Test("recordStanding agrees with the model while players climb to the top", arguments: [true, false])
+    func recordStandingMatchesModel(ascending: Bool) {
+        var generator = SeededGenerator(state: ascending ? 11 : 12)
+        var model = BruteForceBoard(ascending: ascending)
+        var records: [(userID: RaveID, score: Int64, achievedAt: Int64)] = []
+        let users = (0..<4000).map { _ in RaveID(high: generator.next(), low: generator.next()) }
+        for user in users {
+            let score = Int64.random(in: 0..<1000, using: &generator)
+            records.append((user, score, 0))
+            _ = model.record(user, score, 0)
+        }
+        var index = RankIndex(ascending: ascending, records: records)
+        // Mostly new bests past every other score (the submit load: each one lands in the first block, which
+        // splits over and over, while the players' old entries drain other blocks), some anywhere.
+        for step in 1...6000 {
+            let user = users[Int.random(in: 0..<users.count, using: &generator)]
+            let climbing = Int.random(in: 0..<4, using: &generator) != 0
+            let rising = Int64(1000 + step)
+            let score = climbing ? (ascending ? -rising : rising) : Int64.random(in: 0..<2000, using: &generator)
+            let recorded = index.recordStanding(userID: user, score: score, achievedAt: Int64(step))
+            #expect(recorded.replaced == model.record(user, score, Int64(step)))
+            #expect(index.standing(of: user) == recorded.standing)
+            if step % 1500 == 0 { expectEqual(index, model, users: users) }
+        }
+    }
+
+    @Test("block sums follow inserted and removed blocks")
+    func fenwickInsertAndRemove() {
+        var generator = SeededGenerator(state: 5)
+        var values = (0..<37).map { _ in Int.random(in: 0...512, using: &generator) }
+        var tree = FenwickTree()
+        tree.rebuild(values)
+        for _ in 0..<200 {
+            if values.count > 1, Bool.random(using: &generator) {
+                let position = Int.random(in: 0..<values.count, using: &generator)
+                values.remove(at: position)
+                tree.remove(at: position)
+            } else {
+                let position = Int.random(in: 0...values.count, using: &generator)
+                let value = Int.random(in: 1...512, using: &generator)
+                values.insert(value, at: position)
+                tree.insert(value, at: position)
+            }
+            for position in 0...values.count {
+                #expect(tree.prefixSum(position) == values[..<position].reduce(0, +))
+            }
+        }
+    }
+
     private func expectEqual(
         _ index: RankIndex, _ model: BruteForceBoard, users: [RaveID], sourceLocation: SourceLocation = #_sourceLocation
     ) {

@@ -6,10 +6,22 @@ struct FenwickTree {
     /// Replaces every value, in O(n).
     mutating func rebuild(_ values: [Int]) {
         tree = [0] + values
-        for index in 1..<tree.count {
-            let parent = index + (index & -index)
-            if parent < tree.count { tree[parent] += tree[index] }
-        }
+        accumulate()
+    }
+
+    /// Inserts `value` before the 0-based `position` (a new block), in O(n) over this flat array alone: the
+    /// values are recovered from the sums in place, so the blocks themselves are never touched.
+    mutating func insert(_ value: Int, at position: Int) {
+        separate()
+        tree.insert(value, at: position + 1)
+        accumulate()
+    }
+
+    /// Removes the value at the 0-based `position` (an emptied block), in O(n).
+    mutating func remove(at position: Int) {
+        separate()
+        tree.remove(at: position + 1)
+        accumulate()
     }
 
     /// Adds `delta` to the value at the 0-based `position`.
@@ -52,4 +64,20 @@ struct FenwickTree {
     }
 
     var residentBytes: Int { tree.capacity * MemoryLayout<Int>.stride }
+
+    /// Turns plain values into the tree's partial sums: each index adds itself into its parent, children first.
+    private mutating func accumulate() {
+        for index in 1..<tree.count {
+            let parent = index + (index & -index)
+            if parent < tree.count { tree[parent] += tree[index] }
+        }
+    }
+
+    /// The inverse of `accumulate`: parents first (descending), each index takes itself out of its parent again.
+    private mutating func separate() {
+        for index in stride(from: tree.count - 1, to: 0, by: -1) {
+            let parent = index + (index & -index)
+            if parent < tree.count { tree[parent] -= tree[index] }
+        }
+    }
 }

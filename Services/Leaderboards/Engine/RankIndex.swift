@@ -143,13 +143,17 @@ struct RankIndex {
         let slot = users.insertSlot(for: userID)
         let present = users[slot].isPresent
         let replaced = !present || isBetter(score, achievedAt, than: users[slot])
+        let block: Int
+        let index: Int
         if replaced {
             if present { removeEntry(entry(for: slot)) }
             users[slot] = UserRecord(id: userID, score: score, achievedAt: achievedAt)
-            insertEntry(entry(for: slot))
+            // Where the insert put the entry is its location: no second search for the position.
+            (block, index) = insertEntry(entry(for: slot))
+        } else {
+            (block, index) = location(of: entry(for: slot))
         }
         let record = users[slot]
-        let (block, index) = location(of: entry(for: slot))
         let standing = RankedScore(
             userID: userID, score: record.score, achievedAt: record.achievedAt,
             position: blockCounts.prefixSum(block) + index + 1)
@@ -229,7 +233,9 @@ struct RankIndex {
         return (block, lowerBound(of: entry, in: block))
     }
 
-    private mutating func insertEntry(_ entry: Entry) {
+    /// Inserts `entry`; returns the block and index it ended up at (after a split, if the insert caused one).
+    @discardableResult
+    private mutating func insertEntry(_ entry: Entry) -> (block: Int, index: Int) {
         count += 1
         guard !blocks.isEmpty else {
             var block: [Entry] = []
@@ -238,16 +244,15 @@ struct RankIndex {
             blocks = [block]
             firstEntries = [entry]
             blockCounts.rebuild([1])
-            return
+            return (0, 0)
         }
         let (block, index) = location(of: entry)
         blocks[block].insert(entry, at: index)
         if index == 0 { firstEntries[block] = entry }
-        if blocks[block].count > Self.maximumBlockSize {
-            split(block)
-        } else {
-            blockCounts.add(1, at: block)
-        }
+        blockCounts.add(1, at: block)
+        guard blocks[block].count > Self.maximumBlockSize else { return (block, index) }
+        let half = split(block)
+        return index < half ? (block, index) : (block + 1, index - half)
     }
 
     private mutating func removeEntry(_ entry: Entry) {
@@ -258,14 +263,15 @@ struct RankIndex {
         if blocks[block].isEmpty {
             blocks.remove(at: block)
             firstEntries.remove(at: block)
-            blockCounts.rebuild(blocks.map(\.count))
+            blockCounts.remove(at: block)
             return
         }
         if index == 0 { firstEntries[block] = blocks[block][0] }
         blockCounts.add(-1, at: block)
     }
 
-    private mutating func split(_ block: Int) {
+    /// Moves the upper half of a full block into a new block after it; returns how many entries stayed.
+    private mutating func split(_ block: Int) -> Int {
         let half = blocks[block].count / 2
         var upper: [Entry] = []
         upper.reserveCapacity(Self.maximumBlockSize)
@@ -273,7 +279,10 @@ struct RankIndex {
         blocks[block].removeSubrange(half...)
         blocks.insert(upper, at: block + 1)
         firstEntries.insert(upper[0], at: block + 1)
-        // Splits happen once per half a block of inserts, so an O(blocks) rebuild stays cheap per insert.
-        blockCounts.rebuild(blocks.map(\.count))
+        // Splits happen once per half a block of inserts, so an O(blocks) update of the flat sums stays cheap per
+        // insert; the sizes come from the sums themselves, not from reading every block's header (cache misses).
+        blockCounts.add(-upper.count, at: block)
+        blockCounts.insert(upper.count, at: block + 1)
+        return half
     }
 }
