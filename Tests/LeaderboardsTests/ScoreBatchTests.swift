@@ -5,17 +5,6 @@ import Testing
 
 @Suite("Group-commit batches: parameters, statements, and the index update")
 struct ScoreBatchTests {
-    @Test("binary array parameters encode exactly as the generic array parameters do")
-    func binaryArraysMatchTheGenericEncoding() {
-        let numbers: [Int64] = [0, 1, -1, .max, .min, 1_767_787_200_000_000]
-        let versions: [Int32] = [1, 2, .max]
-        let ids = [RaveID(high: 0, low: 1), RaveID(high: .max, low: 0x0102_0304_0506_0708), RaveID.random()]
-        #expect(BinaryArrayParameter.int8(numbers).postgresValue == numbers.postgresValue)
-        #expect(BinaryArrayParameter.int4(versions).postgresValue == versions.postgresValue)
-        #expect(BinaryArrayParameter.uuid(ids).postgresValue == ids.postgresValue)
-        #expect(BinaryArrayParameter.int8([Int64]()).postgresValue == [Int64]().postgresValue)
-    }
-
     @Test("batches of one direction and of both keep each board's better score, ties to the earlier time")
     func batchesOfEitherOrBothDirectionsKeepTheBetterScore() async throws {
         try await TestDatabase.withPool { pool in

@@ -122,11 +122,11 @@ struct ScoreStore: Sendable {
         // submitting twice) then wait for each other instead of deadlocking.
         let writes = best.values.sorted { ($0.boardID, $0.version, $0.userID) < ($1.boardID, $1.version, $1.userID) }
         var parameters: [(any PostgresEncodable)?] = [
-            BinaryArrayParameter.int8(writes.lazy.map(\.boardID)),
-            BinaryArrayParameter.int4(writes.lazy.map { Int32($0.version) }),
-            BinaryArrayParameter.uuid(writes.lazy.map(\.userID)),
-            BinaryArrayParameter.int8(writes.lazy.map(\.score)),
-            BinaryArrayParameter.int8(writes.lazy.map(\.achievedAt)),
+            PostgresArrayParameter(writes.lazy.map(\.boardID)),
+            PostgresArrayParameter(writes.lazy.map { Int32($0.version) }),
+            PostgresArrayParameter(writes.lazy.map(\.userID)),
+            PostgresArrayParameter(writes.lazy.map(\.score)),
+            PostgresArrayParameter(writes.lazy.map(\.achievedAt)),
         ]
         let ascending = writes.lazy.filter(\.ascending).count
         let statement: PostgresStatement
@@ -135,7 +135,7 @@ struct ScoreStore: Sendable {
         case writes.count: statement = Self.upsertAscending
         default:
             statement = Self.upsertBothDirections
-            parameters.append(BinaryArrayParameter.int4(writes.lazy.map { Int32($0.ascending ? 1 : 0) }))
+            parameters.append(PostgresArrayParameter(writes.lazy.map { Int32($0.ascending ? 1 : 0) }))
         }
         _ = try await pool.execute(statement, parameters)
     }

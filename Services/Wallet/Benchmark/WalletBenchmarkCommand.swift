@@ -8,7 +8,7 @@ import RaveTransport
 ///
 /// `RAVE_BENCH_SECONDS` (default 5), `RAVE_BENCH_RUNS` (3), `RAVE_BENCH_CONCURRENCY` (50 single bets in flight),
 /// `RAVE_BENCH_BATCH_CONCURRENCY` (8 batches in flight), `RAVE_BENCH_BATCH_SIZE` (50) and the service's own
-/// `RAVE_WALLET_LANES` tune it; medians go to
+/// `RAVE_WALLET_LANES` tune it (`RAVE_BENCH_ONLY=batches` measures batches alone); medians go to
 /// stdout and, with every run, to `.bench/wallet.json` (or `RAVE_BENCH_OUT`). Exits non-zero when a call failed
 /// or the ledger does not balance afterwards.
 enum WalletBenchmarkCommand {
@@ -49,6 +49,9 @@ enum WalletBenchmarkCommand {
             let dependencies = WalletDependencies(pool: pool, laneCount: WalletMain.laneCount(environment))
             let benchmark = WalletBenchmark(dependencies: dependencies, parameters: parameters)
             try await benchmark.setUp()
+            if environment["RAVE_BENCH_ONLY"] == "batches" {
+                return try await batchesOnly(benchmark, runs: runCount, concurrency: parameters.batchConcurrency)
+            }
             _ = try await pgbench(["-i", "-s", "10", "-q", url])
             var runs: [Run] = []
             for index in 1...runCount {
@@ -83,6 +86,19 @@ enum WalletBenchmarkCommand {
             print("wallet bench failed: \(error)")
             return 1
         }
+    }
+
+    /// `RAVE_BENCH_ONLY=batches`: only the batch measurement, without pgbench or single bets, to profile it alone.
+    static func batchesOnly(_ benchmark: WalletBenchmark, runs: Int, concurrency: Int) async throws -> Int32 {
+        var failed = false
+        for index in 1...runs {
+            let batches = try await benchmark.measureBatches()
+            print(
+                "run \(index)/\(runs): " + batches.load.summaryLine(concurrency: concurrency) + ", "
+                    + batches.cpu.perBetLine(bets: batches.load.calls))
+            failed = failed || batches.load.errors > 0
+        }
+        return failed ? 1 : 0
     }
 
     /// Runs pgbench (found on PATH) on a thread of its own, since waiting for a process blocks; returns its output.

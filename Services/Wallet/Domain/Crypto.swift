@@ -41,14 +41,19 @@ enum Crypto {
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0xf)])
+        // Written in place: every stored bet result travels as hex, so a per-digit append loop showed in profiles.
+        String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+            for (index, byte) in bytes.enumerated() {
+                text[index * 2] = hexDigit(byte >> 4)
+                text[index * 2 + 1] = hexDigit(byte & 0xf)
+            }
+            return bytes.count * 2
         }
-        return String(decoding: text, as: UTF8.self)
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }
 

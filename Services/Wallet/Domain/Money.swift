@@ -77,12 +77,27 @@ enum MoneyFormat {
     }
 
     static func format(_ minorUnits: Int64, decimals: Int) -> String {
-        let magnitude = minorUnits.magnitude
-        var digits = String(magnitude)
-        if decimals > 0 {
-            if digits.count <= decimals { digits = String(repeating: "0", count: decimals - digits.count + 1) + digits }
-            digits.insert(".", at: digits.index(digits.endIndex, offsetBy: -decimals))
+        // Written right to left into a stack buffer: every bet result formats several amounts, so this is hot.
+        let places = max(decimals, 0)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 22 + places) { buffer in
+            var magnitude = minorUnits.magnitude
+            var position = buffer.count
+            var written = 0
+            repeat {
+                if places > 0 && written == places {
+                    position -= 1
+                    buffer[position] = UInt8(ascii: ".")
+                }
+                position -= 1
+                buffer[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                written += 1
+            } while magnitude > 0 || written <= places
+            if minorUnits < 0 {
+                position -= 1
+                buffer[position] = UInt8(ascii: "-")
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[position...]), as: UTF8.self)
         }
-        return minorUnits < 0 ? "-" + digits : digits
     }
 }

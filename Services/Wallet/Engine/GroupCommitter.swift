@@ -11,11 +11,12 @@ import Synchronization
 /// bet touches only that user's rows (house accounts keep no balance row), two lanes never wait for each other's
 /// locks.
 final class GroupCommitter: Sendable {
-    typealias Completion = CheckedContinuation<[WalletV1.BetResult], any Error>
+    typealias Outcome = Result<[WalletV1.BetResult], any Error>
 
     private struct Pending {
         var unit: [PreparedBet]
-        var completion: Completion
+        /// Called once, after the unit's round committed (or failed as a whole).
+        var complete: @Sendable (Outcome) -> Void
     }
 
     private struct Lane {
@@ -43,32 +44,92 @@ final class GroupCommitter: Sendable {
 
     /// Settles `unit` in the next round of its lane and returns one result per bet once that round committed.
     func settle(_ unit: [PreparedBet]) async throws -> [WalletV1.BetResult] {
-        guard let first = unit.first else { return [] }
-        let index = Int(first.userID.low % UInt64(laneCount))
+        guard !unit.isEmpty else { return [] }
         return try await withCheckedThrowingContinuation { continuation in
-            let startRound = lanes.withLock { lanes in
-                lanes[index].queue.append(Pending(unit: unit, completion: continuation))
-                if lanes[index].running { return false }
-                lanes[index].running = true
-                return true
-            }
-            if startRound { Task { await self.drain(lane: index) } }
+            enqueue([Pending(unit: unit) { continuation.resume(with: $0) }])
         }
+    }
+
+    /// Settles each of `units` (one PlaceBets call's) like `settle(_:)`; outcomes come back in their order.
+    ///
+    /// The units are queued at once and awaited together: one suspension per call instead of a task and a
+    /// suspension per unit.
+    func settle(units: [[PreparedBet]]) async -> [Outcome] {
+        guard !units.isEmpty else { return [] }
+        return await withCheckedContinuation { continuation in
+            let collector = Collector(count: units.count, continuation: continuation)
+            enqueue(
+                units.enumerated().map { position, unit in
+                    Pending(unit: unit) { collector.record($0, at: position) }
+                })
+        }
+    }
+
+    /// Gathers the outcomes of one `settle(units:)` call and resumes it when the last one arrives.
+    private final class Collector: Sendable {
+        private struct State {
+            var outcomes: [Outcome?]
+            var remaining: Int
+            var continuation: CheckedContinuation<[Outcome], Never>?
+        }
+
+        private let state: Mutex<State>
+
+        init(count: Int, continuation: CheckedContinuation<[Outcome], Never>) {
+            state = Mutex(
+                State(
+                    outcomes: Array(repeating: nil, count: count), remaining: count, continuation: continuation))
+        }
+
+        func record(_ outcome: Outcome, at position: Int) {
+            let finished: (CheckedContinuation<[Outcome], Never>, [Outcome])? = state.withLock { state in
+                state.outcomes[position] = outcome
+                state.remaining -= 1
+                guard state.remaining == 0, let continuation = state.continuation else { return nil }
+                state.continuation = nil
+                return (continuation, state.outcomes.compactMap { $0 })
+            }
+            if let (continuation, outcomes) = finished { continuation.resume(returning: outcomes) }
+        }
+    }
+
+    /// Appends to the lanes of the units' users under one lock and starts a round on every idle lane touched.
+    private func enqueue(_ pending: [Pending]) {
+        let idle: [Int] = lanes.withLock { lanes in
+            var started: [Int] = []
+            for item in pending {
+                let index = lane(of: item.unit)
+                lanes[index].queue.append(item)
+                if !lanes[index].running {
+                    lanes[index].running = true
+                    started.append(index)
+                }
+            }
+            return started
+        }
+        for index in idle { Task { await self.drain(lane: index) } }
+    }
+
+    private func lane(of unit: [PreparedBet]) -> Int {
+        Int((unit.first?.userID.low ?? 0) % UInt64(laneCount))
     }
 
     /// Runs rounds until the lane's queue is empty.
     private func drain(lane index: Int) async {
         while true {
             let batch: [Pending] = lanes.withLock { lanes in
-                var taken: [Pending] = []
+                // Taken as one prefix: removing the queue's head one unit at a time moved the rest each time.
+                var end = 0
                 var bets = 0
-                while let next = lanes[index].queue.first,
-                    taken.isEmpty || bets + next.unit.count <= maximumBetsPerRound
+                while end < lanes[index].queue.count,
+                    end == 0 || bets + lanes[index].queue[end].unit.count <= maximumBetsPerRound
                 {
-                    taken.append(lanes[index].queue.removeFirst())
-                    bets += next.unit.count
+                    bets += lanes[index].queue[end].unit.count
+                    end += 1
                 }
-                if taken.isEmpty { lanes[index].running = false }
+                if end == 0 { lanes[index].running = false }
+                let taken = Array(lanes[index].queue[..<end])
+                lanes[index].queue.removeFirst(end)
                 return taken
             }
             if batch.isEmpty { return }
@@ -89,11 +150,11 @@ final class GroupCommitter: Sendable {
                 outcomes = try await settleUnitByUnit(units)
             } catch {
                 // The round did not commit: nothing of it happened, so every caller may retry with the same ids.
-                for pending in batch { pending.completion.resume(throwing: error) }
+                for pending in batch { pending.complete(.failure(error)) }
                 return
             }
         }
-        for (pending, outcome) in zip(batch, outcomes) { pending.completion.resume(with: outcome) }
+        for (pending, outcome) in zip(batch, outcomes) { pending.complete(outcome) }
     }
 
     /// The round in one transaction, each unit under its own savepoint so a failing unit rolls back alone.

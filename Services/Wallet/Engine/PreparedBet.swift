@@ -45,10 +45,15 @@ struct PreparedBet: Sendable {
     static let authenticatedScope = Caller.authenticatedScope
 
     /// Checks everything about `bet` that needs no money, reading games and currencies through `catalog`.
+    ///
+    /// `callerID` is the caller's user id when already parsed (a batch parses it once, not per bet).
     static func prepare(
-        _ bet: WalletV1.Bet, caller: Caller, catalog: CatalogStore, database: some PostgresQueryable
+        _ bet: WalletV1.Bet, caller: Caller, callerID: RaveID? = nil, catalog: CatalogStore,
+        database: some PostgresQueryable
     ) async throws -> PreparedBet {
-        guard let userID = RaveID(caller.userID) else { throw RPCError.unauthenticated("the caller has no user id") }
+        guard let userID = callerID ?? RaveID(caller.userID) else {
+            throw RPCError.unauthenticated("the caller has no user id")
+        }
         guard bet.betId.utf8.count == 32, let betID = RaveID(bet.betId) else {
             throw WalletError.invalidArgument("bet_id must be 32 lowercase hex digits, got \"\(bet.betId)\"")
         }

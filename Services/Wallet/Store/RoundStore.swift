@@ -10,7 +10,9 @@ enum RoundStore {
     /// Locks (or creates) the active seed of every user: the row lock orders this round after any other
     /// transaction that uses the same seeds, in this process or another.
     static func lockSeeds(users: [RaveID], freshSeeds: [String], freshHashes: [String]) -> PostgresQuery {
-        PostgresQuery(lockSeedsStatement, [users, freshSeeds, freshHashes])
+        PostgresQuery(
+            lockSeedsStatement,
+            [PostgresArrayParameter(users), PostgresArrayParameter(freshSeeds), PostgresArrayParameter(freshHashes)])
     }
 
     /// Locks the player accounts the round's bets draw from, in account id order, and reads their balances;
@@ -19,20 +21,21 @@ enum RoundStore {
         PostgresQuery(
             lockAccountsStatement,
             [
-                keys.map(\.kind.rawValue), keys.map(\.userID), keys.map(\.gameID), keys.map(\.currency),
-                keys.map(\.economy),
+                PostgresArrayParameter(keys.map { $0.kind.rawValue }), PostgresArrayParameter(keys.map { $0.userID }),
+                PostgresArrayParameter(keys.map { $0.gameID }), PostgresArrayParameter(keys.map { $0.currency }),
+                PostgresArrayParameter(keys.map { $0.economy }),
             ])
     }
 
     /// The bets of the round already stored (replays), read after the seed locks so nothing of this user can be
     /// committed in between.
     static func storedBets(users: [RaveID], betIDs: [RaveID]) -> PostgresQuery {
-        PostgresQuery(storedBetsStatement, [users, betIDs])
+        PostgresQuery(storedBetsStatement, [PostgresArrayParameter(users), PostgresArrayParameter(betIDs)])
     }
 
     /// Moves each seed's next nonce past the nonces the round used.
     static func advanceNonces(seedIDs: [Int64], nextNonces: [Int64]) -> PostgresQuery {
-        PostgresQuery(advanceNoncesStatement, [seedIDs, nextNonces])
+        PostgresQuery(advanceNoncesStatement, [PostgresArrayParameter(seedIDs), PostgresArrayParameter(nextNonces)])
     }
 
     /// One row per transfer of the round, column by column.
@@ -81,15 +84,17 @@ enum RoundStore {
         PostgresQuery(
             insertTransfersStatement,
             [
-                transfers.codes, transfers.fromAccounts, transfers.toAccounts, transfers.amounts,
-                transfers.fromBalancesAfter, transfers.toBalancesAfter, transfers.userIDs, transfers.betIDs,
+                PostgresArrayParameter(transfers.codes), PostgresArrayParameter(transfers.fromAccounts),
+                PostgresArrayParameter(transfers.toAccounts), PostgresArrayParameter(transfers.amounts),
+                PostgresArrayParameter(transfers.fromBalancesAfter), PostgresArrayParameter(transfers.toBalancesAfter),
+                PostgresArrayParameter(transfers.userIDs), PostgresArrayParameter(transfers.betIDs),
             ])
     }
 
     /// Adds each account's net movement of the round to its balance; `player_balance_not_negative` still
     /// guards the result in the database.
     static func moveBalances(accountIDs: [Int64], deltas: [Int64]) -> PostgresQuery {
-        PostgresQuery(moveBalancesStatement, [accountIDs, deltas])
+        PostgresQuery(moveBalancesStatement, [PostgresArrayParameter(accountIDs), PostgresArrayParameter(deltas)])
     }
 
     /// One row per bet of the round, column by column.
@@ -156,9 +161,15 @@ enum RoundStore {
         PostgresQuery(
             insertBetsStatement,
             [
-                bets.userIDs, bets.betIDs, bets.requestHashes, bets.gameIDs, bets.kinds, bets.statuses,
-                bets.currencies, bets.economies, bets.wagers, bets.payouts, bets.seedIDs, bets.nonces,
-                bets.clientSeeds, bets.results,
+                PostgresArrayParameter(bets.userIDs), PostgresArrayParameter(bets.betIDs),
+                PostgresArrayParameter(bets.requestHashes),
+                PostgresArrayParameter(bets.gameIDs), PostgresArrayParameter(bets.kinds),
+                PostgresArrayParameter(bets.statuses),
+                PostgresArrayParameter(bets.currencies), PostgresArrayParameter(bets.economies),
+                PostgresArrayParameter(bets.wagers),
+                PostgresArrayParameter(bets.payouts), PostgresArrayParameter(bets.seedIDs),
+                PostgresArrayParameter(bets.nonces),
+                PostgresArrayParameter(bets.clientSeeds), PostgresArrayParameter(bets.results),
             ])
     }
 }
