@@ -6,7 +6,7 @@ import RaveRPC
 import RaveTelemetry
 
 /// Throughput of gifts' hot paths, called in-process against a real PostgreSQL: a send to 20 recipients (with its
-/// 20 outbox events and idempotency record), a page of 25 pending gifts, and an accept (with its outbox event).
+/// one outbox event and idempotency record), a page of 25 pending gifts, and an accept (with its outbox event).
 ///
 /// Users are `md5(i)` uuids; `listUsers` of them hold 40 pending gifts each for the page, and `acceptGifts` pending
 /// gifts of a type of their own are seeded for the accepts, each accepted once.

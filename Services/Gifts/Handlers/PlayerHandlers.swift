@@ -34,17 +34,19 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
         let call = IdempotentCall(
             sender: player.userID, operation: .sendGifts, key: idempotencyKey,
             fingerprint: IdempotentCalls.fingerprint(giftTypeKey: key, recipients: request.recipientIds))
-        // The peers' screening and the database lookup (type and stored result, one statement) are independent;
-        // run together, a send waits for the slower, not their sum.
-        async let screened = service.screen(recipients, sender: player.userID, appID: player.appID)
-        let (foundType, stored) = try await service.types.find(key, appID: player.appID, storedResultOf: call)
-        if let stored {
-            var response = try GiftsV1.SendGiftsResponse(protobufBytes: stored)
-            response.replayed = true
-            return response
+        // The send statement itself finds a stored result (and then changes nothing), so a new call costs one round
+        // trip; the type comes from the cache, concurrently with the peers' screening.
+        let type: GiftTypeRecord
+        let screening: GiftsService.Screening
+        do {
+            async let screened = service.screen(recipients, sender: player.userID, appID: player.appID)
+            type = try await service.types.forSending(key, appID: player.appID)
+            screening = try await screened
+        } catch {
+            // A retry of a call that went through is answered even while the peers are unreachable.
+            if let stored = try await storedResponse(of: call, as: GiftsV1.SendGiftsResponse.self) { return stored }
+            throw error
         }
-        guard let type = foundType else { throw GiftsError.unknownGiftType(key) }
-        let screening = try await screened
         do {
             // Without a daily limit the send is one statement (gifts, events and idempotency record together);
             // with one, the counter's upsert decides first how many of them go, in the same transaction.
@@ -160,7 +162,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
         else { throw GiftsError.concurrentReplay }
     }
 
-    /// A concurrent call with the same key committed first; this one rolled back and answers with its result.
+    /// Another call with the same key committed first; this one rolled back and answers with its result.
     func replayAfterRace<Response: ReplayableResponse>(
         _ call: IdempotentCall, as type: Response.Type
     ) async throws -> Response {
@@ -180,6 +182,7 @@ extension GiftsV1.SendGiftsResponse: ReplayableResponse {}
 extension GiftsV1.RequestGiftsResponse: ReplayableResponse {}
 
 extension GiftsError {
-    /// Thrown inside a send's transaction when another call with the same idempotency key committed first.
+    /// Thrown inside a send's transaction when another call with the same idempotency key committed first (earlier
+    /// or concurrently); the transaction rolls back and the call answers with the stored result.
     static let concurrentReplay = GiftsError(code: .aborted, message: "a concurrent call used the same idempotency key")
 }

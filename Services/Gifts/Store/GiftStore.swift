@@ -17,21 +17,28 @@ struct GiftStore: Sendable {
     /// A whole send in one statement.
     ///
     /// The gifts, their one "gifts.gifts_sent" outbox row (push fans it out per recipient) and the idempotency
-    /// record when there is one. A taken idempotency key fails the statement on the primary key, so nothing of it
-    /// takes effect. No NOTIFY: a notifying commit waits for every other notifying commit, so the outbox's
-    /// wake-up notifies after the commit (`OutboxWakeup`).
+    /// record when there is one. When the key already has a record the statement changes nothing and returns a
+    /// row; a key taken by a concurrent call fails the statement on the primary key, so nothing of it takes effect
+    /// either. No NOTIFY: a notifying commit waits for every other notifying commit, so the outbox's wake-up
+    /// notifies after the commit (`OutboxWakeup`).
     private static let insertGifts = PostgresStatement(
-        name: "gifts_send_one_event",
+        name: "gifts_send_checked",
         sql: """
-            WITH sent AS (
+            WITH prior AS (
+                SELECT 1 FROM idempotent_calls WHERE sender_id = $3 AND operation = $13 AND idempotency_key = $14
+            ), sent AS (
                 INSERT INTO gifts (id, app_id, gift_type_id, sender_id, recipient_id, sent_at, expires_at, request_id)
                 SELECT s.id, $1, $2, $3, s.recipient_id, $4::timestamptz, $5::timestamptz, $6::uuid
                 FROM unnest($7::uuid[], $8::uuid[]) AS s (id, recipient_id)
+                WHERE NOT EXISTS (SELECT FROM prior)
             ), event AS (
-                INSERT INTO outbox_events (event_id, topic, key, payload) VALUES ($9, $10, $11, $12)
+                INSERT INTO outbox_events (event_id, topic, key, payload)
+                SELECT $9, $10, $11, $12 WHERE NOT EXISTS (SELECT FROM prior)
+            ), recorded AS (
+                INSERT INTO idempotent_calls (sender_id, operation, idempotency_key, fingerprint, response)
+                SELECT $3, $13, $14, $15, $16 WHERE $13::text IS NOT NULL AND NOT EXISTS (SELECT FROM prior)
             )
-            INSERT INTO idempotent_calls (sender_id, operation, idempotency_key, fingerprint, response)
-            SELECT $3, $13, $14, $15, $16 WHERE $13::text IS NOT NULL
+            SELECT true AS replayed FROM prior
             """)
     /// Counts `$3` more sends against the limit `$4` under the row lock, and says how many of them fit.
     private static let countDailySends = PostgresStatement(
@@ -124,7 +131,8 @@ struct GiftStore: Sendable {
     ///
     /// `giftIDs` (one per recipient, random by default) lets a caller build its response before the send, so that
     /// `record` (the idempotency record holding that response) commits with the gifts. When another call holds
-    /// the record's key, the send fails with `concurrentReplay` and none of it takes effect.
+    /// the record's key (before or concurrently), the send fails with `concurrentReplay` and none of it takes
+    /// effect.
     ///
     /// The outbox's dispatchers are woken after the commit: the transaction's, or the statement's own on the pool.
     @discardableResult
@@ -154,19 +162,22 @@ struct GiftStore: Sendable {
         // In a transaction the wake-up waits for its commit; a statement on the pool has committed when it returns.
         let transaction = database as? PostgresTransaction
         if let transaction { try await Outbox.wakeDispatchers(after: transaction) }
+        let replayed: Bool
         do {
-            _ = try await database.execute(
+            replayed = try await !database.execute(
                 Self.insertGifts,
                 [
                     type.appID, type.id, sender, sentAt, expiresAt, requestID, giftIDs, recipients, RaveID.random(),
                     EventTopic.giftsSent, sender.hex, event.protobufBytes(), record?.operation.rawValue, record?.key,
                     record?.fingerprint, record?.response,
-                ])
+                ]
+            ).isEmpty
         } catch let error as PostgresError
             where error.sqlState == "23505" && error.constraint == "idempotent_calls_pkey"
         {
             throw GiftsError.concurrentReplay
         }
+        if replayed { throw GiftsError.concurrentReplay }
         if transaction == nil { Outbox.eventsCommitted(on: pool) }
         return giftIDs
     }

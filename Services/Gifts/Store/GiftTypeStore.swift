@@ -22,6 +22,8 @@ struct GiftTypeRecord: Sendable, Hashable {
 /// Gift types per application (admin-defined).
 struct GiftTypeStore: Sendable {
     let pool: PostgresPool
+    /// What sends read: their type without a round trip (see `GiftTypeCache` for how fresh it is).
+    let cache = GiftTypeCache()
 
     private static let columns = """
         id, app_id, key, name, image_url, requestable, expiry_seconds, daily_limit_per_sender
@@ -44,29 +46,23 @@ struct GiftTypeStore: Sendable {
     private static let selectAll = PostgresStatement(
         name: "gifts_type_all", sql: "SELECT \(columns) FROM gift_types WHERE app_id = $1 ORDER BY key")
 
-    /// What a send looks up first, in one round trip: the named type and the stored result of the call's key.
-    private static let selectForCall = PostgresStatement(
-        name: "gifts_type_for_call",
-        sql: """
-            SELECT \(columns), c.fingerprint, c.response
-            FROM (VALUES (0)) AS call (unused)
-            LEFT JOIN gift_types t ON t.app_id = $1 AND t.key = $2
-            LEFT JOIN idempotent_calls c ON c.sender_id = $3 AND c.operation = $4 AND c.idempotency_key = $5
-            """)
-
     /// ALREADY_EXISTS when the application has a type with this key.
     func create(_ type: GiftsV1.GiftType, appID: RaveID) async throws -> GiftTypeRecord {
         let rows = try await pool.execute(Self.insert, try Self.parameters(type, appID: appID))
         guard let row = rows.first else {
             throw GiftsError.alreadyExists("gift type \"\(type.key)\" already exists in this application")
         }
-        return try Self.record(row)
+        let created = try Self.record(row)
+        cache.remember(created)
+        return created
     }
 
     func update(_ type: GiftsV1.GiftType, appID: RaveID) async throws -> GiftTypeRecord {
         let rows = try await pool.execute(Self.update, try Self.parameters(type, appID: appID))
         guard let row = rows.first else { throw GiftsError.unknownGiftType(type.key) }
-        return try Self.record(row)
+        let updated = try Self.record(row)
+        cache.remember(updated)
+        return updated
     }
 
     /// NOT_FOUND for an unknown key.
@@ -77,18 +73,13 @@ struct GiftTypeStore: Sendable {
         return try Self.record(row)
     }
 
-    /// The type named by `key` (nil when unknown) and the stored first result of `call`'s idempotency key (nil
-    /// when the key is new; FAILED_PRECONDITION when it was used for different content).
-    func find(
-        _ key: String, appID: RaveID, storedResultOf call: IdempotentCalls.Call
-    ) async throws -> (type: GiftTypeRecord?, stored: [UInt8]?) {
-        let rows = try await pool.execute(
-            Self.selectForCall, [appID, key, call.sender, call.operation.rawValue, call.key])
-        guard let row = rows.first else { return (nil, nil) }
-        let type = try row.decode(Int64?.self, column: "id") == nil ? nil : try Self.record(row)
-        guard let fingerprint = try row.decode([UInt8]?.self, column: "fingerprint") else { return (type, nil) }
-        try call.requireSameContent(as: fingerprint)
-        return (type, try row.decode([UInt8].self, column: "response"))
+    /// The type a send names, from the cache when it was read in the last `GiftTypeCache.timeToLive`; NOT_FOUND
+    /// for an unknown key.
+    func forSending(_ key: String, appID: RaveID) async throws -> GiftTypeRecord {
+        if let cached = cache.type(key, appID: appID) { return cached }
+        let type = try await find(key, appID: appID)
+        cache.remember(type)
+        return type
     }
 
     func all(appID: RaveID) async throws -> [GiftTypeRecord] {
