@@ -284,7 +284,7 @@ let package = Package(
             name: "GiftsTests",
             dependencies: [
                 "Gifts", "RaveEvents", "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages",
-                "RaveProtobuf", "RavePostgres", "RaveTelemetry", "RaveTransport",
+                "RaveProtobuf", "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveTestSupport",
             ],
             path: "Tests/GiftsTests"
         ),

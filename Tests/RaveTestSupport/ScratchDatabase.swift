@@ -60,6 +60,26 @@ public enum ScratchDatabase {
         return result
     }
 
+    /// A pool of `size` connections to the database at `url`, on `group`.
+    public static func pool(url: String, size: Int = 8) throws -> PostgresPool {
+        var configuration = PostgresPool.Configuration(connectionString: url)
+        configuration.size = size
+        return try PostgresPool(configuration: configuration, group: group)
+    }
+
+    /// Runs `body` with a pool on a new database migrated from `migrations` (a service's migrations directory),
+    /// and drops the database afterwards whether `body` threw or not.
+    public static func withMigratedPool<Result>(
+        prefix: String, migrations: String, _ body: (PostgresPool) async throws -> Result
+    ) async throws -> Result {
+        try await with(prefix: prefix) { url in
+            let pool = try pool(url: url)
+            defer { pool.shutdown() }
+            try await Migrator(pool: pool, directory: migrations).migrate()
+            return try await body(pool)
+        }
+    }
+
     private static func url(of name: String, on server: String) -> String {
         guard let slash = server.lastIndex(of: "/") else { return server }
         return server[..<slash] + "/" + name
