@@ -10,9 +10,9 @@ public struct PostgresArrayParameter: PostgresEncodable {
     public init(_ ids: some Collection<RaveID>) {
         var bytes = Self.header(elementType: .uuid, count: ids.count, bodySize: ids.count * 20)
         for id in ids {
-            Self.append(Int32(16), to: &bytes)
-            Self.append(id.high, to: &bytes)
-            Self.append(id.low, to: &bytes)
+            appendBigEndian(Int32(16), to: &bytes)
+            appendBigEndian(id.high, to: &bytes)
+            appendBigEndian(id.low, to: &bytes)
         }
         postgresValue = PostgresValue(type: .uuidArray, bytes: bytes)
     }
@@ -20,8 +20,8 @@ public struct PostgresArrayParameter: PostgresEncodable {
     public init(_ numbers: some Collection<Int64>) {
         var bytes = Self.header(elementType: .int8, count: numbers.count, bodySize: numbers.count * 12)
         for number in numbers {
-            Self.append(Int32(8), to: &bytes)
-            Self.append(number, to: &bytes)
+            appendBigEndian(Int32(8), to: &bytes)
+            appendBigEndian(number, to: &bytes)
         }
         postgresValue = PostgresValue(type: .int8Array, bytes: bytes)
     }
@@ -29,8 +29,8 @@ public struct PostgresArrayParameter: PostgresEncodable {
     public init(_ numbers: some Collection<Int32>) {
         var bytes = Self.header(elementType: .int4, count: numbers.count, bodySize: numbers.count * 8)
         for number in numbers {
-            Self.append(Int32(4), to: &bytes)
-            Self.append(number, to: &bytes)
+            appendBigEndian(Int32(4), to: &bytes)
+            appendBigEndian(number, to: &bytes)
         }
         postgresValue = PostgresValue(type: .int4Array, bytes: bytes)
     }
@@ -39,29 +39,17 @@ public struct PostgresArrayParameter: PostgresEncodable {
         let bodySize = texts.reduce(0) { $0 + 4 + $1.utf8.count }
         var bytes = Self.header(elementType: .text, count: texts.count, bodySize: bodySize)
         for text in texts {
-            Self.append(Int32(text.utf8.count), to: &bytes)
+            appendBigEndian(Int32(text.utf8.count), to: &bytes)
             bytes.append(contentsOf: text.utf8)
         }
         postgresValue = PostgresValue(type: .textArray, bytes: bytes)
     }
 
-    /// Dimensions, the null flag, the element type and, for a non-empty array, its one dimension.
+    /// A buffer with room for `bodySize` bytes of elements, holding the array's header.
     private static func header(elementType: PostgresType, count: Int, bodySize: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(20 + bodySize)
-        append(Int32(count == 0 ? 0 : 1), to: &bytes)
-        append(Int32(0), to: &bytes)
-        append(elementType.oid, to: &bytes)
-        if count > 0 {
-            append(Int32(count), to: &bytes)
-            // The lower bound: PostgreSQL arrays start at 1.
-            append(Int32(1), to: &bytes)
-        }
+        PostgresArrayCoding.appendHeader(elementType: elementType, count: count, hasNulls: false, to: &bytes)
         return bytes
-    }
-
-    @inline(__always)
-    private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
 }

@@ -190,13 +190,8 @@ enum PostgresArrayCoding {
         var bytes: [UInt8] = []
         let elementType = Element.postgresElementType
         let values = elements.map(\.postgresValue)
-        appendBigEndian(Int32(elements.isEmpty ? 0 : 1), to: &bytes)
-        appendBigEndian(Int32(values.contains { $0 == nil } ? 1 : 0), to: &bytes)
-        appendBigEndian(elementType.oid, to: &bytes)
-        if !elements.isEmpty {
-            appendBigEndian(Int32(elements.count), to: &bytes)
-            appendBigEndian(Int32(1), to: &bytes)
-        }
+        appendHeader(
+            elementType: elementType, count: elements.count, hasNulls: values.contains { $0 == nil }, to: &bytes)
         for value in values {
             guard let value else {
                 appendBigEndian(Int32(-1), to: &bytes)
@@ -206,6 +201,18 @@ enum PostgresArrayCoding {
             bytes.append(contentsOf: value.bytes)
         }
         return PostgresValue(type: arrayTypes[elementType] ?? .unspecified, bytes: bytes)
+    }
+
+    /// A one-dimensional array's header: dimensions, the null flag, the element type and, when not empty, the
+    /// length and lower bound (PostgreSQL arrays start at 1).
+    static func appendHeader(elementType: PostgresType, count: Int, hasNulls: Bool, to bytes: inout [UInt8]) {
+        appendBigEndian(Int32(count == 0 ? 0 : 1), to: &bytes)
+        appendBigEndian(Int32(hasNulls ? 1 : 0), to: &bytes)
+        appendBigEndian(elementType.oid, to: &bytes)
+        if count > 0 {
+            appendBigEndian(Int32(count), to: &bytes)
+            appendBigEndian(Int32(1), to: &bytes)
+        }
     }
 
     static func decode<Element: PostgresArrayElement>(_ cell: PostgresCell, as: Element.Type) throws -> [Element] {
