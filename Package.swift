@@ -183,7 +183,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RaveOutboxTests",
-            dependencies: ["RaveOutbox", "RavePostgres", "RaveTransport"],
+            dependencies: ["RaveOutbox", "RavePostgres", "RaveTestSupport", "RaveTransport"],
             path: "Tests/RaveOutboxTests"
         ),
         .testTarget(
@@ -258,7 +258,7 @@ let package = Package(
             name: "PushTests",
             dependencies: [
                 "Push", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveEvents",
+                "RaveTelemetry", "RaveTestSupport", "RaveTransport", "RaveEvents",
             ],
             path: "Tests/PushTests",
             resources: [.copy("Fixtures")]

@@ -3,25 +3,16 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 import RaveTelemetry
+import RaveTestSupport
 import RaveTransport
 import Testing
 
 @testable import Push
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A throwaway database with the push migrations applied, plus the services and callers tests use.
 struct PushFixture {
-    /// One loop group shared by every test; tests stay independent through their own databases.
-    static let group: EventLoopGroup = {
-        do {
-            return try EventLoopGroup(loopCount: 2)
-        } catch {
-            preconditionFailure("cannot start the test event loops: \(error)")
-        }
-    }()
+    /// The loops every test's connections run on; tests stay independent through their own databases.
+    static var group: EventLoopGroup { ScratchDatabase.group }
 
     static let appID = "app1"
 
@@ -38,37 +29,15 @@ struct PushFixture {
     static func with<Result>(
         now: Date = Date(timeIntervalSince1970: 1_767_268_800), _ body: (PushFixture) async throws -> Result
     ) async throws -> Result {
-        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
-            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
-            throw PostgresError(.client, "RAVE_TEST_POSTGRES_URL is not set")
-        }
-        let name = "rave_push_test_" + RaveID.random().hex.prefix(16)
-        let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
-        try await admin.runScript("CREATE DATABASE \(name)")
-        admin.close()
-        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL") }
-        let connectionString = serverURL[..<slash] + "/" + name
-        var configuration = PostgresPool.Configuration(connectionString: connectionString)
-        configuration.size = 6
-        let pool = try PostgresPool(configuration: configuration, group: group)
-        func drop() async throws {
-            pool.shutdown()
-            let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
-            defer { admin.close() }
-            try await admin.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        }
-        do {
+        try await ScratchDatabase.with(prefix: "rave_push_test_") { connectionString in
+            let pool = try ScratchDatabase.pool(url: connectionString, size: 6)
+            defer { pool.shutdown() }
             _ = try await Migrator(pool: pool, directory: PushMain.migrationsDirectory).migrate()
             let clock = ManualClock(now)
             let fixture = PushFixture(
                 pool: pool, connectionString: connectionString, clock: clock,
                 dependencies: PushDependencies(pool: pool, clock: clock))
-            let result = try await body(fixture)
-            try await drop()
-            return result
-        } catch {
-            try? await drop()
-            throw error
+            return try await body(fixture)
         }
     }
 
