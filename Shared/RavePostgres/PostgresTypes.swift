@@ -156,13 +156,75 @@ extension Date: PostgresEncodable, PostgresDecodable {
 public protocol PostgresArrayElement: PostgresEncodable, PostgresDecodable {
     /// The element's PostgreSQL type.
     static var postgresElementType: PostgresType { get }
+
+    /// Appends the element as an array element: its length, then its binary form, or the length -1 alone for
+    /// NULL. Returns false when it wrote NULL.
+    ///
+    /// Arrays are written element by element into one buffer; the default goes through `postgresValue` (a
+    /// buffer per element), the common types write themselves directly.
+    func appendPostgresArrayElement(to bytes: inout [UInt8]) -> Bool
 }
 
-extension String: PostgresArrayElement { public static var postgresElementType: PostgresType { .text } }
-extension Int64: PostgresArrayElement { public static var postgresElementType: PostgresType { .int8 } }
-extension Int: PostgresArrayElement { public static var postgresElementType: PostgresType { .int8 } }
-extension Int32: PostgresArrayElement { public static var postgresElementType: PostgresType { .int4 } }
-extension RaveID: PostgresArrayElement { public static var postgresElementType: PostgresType { .uuid } }
+extension PostgresArrayElement {
+    public func appendPostgresArrayElement(to bytes: inout [UInt8]) -> Bool {
+        guard let value = postgresValue else {
+            appendBigEndian(Int32(-1), to: &bytes)
+            return false
+        }
+        appendBigEndian(Int32(value.bytes.count), to: &bytes)
+        bytes.append(contentsOf: value.bytes)
+        return true
+    }
+}
+
+extension String: PostgresArrayElement {
+    public static var postgresElementType: PostgresType { .text }
+
+    public func appendPostgresArrayElement(to bytes: inout [UInt8]) -> Bool {
+        appendBigEndian(Int32(utf8.count), to: &bytes)
+        bytes.append(contentsOf: utf8)
+        return true
+    }
+}
+
+extension Int64: PostgresArrayElement {
+    public static var postgresElementType: PostgresType { .int8 }
+
+    public func appendPostgresArrayElement(to bytes: inout [UInt8]) -> Bool {
+        appendBigEndian(Int32(8), to: &bytes)
+        appendBigEndian(self, to: &bytes)
+        return true
+    }
+}
+
+extension Int: PostgresArrayElement {
+    public static var postgresElementType: PostgresType { .int8 }
+
+    public func appendPostgresArrayElement(to bytes: inout [UInt8]) -> Bool {
+        Int64(self).appendPostgresArrayElement(to: &bytes)
+    }
+}
+
+extension Int32: PostgresArrayElement {
+    public static var postgresElementType: PostgresType { .int4 }
+
+    public func appendPostgresArrayElement(to bytes: inout [UInt8]) -> Bool {
+        appendBigEndian(Int32(4), to: &bytes)
+        appendBigEndian(self, to: &bytes)
+        return true
+    }
+}
+
+extension RaveID: PostgresArrayElement {
+    public static var postgresElementType: PostgresType { .uuid }
+
+    public func appendPostgresArrayElement(to bytes: inout [UInt8]) -> Bool {
+        appendBigEndian(Int32(16), to: &bytes)
+        appendBigEndian(high, to: &bytes)
+        appendBigEndian(low, to: &bytes)
+        return true
+    }
+}
 
 extension UInt8: PostgresArrayElement {
     /// Only `[UInt8]` (sent as `bytea`) uses this conformance; a lone byte travels as `int2`.
@@ -186,20 +248,19 @@ enum PostgresArrayCoding {
         .text: .textArray, .int8: .int8Array, .int4: .int4Array, .uuid: .uuidArray,
     ]
 
-    static func encode<Element: PostgresArrayElement>(_ elements: [Element]) -> PostgresValue {
+    /// `elements` as one array value, written in one pass into one buffer.
+    static func encode<Elements: Collection>(_ elements: Elements) -> PostgresValue
+    where Elements.Element: PostgresArrayElement {
+        let elementType = Elements.Element.postgresElementType
         var bytes: [UInt8] = []
-        let elementType = Element.postgresElementType
-        let values = elements.map(\.postgresValue)
-        appendHeader(
-            elementType: elementType, count: elements.count, hasNulls: values.contains { $0 == nil }, to: &bytes)
-        for value in values {
-            guard let value else {
-                appendBigEndian(Int32(-1), to: &bytes)
-                continue
-            }
-            appendBigEndian(Int32(value.bytes.count), to: &bytes)
-            bytes.append(contentsOf: value.bytes)
+        bytes.reserveCapacity(20 + elements.count * 12)
+        appendHeader(elementType: elementType, count: elements.count, hasNulls: false, to: &bytes)
+        var hasNulls = false
+        for element in elements where !element.appendPostgresArrayElement(to: &bytes) {
+            hasNulls = true
         }
+        // The null flag is the header's second big-endian Int32; it is known only once the elements are written.
+        if hasNulls { bytes[7] = 1 }
         return PostgresValue(type: arrayTypes[elementType] ?? .unspecified, bytes: bytes)
     }
 

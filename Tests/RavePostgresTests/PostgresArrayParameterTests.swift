@@ -2,25 +2,73 @@ import Testing
 
 @testable import RavePostgres
 
-/// Array parameters written in one pass must be byte for byte what the generic array encoding sends.
+/// Arrays are written in one pass into PostgreSQL's binary array format: checked against the format's bytes, and
+/// against a real server for columns taken from lazy collections and for NULL elements.
 @Suite struct PostgresArrayParameterTests {
-    @Test func idsEncodeLikeTheGenericArray() {
-        let ids = [RaveID(high: 1, low: 2), RaveID(high: .max, low: 0), RaveID.random()]
-        #expect(PostgresArrayParameter(ids).postgresValue == ids.postgresValue)
-        #expect(PostgresArrayParameter([RaveID]()).postgresValue == [RaveID]().postgresValue)
+    /// Big-endian Int32s, as the array header is made of.
+    private func int32s(_ values: Int32...) -> [UInt8] {
+        values.flatMap { value in withUnsafeBytes(of: value.bigEndian) { Array($0) } }
     }
 
-    @Test func numbersEncodeLikeTheGenericArray() {
-        let big: [Int64] = [0, -1, 42, .max, .min]
-        let small: [Int32] = [0, 1, -7, .max]
-        #expect(PostgresArrayParameter(big).postgresValue == big.postgresValue)
-        #expect(PostgresArrayParameter(small).postgresValue == small.postgresValue)
-        #expect(PostgresArrayParameter([Int64]()).postgresValue == [Int64]().postgresValue)
+    @Test func numbersAreWrittenInTheBinaryArrayFormat() {
+        let header = int32s(1, 0, 20, 2, 1)  // one dimension, no NULLs, int8, two elements, lower bound 1
+        let elements = int32s(8, 0, 7) + int32s(8, -1, -1)  // length 8, then 7 and -1 as big-endian Int64s
+        #expect([Int64(7), -1].postgresValue == PostgresValue(type: .int8Array, bytes: header + elements))
+        #expect(
+            PostgresArrayParameter([Int32(5)]).postgresValue
+                == PostgresValue(type: .int4Array, bytes: int32s(1, 0, 23, 1, 1, 4, 5)))
+        #expect([Int64]().postgresValue == PostgresValue(type: .int8Array, bytes: int32s(0, 0, 20)))
     }
 
-    @Test func textsEncodeLikeTheGenericArray() {
-        let texts = ["", "bet_wager", "ünïcode ✓", String(repeating: "ab", count: 300)]
-        #expect(PostgresArrayParameter(texts).postgresValue == texts.postgresValue)
-        #expect(PostgresArrayParameter([String]()).postgresValue == [String]().postgresValue)
+    @Test func textsAndIDsAreWrittenInTheBinaryArrayFormat() {
+        let text = PostgresArrayParameter(["ab", ""]).postgresValue
+        #expect(
+            text == PostgresValue(type: .textArray, bytes: int32s(1, 0, 25, 2, 1, 2) + Array("ab".utf8) + int32s(0)))
+        let id = RaveID(high: 0x0102_0304_0506_0708, low: 0x090a_0b0c_0d0e_0f10)
+        #expect(
+            PostgresArrayParameter(CollectionOfOne(id)).postgresValue
+                == PostgresValue(type: .uuidArray, bytes: int32s(1, 0, 2950, 1, 1, 16) + Array(1...16)))
     }
+
+    @Test func aNullElementSetsTheHeadersNullFlag() {
+        let value = PostgresArrayParameter([Tagged(number: 3), Tagged(number: nil)]).postgresValue
+        #expect(value == PostgresValue(type: .int8Array, bytes: int32s(1, 1, 20, 2, 1, 8, 0, 3, -1)))
+    }
+
+    @Test func lazyColumnsAndNullsRoundTripThroughTheServer() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            let rows: [(id: RaveID, name: String, score: Int64)] = [
+                (RaveID.random(), "ünïcode ✓", Int64.min), (RaveID.random(), "", 42),
+            ]
+            let result = try await connection.query(
+                "SELECT $1::uuid[] AS ids, $2::text[] AS names, $3::int8[] AS scores, $4::int8[] AS tagged",
+                [
+                    PostgresArrayParameter(rows.lazy.map(\.id)), PostgresArrayParameter(rows.lazy.map(\.name)),
+                    PostgresArrayParameter(rows.lazy.map(\.score)),
+                    PostgresArrayParameter([Tagged(number: nil), Tagged(number: 9)]),
+                ])
+            let row = try #require(result.first)
+            #expect(try row.decode([RaveID].self, column: "ids") == rows.map(\.id))
+            #expect(try row.decode([String].self, column: "names") == rows.map(\.name))
+            #expect(try row.decode([Int64].self, column: "scores") == rows.map(\.score))
+            #expect(try row.decode([Tagged].self, column: "tagged") == [Tagged(number: nil), Tagged(number: 9)])
+        }
+    }
+}
+
+/// An element without its own array writer (so it takes the default, through `postgresValue`) that can be NULL.
+private struct Tagged: PostgresArrayElement, Equatable {
+    static var postgresElementType: PostgresType { .int8 }
+
+    let number: Int64?
+
+    var postgresValue: PostgresValue? { number?.postgresValue }
+
+    init(number: Int64?) { self.number = number }
+
+    init(postgresCell cell: PostgresCell) throws { number = try Int64(postgresCell: cell) }
+
+    static func decodeNull(column: String) throws -> Tagged { Tagged(number: nil) }
 }

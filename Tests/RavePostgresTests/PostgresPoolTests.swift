@@ -61,14 +61,16 @@ import Testing
         }
     }
 
-    @Test func serializationFailuresAreRetried() async throws {
+    @Test(.timeLimit(.minutes(1))) func serializationFailuresAreRetried() async throws {
         try await TestDatabase.with { database in
             let pool = try database.makePool(size: 4)
             defer { pool.shutdown() }
             try await pool.query("CREATE TABLE counters (id int8 PRIMARY KEY, value int8 NOT NULL)")
             try await pool.query("INSERT INTO counters VALUES (1, 0)")
             let attempts = AttemptCounter()
-            // Each transaction reads, waits so the other reads too, then writes: one of them must fail 40001.
+            let bothRead = Rendezvous(parties: 2)
+            // Each transaction reads, waits until the other has read too, then writes: one of them must fail 40001.
+            // (A retry passes the rendezvous at once.)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<2 {
                     group.addTask {
@@ -76,7 +78,7 @@ import Testing
                             attempts.increment()
                             let rows = try await tx.query("SELECT value FROM counters WHERE id = 1")
                             let value = try rows.first?.decode(Int64.self, column: "value") ?? 0
-                            try await tx.query("SELECT pg_sleep(0.2)")
+                            await bothRead.arrive()
                             try await tx.query("UPDATE counters SET value = $1 WHERE id = 1", [value + 1])
                         }
                     }
@@ -89,19 +91,20 @@ import Testing
         }
     }
 
-    @Test func withoutRetrySerializationFailureSurfacesAsAborted() async throws {
+    @Test(.timeLimit(.minutes(1))) func withoutRetrySerializationFailureSurfacesAsAborted() async throws {
         try await TestDatabase.with { database in
             let pool = try database.makePool(size: 4)
             defer { pool.shutdown() }
             try await pool.query("CREATE TABLE counters (id int8 PRIMARY KEY, value int8 NOT NULL)")
             try await pool.query("INSERT INTO counters VALUES (1, 0)")
+            let bothRead = Rendezvous(parties: 2)
             let outcomes = try await withThrowingTaskGroup(of: PostgresErrorKind?.self) { group in
                 for _ in 0..<2 {
                     group.addTask {
                         do {
                             try await pool.transaction(isolation: .serializable) { tx in
                                 try await tx.query("SELECT value FROM counters WHERE id = 1")
-                                try await tx.query("SELECT pg_sleep(0.2)")
+                                await bothRead.arrive()
                                 try await tx.query("UPDATE counters SET value = value + 1 WHERE id = 1")
                             }
                             return nil
@@ -122,4 +125,26 @@ final class AttemptCounter: Sendable {
     private let count = Mutex(0)
     func increment() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
+}
+
+/// Holds each caller of `arrive()` until `parties` callers have arrived; later callers pass at once.
+///
+/// Serialization tests need both transactions to have read before either writes; a sleep gave that only while the
+/// machine was quick enough to start the second transaction within it.
+actor Rendezvous {
+    private let parties: Int
+    private var arrived = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(parties: Int) { self.parties = parties }
+
+    func arrive() async {
+        arrived += 1
+        guard arrived < parties else {
+            waiting.forEach { $0.resume() }
+            waiting = []
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
 }
