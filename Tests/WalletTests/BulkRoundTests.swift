@@ -73,6 +73,31 @@ import Testing
         }
     }
 
+    /// A round does not look for replays first: one holding a replayed id fails on it and is settled again in
+    /// bulk, looking for them; the replay answers what was stored and the rest of the round settles.
+    @Test func aRoundHoldingAReplayIsSettledAgainInBulk() async throws {
+        try await WalletFixture.with { fixture in
+            let user = RaveID.random()
+            try await fixture.deposit("50.00", to: user)
+            let context = WalletFixture.playerContext(user)
+            let first = WalletV1.PlaceBetsRequest(bets: (0..<3).map { _ in WalletFixture.bet("0.10") })
+            let stored = try await fixture.service.placeBets(first, context: context)
+            let balance = try await fixture.balance(of: user)
+            let fresh = WalletFixture.bet("0.10")
+            let mixed = WalletV1.PlaceBetsRequest(bets: first.bets + [fresh])
+            let answer = try await fixture.service.placeBets(mixed, context: context)
+            #expect(Array(answer.results.prefix(3)) == stored.results)
+            #expect(answer.results.last?.status == .settled)
+            let committer = fixture.dependencies.committer
+            #expect(committer.replayRetries.load(ordering: .relaxed) >= 1)
+            #expect(committer.unitByUnitRounds.load(ordering: .relaxed) == 0)
+            let wager = Int64(10)
+            let payout = try #require(answer.results.last.map { LedgerModelTests.cents($0.payout) })
+            #expect(try await fixture.balance(of: user) == balance - wager + payout)
+            try await fixture.expectLedgerInvariants()
+        }
+    }
+
     /// A connection prepares the round's statements once: rounds of different sizes, and a round of replays, reuse
     /// the same named statements (fixed SQL text), so no later round sends SQL to parse and plan.
     @Test func roundsOfAnySizeReuseOneSetOfNamedStatements() async throws {
@@ -91,10 +116,12 @@ import Testing
                 return try await connection.query(
                     PostgresQuery(
                         """
-                        SELECT name, generic_plans + custom_plans FROM pg_prepared_statements
+                        SELECT name, generic_plans + custom_plans, custom_plans FROM pg_prepared_statements
                         WHERE name LIKE 'wallet_round_%' ORDER BY name
                         """))
             }
+            // Rounds run on generic plans: none was planned again for its arrays (RoundStore.genericPlans).
+            for row in statements { #expect(try row.decode(Int64.self, at: 2) == 0) }
             var executions: [String: Int64] = [:]
             for row in statements { executions[try row.decode(String.self, at: 0)] = try row.decode(Int64.self, at: 1) }
             // Each of the three rounds ran each read once, on one prepared statement per name.

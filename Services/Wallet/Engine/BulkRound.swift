@@ -68,8 +68,13 @@ struct BulkRound: Sendable {
     }
 
     /// Settles `units` in one transaction on `connection`; returns one outcome per unit once committed.
+    ///
+    /// `lookingForReplays: false` skips reading which of the round's bets are already stored: a replayed id then
+    /// fails the bet insert on `bets_pkey` and so the whole round, before anything is answered (`isReplay(_:)`
+    /// tells that failure apart, and the caller settles the round again looking for replays). Replays are rare,
+    /// and the read costs an index probe per bet that the insert's own uniqueness check repeats.
     func settle(
-        _ units: [[PreparedBet]], on connection: PostgresConnection
+        _ units: [[PreparedBet]], on connection: PostgresConnection, lookingForReplays: Bool = true
     ) async throws -> [Result<[WalletV1.BetResult], any Error>] {
         let all = units.flatMap { $0 }
         guard Set(all.map { BetKey(user: $0.userID, bet: $0.betID) }).count == all.count else {
@@ -86,17 +91,23 @@ struct BulkRound: Sendable {
         let playerKeys = Array(Set(all.filter(\.kind.movesMoney).map(\.playerAccount)))
         let fresh = users.map { _ in BetStore.newSeed() }
 
+        let seedsIndex = 2
         var reads = [
             RoundStore.begin,
+            RoundStore.genericPlans,
             RoundStore.lockSeeds(
                 users: users, freshSeeds: fresh.map { Crypto.hex($0.seed) }, freshHashes: fresh.map(\.hash)),
-            RoundStore.storedBets(users: all.map(\.userID), betIDs: all.map(\.betID)),
         ]
+        let storedIndex = lookingForReplays ? reads.count : nil
+        if lookingForReplays {
+            reads.append(RoundStore.storedBets(users: all.map(\.userID), betIDs: all.map(\.betID)))
+        }
+        let accountsIndex = playerKeys.isEmpty ? nil : reads.count
         if !playerKeys.isEmpty { reads.append(RoundStore.lockAccounts(playerKeys)) }
         do {
             let results = try await connection.pipeline(reads)
             var state = State()
-            for row in results[1] {
+            for row in results[seedsIndex] {
                 let seed = Seed(
                     id: try row.decode(at: 1), bytes: try row.decode(at: 2), hash: try row.decode(at: 3),
                     nextNonce: try row.decode(at: 4), startNonce: try row.decode(at: 4))
@@ -104,13 +115,15 @@ struct BulkRound: Sendable {
             }
             guard state.seeds.count == users.count else { throw Declined(reason: "a seed was rotated meanwhile") }
             var stored: [BetKey: (hash: String, result: [UInt8])] = [:]
-            for row in results[2] {
-                let key = BetKey(user: try row.decode(at: 0), bet: try row.decode(at: 1))
-                stored[key] = (try row.decode(at: 2), try row.decode(at: 3))
+            if let storedIndex {
+                for row in results[storedIndex] {
+                    let key = BetKey(user: try row.decode(at: 0), bet: try row.decode(at: 1))
+                    stored[key] = (try row.decode(at: 2), try row.decode(at: 3))
+                }
             }
             var playerAccounts: [AccountKey: Int64] = [:]
-            if results.count > 3 {
-                for row in results[3] {
+            if let accountsIndex {
+                for row in results[accountsIndex] {
                     let id = try row.decode(Int64.self, at: 0)
                     playerAccounts[playerKeys[try row.decode(Int.self, at: 2) - 1]] = id
                     state.balances[id] = try row.decode(Int64.self, at: 1)
@@ -133,6 +146,13 @@ struct BulkRound: Sendable {
             }
             throw error
         }
+    }
+
+    /// Whether `error` is a round's bet insert meeting an id already stored: a replay that a round settled
+    /// without `lookingForReplays` could not see.
+    static func isReplay(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return false }
+        return error.sqlState == "23505" && error.constraint == "bets_pkey"
     }
 
     private struct Accounts {

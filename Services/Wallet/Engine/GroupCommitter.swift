@@ -29,6 +29,8 @@ final class GroupCommitter: Sendable {
     let bulk: BulkRound
     /// Rounds the bulk path declined or failed, settled unit by unit instead (a gauge of the slow path).
     let unitByUnitRounds = Atomic<Int>(0)
+    /// Rounds settled a second time in bulk because they held a replayed bet id.
+    let replayRetries = Atomic<Int>(0)
     let maximumBetsPerRound: Int
     private let lanes: Mutex<[Lane]>
     private let laneCount: Int
@@ -139,11 +141,21 @@ final class GroupCommitter: Sendable {
 
     /// Settles a round in bulk; when that fails (a declined round, a lock conflict, a lost connection) nothing
     /// of it was acknowledged, so it is settled again unit by unit, where replays answer for whatever committed.
+    ///
+    /// The first attempt does not look for replays (`BulkRound.settle(_:on:lookingForReplays:)`); a round that
+    /// held one fails on the stored id and is settled in bulk again, looking for them.
     private func runRound(_ batch: [Pending]) async {
         let units = batch.map(\.unit)
         var outcomes: [Result<[WalletV1.BetResult], any Error>]
         do {
-            outcomes = try await pool.withConnection { connection in try await bulk.settle(units, on: connection) }
+            do {
+                outcomes = try await pool.withConnection { connection in
+                    try await bulk.settle(units, on: connection, lookingForReplays: false)
+                }
+            } catch let error where BulkRound.isReplay(error) {
+                replayRetries.add(1, ordering: .relaxed)
+                outcomes = try await pool.withConnection { connection in try await bulk.settle(units, on: connection) }
+            }
         } catch {
             unitByUnitRounds.add(1, ordering: .relaxed)
             do {

@@ -155,8 +155,9 @@ enum RoundStore {
         }
     }
 
-    /// Inserts the round's bets; an id stored meanwhile by another process fails the statement (and the round,
-    /// which is then settled unit by unit).
+    /// Inserts the round's bets; an id already stored (a replay the round did not look for, or one stored
+    /// meanwhile by another process) fails the statement on `bets_pkey`, and with it the round, which is then
+    /// settled again (`GroupCommitter`).
     static func insertBets(_ bets: Bets) -> PostgresQuery {
         PostgresQuery(
             insertBetsStatement,
@@ -182,6 +183,16 @@ extension RoundStore {
     /// Opens a round's transaction (named too: a round then sends no SQL text at all once the connection knows it).
     static let begin = PostgresQuery(
         PostgresStatement(name: "wallet_round_begin", sql: "BEGIN ISOLATION LEVEL READ COMMITTED"))
+
+    /// Makes the round's statements run on their generic plans, for this transaction only.
+    ///
+    /// Left to choose, PostgreSQL plans a statement anew on every execution (a custom plan) while that looks
+    /// cheaper than its generic plan, and a custom plan sees the arrays' real lengths: a round that locks fewer
+    /// accounts or seeds than the generic plan's guess of ten (a round of a few busy players) was planned again
+    /// every time, about 5 % of the server's CPU per bet in batches. The generic plans are the plans these
+    /// statements are written for (docs/wallet.md, "Benchmarks").
+    static let genericPlans = PostgresQuery(
+        PostgresStatement(name: "wallet_round_generic_plans", sql: "SET LOCAL plan_cache_mode = force_generic_plan"))
 
     /// Ends a round's transaction; the round's results are returned only after it.
     static let commit = PostgresQuery(PostgresStatement(name: "wallet_round_commit", sql: "COMMIT"))
