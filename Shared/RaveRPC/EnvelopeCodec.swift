@@ -1,3 +1,4 @@
+import Glibc
 import RaveMessages
 import RaveWire
 
@@ -40,10 +41,33 @@ enum EnvelopeCodec {
         /// The metadata entries as they arrived, for proxies that pass them on.
         var encodedMetadata = EncodedMetadata()
         var payload: [UInt8] = []
+        /// Whether `metadata` is the dictionary of the `known` metadata passed to the decoder (the same bytes).
+        var reusedKnownMetadata = false
+    }
+
+    /// Metadata entries decoded once, kept by a connection for later requests that carry the same bytes.
+    struct KnownMetadata {
+        /// The encoded entries (a copy, so the request body they came from can go).
+        var bytes: [UInt8]
+        var dictionary: [String: String]
+
+        /// Whether `entries` are exactly these bytes.
+        func matches(_ entries: ArraySlice<UInt8>) -> Bool {
+            guard entries.count == bytes.count else { return false }
+            return entries.withUnsafeBytes { new in
+                bytes.withUnsafeBytes { old in
+                    guard let newStart = new.baseAddress, let oldStart = old.baseAddress else { return old.isEmpty }
+                    return memcmp(newStart, oldStart, old.count) == 0
+                }
+            }
+        }
     }
 
     /// Decodes a REQUEST body; the message says what is wrong.
-    static func decodeRequest(_ body: [UInt8]) -> Result<Request, EnvelopeError> {
+    ///
+    /// When the metadata entries are the bytes of `known`, its dictionary is used instead of decoding them again:
+    /// the calls a gateway forwards for one player (a batch, a busy client) all carry the same entries.
+    static func decodeRequest(_ body: [UInt8], known: KnownMetadata? = nil) -> Result<Request, EnvelopeError> {
         var request = Request()
         var reader = ProtoWire.Reader(bytes: body)
         var metadataStart = -1
@@ -59,8 +83,6 @@ enum EnvelopeCodec {
                     request.timeoutMs = UInt32(truncatingIfNeeded: try reader.readVarint())
                 case (3, .lengthDelimited):
                     let entry = try reader.readLengthDelimitedRange()
-                    let (key, value) = try EncodedMetadata.decodeEntry(body[entry])
-                    request.metadata[key] = value
                     if metadataStart < 0 {
                         metadataStart = fieldStart
                     } else if metadataEnd != fieldStart {
@@ -75,14 +97,31 @@ enum EnvelopeCodec {
                     try reader.skip(wireType)
                 }
             }
+            if metadataStart >= 0 {
+                let entries = metadataContiguous ? body[metadataStart..<metadataEnd] : scattered[...]
+                if let known, known.matches(entries) {
+                    request.metadata = known.dictionary
+                    request.reusedKnownMetadata = true
+                } else {
+                    request.metadata = try decodeMetadata(entries)
+                }
+                request.encodedMetadata = EncodedMetadata(validatedBytes: entries)
+            }
         } catch {
             return .failure(error)
         }
-        if metadataStart >= 0 {
-            request.encodedMetadata = EncodedMetadata(
-                validatedBytes: metadataContiguous ? body[metadataStart..<metadataEnd] : scattered[...])
-        }
         return .success(request)
+    }
+
+    /// The dictionary of encoded metadata entries (each a whole field 3); a later entry wins, as in protobuf maps.
+    private static func decodeMetadata(_ entries: ArraySlice<UInt8>) throws(EnvelopeError) -> [String: String] {
+        var metadata: [String: String] = [:]
+        var reader = ProtoWire.Reader(slice: entries)
+        while try reader.nextTag() != nil {
+            let (key, value) = try EncodedMetadata.decodeEntry(entries[try reader.readLengthDelimitedRange()])
+            metadata[key] = value
+        }
+        return metadata
     }
 
     // MARK: - Response

@@ -94,7 +94,8 @@ final class RPCRouter: Sendable {
     let observer: any RPCServerObserver
     let health: HealthState
     private let requestCounter = Atomic<UInt64>(0)
-    private let requestIDPrefix: String
+    /// The UTF-8 of the per-server prefix of request ids: 8 hex digits.
+    private let requestIDPrefix: [UInt8]
 
     init(
         services: [any RPCService], configuration: RPCServerConfiguration, logger: Logger,
@@ -112,7 +113,7 @@ final class RPCRouter: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.observer = observer
-        self.requestIDPrefix = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
+        self.requestIDPrefix = Array(String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16).utf8)
         let health = HealthState(serviceNames: names)
         methods[HealthCheck.methodName] = HealthCheck.handler(health: health)
         self.health = health
@@ -124,7 +125,25 @@ final class RPCRouter: Sendable {
     /// A process-unique, cheap request id: a random per-server prefix and a counter.
     func nextRequestID() -> String {
         let number = requestCounter.wrappingAdd(1, ordering: .relaxed).newValue
-        return requestIDPrefix + "-" + String(number, radix: 16)
+        // Written by hand: concatenating `String(number, radix: 16)` (generic) cost about 1 % of a proxied
+        // call's CPU, while this builds the id in place (and up to 15 bytes it is a small string, no allocation).
+        var digits = 1
+        while digits < 16 && number >> (4 * UInt64(digits)) != 0 { digits += 1 }
+        return String(unsafeUninitializedCapacity: requestIDPrefix.count + 1 + digits) { buffer in
+            var index = 0
+            for byte in requestIDPrefix {
+                buffer[index] = byte
+                index += 1
+            }
+            buffer[index] = UInt8(ascii: "-")
+            index += 1
+            for position in (0..<digits).reversed() {
+                let nibble = UInt8(truncatingIfNeeded: number >> (4 * UInt64(position))) & 0xF
+                buffer[index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+                index += 1
+            }
+            return index
+        }
     }
 }
 

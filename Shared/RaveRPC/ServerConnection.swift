@@ -49,11 +49,18 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private var peerMaxFrameSize = Frame.defaultMaxFrameSize
     private var output: [UInt8] = []
     private var flushScheduled = false
+    /// The metadata of a recent request and the caller read from it: a gateway sends a player's calls (a batch,
+    /// a busy client) with the same entries, and comparing their bytes is much cheaper than decoding them.
+    private var knownMetadata: EnvelopeCodec.KnownMetadata?
+    private var knownCaller: Caller?
     /// Calls started in this loop iteration whose deadline timer is not armed yet.
     private var unarmedCalls: [(streamID: UInt32, sequence: UInt64)] = []
     private var lastActivity: UInt64 = 0
     private var idleTimer: TimerHandle?
     private var graceTimer: TimerHandle?
+
+    /// Metadata larger than this is decoded for every request rather than kept.
+    private static let knownMetadataLimit = 4096
 
     init(channel: Channel, router: RPCRouter, registry: ConnectionRegistry) {
         self.channel = channel
@@ -184,10 +191,17 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         guard calls[streamID] == nil else {
             throw .invalidArgument("stream id \(streamID) is already in flight")
         }
-        let request: EnvelopeCodec.Request
-        switch EnvelopeCodec.decodeRequest(body) {
+        var request: EnvelopeCodec.Request
+        switch EnvelopeCodec.decodeRequest(body, known: knownMetadata) {
         case .success(let decoded):
             request = decoded
+            let entries = decoded.encodedMetadata.bytes
+            if !decoded.reusedKnownMetadata && !entries.isEmpty && entries.count <= Self.knownMetadataLimit {
+                knownMetadata = EnvelopeCodec.KnownMetadata(bytes: Array(entries), dictionary: decoded.metadata)
+                knownCaller = trustedCaller(decoded.metadata)
+                // From here on the request's metadata is the known one, and so is its caller.
+                request.reusedKnownMetadata = true
+            }
         case .failure(let error):
             // The stream id is usable, so answer on the stream and keep the connection.
             reject(
@@ -247,7 +261,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
             peer: PeerIdentity(
                 address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName),
-            caller: trustedCaller(request.metadata), logger: logger.with("request_id", requestID),
+            caller: request.reusedKnownMetadata ? knownCaller : trustedCaller(request.metadata),
+            logger: logger.with("request_id", requestID),
             encodedMetadata: request.encodedMetadata)
         let loop = channel.loop
         let payload = request.payload
