@@ -5,16 +5,26 @@ import Synchronization
 /// A check throws (or returns a reason) when its dependency is not usable: the database unreachable, migrations
 /// not yet applied, the process draining. Checks run concurrently, each bounded by `timeout`, so one hung
 /// dependency makes the answer "not ready" instead of making the probe hang.
+///
+/// A process is not ready before `finishStartup()`, whatever its checks say: the admin port is bound first, so
+/// probes arrive while the RPC port and the checks are still being set up, and a probe that found no failing
+/// check then sent callers to a port nothing listened on yet (seen as "connection refused" in SystemTests).
 public final class ReadinessChecks: Sendable {
     /// A check: nil when ready, else why not.
     public typealias Check = @Sendable () async -> String?
 
     private let checks = Mutex<[(name: String, check: Check)]>([])
+    private let startupFinished = Atomic<Bool>(false)
     /// How long one check may take before it counts as failed.
     public let timeout: Duration
 
     public init(timeout: Duration = .seconds(2)) {
         self.timeout = timeout
+    }
+
+    /// Says every port is bound and every check added: from now on the checks alone decide.
+    public func finishStartup() {
+        startupFinished.store(true, ordering: .releasing)
     }
 
     /// Adds a check named `name` (shown in the `/readyz` answer when it fails).
@@ -47,8 +57,10 @@ public final class ReadinessChecks: Sendable {
         }
     }
 
-    /// Runs every check concurrently and reports each one's result.
+    /// Runs every check concurrently and reports each one's result (after a failing "startup" entry while the
+    /// process is still starting).
     public func evaluate() async -> Report {
+        let starting = !startupFinished.load(ordering: .acquiring)
         let registered = checks.withLock { $0 }
         let timeout = self.timeout
         var failures = [String?](repeating: nil, count: registered.count)
@@ -58,7 +70,8 @@ public final class ReadinessChecks: Sendable {
             }
             for await (index, failure) in group { failures[index] = failure }
         }
-        return Report(results: zip(registered, failures).map { ($0.name, $1) })
+        let results = zip(registered, failures).map { ($0.name, $1) }
+        return Report(results: starting ? [("startup", "ports and checks are still being set up")] + results : results)
     }
 
     /// Runs `check`, or gives up on it after `timeout`.

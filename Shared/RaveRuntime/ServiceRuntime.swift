@@ -115,6 +115,7 @@ public final class ServiceRuntime: Sendable {
             services: services, gracePeriod: configuration.shutdownGracePeriod + .seconds(5), logger: logger)
         self.serviceGroup = serviceGroup
         readiness.add("accepting") { serviceGroup.isShuttingDown ? "shutting down" : nil }
+        readiness.finishStartup()
     }
 
     /// The RPC port actually bound (differs from the configured one when that is 0).

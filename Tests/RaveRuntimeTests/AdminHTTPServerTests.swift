@@ -17,10 +17,12 @@ import Testing
         let metrics: MetricsRegistry
         let readiness: ReadinessChecks
 
-        static func start(shuttingDown: Bool = false) throws -> Harness {
+        /// `startupFinished: false` leaves the process starting, as a runtime is until every port is bound.
+        static func start(shuttingDown: Bool = false, startupFinished: Bool = true) throws -> Harness {
             let group = try EventLoopGroup(loopCount: 1)
             let metrics = MetricsRegistry()
             let readiness = ReadinessChecks(timeout: .milliseconds(300))
+            if startupFinished { readiness.finishStartup() }
             let server = AdminHTTPServer(
                 address: SocketAddress(host: "127.0.0.1", port: 0), group: group, metrics: metrics,
                 readiness: readiness, isShuttingDown: { shuttingDown },
@@ -96,6 +98,22 @@ import Testing
         #expect(response.contains("database: connection refused on 127.0.0.1:55432\n"))
         #expect(response.contains("migrations: ok\n"))
         #expect(response.contains("hung: did not answer within 0.3 seconds\n"))
+    }
+
+    @Test func readyzFailsUntilStartupIsFinishedEvenWithoutChecks() async throws {
+        let harness = try Harness.start(startupFinished: false)
+        let starting = try await harness.exchange("GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        harness.readiness.add("database") { nil }
+        let stillStarting = try await harness.exchange("GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        harness.readiness.finishStartup()
+        let started = try await harness.exchange("GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        try await harness.stop()
+        #expect(starting.hasPrefix("HTTP/1.1 503 "))
+        #expect(starting.hasSuffix("startup: ports and checks are still being set up\n"))
+        #expect(stillStarting.hasPrefix("HTTP/1.1 503 "))
+        #expect(stillStarting.contains("database: ok\n"))
+        #expect(started.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(started.hasSuffix("\r\n\r\ndatabase: ok\n"))
     }
 
     @Test func readyzFailsWhileShuttingDown() async throws {

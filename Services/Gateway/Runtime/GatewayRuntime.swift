@@ -127,6 +127,7 @@ final class GatewayRuntime: Sendable {
                 logger: logger)
             self.serviceGroup = serviceGroup
             readiness.add("accepting") { serviceGroup.isShuttingDown ? "shutting down" : nil }
+            readiness.finishStartup()
         } catch {
             admin.closeNow()
             throw error
