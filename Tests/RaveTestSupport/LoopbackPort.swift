@@ -13,25 +13,59 @@ import Glibc
 /// The ports come from below the kernel's ephemeral range (net.ipv4.ip_local_port_range), so no outgoing
 /// connection of a child process (to PostgreSQL, to another service) can take one between the moment it is chosen
 /// and the moment the child binds it: that race made whole system stacks fail to start. Within one test process no
-/// port is handed out twice; test targets run one after another, so processes do not compete for them either.
+/// port is handed out twice. Across processes (two test runs at once on one machine, as when several engineers
+/// or a bench share it) each process hands out ports only from blocks it holds an advisory lock on, so two
+/// processes never pick the same port between choosing it and binding it either; the locks go with the process.
 public enum LoopbackPort {
-    private static let next = Mutex<Int?>(nil)
+    /// Ports per block a process reserves at a time.
+    static let blockSize = 64
 
-    /// A TCP port on 127.0.0.1 that nothing was bound to a moment ago and that this process has not handed out
-    /// before.
+    /// The block this process hands ports out of, and the next block to try once it is used up.
+    private struct Cursor {
+        var ports: Range<Int> = 0..<0
+        var nextBlock: Int?
+        var blocksTried = 0
+    }
+
+    private static let cursor = Mutex(Cursor())
+
+    /// A TCP port on 127.0.0.1 that nothing was bound to a moment ago, that this process has not handed out before,
+    /// and that no other process using this type can hand out.
     public static func unused() throws(LoopbackPortError) -> Int {
         let range = candidateRange()
-        for _ in 0..<range.count {
-            let port = next.withLock { next -> Int in
-                // Start at a place that differs per process, so a rerun right after does not meet sockets in
+        let blockCount = range.count / blockSize
+        return try cursor.withLock { (cursor: inout Cursor) throws(LoopbackPortError) -> Int in
+            while true {
+                while let port = cursor.ports.first {
+                    cursor.ports = cursor.ports.dropFirst()
+                    if try isFree(port) { return port }
+                }
+                guard cursor.blocksTried < blockCount else { throw LoopbackPortError(errno: EADDRINUSE) }
+                // Start at a block that differs per process, so a rerun right after does not meet sockets in
                 // TIME_WAIT from the run before.
-                let port = next ?? range.lowerBound + Int(getpid()) % range.count
-                next = port + 1 < range.upperBound ? port + 1 : range.lowerBound
-                return port
+                let block = cursor.nextBlock ?? Int(getpid()) % blockCount
+                cursor.nextBlock = (block + 1) % blockCount
+                cursor.blocksTried += 1
+                if reserve(block: block) {
+                    let first = range.lowerBound + block * blockSize
+                    cursor.ports = first..<first + blockSize
+                }
             }
-            if try isFree(port) { return port }
         }
-        throw LoopbackPortError(errno: EADDRINUSE)
+    }
+
+    /// Takes the advisory lock of `block` for the rest of this process; false when another process holds it.
+    ///
+    /// The descriptor stays open on purpose: the lock lasts as long as the process. Without a usable lock directory
+    /// every block counts as free, as before the locks existed.
+    private static func reserve(block: Int) -> Bool {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-loopback-ports").path
+        mkdir(directory, 0o1777)
+        let descriptor = open("\(directory)/\(block).lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else { return true }
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+        close(descriptor)
+        return false
     }
 
     /// Ports from 10,000 up to the start of the ephemeral range (32,768 when it cannot be read).
