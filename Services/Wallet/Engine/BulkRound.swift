@@ -42,21 +42,29 @@ struct BulkRound: Sendable {
         var bets = RoundStore.Bets()
 
         /// What a unit may change, so a failing unit is undone without copying the whole round.
+        ///
+        /// Plain arrays: a unit is one bet or a short chain, so a linear search beats building sets and
+        /// dictionaries for every unit of the round.
         struct Checkpoint {
             var transfers: Int
             var bets: Int
-            var seeds: [RaveID: Seed]
-            var balances: [Int64: Int64]
+            var seeds: [(user: RaveID, seed: Seed)]
+            var balances: [(account: Int64, balance: Int64)]
         }
 
-        func checkpoint(users: Set<RaveID>, accounts: [Int64]) -> Checkpoint {
-            Checkpoint(
-                transfers: transfers.count, bets: bets.count,
-                seeds: Dictionary(uniqueKeysWithValues: users.compactMap { user in seeds[user].map { (user, $0) } }),
-                balances: Dictionary(
-                    uniqueKeysWithValues: Set(accounts).compactMap { id in
-                        balances[id].map { (id, $0) }
-                    }))
+        func checkpoint(_ unit: [PreparedBet], accounts: Accounts) -> Checkpoint {
+            var checkpoint = Checkpoint(transfers: transfers.count, bets: bets.count, seeds: [], balances: [])
+            for bet in unit {
+                if !checkpoint.seeds.contains(where: { $0.user == bet.userID }), let seed = seeds[bet.userID] {
+                    checkpoint.seeds.append((bet.userID, seed))
+                }
+                if let account = accounts.players[bet.playerAccount],
+                    !checkpoint.balances.contains(where: { $0.account == account }), let balance = balances[account]
+                {
+                    checkpoint.balances.append((account, balance))
+                }
+            }
+            return checkpoint
         }
 
         mutating func restore(_ checkpoint: Checkpoint) {
@@ -114,7 +122,7 @@ struct BulkRound: Sendable {
                 state.seeds[try row.decode(RaveID.self, at: 0)] = seed
             }
             guard state.seeds.count == users.count else { throw Declined(reason: "a seed was rotated meanwhile") }
-            var stored: [BetKey: (hash: String, result: [UInt8])] = [:]
+            var stored: [BetKey: (hash: [UInt8], result: [UInt8])] = [:]
             if let storedIndex {
                 for row in results[storedIndex] {
                     let key = BetKey(user: try row.decode(at: 0), bet: try row.decode(at: 1))
@@ -162,14 +170,13 @@ struct BulkRound: Sendable {
 
     /// Plays one unit against `state`; a unit short of money leaves only its failed bet rows behind.
     private func play(
-        _ unit: [PreparedBet], stored: [BetKey: (hash: String, result: [UInt8])], accounts: Accounts,
+        _ unit: [PreparedBet], stored: [BetKey: (hash: [UInt8], result: [UInt8])], accounts: Accounts,
         state: inout State
     ) -> Result<[WalletV1.BetResult], any Error> {
         if unit.contains(where: { stored[BetKey(user: $0.userID, bet: $0.betID)] != nil }) {
             return Result { try replay(unit, stored: stored) }
         }
-        let before = state.checkpoint(
-            users: Set(unit.map(\.userID)), accounts: unit.compactMap { accounts.players[$0.playerAccount] })
+        let before = state.checkpoint(unit, accounts: accounts)
         do {
             var results: [WalletV1.BetResult] = []
             for bet in unit { results.append(try playOne(bet, accounts: accounts, state: &state)) }
@@ -233,7 +240,7 @@ struct BulkRound: Sendable {
 
     /// Answers a unit whose ids were used before from what is stored, like `BetEngine`'s replay.
     private func replay(
-        _ unit: [PreparedBet], stored: [BetKey: (hash: String, result: [UInt8])]
+        _ unit: [PreparedBet], stored: [BetKey: (hash: [UInt8], result: [UInt8])]
     ) throws -> [WalletV1.BetResult] {
         try unit.map { bet in
             guard let existing = stored[BetKey(user: bet.userID, bet: bet.betID)] else {

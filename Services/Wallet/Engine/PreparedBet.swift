@@ -27,7 +27,7 @@ struct PreparedBet: Sendable {
     var creditGameID: String
     var chainID: String
     /// SHA-256 of the fields that define the bet, to tell a replay from a different bet with the same id.
-    var requestHash: String
+    var requestHash: [UInt8]
 
     /// The account the wager comes from and the payout goes to.
     var playerAccount: AccountKey {
@@ -90,15 +90,46 @@ struct PreparedBet: Sendable {
                 }
             }
         }
-        let canonical = [
-            bet.gameId, String(wager), currency.code, String(bet.economy.rawValue),
-            lines.map(String.init).joined(separator: ","),
-            bet.clientSeed, kind.rawValue, bet.creditGameId,
-        ].joined(separator: "\u{1F}")
+        let canonical = canonicalRequest(
+            gameID: bet.gameId, wager: wager, currency: currency.code, economy: bet.economy.rawValue, lines: lines,
+            clientSeed: bet.clientSeed, kind: kind, creditGameID: bet.creditGameId)
         return PreparedBet(
             userID: userID, betID: betID, betIDText: bet.betId, gameID: bet.gameId, math: game.math,
             currency: currency, economy: bet.economy, wager: wager, lines: lines, clientSeed: bet.clientSeed,
             kind: kind, creditGameID: bet.creditGameId, chainID: bet.chainId,
-            requestHash: Crypto.hex(Crypto.sha256(Array(canonical.utf8))))
+            requestHash: Crypto.sha256(canonical))
+    }
+
+    /// What a bet's request hash is taken of: its fields joined by U+001F, the lines by ",".
+    ///
+    /// Written byte by byte into one buffer (a bet used to build and join an array of strings here, which showed in
+    /// profiles); the bytes must never change, or stored bets would stop matching their replays.
+    static func canonicalRequest(
+        gameID: String, wager: Int64, currency: String, economy: Int32, lines: [Int], clientSeed: String, kind: Kind,
+        creditGameID: String
+    ) -> [UInt8] {
+        let separator: UInt8 = 0x1F
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(
+            64 + gameID.utf8.count + clientSeed.utf8.count + creditGameID.utf8.count + lines.count * 3)
+        bytes.append(contentsOf: gameID.utf8)
+        bytes.append(separator)
+        bytes.append(contentsOf: String(wager).utf8)
+        bytes.append(separator)
+        bytes.append(contentsOf: currency.utf8)
+        bytes.append(separator)
+        bytes.append(contentsOf: String(economy).utf8)
+        bytes.append(separator)
+        for (index, line) in lines.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: String(line).utf8)
+        }
+        bytes.append(separator)
+        bytes.append(contentsOf: clientSeed.utf8)
+        bytes.append(separator)
+        bytes.append(contentsOf: kind.rawValue.utf8)
+        bytes.append(separator)
+        bytes.append(contentsOf: creditGameID.utf8)
+        return bytes
     }
 }

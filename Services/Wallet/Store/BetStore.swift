@@ -39,13 +39,13 @@ struct BetStore: Sendable {
         sql: """
             INSERT INTO bets (user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager,
                 payout, seed_id, nonce, client_seed, result)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+            VALUES ($1, $2, encode($3::bytea, 'hex'), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
             ON CONFLICT (user_id, bet_id) DO NOTHING
             RETURNING bet_id
             """)
     static let selectBet = PostgresStatement(
         name: "wallet_select_bet",
-        sql: "SELECT request_hash, result FROM bets WHERE user_id = $1 AND bet_id = $2")
+        sql: "SELECT decode(request_hash, 'hex'), result FROM bets WHERE user_id = $1 AND bet_id = $2")
     static let selectBetForVerify = PostgresStatement(
         name: "wallet_select_bet_for_verify",
         sql: """
@@ -113,7 +113,7 @@ struct BetStore: Sendable {
         guard let row = try await database.execute(Self.selectBet, [bet.userID, bet.betID]).first else {
             throw PostgresError(.client, "bet \(bet.betID) vanished")
         }
-        guard try row.decode(String.self, at: 0) == bet.requestHash else {
+        guard try row.decode([UInt8].self, at: 0) == bet.requestHash else {
             throw WalletError(.conflictingReplay, "bet id \(bet.betIDText) was already used for a different bet")
         }
         let bytes = try row.decode([UInt8].self, at: 1)

@@ -5,7 +5,10 @@ import RavePostgres
 ///
 /// Each statement takes whole columns as arrays (`unnest`), so its cost per bet is a few rows of server work, not
 /// a round trip. Arrays carry no NULLs here: -1 stands for "none" where a column may be NULL (seed ids, nonces
-/// and balances are never negative), and bytea travels as hex text.
+/// and balances are never negative). Byte columns travel as one bytea of all their values end to end, cut apart
+/// with `substring` (no hex to write in Swift and decode in SQL); the request hash column stays hex text, which
+/// PostgreSQL writes (`encode`), so wallets of earlier releases read and write the same rows during a rolling
+/// update. A fresh seed still travels as hex.
 enum RoundStore {
     /// Locks (or creates) the active seed of every user: the row lock orders this round after any other
     /// transaction that uses the same seeds, in this process or another.
@@ -101,7 +104,8 @@ enum RoundStore {
     struct Bets {
         var userIDs: [RaveID] = []
         var betIDs: [RaveID] = []
-        var requestHashes: [String] = []
+        /// Every bet's 32-byte request hash, end to end.
+        var requestHashes: [UInt8] = []
         var gameIDs: [String] = []
         var kinds: [String] = []
         var statuses: [String] = []
@@ -113,8 +117,11 @@ enum RoundStore {
         var seedIDs: [Int64] = []
         var nonces: [Int64] = []
         var clientSeeds: [String] = []
-        /// The encoded BetResult, as hex.
-        var results: [String] = []
+        /// Every bet's encoded BetResult, end to end; `resultStarts` (1-based, as `substring` counts) and
+        /// `resultLengths` cut them apart.
+        var results: [UInt8] = []
+        var resultStarts: [Int32] = []
+        var resultLengths: [Int32] = []
 
         var count: Int { betIDs.count }
 
@@ -123,7 +130,8 @@ enum RoundStore {
         ) {
             userIDs.append(bet.userID)
             betIDs.append(bet.betID)
-            requestHashes.append(bet.requestHash)
+            precondition(bet.requestHash.count == RoundStore.requestHashSize, "a request hash is 32 bytes")
+            requestHashes.append(contentsOf: bet.requestHash)
             gameIDs.append(bet.gameID)
             kinds.append(bet.kind.rawValue)
             statuses.append(status)
@@ -134,13 +142,15 @@ enum RoundStore {
             seedIDs.append(seedID ?? -1)
             nonces.append(nonce ?? -1)
             clientSeeds.append(bet.clientSeed)
-            results.append(Crypto.hex(result))
+            resultStarts.append(Int32(results.count + 1))
+            resultLengths.append(Int32(result.count))
+            results.append(contentsOf: result)
         }
 
         mutating func removeLast(_ count: Int) {
             userIDs.removeLast(count)
             betIDs.removeLast(count)
-            requestHashes.removeLast(count)
+            requestHashes.removeLast(count * RoundStore.requestHashSize)
             gameIDs.removeLast(count)
             kinds.removeLast(count)
             statuses.removeLast(count)
@@ -151,7 +161,9 @@ enum RoundStore {
             seedIDs.removeLast(count)
             nonces.removeLast(count)
             clientSeeds.removeLast(count)
-            results.removeLast(count)
+            results.removeLast(Int(resultLengths.suffix(count).reduce(0, +)))
+            resultStarts.removeLast(count)
+            resultLengths.removeLast(count)
         }
     }
 
@@ -163,16 +175,21 @@ enum RoundStore {
             insertBetsStatement,
             [
                 PostgresArrayParameter(bets.userIDs), PostgresArrayParameter(bets.betIDs),
-                PostgresArrayParameter(bets.requestHashes),
+                bets.requestHashes,
                 PostgresArrayParameter(bets.gameIDs), PostgresArrayParameter(bets.kinds),
                 PostgresArrayParameter(bets.statuses),
                 PostgresArrayParameter(bets.currencies), PostgresArrayParameter(bets.economies),
                 PostgresArrayParameter(bets.wagers),
                 PostgresArrayParameter(bets.payouts), PostgresArrayParameter(bets.seedIDs),
                 PostgresArrayParameter(bets.nonces),
-                PostgresArrayParameter(bets.clientSeeds), PostgresArrayParameter(bets.results),
+                PostgresArrayParameter(bets.clientSeeds), bets.results,
+                PostgresArrayParameter(bets.resultStarts),
+                PostgresArrayParameter(bets.resultLengths),
             ])
     }
+
+    /// A SHA-256 digest's size: each bet's slice of `Bets.requestHashes`.
+    static let requestHashSize = 32
 }
 
 // MARK: - SQL
@@ -226,7 +243,7 @@ extension RoundStore {
     static let storedBetsStatement = PostgresStatement(
         name: "wallet_round_stored_bets",
         sql: """
-            SELECT k.user_id, k.bet_id, b.request_hash, b.result
+            SELECT k.user_id, k.bet_id, decode(b.request_hash, 'hex'), b.result
             FROM unnest($1::uuid[], $2::uuid[]) AS k (user_id, bet_id)
             CROSS JOIN LATERAL (
                 SELECT request_hash, result FROM bets
@@ -268,11 +285,13 @@ extension RoundStore {
         sql: """
             INSERT INTO bets (user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager,
                 payout, seed_id, nonce, client_seed, result)
-            SELECT user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager, payout,
-                nullif(seed_id, -1), nullif(nonce, -1), client_seed, decode(result, 'hex')
-            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                $8::int4[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::text[])
-                AS t (user_id, bet_id, request_hash, game_id, kind, status, currency, economy, wager, payout,
-                    seed_id, nonce, client_seed, result)
+            SELECT user_id, bet_id, encode(substring($3::bytea FROM (position * 32 - 31)::int4 FOR 32), 'hex'),
+                game_id, kind, status, currency, economy, wager, payout, nullif(seed_id, -1), nullif(nonce, -1),
+                client_seed, substring($14::bytea FROM result_start FOR result_length)
+            FROM unnest($1::uuid[], $2::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int4[],
+                $9::int8[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $15::int4[], $16::int4[])
+                WITH ORDINALITY
+                AS t (user_id, bet_id, game_id, kind, status, currency, economy, wager, payout, seed_id, nonce,
+                    client_seed, result_start, result_length, position)
             """)
 }
