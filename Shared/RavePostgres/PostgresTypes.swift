@@ -14,16 +14,38 @@ public struct RaveID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     /// Parses the canonical 36-character form ("4f0c…-…") or 32 bare hex digits; nil for anything else.
     public init?(_ text: some StringProtocol) {
-        var digits: [UInt8] = []
-        digits.reserveCapacity(32)
-        for byte in text.utf8 where byte != UInt8(ascii: "-") {
-            guard let digit = Self.hexValue(byte) else { return nil }
-            digits.append(digit)
+        guard let (high, low) = Self.parse(text.utf8) else { return nil }
+        self.init(high: high, low: low)
+    }
+
+    /// The same for a `String`, the common case: a concrete overload, so the parse is specialized for its UTF-8
+    /// view (through the generic one, every byte went through protocol witnesses).
+    public init?(_ text: String) {
+        guard let (high, low) = Self.parse(text.utf8) else { return nil }
+        self.init(high: high, low: low)
+    }
+
+    /// 32 hex digits, with no dashes or with exactly four anywhere, into the two halves; nil otherwise.
+    private static func parse(_ utf8: some Sequence<UInt8>) -> (high: UInt64, low: UInt64)? {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var digits = 0
+        var dashes = 0
+        for byte in utf8 {
+            if byte == UInt8(ascii: "-") {
+                dashes += 1
+                continue
+            }
+            guard digits < 32, let digit = hexValue(byte) else { return nil }
+            if digits < 16 {
+                high = high << 4 | UInt64(digit)
+            } else {
+                low = low << 4 | UInt64(digit)
+            }
+            digits += 1
         }
-        let dashes = text.utf8.count - digits.count
-        guard digits.count == 32, dashes == 0 || dashes == 4 else { return nil }
-        high = digits[0..<16].reduce(0) { $0 << 4 | UInt64($1) }
-        low = digits[16..<32].reduce(0) { $0 << 4 | UInt64($1) }
+        guard digits == 32, dashes == 0 || dashes == 4 else { return nil }
+        return (high, low)
     }
 
     /// A random version-4 identifier.
