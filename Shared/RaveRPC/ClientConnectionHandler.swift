@@ -27,7 +27,8 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
 
     private struct PendingCall {
         var completion: Completion
-        var deadlineTimer: TimerHandle
+        /// Monotonic nanoseconds; `deadlines` expires the call once it has passed.
+        var deadline: UInt64
     }
 
     let isUsable = Atomic<Bool>(true)
@@ -36,6 +37,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     private var channel: Channel?
     private var decoder = FrameDecoder()
     private var pending: [UInt32: PendingCall] = [:]
+    private var deadlines = ConnectionDeadlines()
     private var handshakeResult: Result<Void, RPCError>?
     private var handshakeWaiter: SignalCompletion?
     private var pings: [UInt64: SignalCompletion] = [:]
@@ -62,11 +64,11 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
             return
         }
         let timeout = call.timeout.nanoseconds
-        let streamID = call.streamID
-        let timer = channel.loop.scheduleTimer(after: timeout) { [self] in
-            cancel(streamID: streamID, code: .deadlineExceeded)
+        let deadline = monotonicNanoseconds() &+ timeout
+        pending[call.streamID] = PendingCall(completion: completion, deadline: deadline)
+        if deadlines.needsArming(for: deadline) {
+            deadlines.arm(at: deadline, on: channel.loop) { [self] in expireCalls() }
         }
-        pending[call.streamID] = PendingCall(completion: completion, deadlineTimer: timer)
         EnvelopeCodec.appendRequest(
             streamID: call.streamID, method: call.method, timeoutMs: UInt32(clamping: timeout / 1_000_000),
             metadata: call.metadata, encodedMetadata: call.encodedMetadata, payload: call.payload, to: &output)
@@ -76,12 +78,23 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     /// Gives up on a call locally and tells the server with CANCEL.
     func cancel(streamID: UInt32, code: StatusCode) {
         guard let call = pending.removeValue(forKey: streamID) else { return }
-        channel?.loop.cancelTimer(call.deadlineTimer)
         let message =
             code == .deadlineExceeded ? "the call's deadline passed" : "the calling task was cancelled"
         call.completion.resume(returning: .failure(RPCError(code, message)))
         if !closed { send(type: .cancel, streamID: streamID, body: []) }
         closeIfDrained()
+    }
+
+    /// Fails the calls whose deadline passed, then arms the connection's timer for the earliest one left.
+    private func expireCalls() {
+        deadlines.fired()
+        let now = monotonicNanoseconds()
+        let due = pending.compactMap { streamID, call in call.deadline <= now ? streamID : nil }
+        for streamID in due { cancel(streamID: streamID, code: .deadlineExceeded) }
+        guard !closed, let channel, let earliest = pending.values.lazy.map(\.deadline).min(),
+            deadlines.needsArming(for: earliest)
+        else { return }
+        deadlines.arm(at: earliest, on: channel.loop) { [self] in expireCalls() }
     }
 
     func ping(_ continuation: SignalCompletion) {
@@ -142,8 +155,8 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
         finishHandshake(.failure(.unavailable(reason, notProcessed: true)))
         let calls = pending
         pending.removeAll()
+        deadlines.cancel(on: channel.loop)
         for (_, call) in calls {
-            channel.loop.cancelTimer(call.deadlineTimer)
             call.completion.resume(returning: .failure(.unavailable(reason)))
         }
         let waiting = pings
@@ -170,7 +183,6 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
             finishHandshake(.success(()))
         case .response:
             guard let call = pending.removeValue(forKey: frame.streamID) else { return }
-            channel?.loop.cancelTimer(call.deadlineTimer)
             call.completion.resume(returning: Self.result(of: frame.body))
             closeIfDrained()
         case .pong:

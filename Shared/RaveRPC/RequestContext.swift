@@ -67,10 +67,21 @@ public struct RequestContext: Sendable {
     public var peer: PeerIdentity
     /// The authenticated caller, from metadata of a trusted peer; nil for anonymous calls.
     public var caller: Caller?
-    public var logger: Logger
+    /// Logs with the call's `request_id`.
+    public var logger: Logger {
+        get { loggerAddsRequestID ? storedLogger.with("request_id", requestID) : storedLogger }
+        set {
+            storedLogger = newValue
+            loggerAddsRequestID = false
+        }
+    }
     /// `metadata` as it arrived on the wire, for proxies that pass it on (empty when the call did not come
     /// from the network).
     public var encodedMetadata: EncodedMetadata
+    /// The server's connection logger, to which `logger` adds the request id only when a handler asks for it:
+    /// most calls never log, and adding it costs an allocation per call.
+    private var storedLogger: Logger
+    private var loggerAddsRequestID = false
 
     public init(
         requestID: String, method: String, deadline: UInt64, metadata: [String: String], peer: PeerIdentity,
@@ -82,8 +93,19 @@ public struct RequestContext: Sendable {
         self.metadata = metadata
         self.peer = peer
         self.caller = caller
-        self.logger = logger
+        self.storedLogger = logger
         self.encodedMetadata = encodedMetadata
+    }
+
+    /// A context whose `logger` is `connectionLogger` with the request id added on first use.
+    init(
+        requestID: String, method: String, deadline: UInt64, metadata: [String: String], peer: PeerIdentity,
+        caller: Caller?, connectionLogger: Logger, encodedMetadata: EncodedMetadata
+    ) {
+        self.init(
+            requestID: requestID, method: method, deadline: deadline, metadata: metadata, peer: peer, caller: caller,
+            logger: connectionLogger, encodedMetadata: encodedMetadata)
+        loggerAddsRequestID = true
     }
 
     /// Nanoseconds until the deadline (0 once it has passed).

@@ -23,8 +23,6 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         var requestID: String
         var startedAt: UInt64
         var deadline: UInt64
-        /// Armed only for calls still running at the end of the loop iteration that started them.
-        var deadlineTimer: TimerHandle?
         var task: Task<Void, Never>?
         /// Cancels a call served by the router's loop fallback (which runs no Task).
         var cancelLoopCall: (() -> Void)?
@@ -53,8 +51,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// a busy client) with the same entries, and comparing their bytes is much cheaper than decoding them.
     private var knownMetadata: EnvelopeCodec.KnownMetadata?
     private var knownCaller: Caller?
-    /// Calls started in this loop iteration whose deadline timer is not armed yet.
-    private var unarmedCalls: [(streamID: UInt32, sequence: UInt64)] = []
+    private var deadlines = ConnectionDeadlines()
     private var lastActivity: UInt64 = 0
     private var idleTimer: TimerHandle?
     private var graceTimer: TimerHandle?
@@ -126,9 +123,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     func channelInactive(_ channel: Channel, error: TransportError?) {
         state = .closed
+        deadlines.cancel(on: channel.loop)
         for (_, call) in calls {
             call.cancelWork()
-            if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
             // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
             router.observer.callFinished(
                 method: call.method, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
@@ -254,27 +251,25 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let requestID = router.nextRequestID()
         calls[streamID] = InFlightCall(
             sequence: sequence, method: request.method, requestID: requestID, startedAt: now, deadline: deadline,
-            deadlineTimer: nil, task: nil)
-        deferDeadlineTimer(streamID: streamID, sequence: sequence)
+            task: nil)
+        if deadlines.needsArming(for: deadline) {
+            deadlines.arm(at: deadline, on: channel.loop) { [self] in expireCalls() }
+        }
 
         let context = RequestContext(
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
             peer: PeerIdentity(
                 address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName),
             caller: request.reusedKnownMetadata ? knownCaller : trustedCaller(request.metadata),
-            logger: logger.with("request_id", requestID),
-            encodedMetadata: request.encodedMetadata)
+            connectionLogger: logger, encodedMetadata: request.encodedMetadata)
         let loop = channel.loop
         let payload = request.payload
-        // Preferring the loop keeps the handler on this thread: no wake-up of another thread to start the
-        // call, none to hand the response back, and a fast handler finishes within this loop iteration.
-        let executor: (any TaskExecutor)? = configuration.runsHandlersOnEventLoop ? loop : nil
         if let loopHandler {
             let finish = { [self] (result: Result<[UInt8], RPCError>) in
                 let response: RpcV1.Response
                 switch result {
                 case .success(let bytes): response = Self.success(bytes)
-                case .failure(let error): response = Self.failure(error, requestID: requestID, logger: context.logger)
+                case .failure(let error): response = Self.failure(error, context: context)
                 }
                 finishCall(streamID: streamID, sequence: sequence, response: response)
             }
@@ -284,12 +279,12 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 return
             }
         }
-        let task = Task(executorPreference: executor) { [self] in
+        let operation: @Sendable () async -> Void = { [self] in
             let response: RpcV1.Response
             do {
                 response = Self.success(try await handler(payload, context))
             } catch {
-                response = Self.failure(error, requestID: requestID, logger: context.logger)
+                response = Self.failure(error, context: context)
             }
             if loop.isInLoop {
                 finishCall(streamID: streamID, sequence: sequence, response: response)
@@ -297,6 +292,15 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 loop.execute { self.finishCall(streamID: streamID, sequence: sequence, response: response) }
             }
         }
+        guard configuration.runsHandlersOnEventLoop else {
+            calls[streamID]?.task = Task(operation: operation)
+            return
+        }
+        // The handler starts right here on the loop thread and, if it suspends, resumes on the loop: no wake-up
+        // of another thread to start the call or to hand the response back, and no trip through the loop's job
+        // queue. A handler that never suspends has answered before this returns, and its call is gone then.
+        // (Made before the assignment: the handler may already change `calls`.)
+        let task = Task.immediateDetached(executorPreference: loop, operation: operation)
         calls[streamID]?.task = task
     }
 
@@ -304,34 +308,14 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         RpcV1.Response(code: .ok, message: "", details: [], notProcessed: false, payload: payload)
     }
 
-    private static func failure(_ error: any Error, requestID: String, logger: Logger) -> RpcV1.Response {
-        let status = RPCError(mapping: error, requestID: requestID)
+    private static func failure(_ error: any Error, context: RequestContext) -> RpcV1.Response {
+        let status = RPCError(mapping: error, requestID: context.requestID)
         if status.code == .internal {
-            logger.error("handler failed", [("error", String(describing: error))])
+            context.logger.error("handler failed", [("error", String(describing: error))])
         }
         return RpcV1.Response(
             code: status.code, message: status.message, details: status.details,
             notProcessed: status.notProcessed, payload: [])
-    }
-
-    /// Arms the call's deadline timer at the end of this loop iteration, if the call is still running then.
-    ///
-    /// Most calls finish within the iteration that started them and so never pay for a timer. The deadline is
-    /// absolute, so arming late does not move it.
-    private func deferDeadlineTimer(streamID: UInt32, sequence: UInt64) {
-        unarmedCalls.append((streamID, sequence))
-        guard unarmedCalls.count == 1 else { return }
-        channel.loop.executeAtEndOfIteration { [self] in armDeadlineTimers() }
-    }
-
-    private func armDeadlineTimers() {
-        for (streamID, sequence) in unarmedCalls {
-            guard let call = calls[streamID], call.sequence == sequence, call.deadlineTimer == nil else { continue }
-            calls[streamID]?.deadlineTimer = channel.loop.scheduleTimer(at: call.deadline) { [self] in
-                expireCall(streamID: streamID, sequence: sequence)
-            }
-        }
-        unarmedCalls.removeAll(keepingCapacity: true)
     }
 
     /// The caller from metadata, trusted only from peers that proved with a certificate to be our services.
@@ -350,19 +334,28 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private func finishCall(streamID: UInt32, sequence: UInt64, response: RpcV1.Response) {
         guard let call = calls[streamID], call.sequence == sequence else { return }
         calls[streamID] = nil
-        if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
         complete(streamID: streamID, call: call, response: response)
     }
 
-    private func expireCall(streamID: UInt32, sequence: UInt64) {
-        guard let call = calls[streamID], call.sequence == sequence else { return }
-        cancelCall(streamID: streamID, code: .deadlineExceeded, message: "the deadline passed before the call finished")
+    /// Answers DEADLINE_EXCEEDED for the calls whose deadline passed, then arms the connection's timer for the
+    /// earliest deadline left.
+    private func expireCalls() {
+        deadlines.fired()
+        let now = monotonicNanoseconds()
+        let due = calls.compactMap { streamID, call in call.deadline <= now ? streamID : nil }
+        for streamID in due {
+            cancelCall(
+                streamID: streamID, code: .deadlineExceeded, message: "the deadline passed before the call finished")
+        }
+        guard state != .closed, let earliest = calls.values.lazy.map(\.deadline).min(),
+            deadlines.needsArming(for: earliest)
+        else { return }
+        deadlines.arm(at: earliest, on: channel.loop) { [self] in expireCalls() }
     }
 
     private func cancelCall(streamID: UInt32, code: StatusCode, message: String) {
         guard let call = calls.removeValue(forKey: streamID) else { return }
         call.cancelWork()
-        if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
         complete(
             streamID: streamID, call: call,
             response: RpcV1.Response(code: code, message: message, details: [], notProcessed: false, payload: []))
@@ -483,9 +476,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             output.removeAll()
         }
         state = .closed
+        deadlines.cancel(on: channel.loop)
         for (_, call) in calls {
             call.cancelWork()
-            if let timer = call.deadlineTimer { channel.loop.cancelTimer(timer) }
             // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
             router.observer.callFinished(
                 method: call.method, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)

@@ -82,6 +82,9 @@ final class ProxiedCall: @unchecked Sendable {
     private let releasesProtection: Bool
     private let board: BoardRouting?
     private var cancelled = false
+    /// Whether the current attempt's completion ran (it may run before `startCall` returns): a field rather
+    /// than a captured local, which would cost a heap box per call.
+    private var answered = false
     private var attempt: (connection: RPCConnection, streamID: UInt32)?
     private var retry: Task<Void, Never>?
 
@@ -118,7 +121,7 @@ final class ProxiedCall: @unchecked Sendable {
         let options = CallOptions(
             timeout: .nanoseconds(Int64(deadline > now ? deadline - now : 0)), maxRetries: 0,
             encodedMetadata: metadata)
-        var answered = false
+        answered = false
         let streamID = connection.startCall(method: method, request: request, options: options) { [self] result in
             answered = true
             attempt = nil
