@@ -89,7 +89,9 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     private func expireCalls() {
         deadlines.fired()
         let now = monotonicNanoseconds()
-        let due = pending.compactMap { streamID, call in call.deadline <= now ? streamID : nil }
+        // Earliest deadline first (a late timer may find several due), as separate timers would have fired.
+        let due = pending.filter { $0.value.deadline <= now }
+            .sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }.map(\.key)
         for streamID in due { cancel(streamID: streamID, code: .deadlineExceeded) }
         guard !closed, let channel, let earliest = pending.values.lazy.map(\.deadline).min(),
             deadlines.needsArming(for: earliest)

@@ -342,7 +342,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private func expireCalls() {
         deadlines.fired()
         let now = monotonicNanoseconds()
-        let due = calls.compactMap { streamID, call in call.deadline <= now ? streamID : nil }
+        // Earliest deadline first (a late timer may find several due): answers go out in deadline order.
+        let due = calls.filter { $0.value.deadline <= now }
+            .sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }.map(\.key)
         for streamID in due {
             cancelCall(
                 streamID: streamID, code: .deadlineExceeded, message: "the deadline passed before the call finished")
