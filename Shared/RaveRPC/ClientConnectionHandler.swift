@@ -88,15 +88,11 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     /// Fails the calls whose deadline passed, then arms the connection's timer for the earliest one left.
     private func expireCalls() {
         deadlines.fired()
-        let now = monotonicNanoseconds()
-        // Earliest deadline first (a late timer may find several due), as separate timers would have fired.
-        let due = pending.filter { $0.value.deadline <= now }
-            .sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }.map(\.key)
-        for streamID in due { cancel(streamID: streamID, code: .deadlineExceeded) }
-        guard !closed, let channel, let earliest = pending.values.lazy.map(\.deadline).min(),
-            deadlines.needsArming(for: earliest)
-        else { return }
-        deadlines.arm(at: earliest, on: channel.loop) { [self] in expireCalls() }
+        for streamID in ConnectionDeadlines.due(in: pending, deadline: \.deadline) {
+            cancel(streamID: streamID, code: .deadlineExceeded)
+        }
+        guard !closed, let channel else { return }
+        deadlines.arm(forEarliestOf: pending.values.lazy.map(\.deadline), on: channel.loop) { [self] in expireCalls() }
     }
 
     func ping(_ continuation: SignalCompletion) {

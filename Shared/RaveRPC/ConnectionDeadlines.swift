@@ -26,6 +26,25 @@ struct ConnectionDeadlines {
         timer = loop.scheduleTimer(at: deadline, expire)
     }
 
+    /// Arms the timer for the earliest of `deadlines` (the calls still waiting after `expire`), if any.
+    mutating func arm(
+        forEarliestOf deadlines: some Sequence<UInt64>, on loop: EventLoop, expire: @escaping () -> Void
+    ) {
+        guard let earliest = deadlines.min(), needsArming(for: earliest) else { return }
+        arm(at: earliest, on: loop, expire: expire)
+    }
+
+    /// The stream ids of `calls` whose deadline has passed, earliest deadline first: a timer that fires late may
+    /// find several due, and they are answered in the order separate timers would have fired.
+    static func due<Call>(in calls: [UInt32: Call], deadline: (Call) -> UInt64) -> [UInt32] {
+        let now = monotonicNanoseconds()
+        return calls.compactMap { streamID, call in
+            let due = deadline(call)
+            return due <= now ? (streamID, due) : nil
+        }
+        .sorted { ($0.1, $0.0) < ($1.1, $1.0) }.map(\.0)
+    }
+
     /// Records that the timer fired; call first thing in `expire`.
     mutating func fired() {
         armedDeadline = .max

@@ -78,8 +78,8 @@ public struct RequestContext: Sendable {
     /// `metadata` as it arrived on the wire, for proxies that pass it on (empty when the call did not come
     /// from the network).
     public var encodedMetadata: EncodedMetadata
-    /// The server's connection logger, to which `logger` adds the request id only when a handler asks for it:
-    /// most calls never log, and adding it costs an allocation per call.
+    /// The server's connection logger, to which `logger` adds the request id each time a handler asks for it:
+    /// most calls never log, and adding it costs an allocation.
     private var storedLogger: Logger
     private var loggerAddsRequestID = false
 
@@ -97,7 +97,7 @@ public struct RequestContext: Sendable {
         self.encodedMetadata = encodedMetadata
     }
 
-    /// A context whose `logger` is `connectionLogger` with the request id added on first use.
+    /// A context whose `logger` is `connectionLogger` with the request id added when it is read.
     init(
         requestID: String, method: String, deadline: UInt64, metadata: [String: String], peer: PeerIdentity,
         caller: Caller?, connectionLogger: Logger, encodedMetadata: EncodedMetadata

@@ -188,16 +188,20 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         guard calls[streamID] == nil else {
             throw .invalidArgument("stream id \(streamID) is already in flight")
         }
-        var request: EnvelopeCodec.Request
+        let request: EnvelopeCodec.Request
+        let caller: Caller?
         switch EnvelopeCodec.decodeRequest(body, known: knownMetadata) {
         case .success(let decoded):
             request = decoded
-            let entries = decoded.encodedMetadata.bytes
-            if !decoded.reusedKnownMetadata && !entries.isEmpty && entries.count <= Self.knownMetadataLimit {
-                knownMetadata = EnvelopeCodec.KnownMetadata(bytes: Array(entries), dictionary: decoded.metadata)
-                knownCaller = trustedCaller(decoded.metadata)
-                // From here on the request's metadata is the known one, and so is its caller.
-                request.reusedKnownMetadata = true
+            if decoded.reusedKnownMetadata {
+                caller = knownCaller
+            } else {
+                caller = trustedCaller(decoded.metadata)
+                let entries = decoded.encodedMetadata.bytes
+                if !entries.isEmpty && entries.count <= Self.knownMetadataLimit {
+                    knownMetadata = EnvelopeCodec.KnownMetadata(bytes: Array(entries), dictionary: decoded.metadata)
+                    knownCaller = caller
+                }
             }
         case .failure(let error):
             // The stream id is usable, so answer on the stream and keep the connection.
@@ -231,12 +235,12 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         highestStreamID = max(highestStreamID, streamID)
         // The built-in Health check always runs as written; every other method may be served on the loop.
         start(
-            streamID: streamID, request: request, handler: handler,
+            streamID: streamID, request: request, caller: caller, handler: handler,
             loopHandler: request.method == HealthCheck.methodName ? nil : router.loopFallback)
     }
 
     private func start(
-        streamID: UInt32, request: EnvelopeCodec.Request, handler: @escaping RPCMethod.Handler,
+        streamID: UInt32, request: EnvelopeCodec.Request, caller: Caller?, handler: @escaping RPCMethod.Handler,
         loopHandler: RPCLoopHandler?
     ) {
         router.observer.callStarted(method: request.method)
@@ -260,7 +264,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
             peer: PeerIdentity(
                 address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName),
-            caller: request.reusedKnownMetadata ? knownCaller : trustedCaller(request.metadata),
+            caller: caller,
             connectionLogger: logger, encodedMetadata: request.encodedMetadata)
         let loop = channel.loop
         let payload = request.payload
@@ -341,18 +345,12 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// earliest deadline left.
     private func expireCalls() {
         deadlines.fired()
-        let now = monotonicNanoseconds()
-        // Earliest deadline first (a late timer may find several due): answers go out in deadline order.
-        let due = calls.filter { $0.value.deadline <= now }
-            .sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }.map(\.key)
-        for streamID in due {
+        for streamID in ConnectionDeadlines.due(in: calls, deadline: \.deadline) {
             cancelCall(
                 streamID: streamID, code: .deadlineExceeded, message: "the deadline passed before the call finished")
         }
-        guard state != .closed, let earliest = calls.values.lazy.map(\.deadline).min(),
-            deadlines.needsArming(for: earliest)
-        else { return }
-        deadlines.arm(at: earliest, on: channel.loop) { [self] in expireCalls() }
+        guard state != .closed else { return }
+        deadlines.arm(forEarliestOf: calls.values.lazy.map(\.deadline), on: channel.loop) { [self] in expireCalls() }
     }
 
     private func cancelCall(streamID: UInt32, code: StatusCode, message: String) {

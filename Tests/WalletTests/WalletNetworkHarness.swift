@@ -17,27 +17,7 @@ import Glibc
 enum WalletNetworkHarness {
     /// Creates an empty database, passes its URL to `body`, and drops it afterwards.
     static func withDatabase(prefix: String, _ body: (String) async throws -> Void) async throws {
-        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
-            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
-            return
-        }
-        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL") }
-        let name = prefix + RaveID.random().hex.prefix(16)
-        let admin = try await PostgresConnection.connect(to: serverURL, on: WalletFixture.group.next())
-        try await admin.runScript("CREATE DATABASE \(name)")
-        admin.close()
-        func drop() async throws {
-            let admin = try await PostgresConnection.connect(to: serverURL, on: WalletFixture.group.next())
-            defer { admin.close() }
-            try await admin.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        }
-        do {
-            try await body(serverURL[..<slash] + "/" + name)
-            try await drop()
-        } catch {
-            try? await drop()
-            throw error
-        }
+        try await ScratchDatabase.with(prefix: prefix, body)
     }
 
     /// A fresh directory with a development CA and a certificate per name.

@@ -2,6 +2,7 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 import RaveTelemetry
+import RaveTestSupport
 import RaveTransport
 import Testing
 
@@ -13,14 +14,8 @@ import Glibc
 
 /// A throwaway database with the wallet's migrations applied, plus the services and callers tests use.
 struct WalletFixture {
-    /// One loop group shared by every test; tests stay independent through their own databases.
-    static let group: EventLoopGroup = {
-        do {
-            return try EventLoopGroup(loopCount: 2)
-        } catch {
-            preconditionFailure("cannot start the test event loops: \(error)")
-        }
-    }()
+    /// The loops every test's connections run on; tests stay independent through their own databases.
+    static var group: EventLoopGroup { ScratchDatabase.group }
 
     let pool: PostgresPool
     let dependencies: WalletDependencies
@@ -36,36 +31,15 @@ struct WalletFixture {
     static func with<Result>(
         migratedUpTo lastVersion: Int64? = nil, _ body: (WalletFixture) async throws -> Result
     ) async throws -> Result {
-        guard let serverURL = getenv("RAVE_TEST_POSTGRES_URL").map({ String(cString: $0) }) else {
-            Issue.record("RAVE_TEST_POSTGRES_URL is not set: run the tests through scripts/with-postgres.sh")
-            throw PostgresError(.client, "RAVE_TEST_POSTGRES_URL is not set")
-        }
-        let name = "rave_wallet_test_" + RaveID.random().hex.prefix(16)
-        let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
-        try await admin.runScript("CREATE DATABASE \(name)")
-        admin.close()
-        guard let slash = serverURL.lastIndex(of: "/") else { throw PostgresError(.client, "bad URL") }
-        var configuration = PostgresPool.Configuration(connectionString: serverURL[..<slash] + "/" + name)
-        configuration.size = 8
-        let pool = try PostgresPool(configuration: configuration, group: group)
-        func drop() async throws {
-            pool.shutdown()
-            let admin = try await PostgresConnection.connect(to: serverURL, on: group.next())
-            defer { admin.close() }
-            try await admin.runScript("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        }
-        do {
+        try await ScratchDatabase.with(prefix: "rave_wallet_test_") { url in
+            let pool = try ScratchDatabase.pool(url: url)
+            defer { pool.shutdown() }
             let shipped = try Migrator(pool: pool, directory: WalletMain.migrationsDirectory).migrations
             _ = try await Migrator(pool: pool, migrations: shipped.filter { $0.version <= lastVersion ?? .max })
                 .migrate()
             let fixture = WalletFixture(pool: pool, dependencies: WalletDependencies(pool: pool))
             try await fixture.setUpCatalog()
-            let result = try await body(fixture)
-            try await drop()
-            return result
-        } catch {
-            try? await drop()
-            throw error
+            return try await body(fixture)
         }
     }
 

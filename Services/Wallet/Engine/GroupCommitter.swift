@@ -141,21 +141,11 @@ final class GroupCommitter: Sendable {
 
     /// Settles a round in bulk; when that fails (a declined round, a lock conflict, a lost connection) nothing
     /// of it was acknowledged, so it is settled again unit by unit, where replays answer for whatever committed.
-    ///
-    /// The first attempt does not look for replays (`BulkRound.settle(_:on:lookingForReplays:)`); a round that
-    /// held one fails on the stored id and is settled in bulk again, looking for them.
     private func runRound(_ batch: [Pending]) async {
         let units = batch.map(\.unit)
         var outcomes: [Result<[WalletV1.BetResult], any Error>]
         do {
-            do {
-                outcomes = try await pool.withConnection { connection in
-                    try await bulk.settle(units, on: connection, lookingForReplays: false)
-                }
-            } catch let error where BulkRound.isReplay(error) {
-                replayRetries.add(1, ordering: .relaxed)
-                outcomes = try await pool.withConnection { connection in try await bulk.settle(units, on: connection) }
-            }
+            outcomes = try await settleInBulk(units)
         } catch {
             unitByUnitRounds.add(1, ordering: .relaxed)
             do {
@@ -167,6 +157,21 @@ final class GroupCommitter: Sendable {
             }
         }
         for (pending, outcome) in zip(batch, outcomes) { pending.complete(outcome) }
+    }
+
+    /// The round in bulk, looking for replays only when needed.
+    ///
+    /// The first attempt does not look for them (`BulkRound.settle(_:on:lookingForReplays:)`); a round that held
+    /// one fails on the stored id and is settled in bulk again, looking for them.
+    private func settleInBulk(_ units: [[PreparedBet]]) async throws -> [Result<[WalletV1.BetResult], any Error>] {
+        do {
+            return try await pool.withConnection { connection in
+                try await bulk.settle(units, on: connection, lookingForReplays: false)
+            }
+        } catch let error where BulkRound.isReplay(error) {
+            replayRetries.add(1, ordering: .relaxed)
+            return try await pool.withConnection { connection in try await bulk.settle(units, on: connection) }
+        }
     }
 
     /// The round in one transaction, each unit under its own savepoint so a failing unit rolls back alone.
