@@ -3,8 +3,8 @@ import RavePostgres
 /// The SQL of a group-commit round settled in bulk: one pipelined round trip reads and locks what the round's
 /// bets touch, a second one writes every row of the round and commits.
 ///
-/// Each statement takes whole columns as arrays (`unnest`), so its cost per bet is a few rows of server work, not
-/// a round trip. Arrays carry no NULLs here: -1 stands for "none" where a column may be NULL (seed ids, nonces
+/// Each statement takes whole columns as arrays (`unnest`; RavePostgres writes an array parameter in one pass),
+/// so its cost per bet is a few rows of server work, not a round trip. Arrays carry no NULLs here: -1 stands for "none" where a column may be NULL (seed ids, nonces
 /// and balances are never negative). Byte columns travel as one bytea of all their values end to end, cut apart
 /// with `substring` (no hex to write in Swift and decode in SQL); the request hash column stays hex text, which
 /// PostgreSQL writes (`encode`), so wallets of earlier releases read and write the same rows during a rolling
@@ -13,9 +13,7 @@ enum RoundStore {
     /// Locks (or creates) the active seed of every user: the row lock orders this round after any other
     /// transaction that uses the same seeds, in this process or another.
     static func lockSeeds(users: [RaveID], freshSeeds: [String], freshHashes: [String]) -> PostgresQuery {
-        PostgresQuery(
-            lockSeedsStatement,
-            [PostgresArrayParameter(users), PostgresArrayParameter(freshSeeds), PostgresArrayParameter(freshHashes)])
+        PostgresQuery(lockSeedsStatement, [users, freshSeeds, freshHashes])
     }
 
     /// Locks the player accounts the round's bets draw from, in account id order, and reads their balances;
@@ -24,21 +22,20 @@ enum RoundStore {
         PostgresQuery(
             lockAccountsStatement,
             [
-                PostgresArrayParameter(keys.map { $0.kind.rawValue }), PostgresArrayParameter(keys.map { $0.userID }),
-                PostgresArrayParameter(keys.map { $0.gameID }), PostgresArrayParameter(keys.map { $0.currency }),
-                PostgresArrayParameter(keys.map { $0.economy }),
+                keys.map { $0.kind.rawValue }, keys.map { $0.userID }, keys.map { $0.gameID },
+                keys.map { $0.currency }, keys.map { $0.economy },
             ])
     }
 
     /// The bets of the round already stored (replays), read after the seed locks so nothing of this user can be
     /// committed in between.
     static func storedBets(users: [RaveID], betIDs: [RaveID]) -> PostgresQuery {
-        PostgresQuery(storedBetsStatement, [PostgresArrayParameter(users), PostgresArrayParameter(betIDs)])
+        PostgresQuery(storedBetsStatement, [users, betIDs])
     }
 
     /// Moves each seed's next nonce past the nonces the round used.
     static func advanceNonces(seedIDs: [Int64], nextNonces: [Int64]) -> PostgresQuery {
-        PostgresQuery(advanceNoncesStatement, [PostgresArrayParameter(seedIDs), PostgresArrayParameter(nextNonces)])
+        PostgresQuery(advanceNoncesStatement, [seedIDs, nextNonces])
     }
 
     /// One row per transfer of the round, column by column.
@@ -87,17 +84,15 @@ enum RoundStore {
         PostgresQuery(
             insertTransfersStatement,
             [
-                PostgresArrayParameter(transfers.codes), PostgresArrayParameter(transfers.fromAccounts),
-                PostgresArrayParameter(transfers.toAccounts), PostgresArrayParameter(transfers.amounts),
-                PostgresArrayParameter(transfers.fromBalancesAfter), PostgresArrayParameter(transfers.toBalancesAfter),
-                PostgresArrayParameter(transfers.userIDs), PostgresArrayParameter(transfers.betIDs),
+                transfers.codes, transfers.fromAccounts, transfers.toAccounts, transfers.amounts,
+                transfers.fromBalancesAfter, transfers.toBalancesAfter, transfers.userIDs, transfers.betIDs,
             ])
     }
 
     /// Adds each account's net movement of the round to its balance; `player_balance_not_negative` still
     /// guards the result in the database.
     static func moveBalances(accountIDs: [Int64], deltas: [Int64]) -> PostgresQuery {
-        PostgresQuery(moveBalancesStatement, [PostgresArrayParameter(accountIDs), PostgresArrayParameter(deltas)])
+        PostgresQuery(moveBalancesStatement, [accountIDs, deltas])
     }
 
     /// One row per bet of the round, column by column.
@@ -174,17 +169,9 @@ enum RoundStore {
         PostgresQuery(
             insertBetsStatement,
             [
-                PostgresArrayParameter(bets.userIDs), PostgresArrayParameter(bets.betIDs),
-                bets.requestHashes,
-                PostgresArrayParameter(bets.gameIDs), PostgresArrayParameter(bets.kinds),
-                PostgresArrayParameter(bets.statuses),
-                PostgresArrayParameter(bets.currencies), PostgresArrayParameter(bets.economies),
-                PostgresArrayParameter(bets.wagers),
-                PostgresArrayParameter(bets.payouts), PostgresArrayParameter(bets.seedIDs),
-                PostgresArrayParameter(bets.nonces),
-                PostgresArrayParameter(bets.clientSeeds), bets.results,
-                PostgresArrayParameter(bets.resultStarts),
-                PostgresArrayParameter(bets.resultLengths),
+                bets.userIDs, bets.betIDs, bets.requestHashes, bets.gameIDs, bets.kinds, bets.statuses,
+                bets.currencies, bets.economies, bets.wagers, bets.payouts, bets.seedIDs, bets.nonces,
+                bets.clientSeeds, bets.results, bets.resultStarts, bets.resultLengths,
             ])
     }
 
