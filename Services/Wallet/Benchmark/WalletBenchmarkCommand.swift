@@ -15,10 +15,8 @@ enum WalletBenchmarkCommand {
     /// One run: the baseline and both measurements, taken back to back on the same server.
     struct Run {
         var pgbenchTPS: Double
-        var single: LoadMeasurement
-        var batches: LoadMeasurement
-        var singleCPU: CPUTime
-        var batchesCPU: CPUTime
+        var single: WalletBenchmark.Measured
+        var batches: WalletBenchmark.Measured
     }
 
     static func run(environment: [String: String]) async -> Int32 {
@@ -60,15 +58,13 @@ enum WalletBenchmarkCommand {
                 ])
                 let single = try await benchmark.measureSingleBets()
                 let batches = try await benchmark.measureBatches()
-                let run = Run(
-                    pgbenchTPS: tps(in: output), single: single.load, batches: batches.load, singleCPU: single.cpu,
-                    batchesCPU: batches.cpu)
+                let run = Run(pgbenchTPS: tps(in: output), single: single, batches: batches)
                 print(
                     "run \(index)/\(runCount): pgbench -N \(Int(run.pgbenchTPS)) tps; "
-                        + run.single.summaryLine(concurrency: parameters.singleConcurrency) + ", "
-                        + run.singleCPU.perBetLine(bets: run.single.calls) + "; "
-                        + run.batches.summaryLine(concurrency: parameters.batchConcurrency) + ", "
-                        + run.batchesCPU.perBetLine(bets: run.batches.calls))
+                        + single.load.summaryLine(concurrency: parameters.singleConcurrency) + ", "
+                        + single.perBetLine + "; "
+                        + batches.load.summaryLine(concurrency: parameters.batchConcurrency) + ", "
+                        + batches.perBetLine)
                 runs.append(run)
             }
             let problems = try await benchmark.ledgerProblems()
@@ -78,9 +74,12 @@ enum WalletBenchmarkCommand {
             let path = environment["RAVE_BENCH_OUT"] ?? ".bench/wallet.json"
             try FileManager.default.createDirectory(
                 atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try json(runs, parameters: parameters, fallbacks: fallbacks).write(
+            try json(
+                runs, parameters: parameters, lanes: dependencies.committer.laneCount,
+                fallbacks: fallbacks
+            ).write(
                 toFile: path, atomically: true, encoding: .utf8)
-            let failed = runs.contains { $0.single.errors > 0 || $0.batches.errors > 0 }
+            let failed = runs.contains { $0.single.load.errors > 0 || $0.batches.load.errors > 0 }
             return failed || problems != nil ? 1 : 0
         } catch {
             print("wallet bench failed: \(error)")
@@ -95,7 +94,7 @@ enum WalletBenchmarkCommand {
             let batches = try await benchmark.measureBatches()
             print(
                 "run \(index)/\(runs): " + batches.load.summaryLine(concurrency: concurrency) + ", "
-                    + batches.cpu.perBetLine(bets: batches.load.calls))
+                    + batches.perBetLine)
             failed = failed || batches.load.errors > 0
         }
         return failed ? 1 : 0
@@ -154,8 +153,8 @@ enum WalletBenchmarkCommand {
     /// A human summary: medians against the targets.
     static func summary(_ runs: [Run]) -> String {
         let baseline = median(runs.map(\.pgbenchTPS))
-        let single = medianRun(runs) { $0.single }
-        let batches = medianRun(runs) { $0.batches }
+        let single = medianRun(runs) { $0.single.load }
+        let batches = medianRun(runs) { $0.batches.load }
         func line(_ measurement: LoadMeasurement, target: Double) -> String {
             let rate = Int(measurement.perSecond.rounded())
             let ratio = baseline > 0 ? measurement.perSecond / baseline : 0
@@ -168,18 +167,21 @@ enum WalletBenchmarkCommand {
     }
 
     /// The machine-readable results `make bench` collects.
-    static func json(_ runs: [Run], parameters: WalletBenchmark.Parameters, fallbacks: Int) -> String {
+    static func json(
+        _ runs: [Run], parameters: WalletBenchmark.Parameters, lanes: Int, fallbacks: Int
+    ) -> String {
         let baseline = median(runs.map(\.pgbenchTPS))
-        let single = medianRun(runs) { $0.single }
-        let batches = medianRun(runs) { $0.batches }
+        let single = medianRun(runs) { $0.single.load }
+        let batches = medianRun(runs) { $0.batches.load }
         let all = runs.map { run in
-            "{\"pgbench_tps\":\(run.pgbenchTPS),\"single\":\(run.single.jsonObject),"
-                + "\"batches\":\(run.batches.jsonObject),\"single_cpu\":\(run.singleCPU.jsonObject),"
-                + "\"batches_cpu\":\(run.batchesCPU.jsonObject)}"
+            "{\"pgbench_tps\":\(run.pgbenchTPS),\"single\":\(run.single.load.jsonObject),"
+                + "\"batches\":\(run.batches.load.jsonObject),\"single_cpu\":\(run.single.cpu.jsonObject),"
+                + "\"batches_cpu\":\(run.batches.cpu.jsonObject),\"batch_rounds\":\(run.batches.rounds)}"
         }
         return "{\"benchmark\":\"wallet\",\"mode\":\"in-process handlers, real PostgreSQL, backed real-money bets\","
             + "\"parameters\":{\"seconds\":\(parameters.seconds),\"single_concurrency\":\(parameters.singleConcurrency),"
             + "\"batch_concurrency\":\(parameters.batchConcurrency),\"batch_size\":\(parameters.batchSize),"
+            + "\"lanes\":\(lanes),"
             + "\"baseline\":\"pgbench -N -c 16 -j 2\"},"
             + "\"median\":{\"pgbench_tps\":\(baseline),\"single\":\(single.jsonObject),"
             + "\"batches\":\(batches.jsonObject),\"batches_vs_pgbench\":"

@@ -31,9 +31,11 @@ final class GroupCommitter: Sendable {
     let unitByUnitRounds = Atomic<Int>(0)
     /// Rounds settled a second time in bulk because they held a replayed bet id.
     let replayRetries = Atomic<Int>(0)
+    /// Rounds run so far: bets settled divided by this is the mean round size.
+    let roundsRun = Atomic<Int>(0)
     let maximumBetsPerRound: Int
     private let lanes: Mutex<[Lane]>
-    private let laneCount: Int
+    let laneCount: Int
 
     init(pool: PostgresPool, engine: BetEngine, laneCount: Int = 4, maximumBetsPerRound: Int = 1_000) {
         self.pool = pool
@@ -135,6 +137,7 @@ final class GroupCommitter: Sendable {
                 return taken
             }
             if batch.isEmpty { return }
+            roundsRun.add(1, ordering: .relaxed)
             await runRound(batch)
         }
     }
