@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import RaveRPC
 import RaveServices
@@ -6,15 +7,31 @@ import RaveTransport
 import RaveWire
 import Synchronization
 
-/// Development certificates in a fresh temporary directory, one per test.
+/// Development certificates for the tests of this process.
 struct TestCertificates {
     let directory: String
 
-    init() throws {
+    /// The dev CA and the "echo" and "client" certificates, written once per test process into a directory that
+    /// is removed when the process exits: a directory per test was never removed (thousands piled up in /tmp),
+    /// and deleting one when its test's value goes away could pull files from under a server still reading them.
+    private static let shared = Result { () throws -> String in
         var template = Array("/tmp/rave-rpc-tests-XXXXXX".utf8CString)
         guard let path = mkdtemp(&template) else { throw TestFailure("mkdtemp failed") }
-        directory = String(cString: path)
+        let directory = String(cString: path)
         try DevelopmentCertificates.write(to: directory, services: ["echo", "client"])
+        removedAtExit.withLock { $0 = directory }
+        atexit {
+            if let directory = TestCertificates.removedAtExit.withLock({ $0 }) {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
+        return directory
+    }
+
+    private static let removedAtExit = Mutex<String?>(nil)
+
+    init() throws {
+        directory = try Self.shared.get()
     }
 
     func serverTLS(requireClientCertificate: Bool = false) throws -> TLSContext {
