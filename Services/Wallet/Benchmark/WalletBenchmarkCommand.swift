@@ -7,7 +7,7 @@ import RaveTransport
 /// `pgbench -N -c 16 -j 2` on the same database as the baseline of each run.
 ///
 /// `RAVE_BENCH_SECONDS` (default 5), `RAVE_BENCH_RUNS` (3), `RAVE_BENCH_CONCURRENCY` (50 single bets in flight),
-/// `RAVE_BENCH_BATCH_CONCURRENCY` (8 batches in flight), `RAVE_BENCH_BATCH_SIZE` (50) and the service's own
+/// `RAVE_BENCH_BATCH_CONCURRENCY` (16 batches in flight, as many as pgbench's clients), `RAVE_BENCH_BATCH_SIZE` (50) and the service's own
 /// `RAVE_WALLET_LANES` tune it (`RAVE_BENCH_ONLY=batches` measures batches alone); medians go to
 /// stdout and, with every run, to `.bench/wallet.json` (or `RAVE_BENCH_OUT`). Exits non-zero when a call failed
 /// or the ledger does not balance afterwards.
