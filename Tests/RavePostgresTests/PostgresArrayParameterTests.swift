@@ -30,6 +30,24 @@ import Testing
                 == PostgresValue(type: .uuidArray, bytes: int32s(1, 0, 2950, 1, 1, 16) + Array(1...16)))
     }
 
+    /// Plain arrays of the common element types take specialized loops (`Array.postgresValue`); passed as query
+    /// parameters (existentials) they must write exactly what the generic encoder writes.
+    @Test func plainArraysOfEachCommonTypeWriteWhatTheGenericEncoderWrites() {
+        let id = RaveID(high: 0x0102_0304_0506_0708, low: 0x090a_0b0c_0d0e_0f10)
+        let columns: [(plain: any PostgresEncodable, generic: PostgresValue?)] = [
+            (["ab", "", "ü"], PostgresArrayParameter(["ab", "", "ü"]).postgresValue),
+            ([Int64.min, 0, 7], PostgresArrayParameter([Int64.min, 0, 7]).postgresValue),
+            ([Int32(-5), 9], PostgresArrayParameter([Int32(-5), 9]).postgresValue),
+            ([Int.max, -1], PostgresArrayParameter([Int.max, -1]).postgresValue),
+            ([id, RaveID(high: 0, low: 1)], PostgresArrayParameter([id, RaveID(high: 0, low: 1)]).postgresValue),
+            ([String](), PostgresArrayParameter([String]()).postgresValue),
+        ]
+        for column in columns {
+            #expect(column.plain.postgresValue == column.generic, "\(type(of: column.plain))")
+        }
+        #expect(([Int(3)] as any PostgresEncodable).postgresValue?.type == .int8Array)
+    }
+
     @Test func aNullElementSetsTheHeadersNullFlag() {
         let value = PostgresArrayParameter([Tagged(number: 3), Tagged(number: nil)]).postgresValue
         #expect(value == PostgresValue(type: .int8Array, bytes: int32s(1, 1, 20, 2, 1, 8, 0, 3, -1)))
