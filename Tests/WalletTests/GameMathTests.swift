@@ -79,6 +79,24 @@ import Testing
         #expect(a.allSatisfy { (0..<37).contains($0) })
     }
 
+    /// The published scheme: a bet draws from HMAC-SHA256(server seed, "client seed:nonce"), then from
+    /// "client seed:nonce:round" blocks, 32-bit big-endian words in order; a player's own verifier relies on it.
+    @Test func fairRandomDrawsFromTheDocumentedMessages() {
+        let cases: [(client: String, nonce: Int64, round: Int?)] = [
+            ("abc", 0, nil), ("", 1, nil), ("ünï:code", 1_234_567_890_123, 3), ("x", .max, 12),
+        ]
+        for (client, nonce, round) in cases {
+            let text = round.map { "\(client):\(nonce):\($0)" } ?? "\(client):\(nonce)"
+            #expect(FairRandom.message(client, nonce, round: round) == Array(text.utf8))
+        }
+        let seed = Array(repeating: UInt8(7), count: 32)
+        let block = Crypto.hmacSHA256(key: seed, message: Array("abc:1".utf8))
+        let firstWord = block[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        var random = FairRandom(serverSeed: seed, clientSeed: "abc", nonce: 1)
+        // Below 2^32 - 1 every word but the largest is accepted as it is.
+        #expect(random.next(below: Int(UInt32.max)) == Int(firstWord))
+    }
+
     @Test func hmacMatchesTheRFC4231Vector() {
         // RFC 4231 test case 2.
         let digest = Crypto.hmacSHA256(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))

@@ -4,29 +4,34 @@ import COpenSSL
 enum Crypto {
     /// SHA-256 of `bytes`.
     static func sha256(_ bytes: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let succeeded = bytes.withUnsafeBytes { raw in
-            EVP_Digest(raw.baseAddress, raw.count, &digest, &length, EVP_sha256(), nil) == 1
+        // Written straight into the result (SHA-256 writes exactly 32 bytes): every bet hashes its request.
+        [UInt8](unsafeUninitializedCapacity: 32) { digest, count in
+            var length: UInt32 = 0
+            let succeeded = bytes.withUnsafeBytes { raw in
+                EVP_Digest(raw.baseAddress, raw.count, digest.baseAddress, &length, EVP_sha256(), nil) == 1
+            }
+            precondition(
+                succeeded && length == 32, "OpenSSL's SHA-256 failed, which only happens when out of memory")
+            count = 32
         }
-        precondition(succeeded && length == 32, "OpenSSL's SHA-256 failed, which only happens when out of memory")
-        return Array(digest.prefix(32))
     }
 
     /// HMAC-SHA256 of `message` under `key`.
     static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let result = key.withUnsafeBytes { keyBytes in
-            message.withUnsafeBytes { messageBytes in
-                HMAC(
-                    EVP_sha256(), keyBytes.baseAddress, Int32(keyBytes.count),
-                    messageBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), messageBytes.count, &digest,
-                    &length)
+        [UInt8](unsafeUninitializedCapacity: 32) { digest, count in
+            var length: UInt32 = 0
+            let result = key.withUnsafeBytes { keyBytes in
+                message.withUnsafeBytes { messageBytes in
+                    HMAC(
+                        EVP_sha256(), keyBytes.baseAddress, Int32(keyBytes.count),
+                        messageBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), messageBytes.count,
+                        digest.baseAddress, &length)
+                }
             }
+            precondition(
+                result != nil && length == 32, "OpenSSL's HMAC failed, which only happens when out of memory")
+            count = 32
         }
-        precondition(result != nil && length == 32, "OpenSSL's HMAC failed, which only happens when out of memory")
-        return Array(digest.prefix(32))
     }
 
     /// `count` bytes from OpenSSL's CSPRNG.
@@ -71,7 +76,33 @@ struct FairRandom {
         self.serverSeed = serverSeed
         self.clientSeed = clientSeed
         self.nonce = nonce
-        block = Crypto.hmacSHA256(key: serverSeed, message: Array("\(clientSeed):\(nonce)".utf8))
+        block = Crypto.hmacSHA256(key: serverSeed, message: Self.message(clientSeed, nonce, round: nil))
+    }
+
+    /// "client seed:nonce", or "client seed:nonce:round" for the blocks after the first, as UTF-8 bytes.
+    static func message(_ clientSeed: String, _ nonce: Int64, round: Int?) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(clientSeed.utf8.count + 48)
+        bytes.append(contentsOf: clientSeed.utf8)
+        bytes.append(UInt8(ascii: ":"))
+        appendDecimal(nonce, to: &bytes)
+        if let round {
+            bytes.append(UInt8(ascii: ":"))
+            appendDecimal(Int64(round), to: &bytes)
+        }
+        return bytes
+    }
+
+    /// `value` in decimal, as `String(value)` writes it.
+    private static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        let start = bytes.count
+        var magnitude = value.magnitude
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        bytes[start...].reverse()
     }
 
     /// A uniform integer in 0..<bound, by rejection sampling of 32-bit words so no value is favoured.
@@ -89,7 +120,7 @@ struct FairRandom {
     private mutating func nextWord() -> UInt32 {
         if offset + 4 > block.count {
             round += 1
-            block = Crypto.hmacSHA256(key: serverSeed, message: Array("\(clientSeed):\(nonce):\(round)".utf8))
+            block = Crypto.hmacSHA256(key: serverSeed, message: Self.message(clientSeed, nonce, round: round))
             offset = 0
         }
         defer { offset += 4 }

@@ -71,6 +71,7 @@ enum GameMath: Hashable, Sendable {
             play.stops = machine.drawStops(&random)
             play.window = machine.window(stops: play.stops)
             var sum: Int64 = 0
+            play.lines.reserveCapacity(lines.count)
             for line in lines {
                 let result = machine.evaluate(line: line, window: play.window)
                 sum += result.multiplier

@@ -30,30 +30,26 @@ enum MoneyFormat {
     /// Rejects signs, exponents, spaces, empty parts ("1.", ".5"), more decimals than the currency has and
     /// amounts above `maximumMinorUnits`. `allowNegative` admits a leading "-" (adjustments).
     static func parse(_ text: String, currency: Currency, allowNegative: Bool = false) throws(WalletError) -> Int64 {
-        var bytes = Array(text.utf8)[...]
-        var negative = false
-        if allowNegative, bytes.first == UInt8(ascii: "-") {
-            negative = true
-            bytes = bytes.dropFirst()
-        }
-        let parts = bytes.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
-        let whole = parts.first ?? []
-        let fraction = parts.count > 1 ? parts[1] : []
+        // Read in place from the string's bytes: every bet parses its wager, so copies and splits showed in profiles.
+        var number = text.utf8[...]
+        let negative = allowNegative && number.first == UInt8(ascii: "-")
+        if negative { number = number.dropFirst() }
+        let point = number.firstIndex(of: UInt8(ascii: "."))
+        let whole = number[..<(point ?? number.endIndex)]
+        let fraction = number[(point.map { number.index(after: $0) } ?? number.endIndex)...]
         guard !whole.isEmpty, whole.allSatisfy(Currency.isDigit), fraction.allSatisfy(Currency.isDigit),
-            parts.count == 1 || !fraction.isEmpty
+            point == nil || !fraction.isEmpty
         else {
             throw .invalidArgument("amount \"\(text)\" is not a decimal number like \"12.50\"")
         }
-        guard fraction.count <= currency.decimals else {
+        let fractionDigits = fraction.count
+        guard fractionDigits <= currency.decimals else {
             throw .invalidArgument(
-                "amount \"\(text)\" has \(fraction.count) decimals; \(currency.code) allows at most \(currency.decimals)"
+                "amount \"\(text)\" has \(fractionDigits) decimals; \(currency.code) allows at most \(currency.decimals)"
             )
         }
         var value: Int64 = 0
-        let padded =
-            Array(whole) + Array(fraction)
-            + Array(repeating: UInt8(ascii: "0"), count: currency.decimals - fraction.count)
-        for digit in padded {
+        func append(_ digit: UInt8) throws(WalletError) {
             let (shifted, overflow) = value.multipliedReportingOverflow(by: 10)
             let next = shifted &+ Int64(digit - UInt8(ascii: "0"))
             guard !overflow, next <= maximumMinorUnits else {
@@ -61,6 +57,9 @@ enum MoneyFormat {
             }
             value = next
         }
+        for digit in whole { try append(digit) }
+        for digit in fraction { try append(digit) }
+        for _ in fractionDigits..<currency.decimals { try append(UInt8(ascii: "0")) }
         return negative ? -value : value
     }
 

@@ -115,6 +115,9 @@ struct BulkRound: Sendable {
         do {
             let results = try await connection.pipeline(reads)
             var state = State()
+            state.bets.reserveCapacity(all.count)
+            // A bet that moves money makes a wager transfer and, when it wins, a payout.
+            state.transfers.reserveCapacity(2 * all.count { $0.kind.movesMoney })
             for row in results[seedsIndex] {
                 let seed = Seed(
                     id: try row.decode(at: 1), bytes: try row.decode(at: 2), hash: try row.decode(at: 3),

@@ -52,6 +52,18 @@ enum RoundStore {
 
         var count: Int { codes.count }
 
+        /// Room for `count` transfers, so a round's columns are allocated once instead of doubling as they fill.
+        mutating func reserveCapacity(_ count: Int) {
+            codes.reserveCapacity(count)
+            fromAccounts.reserveCapacity(count)
+            toAccounts.reserveCapacity(count)
+            amounts.reserveCapacity(count)
+            userIDs.reserveCapacity(count)
+            betIDs.reserveCapacity(count)
+            fromBalancesAfter.reserveCapacity(count)
+            toBalancesAfter.reserveCapacity(count)
+        }
+
         mutating func append(
             code: String, from: Int64, to: Int64, amount: Int64, userID: RaveID, betID: RaveID,
             fromBalanceAfter: Int64?, toBalanceAfter: Int64?
@@ -119,6 +131,26 @@ enum RoundStore {
         var resultLengths: [Int32] = []
 
         var count: Int { betIDs.count }
+
+        /// Room for `count` bets (results at a typical size), so a round's columns are allocated once.
+        mutating func reserveCapacity(_ count: Int) {
+            userIDs.reserveCapacity(count)
+            betIDs.reserveCapacity(count)
+            requestHashes.reserveCapacity(count * RoundStore.requestHashSize)
+            gameIDs.reserveCapacity(count)
+            kinds.reserveCapacity(count)
+            statuses.reserveCapacity(count)
+            currencies.reserveCapacity(count)
+            economies.reserveCapacity(count)
+            wagers.reserveCapacity(count)
+            payouts.reserveCapacity(count)
+            seedIDs.reserveCapacity(count)
+            nonces.reserveCapacity(count)
+            clientSeeds.reserveCapacity(count)
+            results.reserveCapacity(count * 320)
+            resultStarts.reserveCapacity(count)
+            resultLengths.reserveCapacity(count)
+        }
 
         mutating func append(
             _ bet: PreparedBet, status: String, payout: Int64, seedID: Int64?, nonce: Int64?, result: [UInt8]
