@@ -84,8 +84,10 @@ struct BulkRound: Sendable {
     func settle(
         _ units: [[PreparedBet]], on connection: PostgresConnection, lookingForReplays: Bool = true
     ) async throws -> [Result<[WalletV1.BetResult], any Error>] {
-        let all = units.flatMap { $0 }
-        guard Set(all.map { BetKey(user: $0.userID, bet: $0.betID) }).count == all.count else {
+        // Read in place: a flattened copy copied every bet of the round (a large value) once more.
+        let all = units.joined()
+        let betCount = units.reduce(0) { $0 + $1.count }
+        guard Set(all.map { BetKey(user: $0.userID, bet: $0.betID) }).count == betCount else {
             throw Declined(reason: "a bet id appears twice in the round")
         }
         var houseAccounts: [AccountKey: Int64] = [:]
@@ -96,7 +98,7 @@ struct BulkRound: Sendable {
             houseAccounts[bet.houseAccount] = id
         }
         let users = Array(Set(all.map(\.userID))).sorted { ($0.high, $0.low) < ($1.high, $1.low) }
-        let playerKeys = Array(Set(all.filter(\.kind.movesMoney).map(\.playerAccount)))
+        let playerKeys = Array(Set(all.lazy.filter(\.kind.movesMoney).map(\.playerAccount)))
         let fresh = users.map { _ in BetStore.newSeed() }
 
         let seedsIndex = 2
@@ -115,7 +117,7 @@ struct BulkRound: Sendable {
         do {
             let results = try await connection.pipeline(reads)
             var state = State()
-            state.bets.reserveCapacity(all.count)
+            state.bets.reserveCapacity(betCount)
             // A bet that moves money makes a wager transfer and, when it wins, a payout.
             state.transfers.reserveCapacity(2 * all.count { $0.kind.movesMoney })
             for row in results[seedsIndex] {
