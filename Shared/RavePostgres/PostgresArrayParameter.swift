@@ -7,6 +7,7 @@
 public struct PostgresArrayParameter: PostgresEncodable {
     public let postgresValue: PostgresValue?
 
+    @inlinable
     public init<Elements: Collection>(_ elements: Elements) where Elements.Element: PostgresArrayElement {
         postgresValue = PostgresArrayCoding.encode(elements)
     }

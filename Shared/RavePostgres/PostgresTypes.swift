@@ -265,12 +265,18 @@ extension UInt8: PostgresArrayElement {
 }
 
 /// PostgreSQL's binary array format: dimensions, a null flag, the element type, then length-prefixed elements.
+@usableFromInline
 enum PostgresArrayCoding {
+    @usableFromInline
     static let arrayTypes: [PostgresType: PostgresType] = [
         .text: .textArray, .int8: .int8Array, .int4: .int4Array, .uuid: .uuidArray,
     ]
 
     /// `elements` as one array value, written in one pass into one buffer.
+    ///
+    /// Inlinable so that a caller in another module (`PostgresArrayParameter` over a service's lazy columns) gets
+    /// a loop specialized for its collection: unspecialized, every element went through a boxed copy on the heap.
+    @inlinable
     static func encode<Elements: Collection>(_ elements: Elements) -> PostgresValue
     where Elements.Element: PostgresArrayElement {
         let elementType = Elements.Element.postgresElementType
@@ -288,6 +294,7 @@ enum PostgresArrayCoding {
 
     /// A one-dimensional array's header: dimensions, the null flag, the element type and, when not empty, the
     /// length and lower bound (PostgreSQL arrays start at 1).
+    @usableFromInline
     static func appendHeader(elementType: PostgresType, count: Int, hasNulls: Bool, to bytes: inout [UInt8]) {
         appendBigEndian(Int32(count == 0 ? 0 : 1), to: &bytes)
         appendBigEndian(Int32(hasNulls ? 1 : 0), to: &bytes)
