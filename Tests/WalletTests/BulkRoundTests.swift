@@ -98,6 +98,17 @@ import Testing
         }
     }
 
+    /// A unit's checkpoint keeps its first seed and balance inline and any further ones after it, in order.
+    @Test func inlineFirstListsKeepEveryElementInOrder() {
+        var list = BulkRound.InlineFirst<Int>()
+        #expect(!list.contains { _ in true })
+        for value in [3, 1, 4] { list.append(value) }
+        var seen: [Int] = []
+        list.forEach { seen.append($0) }
+        #expect(seen == [3, 1, 4])
+        #expect(list.contains { $0 == 4 } && list.contains { $0 == 3 } && !list.contains { $0 == 2 })
+    }
+
     /// A connection prepares the round's statements once: rounds of different sizes, and a round of replays, reuse
     /// the same named statements (fixed SQL text), so no later round sends SQL to parse and plan.
     @Test func roundsOfAnySizeReuseOneSetOfNamedStatements() async throws {

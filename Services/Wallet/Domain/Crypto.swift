@@ -96,13 +96,15 @@ struct FairRandom {
     /// `value` in decimal, as `String(value)` writes it.
     private static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        let start = bytes.count
         var magnitude = value.magnitude
-        repeat {
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        bytes[start...].reverse()
+        var divisor: UInt64 = 1
+        while magnitude / divisor >= 10 { divisor *= 10 }
+        // Most significant digit first, straight into `bytes` (reversing a slice of it made a copy).
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude / divisor))
+            magnitude %= divisor
+            divisor /= 10
+        }
     }
 
     /// A uniform integer in 0..<bound, by rejection sampling of 32-bit words so no value is favoured.

@@ -52,7 +52,7 @@ enum GameMath: Hashable, Sendable {
             guard requested.isEmpty else { throw .invalidArgument("paylines apply to slot games only") }
             return []
         }
-        if requested.isEmpty { return Array(machine.paylines.indices) }
+        if requested.isEmpty { return machine.allLines }
         let lines = requested.map(Int.init)
         guard lines.allSatisfy({ machine.paylines.indices.contains($0) }), Set(lines).count == lines.count else {
             throw .invalidArgument("paylines must be distinct indexes in 0..<\(machine.paylines.count)")

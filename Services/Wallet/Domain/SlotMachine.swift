@@ -9,6 +9,8 @@ struct SlotMachine: Hashable, Sendable {
     var reels: [[String]]
     var rows: Int
     var paylines: [[Int]]
+    /// Every payline's index, in order: what a bet that names no paylines plays (kept, not rebuilt per bet).
+    var allLines: [Int]
     /// Per symbol, (count, multiplier) sorted by count, largest first.
     var paytable: [String: [PaytableLine]]
 
@@ -81,6 +83,7 @@ struct SlotMachine: Hashable, Sendable {
         self.reels = reels
         self.rows = rows
         self.paylines = paylines
+        allLines = Array(paylines.indices)
         paytable = table.mapValues { $0.sorted { $0.count > $1.count } }
     }
 

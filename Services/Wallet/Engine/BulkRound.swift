@@ -43,17 +43,17 @@ struct BulkRound: Sendable {
 
         /// What a unit may change, so a failing unit is undone without copying the whole round.
         ///
-        /// Plain arrays: a unit is one bet or a short chain, so a linear search beats building sets and
-        /// dictionaries for every unit of the round.
+        /// A unit is one user's bet or short chain, so it holds one seed and almost always one balance: the
+        /// first of each is kept inline (no allocation per unit), further ones in small arrays searched linearly.
         struct Checkpoint {
             var transfers: Int
             var bets: Int
-            var seeds: [(user: RaveID, seed: Seed)]
-            var balances: [(account: Int64, balance: Int64)]
+            var seeds = InlineFirst<(user: RaveID, seed: Seed)>()
+            var balances = InlineFirst<(account: Int64, balance: Int64)>()
         }
 
         func checkpoint(_ unit: [PreparedBet], accounts: Accounts) -> Checkpoint {
-            var checkpoint = Checkpoint(transfers: transfers.count, bets: bets.count, seeds: [], balances: [])
+            var checkpoint = Checkpoint(transfers: transfers.count, bets: bets.count)
             for bet in unit {
                 if !checkpoint.seeds.contains(where: { $0.user == bet.userID }), let seed = seeds[bet.userID] {
                     checkpoint.seeds.append((bet.userID, seed))
@@ -70,8 +70,29 @@ struct BulkRound: Sendable {
         mutating func restore(_ checkpoint: Checkpoint) {
             transfers.removeLast(transfers.count - checkpoint.transfers)
             bets.removeLast(bets.count - checkpoint.bets)
-            for (user, seed) in checkpoint.seeds { seeds[user] = seed }
-            for (account, balance) in checkpoint.balances { balances[account] = balance }
+            checkpoint.seeds.forEach { seeds[$0.user] = $0.seed }
+            checkpoint.balances.forEach { balances[$0.account] = $0.balance }
+        }
+    }
+
+    /// A short list whose first element is stored inline: appending one allocates nothing.
+    struct InlineFirst<Element> {
+        private var first: Element?
+        private var rest: [Element] = []
+
+        mutating func append(_ element: Element) {
+            if first == nil { first = element } else { rest.append(element) }
+        }
+
+        func contains(where matches: (Element) -> Bool) -> Bool {
+            guard let first else { return false }
+            return matches(first) || rest.contains(where: matches)
+        }
+
+        func forEach(_ body: (Element) -> Void) {
+            guard let first else { return }
+            body(first)
+            rest.forEach(body)
         }
     }
 
