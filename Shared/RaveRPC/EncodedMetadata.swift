@@ -82,13 +82,28 @@ public struct EncodedMetadata: Hashable, Sendable {
         var reader = ProtoWire.Reader(slice: entry)
         while let (field, wireType, _) = try reader.nextTag() {
             switch (field, wireType) {
-            case (1, .lengthDelimited): key = try reader.readString(field: "metadata key")
+            case (1, .lengthDelimited):
+                let start = reader.index
+                let range = try reader.readLengthDelimitedRange()
+                if let known = wellKnownKeys.first(where: { $0.bytes.elementsEqual(entry[range]) }) {
+                    key = known.key
+                } else {
+                    reader = ProtoWire.Reader(slice: entry, at: start)
+                    key = try reader.readString(field: "metadata key")
+                }
             case (2, .lengthDelimited): value = try reader.readString(field: "metadata value")
             default: try reader.skip(wireType)
             }
         }
         return (key, value)
     }
+
+    /// The keys services set on nearly every call, as their bytes and as one shared string each: longer than 15
+    /// bytes, each would be a new heap string per call otherwise (every call the gateway forwards has four).
+    private static let wellKnownKeys: [(bytes: [UInt8], key: String)] = [
+        MetadataKey.callerUserID, MetadataKey.callerAppID, MetadataKey.callerScopes, MetadataKey.callerSessionID,
+        MetadataKey.traceID, MetadataKey.idempotencyKey, MetadataKey.authorization,
+    ].map { (Array($0.utf8), $0) }
 
     /// Where the key's bytes are in one entry's content (empty when the entry has no key field).
     private static func keyRange(in entry: ArraySlice<UInt8>) -> Range<Int>? {

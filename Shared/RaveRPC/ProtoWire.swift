@@ -59,8 +59,13 @@ enum ProtoWire {
         }
 
         init(slice: ArraySlice<UInt8>) {
+            self.init(slice: slice, at: slice.startIndex)
+        }
+
+        /// A reader of `slice` that continues at `index` (one of the slice's indices).
+        init(slice: ArraySlice<UInt8>, at index: Int) {
             self.bytes = slice
-            self.index = slice.startIndex
+            self.index = index
         }
 
         /// The next field's number, wire type and the index its tag starts at; nil at the end.

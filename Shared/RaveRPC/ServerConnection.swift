@@ -51,6 +51,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// a busy client) with the same entries, and comparing their bytes is much cheaper than decoding them.
     private var knownMetadata: EnvelopeCodec.KnownMetadata?
     private var knownCaller: Caller?
+    /// The last caller-scopes value and its parsed set: the gateway's calls for many players mostly carry the same
+    /// scopes, so splitting the text and building a set is done when it changes, not per call.
+    private var lastScopes: (text: String, scopes: Set<String>)?
     private var deadlines = ConnectionDeadlines()
     private var lastActivity: UInt64 = 0
     private var idleTimer: TimerHandle?
@@ -327,10 +330,17 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         guard channel.peerCertificateCommonName != nil,
             let userID = metadata[MetadataKey.callerUserID] ?? metadata[MetadataKey.callerAppID].map({ _ in "" })
         else { return nil }
-        let scopes = (metadata[MetadataKey.callerScopes] ?? "").split(separator: " ").map(String.init)
+        let text = metadata[MetadataKey.callerScopes] ?? ""
+        let scopes: Set<String>
+        if let lastScopes, lastScopes.text == text {
+            scopes = lastScopes.scopes
+        } else {
+            scopes = Set(text.split(separator: " ").map(String.init))
+            lastScopes = (text, scopes)
+        }
         return Caller(
             userID: userID, appID: metadata[MetadataKey.callerAppID] ?? "",
-            sessionID: metadata[MetadataKey.callerSessionID] ?? "", scopes: Set(scopes))
+            sessionID: metadata[MetadataKey.callerSessionID] ?? "", scopes: scopes)
     }
 
     // MARK: - Completion

@@ -44,6 +44,25 @@ struct EnvelopeCodecTests {
         #expect(request.encodedMetadata.dictionary == metadata)
     }
 
+    /// Well-known keys decode to shared strings; they must read exactly as any other key, next to keys that only
+    /// share their prefix, and a key that is not UTF-8 is still refused.
+    @Test func wellKnownMetadataKeysDecodeLikeAnyOther() throws {
+        let metadata = [
+            MetadataKey.callerUserID: "0123456789abcdef0123456789abcdef", MetadataKey.callerAppID: "app",
+            MetadataKey.callerScopes: "player authenticated", MetadataKey.callerSessionID: "s",
+            MetadataKey.traceID: "t", MetadataKey.idempotencyKey: "k", MetadataKey.authorization: "Bearer x",
+            "rave-caller": "prefix", "rave-caller-user-id-2": "longer", "": "empty key",
+        ]
+        let encoded = RpcV1.Request(method: "m/x", timeoutMs: 0, metadata: metadata, payload: []).protobufBytes()
+        #expect(try EnvelopeCodec.decodeRequest(encoded).get().metadata == metadata)
+        // One entry whose key is two bytes that are not UTF-8.
+        let invalidKey: [UInt8] = [0x0A, 0x01, 0x61, 0x1A, 0x04, 0x0A, 0x02, 0xC3, 0x28]
+        guard case .failure = EnvelopeCodec.decodeRequest(invalidKey) else {
+            Issue.record("a key that is not UTF-8 decoded")
+            return
+        }
+    }
+
     @Test func malformedRequestsAreRefused() {
         let cases: [[UInt8]] = [
             [0x0A, 0x05, 0x61],  // a method longer than the bytes
