@@ -83,13 +83,11 @@ public struct EncodedMetadata: Hashable, Sendable {
         while let (field, wireType, _) = try reader.nextTag() {
             switch (field, wireType) {
             case (1, .lengthDelimited):
-                let start = reader.index
                 let range = try reader.readLengthDelimitedRange()
                 if let known = wellKnownKeys.first(where: { $0.bytes.elementsEqual(entry[range]) }) {
                     key = known.key
                 } else {
-                    reader = ProtoWire.Reader(slice: entry, at: start)
-                    key = try reader.readString(field: "metadata key")
+                    key = try reader.string(in: range, field: "metadata key")
                 }
             case (2, .lengthDelimited): value = try reader.readString(field: "metadata value")
             default: try reader.skip(wireType)

@@ -59,13 +59,8 @@ enum ProtoWire {
         }
 
         init(slice: ArraySlice<UInt8>) {
-            self.init(slice: slice, at: slice.startIndex)
-        }
-
-        /// A reader of `slice` that continues at `index` (one of the slice's indices).
-        init(slice: ArraySlice<UInt8>, at index: Int) {
             self.bytes = slice
-            self.index = index
+            self.index = slice.startIndex
         }
 
         /// The next field's number, wire type and the index its tag starts at; nil at the end.
@@ -104,7 +99,11 @@ enum ProtoWire {
         }
 
         mutating func readString(field: String) throws(EnvelopeError) -> String {
-            let range = try readLengthDelimitedRange()
+            try string(in: readLengthDelimitedRange(), field: field)
+        }
+
+        /// The UTF-8 text of `range` (a range `readLengthDelimitedRange()` returned).
+        func string(in range: Range<Int>, field: String) throws(EnvelopeError) -> String {
             let string = bytes[range].withUnsafeBufferPointer { buffer -> String? in
                 // Nearly every string here (methods, metadata keys) is ASCII, which is valid UTF-8 as it is;
                 // the general validation goes through generic code that costs more than the copy.

@@ -79,32 +79,19 @@ struct FairRandom {
         block = Crypto.hmacSHA256(key: serverSeed, message: Self.message(clientSeed, nonce, round: nil))
     }
 
-    /// "client seed:nonce", or "client seed:nonce:round" for the blocks after the first, as UTF-8 bytes.
+    /// "client seed:nonce", or "client seed:nonce:round" for the blocks after the first, as UTF-8 bytes, in one
+    /// buffer (string interpolation built the text and then copied it).
     static func message(_ clientSeed: String, _ nonce: Int64, round: Int?) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(clientSeed.utf8.count + 48)
         bytes.append(contentsOf: clientSeed.utf8)
         bytes.append(UInt8(ascii: ":"))
-        appendDecimal(nonce, to: &bytes)
+        bytes.append(contentsOf: String(nonce).utf8)
         if let round {
             bytes.append(UInt8(ascii: ":"))
-            appendDecimal(Int64(round), to: &bytes)
+            bytes.append(contentsOf: String(round).utf8)
         }
         return bytes
-    }
-
-    /// `value` in decimal, as `String(value)` writes it.
-    private static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var divisor: UInt64 = 1
-        while magnitude / divisor >= 10 { divisor *= 10 }
-        // Most significant digit first, straight into `bytes` (reversing a slice of it made a copy).
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude / divisor))
-            magnitude %= divisor
-            divisor /= 10
-        }
     }
 
     /// A uniform integer in 0..<bound, by rejection sampling of 32-bit words so no value is favoured.

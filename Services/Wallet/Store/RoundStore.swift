@@ -4,8 +4,8 @@ import RavePostgres
 /// bets touch, a second one writes every row of the round and commits.
 ///
 /// Each statement takes whole columns as arrays (`unnest`; RavePostgres writes an array parameter in one pass),
-/// so its cost per bet is a few rows of server work, not a round trip. Arrays carry no NULLs here: -1 stands for "none" where a column may be NULL (seed ids, nonces
-/// and balances are never negative). Byte columns travel as one bytea of all their values end to end, cut apart
+/// so its cost per bet is a few rows of server work, not a round trip. Arrays carry no NULLs here: -1 stands for
+/// "none" where a column may be NULL (seed ids, nonces and balances are never negative). Byte columns travel as one bytea of all their values end to end, cut apart
 /// with `substring` (no hex to write in Swift and decode in SQL); the request hash column stays hex text, which
 /// PostgreSQL writes (`encode`), so wallets of earlier releases read and write the same rows during a rolling
 /// update. A fresh seed still travels as hex.
