@@ -185,7 +185,7 @@ enum BenchCommand {
         var configuration = RPCServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.requestLogLevel = .debug
         let server = RPCServer(
-            configuration: configuration, services: [EchoService()], tls: serverTLS, group: group,
+            configuration: configuration, services: [EchoService()], access: .open, tls: serverTLS, group: group,
             logger: Logger(label: "bench.server", level: .warning))
         try server.start()
         return (server, clientTLS)

@@ -24,7 +24,8 @@ enum ServeEchoCommand {
         case let other: throw UsageError("--handlers must be loop or pool, got \(other)")
         }
         let server = RPCServer(
-            configuration: configuration, services: [EchoService()], tls: tls, group: group, logger: logger)
+            configuration: configuration, services: [EchoService()], access: .open, tls: tls, group: group,
+            logger: logger)
         try server.start()
         let signal = await TerminationSignal.wait()
         logger.notice("draining", [("signal", String(signal))])

@@ -43,3 +43,31 @@ int rave_ssl_set_expected_host(SSL *ssl, const char *host) {
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     return X509_VERIFY_PARAM_set1_host(param, host, strlen(host));
 }
+
+int rave_x509_san_uris(X509 *certificate, char *buffer, int capacity) {
+    GENERAL_NAMES *names = X509_get_ext_d2i(certificate, NID_subject_alt_name, NULL, NULL);
+    if (names == NULL) return 0;
+    int written = 0;
+    for (int index = 0; index < sk_GENERAL_NAME_num(names); index++) {
+        const GENERAL_NAME *name = sk_GENERAL_NAME_value(names, index);
+        if (name->type != GEN_URI) continue;
+        const ASN1_IA5STRING *uri = name->d.uniformResourceIdentifier;
+        int length = ASN1_STRING_length(uri);
+        if (length < 0 || written + length + 1 > capacity) {
+            GENERAL_NAMES_free(names);
+            return -1;
+        }
+        memcpy(buffer + written, ASN1_STRING_get0_data(uri), (size_t)length);
+        written += length;
+        buffer[written++] = '\n';
+    }
+    GENERAL_NAMES_free(names);
+    return written;
+}
+
+int rave_ssl_ctx_set_tls12_aead_only(SSL_CTX *ctx) {
+    return SSL_CTX_set_cipher_list(ctx,
+                                   "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+                                   "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+                                   "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305");
+}

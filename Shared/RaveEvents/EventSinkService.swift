@@ -37,9 +37,14 @@ public final class EventSinkService: EventsV1.EventSinkHandler {
     public func deliverEvents(
         _ request: EventsV1.DeliverEventsRequest, context: RequestContext
     ) async throws -> EventsV1.DeliverEventsResponse {
-        try context.requireService()
         var eventIDs: [RaveID] = []
         for event in request.events {
+            // A publisher speaks for itself only: a service's certificate cannot deliver another's events.
+            if let publisher = context.peer.role?.serviceName, event.source != publisher {
+                throw RPCError.permissionDenied(
+                    "service/\(publisher) may deliver only its own events, not events of \"\(event.source.prefix(64))\""
+                )
+            }
             guard let eventID = RaveID(event.eventId), event.eventId.count == 32 else {
                 throw RPCError.invalidArgument(
                     "event_id must be 32 lowercase hex digits, got \"\(event.eventId.prefix(64))\"")

@@ -18,13 +18,16 @@ public final class RPCServer: Sendable {
 
     /// Prepares a server; `start()` opens the port.
     ///
+    /// `access` decides which peers may call which services, and whose caller metadata is believed
+    /// (`AccessPolicy`; backend services use the project's `TrustModel`).
+    ///
     /// `fallback`, when given, serves every method no service has (the gateway proxies them); it finds the
     /// method name in `RequestContext.method`. `loopFallback` is asked first for every call but the Health
     /// check, served or not, and may serve it on the connection's loop instead (the gateway's single calls and
     /// batches); when it declines, the service or `fallback` serves the call.
     public init(
         configuration: RPCServerConfiguration = RPCServerConfiguration(), services: [any RPCService],
-        tls: TLSContext?, group: EventLoopGroup, logger: Logger = Logger(label: "rpc.server"),
+        access: AccessPolicy, tls: TLSContext?, group: EventLoopGroup, logger: Logger = Logger(label: "rpc.server"),
         observer: any RPCServerObserver = SilentServerObserver(), fallback: RPCMethod.Handler? = nil,
         loopFallback: RPCLoopHandler? = nil
     ) {
@@ -32,8 +35,8 @@ public final class RPCServer: Sendable {
         self.group = group
         self.tls = tls
         self.router = RPCRouter(
-            services: services, configuration: configuration, logger: logger, observer: observer, fallback: fallback,
-            loopFallback: loopFallback)
+            services: services, access: access, configuration: configuration, logger: logger, observer: observer,
+            fallback: fallback, loopFallback: loopFallback)
     }
 
     /// Starts listening; connections are spread over the group's loops.
@@ -89,6 +92,9 @@ final class RPCRouter: Sendable {
     /// hand-offs per call.
     let loopFallback: RPCLoopHandler?
     let serviceNames: Set<String>
+    let access: AccessPolicy
+    /// `access`'s rule for each served method, looked up once here instead of per call.
+    private let rules: [String: AccessPolicy.Peers]
     let configuration: RPCServerConfiguration
     let logger: Logger
     let observer: any RPCServerObserver
@@ -98,7 +104,7 @@ final class RPCRouter: Sendable {
     private let requestIDPrefix: [UInt8]
 
     init(
-        services: [any RPCService], configuration: RPCServerConfiguration, logger: Logger,
+        services: [any RPCService], access: AccessPolicy, configuration: RPCServerConfiguration, logger: Logger,
         observer: any RPCServerObserver, fallback: RPCMethod.Handler? = nil, loopFallback: RPCLoopHandler? = nil
     ) {
         self.fallback = fallback
@@ -118,6 +124,13 @@ final class RPCRouter: Sendable {
         methods[HealthCheck.methodName] = HealthCheck.handler(health: health)
         self.health = health
         self.methods = methods
+        self.access = access
+        self.rules = methods.keys.reduce(into: [:]) { rules, method in rules[method] = access.peers(forMethod: method) }
+    }
+
+    /// Who may call `method` on this server.
+    func rule(forMethod method: String) -> AccessPolicy.Peers {
+        rules[method] ?? access.peers(forMethod: method)
     }
 
     var isDraining: Bool { health.isDraining.load(ordering: .acquiring) }

@@ -6,11 +6,15 @@ public enum MetadataKey {
     public static let authorization = "authorization"
     public static let traceID = "trace-id"
     public static let idempotencyKey = "idempotency-key"
-    /// Caller identity, set by the gateway; trusted only from peers presenting a service certificate.
+    /// Caller identity, set by the gateway; accepted only from a peer with the gateway role (`AccessPolicy`).
     public static let callerUserID = "rave-caller-user-id"
     public static let callerAppID = "rave-caller-app-id"
     public static let callerSessionID = "rave-caller-session-id"
     public static let callerScopes = "rave-caller-scopes"
+    /// The client's IP address as the gateway saw it, for services' per-address limits.
+    public static let clientAddress = "rave-client-address"
+    /// Every key that asserts who calls: only the gateway may send them (`AccessPolicy.callerMetadataFrom`).
+    public static let callerAssertions = [callerUserID, callerAppID, callerSessionID, callerScopes, clientAddress]
 }
 
 /// Who is calling, as established by the gateway (or an admin credential).
@@ -29,7 +33,7 @@ public struct Caller: Hashable, Sendable {
 
     /// The scope operators' and game servers' admin credentials carry.
     public static let adminScope = "admin"
-    /// The scope other services carry when they call internal methods.
+    /// A scope no caller is ever given; the gateway strips it from tokens, so nothing may rely on it.
     public static let serviceScope = "service"
     /// Every player access token carries it.
     public static let playerScope = "player"
@@ -43,16 +47,17 @@ public struct Caller: Hashable, Sendable {
 public struct PeerIdentity: Hashable, Sendable {
     /// The remote address ("127.0.0.1:53122").
     public var address: String
-    /// The verified client certificate's subject common name, when the peer presented one.
+    /// The verified client certificate's subject common name, when the peer presented one (for logs only: the
+    /// role decides what a peer may do).
     public var certificateCommonName: String?
+    /// The role the verified certificate carries, nil without a certificate or without a role.
+    public var role: PeerRole?
 
-    public init(address: String, certificateCommonName: String?) {
+    public init(address: String, certificateCommonName: String?, role: PeerRole? = nil) {
         self.address = address
         self.certificateCommonName = certificateCommonName
+        self.role = role
     }
-
-    /// Whether the peer proved, with a certificate of our CA, that it is one of our services.
-    public var isService: Bool { certificateCommonName != nil }
 }
 
 /// Everything a handler knows about the call besides its request message.
@@ -134,10 +139,5 @@ public struct RequestContext: Sendable {
             throw .permissionDenied("this method needs an admin credential")
         }
         return caller
-    }
-
-    /// Succeeds only for calls from another of our services (mTLS with a service certificate).
-    public func requireService() throws(RPCError) {
-        guard peer.isService else { throw .permissionDenied("this method is internal to the backend") }
     }
 }

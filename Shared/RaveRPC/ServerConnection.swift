@@ -58,6 +58,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private var lastActivity: UInt64 = 0
     private var idleTimer: TimerHandle?
     private var graceTimer: TimerHandle?
+    /// Who the peer is, from its verified certificate; set once the channel is active.
+    private var peer: PeerIdentity
 
     /// Metadata larger than this is decoded for every request rather than kept.
     private static let knownMetadataLimit = 4096
@@ -68,6 +70,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         self.registry = registry
         self.logger = router.logger.with("peer", channel.remoteAddress)
         self.decoder = FrameDecoder(maxFrameSize: router.configuration.maxFrameSize)
+        self.peer = PeerIdentity(address: channel.remoteAddress, certificateCommonName: nil)
     }
 
     private var configuration: RPCServerConfiguration { router.configuration }
@@ -75,6 +78,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     // MARK: - Channel events
 
     func channelActive(_ channel: Channel) {
+        peer = PeerIdentity(
+            address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName,
+            role: PeerRole(certificate: channel.peerCertificate))
         let (total, fromAddress) = registry.add(self, address: channel.remoteAddress)
         router.observer.connectionCountChanged(to: total)
         let limit = configuration.maxConnectionsPerAddress
@@ -199,6 +205,15 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             if decoded.reusedKnownMetadata {
                 caller = knownCaller
             } else {
+                // Caller metadata from a peer not trusted to assert it refuses the call: serving it as anonymous
+                // would hide an attack (or a misconfigured peer) behind a confusing answer.
+                if Self.carriesCallerMetadata(decoded.metadata) && !router.access.trustsCallerMetadata(from: peer.role)
+                {
+                    reject(
+                        streamID: streamID, method: decoded.method,
+                        router.access.callerMetadataRefusal(role: peer.role))
+                    return
+                }
                 caller = trustedCaller(decoded.metadata)
                 let entries = decoded.encodedMetadata.bytes
                 if !entries.isEmpty && entries.count <= Self.knownMetadataLimit {
@@ -235,6 +250,13 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 .unimplemented("method \"\(request.method)\" is not served here"))
             return
         }
+        let rule = router.rule(forMethod: request.method)
+        guard rule.admits(peer.role) else {
+            reject(
+                streamID: streamID, method: request.method,
+                AccessPolicy.refusal(method: request.method, role: peer.role, rule: rule))
+            return
+        }
         highestStreamID = max(highestStreamID, streamID)
         // The built-in Health check always runs as written; every other method may be served on the loop.
         start(
@@ -265,9 +287,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
         let context = RequestContext(
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
-            peer: PeerIdentity(
-                address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName),
-            caller: caller,
+            peer: peer, caller: caller,
             connectionLogger: logger, encodedMetadata: request.encodedMetadata)
         let loop = channel.loop
         let payload = request.payload
@@ -325,10 +345,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             notProcessed: status.notProcessed, payload: [])
     }
 
-    /// The caller from metadata, trusted only from peers that proved with a certificate to be our services.
+    /// The caller from metadata; the caller was already refused when its peer may not assert one.
     private func trustedCaller(_ metadata: [String: String]) -> Caller? {
-        guard channel.peerCertificateCommonName != nil,
-            let userID = metadata[MetadataKey.callerUserID] ?? metadata[MetadataKey.callerAppID].map({ _ in "" })
+        guard let userID = metadata[MetadataKey.callerUserID] ?? metadata[MetadataKey.callerAppID].map({ _ in "" })
         else { return nil }
         let text = metadata[MetadataKey.callerScopes] ?? ""
         let scopes: Set<String>
@@ -341,6 +360,12 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         return Caller(
             userID: userID, appID: metadata[MetadataKey.callerAppID] ?? "",
             sessionID: metadata[MetadataKey.callerSessionID] ?? "", scopes: scopes)
+    }
+
+    /// Whether `metadata` asserts anything only the gateway may assert.
+    private static func carriesCallerMetadata(_ metadata: [String: String]) -> Bool {
+        guard !metadata.isEmpty else { return false }
+        return MetadataKey.callerAssertions.contains { metadata[$0] != nil }
     }
 
     // MARK: - Completion

@@ -1,5 +1,6 @@
 import RavePostgres
 import RaveRPC
+import RaveServices
 import RaveTelemetry
 import RaveTransport
 import Synchronization
@@ -94,7 +95,8 @@ public final class ServiceRuntime: Sendable {
             serverConfiguration.runsHandlersOnEventLoop = configuration.handlersOnEventLoop
             let server = RPCServer(
                 configuration: serverConfiguration,
-                services: handlers, tls: tls, group: group, logger: logger.with("component", "rpc"),
+                services: handlers, access: TrustModel.backend, tls: tls, group: group,
+                logger: logger.with("component", "rpc"),
                 observer: RPCMetrics(registry: metrics))
             let rpc = RPCServerService(server: server)
             try rpc.bind()

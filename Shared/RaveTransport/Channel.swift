@@ -22,10 +22,14 @@ public final class Channel: @unchecked Sendable {
     public private(set) var isWritable = true
     /// Monotonic nanoseconds of the last byte read or written: the RPC layer's idle timer checks it.
     public private(set) var lastActivity: UInt64
+    /// The peer's verified certificate (mutual TLS), once active; nil when it sent none.
+    public private(set) var peerCertificate: PeerCertificate?
     /// The common name of the peer's verified certificate (mutual TLS), once active.
-    public private(set) var peerCertificateCommonName: String?
+    public var peerCertificateCommonName: String? { peerCertificate?.commonName }
     /// "TLSv1.3" or "TLSv1.2" once active; nil for plain TCP.
     public private(set) var negotiatedProtocolVersion: String?
+    /// The cipher suite's OpenSSL name once active; nil for plain TCP.
+    public private(set) var negotiatedCipherSuite: String?
 
     private var fd: Int32
     private var registration: IORegistration?
@@ -172,8 +176,9 @@ public final class Channel: @unchecked Sendable {
         guard let session else { return }
         switch session.handshake() {
         case .done:
-            peerCertificateCommonName = session.peerCommonName
+            peerCertificate = session.peerCertificate
             negotiatedProtocolVersion = session.protocolVersion
+            negotiatedCipherSuite = session.cipherSuite
             state = .active
             becomeActive()
         case .wantRead:

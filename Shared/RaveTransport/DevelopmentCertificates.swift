@@ -11,14 +11,26 @@ public enum DevelopmentCertificates {
         "gateway", "identity", "social", "leaderboards", "gifts", "push", "wallet", "admin", "client",
     ]
 
+    /// The role a development certificate named `name` carries, as the SAN URI the RPC layer reads
+    /// (docs/OPERATIONS.md, "Trust model"): `rave://gateway`, `rave://admin`, `rave://client`, and
+    /// `rave://service/<name>` for every other name.
+    public static func roleURI(for name: String) -> String {
+        switch name {
+        case "gateway", "admin", "client": "rave://\(name)"
+        default: "rave://service/\(name)"
+        }
+    }
+
     /// Writes `ca.pem`/`ca-key.pem` and, per name, `<name>.pem`/`<name>-key.pem` into `directory`.
     ///
-    /// Leaves carry CN=<name> and SANs DNS:localhost, DNS:<name>, IP:127.0.0.1, IP:::1, valid ~825 days.
-    /// Key files are created with mode 0600. Calling it with another directory and authority name makes an
-    /// unrelated CA, which tests use for "certificate from another CA".
+    /// Leaves carry CN=<name> and SANs DNS:localhost, DNS:<name>, IP:127.0.0.1, IP:::1 and the role URI of
+    /// `roleURI(for:)` (none for the names in `withoutRole`), valid ~825 days. Key files are created with mode
+    /// 0600. Calling it with another directory and authority name makes an unrelated CA, which tests use for
+    /// "certificate from another CA".
     public static func write(
         to directory: String,
         services: [String] = projectNames,
+        withoutRole: Set<String> = [],
         authorityName: String = "Rave Development CA"
     ) throws(TransportError) {
         _ = mkdir(directory, 0o755)
@@ -33,6 +45,7 @@ public enum DevelopmentCertificates {
         try writeFile("\(directory)/ca.pem", authority.pem(), private: false)
         try writeFile("\(directory)/ca-key.pem", authorityKey.pem(), private: true)
         for name in services {
+            let role = withoutRole.contains(name) ? "" : ",URI:\(roleURI(for: name))"
             let key = try Key()
             let leaf = try Certificate(
                 subject: name, key: key, issuer: authority, signer: authorityKey, days: 825,
@@ -40,7 +53,7 @@ public enum DevelopmentCertificates {
                     (NID_basic_constraints, "critical,CA:FALSE"),
                     (NID_key_usage, "critical,digitalSignature,keyAgreement"),
                     (NID_ext_key_usage, "serverAuth,clientAuth"),
-                    (NID_subject_alt_name, "DNS:localhost,DNS:\(name),IP:127.0.0.1,IP:::1"),
+                    (NID_subject_alt_name, "DNS:localhost,DNS:\(name),IP:127.0.0.1,IP:::1\(role)"),
                     (NID_subject_key_identifier, "hash"),
                     (NID_authority_key_identifier, "keyid"),
                 ])

@@ -35,6 +35,8 @@ public struct TLSConfiguration: Sendable {
     public var serverName: String?
     /// Tests only: offer nothing newer than TLS 1.1, to prove such peers are refused.
     var offersOnlyTLS11ForTesting = false
+    /// Tests only: offer nothing newer than TLS 1.2, with these OpenSSL cipher suites, to see which are accepted.
+    var offersOnlyTLS12ForTesting: String?
 
     public init(role: Role) {
         self.role = role
@@ -68,5 +70,18 @@ public struct TLSConfiguration: Sendable {
         configuration.privateKeyPath = privateKeyPath
         configuration.serverName = serverName
         return configuration
+    }
+}
+
+/// The names a verified peer certificate carries: what the RPC layer reads the peer's role from.
+public struct PeerCertificate: Hashable, Sendable {
+    /// The subject's common name.
+    public var commonName: String?
+    /// The subjectAltName URIs, in certificate order (roles are `rave://…` URIs, docs/OPERATIONS.md).
+    public var uris: [String]
+
+    public init(commonName: String?, uris: [String]) {
+        self.commonName = commonName
+        self.uris = uris
     }
 }

@@ -59,6 +59,16 @@ private final class ContextBox: Sendable {
         }
         pointer = context
         _ = rave_ssl_ctx_set_min_tls12(context)
+        // TLS 1.2 offers forward-secret AEAD suites only (no CBC, no RSA key exchange); TLS 1.3's are all AEAD.
+        guard configuration.offersOnlyTLS11ForTesting || rave_ssl_ctx_set_tls12_aead_only(context) == 1 else {
+            throw .tlsConfiguration("TLS 1.2 cipher suites: \(takeErrorText())")
+        }
+        if let suites = configuration.offersOnlyTLS12ForTesting {
+            _ = rave_ssl_ctx_set_max_tls(context, rave_tls1_2_version())
+            guard SSL_CTX_set_cipher_list(context, suites) == 1 else {
+                throw .tlsConfiguration("cipher suites \(suites): \(takeErrorText())")
+            }
+        }
         if configuration.minimumVersion == .tls13 {
             _ = rave_ssl_ctx_set_min_tls(context, rave_tls1_3_version())
         }
@@ -165,8 +175,8 @@ final class TLSSession {
         ERR_clear_error()
     }
 
-    /// The common name of the verified peer certificate, if the peer sent one.
-    var peerCommonName: String? {
+    /// The verified peer certificate's names, if the peer sent a certificate that verified.
+    var peerCertificate: PeerCertificate? {
         guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
         defer { X509_free(certificate) }
         guard SSL_get_verify_result(ssl) == Int(X509_V_OK), let name = X509_get_subject_name(certificate) else {
@@ -174,12 +184,27 @@ final class TLSSession {
         }
         var text = [CChar](repeating: 0, count: 256)
         let length = X509_NAME_get_text_by_NID(name, NID_commonName, &text, Int32(text.count))
-        guard length >= 0 else { return nil }
-        return String(decoding: text[0..<Int(length)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let commonName =
+            length >= 0 ? String(decoding: text[0..<Int(length)].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        var uris = [CChar](repeating: 0, count: 4096)
+        let written = rave_x509_san_uris(certificate, &uris, Int32(uris.count))
+        // A certificate whose URIs do not fit is given none: a role is never read from a truncated list.
+        let list =
+            written > 0
+            ? String(decoding: uris[0..<Int(written)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                .split(separator: "\n").map(String.init)
+            : []
+        return PeerCertificate(commonName: commonName, uris: list)
     }
 
     /// "TLSv1.3" or "TLSv1.2".
     var protocolVersion: String { String(cString: SSL_get_version(ssl)) }
+
+    /// The negotiated cipher suite's OpenSSL name ("ECDHE-ECDSA-AES128-GCM-SHA256", "TLS_AES_128_GCM_SHA256").
+    var cipherSuite: String? {
+        guard let cipher = SSL_get_current_cipher(ssl), let name = SSL_CIPHER_get_name(cipher) else { return nil }
+        return String(cString: name)
+    }
 
     private func classify(_ result: Int32) -> TLSResult {
         let code = SSL_get_error(ssl, result)

@@ -125,7 +125,7 @@ struct BatchTests {
         #expect(try EchoV1.EchoResponse(protobufBytes: results[2].response).payload == Array("two".utf8))
         for skipped in [results[3], results[4]] {
             #expect(skipped.code == .aborted && skipped.dependencyFailed)
-            #expect(skipped.message.hasPrefix(BatchRunner.dependencyFailedMessage))
+            #expect(skipped.message.hasPrefix(BatchSchedule.dependencyFailedMessage))
         }
         // The reference copied "one" from the first call's response into this call's request.
         #expect(try EchoV1.EchoResponse(protobufBytes: results[5].response).payload == Array("one".utf8))

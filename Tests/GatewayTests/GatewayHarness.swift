@@ -50,9 +50,12 @@ final class GatewayHarness: Sendable {
                 certificateChainPath: "\(directory)/identity.pem", privateKeyPath: "\(directory)/identity-key.pem",
                 trustRootsPath: "\(directory)/ca.pem", requireClientCertificate: true))
         let quiet = Logger(label: "test-backend", level: .warning)
-        let identityServer = RPCServer(services: [identity], tls: backendTLS, group: backendGroup, logger: quiet)
-        let echoServer = RPCServer(services: [echo], tls: backendTLS, group: backendGroup, logger: quiet)
-        let walletServer = RPCServer(services: [wallet], tls: backendTLS, group: backendGroup, logger: quiet)
+        let identityServer = RPCServer(
+            services: [identity], access: TrustModel.backend, tls: backendTLS, group: backendGroup, logger: quiet)
+        let echoServer = RPCServer(
+            services: [echo], access: TrustModel.backend, tls: backendTLS, group: backendGroup, logger: quiet)
+        let walletServer = RPCServer(
+            services: [wallet], access: TrustModel.backend, tls: backendTLS, group: backendGroup, logger: quiet)
         try identityServer.start()
         try echoServer.start()
         try walletServer.start()
@@ -159,7 +162,6 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     func signingKeys(
         _ request: IdentityV1.SigningKeysRequest, context: RequestContext
     ) async throws -> IdentityV1.SigningKeysResponse {
-        try context.requireService()
         signingKeyCalls.wrappingAdd(1, ordering: .relaxed)
         var response = IdentityV1.SigningKeysResponse()
         response.keys = keys.withLock { keys in
@@ -177,7 +179,6 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     func resolveUsers(
         _ request: IdentityV1.ResolveUsersRequest, context: RequestContext
     ) async throws -> IdentityV1.ResolveUsersResponse {
-        try context.requireService()
         resolveCalls.wrappingAdd(1, ordering: .relaxed)
         let merges = self.merges.withLock { $0 }
         var response = IdentityV1.ResolveUsersResponse()

@@ -38,7 +38,7 @@ struct GatewayLoopBatchTests {
         #expect(try EchoV1.EchoResponse(protobufBytes: results[2].response).payload == Array("two".utf8))
         for skipped in [results[3], results[4]] {
             #expect(skipped.code == .aborted && skipped.dependencyFailed)
-            #expect(skipped.message.hasPrefix(BatchRunner.dependencyFailedMessage))
+            #expect(skipped.message.hasPrefix(BatchSchedule.dependencyFailedMessage))
         }
         #expect(try EchoV1.EchoResponse(protobufBytes: results[5].response).payload == Array("one".utf8))
         let whoami = String(

@@ -1,5 +1,6 @@
 import RaveMessages
 import RaveRPC
+import RaveServices
 import RaveTelemetry
 import RaveTransport
 import Testing
@@ -14,7 +15,7 @@ struct GatewayStartOrderTests {
         let group = try EventLoopGroup(loopCount: 1)
         defer { group.shutdown() }
         // A free port, then closed: the service will listen there later.
-        let probe = RPCServer(services: [], tls: nil, group: group)
+        let probe = RPCServer(services: [], access: .open, tls: nil, group: group)
         try probe.start()
         let port = probe.localPort
         await probe.shutdown()
@@ -35,7 +36,8 @@ struct GatewayStartOrderTests {
                 privateKeyPath: "\(harness.directory)/echo-key.pem", trustRootsPath: "\(harness.directory)/ca.pem",
                 requireClientCertificate: true))
         let service = RPCServer(
-            configuration: RPCServerConfiguration(host: "127.0.0.1", port: port), services: [TestEcho()], tls: tls,
+            configuration: RPCServerConfiguration(host: "127.0.0.1", port: port), services: [TestEcho()],
+            access: TrustModel.backend, tls: tls,
             group: group, logger: Logger(label: "late-echo", level: .warning))
         try service.start()
         let serving = ContinuousClock.now

@@ -42,7 +42,6 @@ final class StandInIdentity: RPCService {
     var methods: [RPCMethod] {
         [
             RPCMethod(name: "\(Self.serviceName)/ResolveUsers") { bytes, context in
-                try context.requireService()
                 let request = try IdentityV1.ResolveUsersRequest(protobufBytes: bytes)
                 let users = self.state.withLock { state in
                     request.userIds.map { text -> IdentityV1.ResolvedUser in
@@ -55,7 +54,6 @@ final class StandInIdentity: RPCService {
                 return IdentityV1.ResolveUsersResponse(users: users).protobufBytes()
             },
             RPCMethod(name: "\(Self.serviceName)/GetUsers") { bytes, context in
-                try context.requireService()
                 let request = try IdentityV1.GetUsersRequest(protobufBytes: bytes)
                 let names = self.state.withLock { $0.names }
                 let users = request.userIds.compactMap { text in
@@ -66,7 +64,6 @@ final class StandInIdentity: RPCService {
                 return IdentityV1.GetUsersResponse(users: users).protobufBytes()
             },
             RPCMethod(name: "\(Self.serviceName)/LookupExternal") { bytes, context in
-                try context.requireService()
                 let request = try IdentityV1.LookupExternalRequest(protobufBytes: bytes)
                 let links = self.state.withLock { $0.links }
                 let matches = request.subjects.compactMap { subject in
@@ -98,7 +95,6 @@ final class StandInSocial: RPCService {
     var methods: [RPCMethod] {
         [
             RPCMethod(name: "\(Self.serviceName)/IsBlocked") { bytes, context in
-                try context.requireService()
                 let request = try SocialV1.IsBlockedRequest(protobufBytes: bytes)
                 let (forward, backward) = self.blocks.withLock { blocks in
                     (
@@ -123,7 +119,6 @@ final class RecordingSink: EventsV1.EventSinkHandler {
     func deliverEvents(
         _ request: EventsV1.DeliverEventsRequest, context: RequestContext
     ) async throws -> EventsV1.DeliverEventsResponse {
-        try context.requireService()
         events.withLock { $0.append(contentsOf: request.events) }
         return EventsV1.DeliverEventsResponse(handled: UInt32(request.events.count))
     }
@@ -152,7 +147,7 @@ final class PeerHarness: Sendable {
         }
         let directory = self.certificates
         server = RPCServer(
-            services: [identity, social, sink],
+            services: [identity, social, sink], access: TrustModel.backend,
             tls: try TLSContext(
                 .server(
                     certificateChainPath: "\(directory)/identity.pem", privateKeyPath: "\(directory)/identity-key.pem",

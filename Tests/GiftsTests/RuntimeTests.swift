@@ -16,7 +16,7 @@ struct RuntimeTests {
     func giftsOverMutualTLS() async throws {
         let database = try await TestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-gifts-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["gifts", "identity", "client"])
+        try DevelopmentCertificates.write(to: directory, services: ["gifts", "identity", "gateway"])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let peers = try PeerHarness(certificates: directory)
         let environment = [
@@ -38,8 +38,8 @@ struct RuntimeTests {
             host: "127.0.0.1", port: runtime.rpcPort,
             tls: try TLSContext(
                 .client(
-                    trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/client.pem",
-                    privateKeyPath: "\(directory)/client-key.pem")),
+                    trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/gateway.pem",
+                    privateKeyPath: "\(directory)/gateway-key.pem")),
             group: clientGroup)
         let app = RaveID.random().hex
         func options(user: String = "", scopes: String = "player") -> CallOptions {

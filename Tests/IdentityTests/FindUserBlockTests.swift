@@ -103,7 +103,7 @@ import Testing
         if let error = Self.certificates.error { throw error }
         let path = Self.certificates.path
         let server = RPCServer(
-            services: [social],
+            services: [social], access: TrustModel.backend,
             tls: try TLSContext(
                 .server(
                     certificateChainPath: "\(path)/social.pem", privateKeyPath: "\(path)/social-key.pem",
@@ -150,7 +150,7 @@ final class BlockingSocial: SocialV1.SocialInternalHandler {
     ) async throws -> SocialV1.IsBlockedResponse {
         state.withLock { state in
             state.questions += 1
-            state.callersWereServices = state.callersWereServices && context.peer.isService
+            state.callersWereServices = state.callersWereServices && context.peer.role == .service("identity")
             let userBlocked = state.blocks.contains([request.userId, request.otherUserId])
             let otherBlocked = state.blocks.contains([request.otherUserId, request.userId])
             return SocialV1.IsBlockedResponse(

@@ -11,11 +11,13 @@ import Testing
 
 @Suite("Identity over mTLS")
 struct IdentityRuntimeTests {
-    /// The identity process as `make run` starts it (runtime, migrations, handlers, merge delivery), driven by a
-    /// real RPC client with a client certificate: guest login, then a refresh.
+    /// The identity process as `make run` starts it, driven over mTLS as the gateway drives it.
+    ///
+    /// Runtime, migrations, handlers and merge delivery, called with the gateway's certificate: guest login, then
+    /// a refresh. The client certificate of the same CA reaches neither the public nor the internal methods.
     @Test func guestLoginAndRefreshThroughTheServiceRuntime() async throws {
         let certificates = FileManager.default.temporaryDirectory.appendingPathComponent("rave-identity-\(UUID())").path
-        try DevelopmentCertificates.write(to: certificates, services: ["identity", "client"])
+        try DevelopmentCertificates.write(to: certificates, services: ["identity", "gateway", "client"])
         defer { try? FileManager.default.removeItem(atPath: certificates) }
         try await IdentityHarness.withDatabase { url in
             let environment = [
@@ -37,11 +39,14 @@ struct IdentityRuntimeTests {
                 settings: .init(crossAppLogin: true))
 
             let clientGroup = try EventLoopGroup(loopCount: 1)
-            let tls = try TLSContext(
-                .client(
-                    trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/client.pem",
-                    privateKeyPath: "\(certificates)/client-key.pem"))
-            let connection = RPCClient(host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: clientGroup)
+            func connect(as name: String) throws -> RPCClient {
+                let tls = try TLSContext(
+                    .client(
+                        trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/\(name).pem",
+                        privateKeyPath: "\(certificates)/\(name)-key.pem"))
+                return RPCClient(host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: clientGroup)
+            }
+            let connection = try connect(as: "gateway")
             let client = IdentityV1.IdentityClient(caller: connection)
             do {
                 let login = try await client.guestLogin(
@@ -61,6 +66,17 @@ struct IdentityRuntimeTests {
             } catch {
                 Issue.record("call failed: \(error)")
             }
+            let stranger = try connect(as: "client")
+            let strangerLogin = await statusCode {
+                _ = try await IdentityV1.IdentityClient(caller: stranger).guestLogin(
+                    .init(appId: app.id.hex, device: .init(deviceId: "stranger", platform: "android")))
+            }
+            #expect(strangerLogin?.code == .permissionDenied)
+            let strangerLookup = await statusCode {
+                _ = try await IdentityV1.IdentityInternalClient(caller: stranger).signingKeys(.init())
+            }
+            #expect(strangerLookup?.code == .permissionDenied)
+            stranger.close()
             connection.close()
             runtime.triggerShutdown()
             try await running.value

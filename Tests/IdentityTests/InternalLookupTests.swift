@@ -6,29 +6,6 @@ import Testing
 @testable import Identity
 
 @Suite struct InternalLookupTests {
-    @Test func lookupsNeedAServiceCertificate() async throws {
-        try await IdentityHarness.with { harness in
-            let app = try await harness.makeApplication()
-            let player = try await harness.guestLogin(appID: app.appId, deviceID: "player")
-            let playerContext = IdentityHarness.playerContext(player, appID: app.appId)
-            let applications = await statusCode {
-                _ = try await harness.internalHandlers.getApplications(
-                    .init(appIds: [app.appId]), context: playerContext)
-            }
-            #expect(applications?.code == .permissionDenied)
-            let users = await statusCode {
-                _ = try await harness.internalHandlers.findUsers(
-                    .init(references: [.init(key: .userId(player.userID))]), context: playerContext)
-            }
-            #expect(users?.code == .permissionDenied)
-            let admin = await statusCode {
-                _ = try await harness.internalHandlers.getApplications(
-                    .init(appIds: [app.appId]), context: IdentityHarness.adminContext)
-            }
-            #expect(admin?.code == .permissionDenied)
-        }
-    }
-
     @Test func getApplicationsReturnsPublisherAndScopesInRequestOrder() async throws {
         try await IdentityHarness.with { harness in
             let scoped = try await harness.makeApplication(

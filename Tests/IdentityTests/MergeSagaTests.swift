@@ -122,7 +122,7 @@ struct MergeSagaTests {
         defer { try? FileManager.default.removeItem(atPath: certificates) }
         let participant = FlakyParticipant(failures: 2)
         let server = RPCServer(
-            services: [participant],
+            services: [participant], access: TrustModel.backend,
             tls: try TLSContext(
                 .server(
                     certificateChainPath: "\(certificates)/social.pem",
@@ -208,7 +208,7 @@ final class FlakyParticipant: MergeV1.MergeParticipantHandler {
     ) async throws -> MergeV1.MergeUsersResponse {
         try state.withLock { state throws(RPCError) in
             state.calls += 1
-            state.callersWereServices = state.callersWereServices && context.peer.isService
+            state.callersWereServices = state.callersWereServices && context.peer.role == .service("identity")
             if state.failuresLeft > 0 {
                 state.failuresLeft -= 1
                 throw RPCError.unavailable("the participant is still starting")

@@ -24,7 +24,7 @@ struct ProviderLinkEventTests {
         defer { try? FileManager.default.removeItem(atPath: certificates) }
         let sink = RecordingSink(failures: 1)
         let server = RPCServer(
-            services: [sink],
+            services: [sink], access: TrustModel.backend,
             tls: try TLSContext(
                 .server(
                     certificateChainPath: "\(certificates)/gifts.pem", privateKeyPath: "\(certificates)/gifts-key.pem",
@@ -130,7 +130,7 @@ final class RecordingSink: EventsV1.EventSinkHandler {
             ($0, try IdentityV1.ProviderLinkedEvent(protobufBytes: $0.payload))
         }
         try state.withLock { state throws(RPCError) in
-            state.callersWereServices = state.callersWereServices && context.peer.isService
+            state.callersWereServices = state.callersWereServices && context.peer.role == .service("identity")
             state.deliveries += decoded.count
             if state.failuresLeft > 0 {
                 state.failuresLeft -= 1

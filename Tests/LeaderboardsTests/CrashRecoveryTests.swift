@@ -20,12 +20,12 @@ struct CrashRecoveryTests {
     func acknowledgedSubmitsSurviveKill() async throws {
         let database = try await TestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-lb-crash-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["leaderboards", "client"])
+        try DevelopmentCertificates.write(to: directory, services: ["leaderboards", "gateway"])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let tls = try TLSContext(
             .client(
-                trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/client.pem",
-                privateKeyPath: "\(directory)/client-key.pem"))
+                trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/gateway.pem",
+                privateKeyPath: "\(directory)/gateway-key.pem"))
         let app = uniqueApp()
 
         let first = try LeaderboardsProcess(databaseURL: database.url, certificates: directory)

@@ -21,7 +21,6 @@ final class RecordingEventSink: EventsV1.EventSinkHandler {
         _ request: EventsV1.DeliverEventsRequest, context: RequestContext
     ) async throws -> EventsV1.DeliverEventsResponse {
         // Sinks accept events only from services, as EventSinkService does.
-        try context.requireService()
         received.withLock { $0.append(contentsOf: request.events) }
         return EventsV1.DeliverEventsResponse(handled: UInt32(request.events.count))
     }
@@ -33,11 +32,11 @@ struct EventDeliveryTests {
     func unlockReachesSink() async throws {
         let database = try await TestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-lb-ev-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["leaderboards", "client", "push"])
+        try DevelopmentCertificates.write(to: directory, services: ["leaderboards", "gateway", "push"])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let sink = RecordingEventSink()
         let sinkServer = RPCServer(
-            services: [sink],
+            services: [sink], access: TrustModel.backend,
             tls: try TLSContext(
                 .server(
                     certificateChainPath: "\(directory)/push.pem", privateKeyPath: "\(directory)/push-key.pem",
@@ -62,8 +61,8 @@ struct EventDeliveryTests {
             host: "127.0.0.1", port: runtime.rpcPort,
             tls: try TLSContext(
                 .client(
-                    trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/client.pem",
-                    privateKeyPath: "\(directory)/client-key.pem")),
+                    trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/gateway.pem",
+                    privateKeyPath: "\(directory)/gateway-key.pem")),
             group: clientGroup)
         let app = uniqueApp()
         let player = RaveID.random()

@@ -30,8 +30,8 @@ final class LeaseCluster: Sendable {
         self.certificates = certificates
         tls = try TLSContext(
             .client(
-                trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/client.pem",
-                privateKeyPath: "\(certificates)/client-key.pem"))
+                trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/gateway.pem",
+                privateKeyPath: "\(certificates)/gateway-key.pem"))
     }
 
     /// Runs `body` with a cluster, then stops every instance and drops the database whether `body` threw or not.
@@ -39,7 +39,7 @@ final class LeaseCluster: Sendable {
         let database = try await TestDatabase.create()
         let certificates = FileManager.default.temporaryDirectory.appendingPathComponent("rave-lb-lease-\(UUID())")
             .path
-        try DevelopmentCertificates.write(to: certificates, services: ["leaderboards", "client"])
+        try DevelopmentCertificates.write(to: certificates, services: ["leaderboards", "gateway"])
         defer { try? FileManager.default.removeItem(atPath: certificates) }
         let pool = try database.makePool(size: 2)
         let cluster = try LeaseCluster(database: database, pool: pool, certificates: certificates)

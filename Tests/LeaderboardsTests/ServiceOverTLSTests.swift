@@ -15,7 +15,7 @@ struct ServiceOverTLSTests {
     func submitAndReadOverMutualTLS() async throws {
         let database = try await TestDatabase.create()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-lb-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["leaderboards", "client", "social"])
+        try DevelopmentCertificates.write(to: directory, services: ["leaderboards", "gateway", "social"])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // Social and identity stand in on one port; the service reaches them with its production wiring.
         let peers = try PeerHarness(certificates: directory)
@@ -36,8 +36,8 @@ struct ServiceOverTLSTests {
         let clientGroup = try EventLoopGroup(loopCount: 1)
         let tls = try TLSContext(
             .client(
-                trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/client.pem",
-                privateKeyPath: "\(directory)/client-key.pem"))
+                trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/gateway.pem",
+                privateKeyPath: "\(directory)/gateway-key.pem"))
         let connection = RPCClient(host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: clientGroup)
         let app = uniqueApp()
         let player = RaveID.random()

@@ -13,7 +13,7 @@ import Testing
 struct PushServiceRuntimeTests {
     @Test func registerSendAndDeliverThroughTheRuntime() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-push-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["push", "gateway"])
+        try DevelopmentCertificates.write(to: directory, services: ["push", "gateway", "gifts"])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await FakeProviders.with { server in
             try await PushFixture.with { fixture in
@@ -36,6 +36,13 @@ struct PushServiceRuntimeTests {
                         trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/gateway.pem",
                         privateKeyPath: "\(directory)/gateway-key.pem"))
                 let client = RPCClient(host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: group)
+                // Internal calls and events come from another service (gifts), never from the gateway.
+                let gifts = RPCClient(
+                    host: "127.0.0.1", port: runtime.rpcPort,
+                    tls: try TLSContext(
+                        .client(
+                            trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/gifts.pem",
+                            privateKeyPath: "\(directory)/gifts-key.pem")), group: group)
                 let user = RaveID.random()
                 let player = CallOptions(
                     metadata: [
@@ -54,7 +61,7 @@ struct PushServiceRuntimeTests {
                     try await PushV1.PushClient(caller: client).registerToken(
                         PushV1.RegisterTokenRequest(platform: .apns, token: "", timeZone: "UTC"), options: player)
                 }
-                let sent = try await PushV1.PushInternalClient(caller: client).sendNotification(
+                let sent = try await PushV1.PushInternalClient(caller: gifts).sendNotification(
                     PushV1.SendNotificationRequest(
                         appId: PushFixture.appID, userIds: [user.hex],
                         notification: PushV1.Notification(title: "Gift", body: "You received a gift")))
@@ -76,7 +83,7 @@ struct PushServiceRuntimeTests {
                         giftId: "g1", appId: PushFixture.appID, recipientId: user.hex, senderDisplayName: "Alice",
                         giftTypeName: "Golden Egg"
                     ).protobufBytes(), source: "gifts")
-                let events = EventsV1.EventSinkClient(caller: client)
+                let events = EventsV1.EventSinkClient(caller: gifts)
                 let first = try await events.deliverEvents(.init(events: [event]))
                 let again = try await events.deliverEvents(.init(events: [event]))
                 #expect(first.handled == 1 && again.handled == 0)
@@ -91,6 +98,7 @@ struct PushServiceRuntimeTests {
                 #expect(try server.requestCount(token: "a-ok-mtls") == 2)
 
                 client.close()
+                gifts.close()
                 runtime.triggerShutdown()
                 try await running.value
                 group.shutdown()

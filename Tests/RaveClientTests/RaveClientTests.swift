@@ -75,7 +75,7 @@ struct RaveClientTests {
         defer { group.shutdown() }
         let gateway = StandInGateway(loginLifetime: loginLifetime)
         let server = RPCServer(
-            services: [gateway],
+            services: [gateway], access: .open,
             tls: try TLSContext(
                 .server(
                     certificateChainPath: "\(directory)/gateway.pem", privateKeyPath: "\(directory)/gateway-key.pem")),

@@ -30,7 +30,7 @@ struct EventDeliveryTests {
                     }
                     let sinks = EventSinks(
                         addresses: [EventSinkAddress(name: "sink", host: "127.0.0.1", port: server.localPort)],
-                        source: "tests", tls: try EventsHarness.clientTLS(certificates), group: EventsHarness.group,
+                        source: "publisher", tls: try EventsHarness.clientTLS(certificates), group: EventsHarness.group,
                         logger: EventsHarness.quiet)
                     let publisher = EventsHarness.publisher(pool: publisherPool, sinks: sinks)
                     let running = Task { try await publisher.run() }
@@ -47,7 +47,7 @@ struct EventDeliveryTests {
                             == [published[0].hex, published[2].hex])
                     #expect(try rows.map { try $0.decode([UInt8].self, column: "payload") } == [[1, 2, 3], []])
                     #expect(try rows.allSatisfy { try $0.decode(String.self, column: "key") == user })
-                    #expect(try rows.allSatisfy { try $0.decode(String.self, column: "source") == "tests" })
+                    #expect(try rows.allSatisfy { try $0.decode(String.self, column: "source") == "publisher" })
                     // The ignored topic left no processed mark behind.
                     #expect(try await EventsHarness.count("processed_events", in: sinkPool) == 2)
                 }
@@ -80,8 +80,9 @@ struct EventDeliveryTests {
                     group: EventsHarness.group, logger: EventsHarness.quiet)
                 let client = EventsV1.EventSinkClient(caller: connection)
                 let event = EventsV1.Event(
-                    eventId: RaveID.random().hex, topic: "test.once", key: "k", payload: [7], source: "tests")
-                let ignored = EventsV1.Event(eventId: RaveID.random().hex, topic: "elsewhere.x", key: "k")
+                    eventId: RaveID.random().hex, topic: "test.once", key: "k", payload: [7], source: "publisher")
+                let ignored = EventsV1.Event(
+                    eventId: RaveID.random().hex, topic: "elsewhere.x", key: "k", source: "publisher")
                 let first = try await client.deliverEvents(.init(events: [event, ignored]))
                 let second = try await client.deliverEvents(.init(events: [event, ignored]))
                 connection.close()
@@ -108,7 +109,7 @@ struct EventDeliveryTests {
                             in: transaction, topic: "test.delayed", key: RaveID.random().hex, payload: [1])
                     }
                     let sinks = EventSinks(
-                        addresses: [EventSinkAddress(name: "sink", host: "127.0.0.1", port: port)], source: "tests",
+                        addresses: [EventSinkAddress(name: "sink", host: "127.0.0.1", port: port)], source: "publisher",
                         tls: try EventsHarness.clientTLS(certificates), group: EventsHarness.group,
                         callTimeout: .seconds(2), logger: EventsHarness.quiet)
                     let publisher = EventsHarness.publisher(pool: publisherPool, sinks: sinks)
@@ -154,7 +155,7 @@ struct EventDeliveryTests {
                             addresses: [
                                 EventSinkAddress(name: "steady", host: "127.0.0.1", port: steady.localPort),
                                 EventSinkAddress(name: "flaky", host: "127.0.0.1", port: flaky.localPort),
-                            ], source: "tests", tls: try EventsHarness.clientTLS(certificates),
+                            ], source: "publisher", tls: try EventsHarness.clientTLS(certificates),
                             group: EventsHarness.group, logger: EventsHarness.quiet)
                         let publisher = EventsHarness.publisher(pool: publisherPool, sinks: sinks)
                         let running = Task { try await publisher.run() }
@@ -177,19 +178,35 @@ struct EventDeliveryTests {
         }
     }
 
-    @Test func callersWithoutAServiceCertificateAreRefused() async throws {
-        try await EventsHarness.withDatabase { pool in
-            let sink = EventsHarness.recordingSink(pool: pool)
-            let player = RequestContext(
-                requestID: "r", method: "m", deadline: .max, metadata: [:],
-                peer: PeerIdentity(address: "127.0.0.1:1", certificateCommonName: nil), caller: nil,
-                logger: EventsHarness.quiet)
-            let event = EventsV1.Event(eventId: RaveID.random().hex, topic: "test.x", key: "k")
-            await #expect(throws: RPCError.self) {
-                _ = try await sink.deliverEvents(.init(events: [event]), context: player)
+    /// Only the publishers the sink's policy names reach it, and each only with its own events.
+    @Test func onlyPublishersDeliverAndOnlyTheirOwnEvents() async throws {
+        try await EventsHarness.withCertificates { certificates in
+            try await EventsHarness.withDatabase { pool in
+                let server = try EventsHarness.startSink(
+                    EventsHarness.recordingSink(pool: pool), certificates: certificates)
+                defer { Task { await server.shutdown() } }
+                func deliver(as name: String, source: String) async -> StatusCode {
+                    let connection = RPCClient(
+                        host: "127.0.0.1", port: server.localPort,
+                        tls: try! EventsHarness.clientTLS(certificates, name: name), group: EventsHarness.group,
+                        logger: EventsHarness.quiet)
+                    defer { connection.close() }
+                    let event = EventsV1.Event(eventId: RaveID.random().hex, topic: "test.x", key: "k", source: source)
+                    do {
+                        _ = try await EventsV1.EventSinkClient(caller: connection).deliverEvents(.init(events: [event]))
+                        return .ok
+                    } catch {
+                        return error.code
+                    }
+                }
+                // The sink's own certificate is a service, but not a publisher of this sink.
+                #expect(await deliver(as: "sink", source: "sink") == .permissionDenied)
+                // A publisher cannot pass its events off as another service's.
+                #expect(await deliver(as: "publisher", source: "identity") == .permissionDenied)
+                #expect(try await EventsHarness.count("processed_events", in: pool) == 0)
+                #expect(await deliver(as: "publisher", source: "publisher") == .ok)
+                #expect(try await EventsHarness.count("processed_events", in: pool) == 1)
             }
-            let remaining = try await EventsHarness.count("processed_events", in: pool)
-            #expect(remaining == 0)
         }
     }
 

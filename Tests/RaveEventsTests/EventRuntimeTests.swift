@@ -8,7 +8,8 @@ import Testing
 @Suite("Events through the service runtime")
 struct EventRuntimeTests {
     /// Two processes as `make run` starts them: a publisher configured by RAVE_EVENT_SINKS and a sink serving
-    /// EventSink next to its other services, each with its own certificate and database.
+    /// EventSink next to its other services, each with its own certificate and database; named as a real
+    /// publisher and sink (identity and gifts), since the runtime applies the project's trust model.
     @Test func aPublisherConfiguredFromTheEnvironmentReachesASinkService() async throws {
         try await EventsHarness.withCertificates { certificates in
             try await EventsHarness.withDatabase(migrated: false) { publisherPool, publisherURL in
@@ -19,7 +20,7 @@ struct EventRuntimeTests {
                         "RAVE_DB_POOL_SIZE": "2",
                     ]
                     let sinkRuntime = try await ServiceRuntime.start(
-                        name: "sink", environment: common.merging(["RAVE_DATABASE_URL": sinkURL]) { $1 },
+                        name: "gifts", environment: common.merging(["RAVE_DATABASE_URL": sinkURL]) { $1 },
                         migrations: .list([
                             Migration(version: 1, name: "outbox", sql: Outbox.migration),
                             Migration(version: 2, name: "received", sql: EventsHarness.receivedTable),
@@ -28,15 +29,15 @@ struct EventRuntimeTests {
                         [EventsHarness.recordingSink(pool: context.pool)]
                     }
                     let publisherRuntime = try await ServiceRuntime.start(
-                        name: "publisher",
+                        name: "identity",
                         environment: common.merging([
                             "RAVE_DATABASE_URL": publisherURL,
-                            "RAVE_EVENT_SINKS": "sink=127.0.0.1:\(sinkRuntime.rpcPort)",
+                            "RAVE_EVENT_SINKS": "gifts=127.0.0.1:\(sinkRuntime.rpcPort)",
                         ]) { $1 },
                         migrations: .list([Migration(version: 1, name: "outbox", sql: Outbox.migration)])
                     ) { context in
                         context.addBackgroundService(
-                            try EventPublisher.forService(context: context, source: "publisher"))
+                            try EventPublisher.forService(context: context, source: "identity"))
                         return []
                     }
                     let sinkRunning = Task { try await sinkRuntime.run() }
@@ -57,7 +58,7 @@ struct EventRuntimeTests {
                     #expect(received)
                     let rows = try await sinkPool.query("SELECT event_id, source FROM received_events")
                     #expect(try rows.first?.decode(String.self, column: "event_id") == eventID.hex)
-                    #expect(try rows.first?.decode(String.self, column: "source") == "publisher")
+                    #expect(try rows.first?.decode(String.self, column: "source") == "identity")
                 }
             }
         }

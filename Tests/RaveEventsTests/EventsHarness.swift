@@ -51,10 +51,11 @@ enum EventsHarness {
         }
     }
 
-    /// Writes a CA and leaves for "publisher" and "sink" into a temporary directory for `body`.
+    /// Writes a CA and leaves for "publisher" and "sink" (and, for the runtime test, "identity" and "gifts")
+    /// into a temporary directory for `body`.
     static func withCertificates(_ body: (String) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-events-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["publisher", "sink"])
+        try DevelopmentCertificates.write(to: directory, services: ["publisher", "sink", "identity", "gifts"])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await body(directory)
     }
@@ -66,13 +67,18 @@ enum EventsHarness {
                 privateKeyPath: "\(certificates)/\(name)-key.pem"))
     }
 
+    /// The sink's port admits the "publisher" certificate's service role to EventSink, and nothing else.
+    static let sinkPolicy = AccessPolicy(
+        services: [EventsV1.EventSinkClient.serviceName: .roles([.service("publisher")])], otherwise: .roles([]),
+        callerMetadataFrom: [])
+
     /// An mTLS server for `sink` on `port` (0 picks one); started.
     static func startSink(_ sink: any RPCService, certificates: String, port: Int = 0) throws -> RPCServer {
         var configuration = RPCServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = port
         let server = RPCServer(
-            configuration: configuration, services: [sink],
+            configuration: configuration, services: [sink], access: EventsHarness.sinkPolicy,
             tls: try TLSContext(
                 .server(
                     certificateChainPath: "\(certificates)/sink.pem", privateKeyPath: "\(certificates)/sink-key.pem",

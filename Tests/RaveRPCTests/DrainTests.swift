@@ -58,7 +58,7 @@ struct DrainTests {
         await first.server.drain()
 
         let second = RPCServer(
-            configuration: RPCServerConfiguration(port: port), services: [TestEchoService()],
+            configuration: RPCServerConfiguration(port: port), services: [TestEchoService()], access: .open,
             tls: try first.certificates.serverTLS(), group: first.group)
         try second.start()
         var answer: [UInt8]?

@@ -54,7 +54,8 @@ struct KnownMetadataTests {
         let certificates = try TestCertificates()
         let group = try EventLoopGroup(loopCount: 1)
         let server = RPCServer(
-            services: [CallerReport()], tls: try certificates.serverTLS(requireClientCertificate: true), group: group,
+            services: [CallerReport()], access: AccessPolicy(otherwise: .anyone, callerMetadataFrom: [.client]),
+            tls: try certificates.serverTLS(requireClientCertificate: true), group: group,
             logger: Logger(label: "test.server", level: .error))
         try server.start()
         let connection = try await RPCConnection.connect(

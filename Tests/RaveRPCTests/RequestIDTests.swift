@@ -8,7 +8,8 @@ import Testing
 struct RequestIDTests {
     @Test func idsAreThePrefixAndTheCounterInLowercaseHex() throws {
         let router = RPCRouter(
-            services: [], configuration: RPCServerConfiguration(), logger: Logger(label: "test", level: .error),
+            services: [], access: .open, configuration: RPCServerConfiguration(),
+            logger: Logger(label: "test", level: .error),
             observer: SilentServerObserver())
         let ids = (1...300).map { _ in router.nextRequestID() }
         let prefix = try #require(ids.first?.split(separator: "-").first)

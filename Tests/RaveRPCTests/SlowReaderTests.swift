@@ -78,7 +78,7 @@ private final class InspectableServer: Sendable {
         certificates = try TestCertificates()
         group = try EventLoopGroup(loopCount: 2)
         let router = RPCRouter(
-            services: [TestEchoService()], configuration: configuration,
+            services: [TestEchoService()], access: .open, configuration: configuration,
             logger: Logger(label: "test.server", level: .error), observer: SilentServerObserver())
         let registry = self.registry
         listener = try Listener(

@@ -86,7 +86,7 @@ final class TestServer: Sendable {
         var configuration = configuration
         configuration.requestLogLevel = .debug
         server = RPCServer(
-            configuration: configuration, services: [TestEchoService()],
+            configuration: configuration, services: [TestEchoService()], access: .open,
             tls: try certificates.serverTLS(requireClientCertificate: mutualTLS), group: group,
             logger: Logger(label: "test.server", level: .error))
         try server.start()

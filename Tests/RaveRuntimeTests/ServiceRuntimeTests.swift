@@ -71,7 +71,7 @@ import Testing
     /// A scratch directory with development certificates, removed at the end of the test.
     func withCertificates<T>(_ body: (String) async throws -> T) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-runtime-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["runtime-test", "client"])
+        try DevelopmentCertificates.write(to: directory, services: ["runtime-test", "gateway"])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         return try await body(directory)
     }
@@ -88,8 +88,8 @@ import Testing
             let clientGroup = try EventLoopGroup(loopCount: 1)
             let tls = try TLSContext(
                 .client(
-                    trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/client.pem",
-                    privateKeyPath: "\(directory)/client-key.pem"))
+                    trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/gateway.pem",
+                    privateKeyPath: "\(directory)/gateway-key.pem"))
             let client = RPCClient(host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: clientGroup)
             let response = try await client.call(
                 method: "rave.rpc.v1.Health/Check", request: RpcV1.HealthCheckRequest().protobufBytes(),

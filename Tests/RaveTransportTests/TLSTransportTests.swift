@@ -58,6 +58,9 @@ import Testing
         #expect(await eventually { recorder.snapshot.received == Array("ping".utf8) })
         #expect(serverSide.snapshot.peerCommonName == "client")
         #expect(recorder.snapshot.peerCommonName == "identity")
+        // The role travels as a subjectAltName URI, which the RPC layer turns into a PeerRole.
+        #expect(serverSide.snapshot.peerCertificate?.uris == ["rave://client"])
+        #expect(recorder.snapshot.peerCertificate?.uris == ["rave://service/identity"])
         await onLoop(channel) { $0.closeNow() }
     }
 
@@ -167,6 +170,53 @@ import Testing
         #expect(error?.code == .tlsHandshakeFailed)
         #expect(error?.message.contains("protocol version") == true)
         #expect(serverSide.snapshot.activeCount == 0)
+    }
+
+    /// The CBC suites TLS 1.2 used to accept: a client offering only one of them finds no common suite.
+    @Test(arguments: ["ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES128-SHA256", "ECDHE-ECDSA-AES256-SHA384"])
+    func tls12ClientOfferingOnlyACBCSuiteFailsTheHandshake(suite: String) async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.directory.remove() }
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let serverSide = RecordingHandler()
+        let listener = try makeListener(group: group, tls: try certificates.server()) { serverSide }
+        defer { listener.close() }
+
+        var legacy = TLSConfiguration.client(trustRootsPath: "\(certificates.ours)/ca.pem")
+        legacy.offersOnlyTLS12ForTesting = suite
+        let tls = try TLSContext(legacy)
+        let error = await #expect(throws: TransportError.self) {
+            _ = try await Connector.connect(
+                to: "127.0.0.1", port: listener.localPort, in: group, tls: tls, handler: RecordingHandler())
+        }
+        #expect(error?.code == .tlsHandshakeFailed)
+        #expect(serverSide.snapshot.activeCount == 0)
+    }
+
+    /// A TLS 1.2 client offering everything OpenSSL has gets forward secrecy and an AEAD cipher.
+    @Test func tls12ClientNegotiatesAnECDHEAEADSuite() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.directory.remove() }
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let serverSide = RecordingHandler()
+        let listener = try makeListener(group: group, tls: try certificates.server()) { serverSide }
+        defer { listener.close() }
+
+        var legacy = TLSConfiguration.client(trustRootsPath: "\(certificates.ours)/ca.pem")
+        legacy.offersOnlyTLS12ForTesting = "ALL:@SECLEVEL=0"
+        let recorder = RecordingHandler()
+        let channel = try await Connector.connect(
+            to: "127.0.0.1", port: listener.localPort, in: group, tls: try TLSContext(legacy), handler: recorder)
+        #expect(await eventually { serverSide.snapshot.activeCount == 1 })
+        let suite = try #require(recorder.snapshot.cipherSuite)
+        #expect(recorder.snapshot.protocolVersion == "TLSv1.2")
+        #expect(suite.hasPrefix("ECDHE-"))
+        #expect(
+            suite.hasSuffix("-GCM-SHA256") || suite.hasSuffix("-GCM-SHA384") || suite.hasSuffix("-CHACHA20-POLY1305"))
+        #expect(serverSide.snapshot.cipherSuite == suite)
+        await onLoop(channel) { $0.closeNow() }
     }
 
     @Test func reloadPresentsTheNewCertificateToNewConnections() async throws {

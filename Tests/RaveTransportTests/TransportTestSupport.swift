@@ -59,7 +59,9 @@ final class RecordingHandler: ChannelHandler, Sendable {
         var inactiveCount = 0
         var inactiveError: TransportError?
         var peerCommonName: String?
+        var peerCertificate: PeerCertificate?
         var protocolVersion: String?
+        var cipherSuite: String?
     }
 
     let observations = Mutex(Observations())
@@ -73,7 +75,9 @@ final class RecordingHandler: ChannelHandler, Sendable {
         observations.withLock {
             $0.activeCount += 1
             $0.peerCommonName = channel.peerCertificateCommonName
+            $0.peerCertificate = channel.peerCertificate
             $0.protocolVersion = channel.negotiatedProtocolVersion
+            $0.cipherSuite = channel.negotiatedCipherSuite
         }
     }
 

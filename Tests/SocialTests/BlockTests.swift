@@ -78,11 +78,6 @@ struct BlockTests {
                 _ = try await harness.player.unblockUser(.init(userId: bob.id), context: alice.context)
             }
             #expect(unblockAgain == .notFound)
-            let internalFromPlayer = await statusCode {
-                _ = try await harness.internalHandlers.isBlocked(
-                    .init(userId: alice.id, otherUserId: bob.id), context: alice.context)
-            }
-            #expect(internalFromPlayer == .permissionDenied)
         }
     }
 }

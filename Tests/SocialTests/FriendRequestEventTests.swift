@@ -20,7 +20,6 @@ final class RecordingFriendEventSink: EventsV1.EventSinkHandler {
     func deliverEvents(
         _ request: EventsV1.DeliverEventsRequest, context: RequestContext
     ) async throws -> EventsV1.DeliverEventsResponse {
-        try context.requireService()
         received.withLock { $0.append(contentsOf: request.events) }
         return EventsV1.DeliverEventsResponse(handled: UInt32(request.events.count))
     }
@@ -37,7 +36,7 @@ struct FriendRequestEventTests {
             let certificates = harness.certificates
             let sink = RecordingFriendEventSink()
             let sinkServer = RPCServer(
-                services: [sink],
+                services: [sink], access: TrustModel.backend,
                 tls: try TLSContext(
                     .server(
                         certificateChainPath: "\(certificates)/push.pem",
@@ -62,7 +61,7 @@ struct FriendRequestEventTests {
                 let clientGroup = try EventLoopGroup(loopCount: 1)
                 let connection = RPCClient(
                     host: "127.0.0.1", port: runtime.rpcPort,
-                    tls: try SocialHarness.clientTLS(certificates, name: "client"), group: clientGroup)
+                    tls: try SocialHarness.clientTLS(certificates, name: "gateway"), group: clientGroup)
                 let player = SocialV1.SocialClient(caller: connection)
                 func asPlayer(_ user: SocialHarness.Player) -> CallOptions {
                     CallOptions(

@@ -52,7 +52,7 @@ struct SocialHarness {
         maxListMembers: Int = 5_000, _ body: (SocialHarness) async throws -> Void
     ) async throws {
         let certificates = FileManager.default.temporaryDirectory.appendingPathComponent("rave-social-\(UUID())").path
-        try DevelopmentCertificates.write(to: certificates, services: ["identity", "social", "client", "push"])
+        try DevelopmentCertificates.write(to: certificates, services: ["identity", "social", "gateway", "push"])
         defer { try? FileManager.default.removeItem(atPath: certificates) }
         try await withDatabase(prefix: "rave_social_identity_") { identityURL in
             var identityConfiguration = IdentityConfiguration()

@@ -33,7 +33,7 @@ struct SocialRuntimeTests {
                 let clientGroup = try EventLoopGroup(loopCount: 1)
                 let connection = RPCClient(
                     host: "127.0.0.1", port: runtime.rpcPort,
-                    tls: try SocialHarness.clientTLS(harness.certificates, name: "client"), group: clientGroup)
+                    tls: try SocialHarness.clientTLS(harness.certificates, name: "gateway"), group: clientGroup)
                 let player = SocialV1.SocialClient(caller: connection)
                 func asPlayer(_ user: SocialHarness.Player) -> CallOptions {
                     CallOptions(
@@ -53,7 +53,17 @@ struct SocialRuntimeTests {
                         .init(query: .init(listKey: "friends")), options: asPlayer(alice))
                     #expect(page.page?.users.map(\.displayName) == ["Bob"])
 
-                    let internalClient = SocialV1.SocialInternalClient(caller: connection)
+                    // Internal methods serve other services (here identity's certificate), not the gateway.
+                    let identity = RPCClient(
+                        host: "127.0.0.1", port: runtime.rpcPort,
+                        tls: try SocialHarness.clientTLS(harness.certificates, name: "identity"), group: clientGroup)
+                    defer { identity.close() }
+                    let fromGateway = await statusCode {
+                        _ = try await SocialV1.SocialInternalClient(caller: connection).friendIds(
+                            .init(userId: bob.id, appId: harness.appID))
+                    }
+                    #expect(fromGateway == .permissionDenied)
+                    let internalClient = SocialV1.SocialInternalClient(caller: identity)
                     let ids = try await internalClient.friendIds(
                         .init(userId: bob.id, appId: harness.appID), options: CallOptions(timeout: .seconds(10)))
                     #expect(ids.userIds == [alice.id])

@@ -2,6 +2,7 @@ import Foundation
 import RaveMessages
 import RaveRPC
 import RaveServices
+import RaveTransport
 
 /// A signed-in player as a game client holds it: the gateway connection plus the access token every call carries.
 struct PlayerSession: RPCCaller {
@@ -41,6 +42,19 @@ extension SystemStack {
         let application = try await identityAdmin.createApplication(
             .init(publisherId: publisher.publisher?.publisherId ?? "", name: "Game", settings: settings))
         return application.application?.appId ?? ""
+    }
+
+    /// A connection straight to a service's protocol port (not through the gateway) presenting the development
+    /// certificate `certificate` ("client", "admin", "wallet", …), as an attacker holding it would.
+    func directConnection(port: Int, certificate: String) async throws -> RPCConnection {
+        try await RPCConnection.connect(
+            host: "127.0.0.1", port: port,
+            tls: try TLSContext(
+                .client(
+                    trustRootsPath: "\(certificates)/ca.pem",
+                    certificateChainPath: "\(certificates)/\(certificate).pem",
+                    privateKeyPath: "\(certificates)/\(certificate)-key.pem")),
+            group: Self.group)
     }
 
     /// A guest on `deviceID` (a new device unless given).

@@ -26,7 +26,7 @@ struct WalletCrashTests {
     /// complete, and the ledger balances before and after the replay.
     @Test func killDuringBatchLoadLosesNoAcknowledgedBet() async throws {
         try await WalletNetworkHarness.withDatabase(prefix: "rave_wallet_crash_") { url in
-            let certificates = try WalletNetworkHarness.certificates(services: ["wallet", "client"])
+            let certificates = try WalletNetworkHarness.certificates(services: ["wallet", "gateway"])
             defer { try? FileManager.default.removeItem(atPath: certificates) }
             let environment = [
                 "RAVE_CERT_DIR": certificates, "RAVE_DATABASE_URL": url, "RAVE_LOG_LEVEL": "warning",
@@ -34,7 +34,7 @@ struct WalletCrashTests {
             ]
             let group = try EventLoopGroup(loopCount: 1)
             defer { group.shutdown() }
-            let tls = try WalletNetworkHarness.clientTLS(certificates, name: "client")
+            let tls = try WalletNetworkHarness.clientTLS(certificates, name: "gateway")
 
             let first = try WalletProcess(environment: environment)
             let firstClient = RPCClient(host: "127.0.0.1", port: first.port, tls: tls, group: group)

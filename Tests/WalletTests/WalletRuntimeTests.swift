@@ -15,7 +15,7 @@ struct WalletRuntimeTests {
     /// metadata the gateway sets: operator set-up, a backed bet, its replay, a batch, and the caller checks.
     @Test func betsThroughTheServiceRuntime() async throws {
         try await WalletNetworkHarness.withDatabase(prefix: "rave_wallet_runtime_") { url in
-            let certificates = try WalletNetworkHarness.certificates(services: ["wallet", "client"])
+            let certificates = try WalletNetworkHarness.certificates(services: ["wallet", "gateway"])
             defer { try? FileManager.default.removeItem(atPath: certificates) }
             let runtime = try await ServiceRuntime.start(
                 name: "wallet",
@@ -31,7 +31,7 @@ struct WalletRuntimeTests {
             let clientGroup = try EventLoopGroup(loopCount: 1)
             let connection = RPCClient(
                 host: "127.0.0.1", port: runtime.rpcPort,
-                tls: try WalletNetworkHarness.clientTLS(certificates, name: "client"), group: clientGroup)
+                tls: try WalletNetworkHarness.clientTLS(certificates, name: "gateway"), group: clientGroup)
             do {
                 let admin = WalletV1.WalletAdminClient(caller: connection)
                 let wallet = WalletV1.WalletClient(caller: connection)

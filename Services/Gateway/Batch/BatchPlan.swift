@@ -33,6 +33,11 @@ struct BatchPlan: Sendable {
 
     let steps: [Step]
 
+    /// Each call's method and request size, for `Protection.admit`.
+    var callSizes: LazyMapSequence<[Step], (method: String, bytes: Int)> {
+        steps.lazy.map { (method: $0.method, bytes: $0.request.count) }
+    }
+
     /// Validates `request`; reference paths are resolved against the message types `registry` knows.
     init(_ request: GatewayV1.BatchRequest, registry: DescriptorRegistry = .shared) throws(RPCError) {
         let calls = request.calls

@@ -2,22 +2,18 @@ import RaveDynamic
 import RaveMessages
 import RaveRPC
 
-/// Runs a validated batch: every call whose dependencies succeeded starts at once, a call whose dependency
-/// failed is not run, and results come back in request order.
+/// Runs a validated batch with child tasks, as `BatchSchedule` says: every call whose dependencies succeeded
+/// starts at once, a call whose dependency failed is not run, and results come back in request order.
 ///
-/// The scheduling state lives in this one function (no locks): it starts ready calls as child tasks, and
-/// each finished call may make others ready. Calls that `runsTogether` accepts and that become ready in the
-/// same scan are handed to `executeTogether` as one group (the bets of a batch, for one PlaceBets call).
+/// The schedule lives in this one function (no locks): it starts ready calls as child tasks, and each finished
+/// call may make others ready. Calls that `runsTogether` accepts and that become ready together are handed to
+/// `executeTogether` as one group (the bets of a batch, for one PlaceBets call).
 struct BatchRunner: Sendable {
     /// A call whose dependencies all succeeded, with their encoded responses by index.
     struct ReadyCall: Sendable {
         var step: BatchPlan.Step
         var responses: [Int: [UInt8]]
     }
-
-    /// The fixed message prefix of a call skipped because a dependency failed (code ABORTED,
-    /// `dependency_failed` true).
-    static let dependencyFailedMessage = "not run: a call it depends on failed"
 
     /// Runs one call and returns its result (never throws: a failure is a status).
     let execute: @Sendable (ReadyCall) async -> GatewayV1.BatchResult
@@ -40,40 +36,19 @@ struct BatchRunner: Sendable {
         self.executeTogether = executeTogether
     }
 
-    func run(_ plan: BatchPlan) async -> [GatewayV1.BatchResult] {
-        var results = [GatewayV1.BatchResult?](repeating: nil, count: plan.steps.count)
-        var waiting = plan.steps
+    func run(_ plan: BatchPlan) async -> GatewayV1.BatchResponse {
+        var schedule = BatchSchedule(plan: plan)
         await withTaskGroup(of: [(Int, GatewayV1.BatchResult)].self) { group in
             var running = 0
             while true {
-                var stillWaiting: [BatchPlan.Step] = []
-                var progressed = false
-                var ready: [ReadyCall] = []
-                for step in waiting {
-                    let outcomes = step.dependencies.map { results[$0] }
-                    if let failed = outcomes.firstIndex(where: { $0 != nil && $0?.code != .ok }) {
-                        results[step.index] = Self.dependencyFailed(step, on: plan.steps[step.dependencies[failed]])
-                        progressed = true
-                    } else if outcomes.allSatisfy({ $0 != nil }) {
-                        var responses: [Int: [UInt8]] = [:]
-                        for dependency in step.dependencies { responses[dependency] = results[dependency]?.response }
-                        ready.append(ReadyCall(step: step, responses: responses))
-                    } else {
-                        stillWaiting.append(step)
-                    }
-                }
-                waiting = stillWaiting
+                let ready = schedule.readyCalls().map { ReadyCall(step: $0, responses: schedule.responses(for: $0)) }
                 running += start(ready, in: &group)
-                // A skipped call may unblock (by failing) its own dependants: rescan before waiting.
-                if progressed { continue }
                 guard running > 0, let finished = await group.next() else { break }
                 running -= 1
-                for (index, result) in finished { results[index] = result }
+                for (index, result) in finished { schedule.record(result, at: index) }
             }
         }
-        return results.enumerated().map { index, result in
-            result ?? Self.dependencyFailed(plan.steps[index], on: plan.steps[index])
-        }
+        return schedule.response
     }
 
     /// Starts the ready calls as child tasks, those that run together as one; returns the number of tasks.
@@ -101,15 +76,6 @@ struct BatchRunner: Sendable {
             tasks += 1
         }
         return tasks
-    }
-
-    static func dependencyFailed(_ step: BatchPlan.Step, on dependency: BatchPlan.Step) -> GatewayV1.BatchResult {
-        var result = GatewayV1.BatchResult()
-        result.name = step.name
-        result.code = .aborted
-        result.message = "\(dependencyFailedMessage) (\"\(dependency.name)\")"
-        result.dependencyFailed = true
-        return result
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import RaveAuth
 import RaveRPC
+import RaveServices
 import RaveTelemetry
 import RaveTransport
 
@@ -45,11 +46,10 @@ final class BenchmarkStand: Sendable {
                 trustRootsPath: "\(directory)/ca.pem", requireClientCertificate: true))
         let quiet = Logger(label: "bench-backend", level: .warning)
         let identity = StandInIdentity(keyID: "bench-key", publicKey: try key.publicKey().rawRepresentation)
-        let servers = [
-            RPCServer(services: [identity], tls: tls, group: backendGroup, logger: quiet),
-            RPCServer(services: [BenchmarkEcho()], tls: tls, group: backendGroup, logger: quiet),
-            RPCServer(services: [StandInWallet()], tls: tls, group: backendGroup, logger: quiet),
-        ]
+        let backends: [any RPCService] = [identity, BenchmarkEcho(), StandInWallet()]
+        let servers = backends.map { service in
+            RPCServer(services: [service], access: TrustModel.backend, tls: tls, group: backendGroup, logger: quiet)
+        }
         for server in servers { try server.start() }
         var environment = [
             "RAVE_CERT_DIR": directory, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",

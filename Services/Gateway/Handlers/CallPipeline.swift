@@ -26,8 +26,7 @@ final class CallPipeline: Sendable {
     /// Board owners, when the gateway routes leaderboards calls (nil without a leaderboards service).
     let boardOwners: BoardOwners?
     let protection: Protection
-    let adminCommonName: String
-    let deadlineMargin: UInt64
+    let admission: CallAdmission<BackendPool>
     /// Single calls served on the client connection's loop (`startProxy`), for tests and diagnostics.
     let loopProxiedCalls = Atomic<Int>(0)
     /// Batches served on the client connection's loop (`startBatch`), for tests and diagnostics.
@@ -38,26 +37,25 @@ final class CallPipeline: Sendable {
     private static let routeCacheCapacity = 4096
 
     init(
-        authenticator: Authenticator, pools: [String: BackendPool], protection: Protection, adminCommonName: String,
-        deadlineMargin: Duration, boardOwners: BoardOwners? = nil
+        authenticator: Authenticator, pools: [String: BackendPool], protection: Protection, deadlineMargin: Duration,
+        boardOwners: BoardOwners? = nil
     ) {
         self.authenticator = authenticator
         self.pools = pools
         self.boardOwners = boardOwners
         self.protection = protection
-        self.adminCommonName = adminCommonName
-        self.deadlineMargin = deadlineMargin.wholeNanoseconds
+        self.admission = CallAdmission(services: pools, deadlineMargin: deadlineMargin.wholeNanoseconds)
     }
 
     /// Serves one call of a method the gateway routes (the RPC server's fallback handler).
     func proxy(request: [UInt8], context: RequestContext) async throws(RPCError) -> [UInt8] {
-        try protection.admit(context: context, calls: 1)
+        try protection.admit(
+            context: context, requestSizes: CollectionOfOne((method: context.method, bytes: request.count)))
         defer { protection.release() }
-        try protection.checkSize(request.count, method: context.method)
         return try await dispatch(method: context.method, request: request, context: context)
     }
 
-    /// Routes one call: classify, authenticate, rate-limit per user, forward.
+    /// Routes one call: admit it (`CallAdmission`, with the token verified if need be), charge the user, forward.
     ///
     /// `cost` is the number of client calls the call stands for (a PlaceBets made of a batch's bets);
     /// `removing` the client metadata not passed on (a batch's calls also drop its idempotency key).
@@ -67,21 +65,46 @@ final class CallPipeline: Sendable {
         cost: Int = 1
     ) async throws(RPCError) -> [UInt8] {
         let route = try self.route(method)
-        let caller = try await self.caller(for: route, context: context)
-        if let caller, !caller.userID.isEmpty { try protection.users.charge(caller.userID, cost: cost) }
-        guard let pool = pools[route.service] else {
-            throw .unimplemented("no service serves rave.\(route.service).v1 (method \(method))")
-        }
+        let token = await self.token(for: route, context: context)
+        let admitted = try admission.decide(
+            method: method, route: route, role: context.peer.role, token: token, deadline: context.deadline,
+            now: monotonicNanoseconds()
+        ).get()
+        if let user = admitted.chargedUser { try protection.users.charge(user, cost: cost) }
         let now = monotonicNanoseconds()
-        guard context.deadline > now &+ deadlineMargin else {
-            throw RPCError(.deadlineExceeded, "too little time was left to call \(route.service)")
-        }
         let options = CallOptions(
-            timeout: .nanoseconds(Int64(context.deadline - now - deadlineMargin)), maxRetries: 0,
-            encodedMetadata: forwardedMetadata(context, caller: caller, removing: removed))
+            timeout: .nanoseconds(Int64(admitted.backendDeadline > now ? admitted.backendDeadline - now : 0)),
+            maxRetries: 0, encodedMetadata: forwardedMetadata(context, caller: admitted.caller, removing: removed))
         return try await ServiceCaller(
-            pool: pool, board: boardRouting(service: route.service, request: request, caller: caller)
+            pool: admitted.backend,
+            board: boardRouting(service: admitted.service, request: request, caller: admitted.caller)
         ).call(method: method, request: request, options: options)
+    }
+
+    /// The token as `CallAdmission` needs it for `route`, verified (and resolved through merges) if need be.
+    private func token(for route: MethodRoute, context: RequestContext) async -> CallToken {
+        guard route.tokenNeed != .none,
+            let authorization = context.metadata[MetadataKey.authorization]
+        else { return .absent }
+        do {
+            return .verified(try await authenticator.caller(authorization: authorization))
+        } catch {
+            return .rejected(error)
+        }
+    }
+
+    /// The token as `CallAdmission` needs it for `route`, from the authenticator's caches only; nil when deciding
+    /// would need to wait (a token not verified recently, or a method whose token is optional).
+    func cachedToken(for route: MethodRoute, context: RequestContext) -> CallToken? {
+        switch route.tokenNeed {
+        case .none:
+            return .absent
+        case .optional:
+            return nil
+        case .required:
+            guard let authorization = context.metadata[MetadataKey.authorization] else { return .absent }
+            return authenticator.cachedCaller(authorization: authorization).map { .verified($0) }
+        }
     }
 
     /// The board of a leaderboards call, for routing to its owner; nil for every other call.
@@ -98,44 +121,6 @@ final class CallPipeline: Sendable {
             if routes.count < Self.routeCacheCapacity { routes[method] = route }
         }
         return route
-    }
-
-    /// The caller the service will see for `route`, or the status that refuses the call.
-    private func caller(for route: MethodRoute, context: RequestContext) async throws(RPCError) -> Caller? {
-        let isAdmin = context.peer.certificateCommonName == adminCommonName
-        let authorization = context.metadata[MetadataKey.authorization]
-        switch route.access {
-        case .anonymous:
-            return nil
-        case .login:
-            // A signed-in player may log in again: a guest connecting a provider is upgraded, not replaced, and
-            // identity can only tell when it sees who calls. Without a token, or with one that no longer
-            // verifies (an expired token sent with RefreshSession), the login proceeds without a caller.
-            guard let authorization, let caller = try? await authenticator.caller(authorization: authorization)
-            else { return nil }
-            return playerCaller(caller, isAdmin: false)
-        case .admin:
-            guard isAdmin else {
-                throw .permissionDenied("admin methods need the admin credential (the admin client certificate)")
-            }
-            var caller = Caller(userID: "", appID: "", sessionID: "", scopes: [])
-            if let authorization { caller = try await authenticator.caller(authorization: authorization) }
-            caller.scopes.insert(Caller.adminScope)
-            return caller
-        case .player:
-            guard let authorization else {
-                throw .unauthenticated("this method needs \"authorization: Bearer <access token>\"; sign in first")
-            }
-            return playerCaller(try await authenticator.caller(authorization: authorization), isAdmin: isAdmin)
-        }
-    }
-
-    /// `caller` as a player call passes it on: scopes only the gateway grants are never trusted from a token.
-    func playerCaller(_ caller: Caller, isAdmin: Bool) -> Caller {
-        var caller = caller
-        caller.scopes.remove(Caller.serviceScope)
-        if isAdmin { caller.scopes.insert(Caller.adminScope) } else { caller.scopes.remove(Caller.adminScope) }
-        return caller
     }
 
     /// The metadata the service gets: the client's, as the bytes it arrived in, without `removed`, plus the

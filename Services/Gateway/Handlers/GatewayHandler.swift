@@ -9,9 +9,8 @@ struct GatewayHandler: GatewayV1.GatewayHandler {
     func batch(_ request: GatewayV1.BatchRequest, context: RequestContext) async throws -> GatewayV1.BatchResponse {
         let plan = try BatchPlan(request)
         // The batch is admitted once but charged per call: each call costs a backend as much as a single one.
-        try pipeline.protection.admit(context: context, calls: plan.steps.count)
+        try pipeline.protection.admit(context: context, requestSizes: plan.callSizes)
         defer { pipeline.protection.release() }
-        for step in plan.steps { try pipeline.protection.checkSize(step.request.count, method: step.method) }
         // The batch's idempotency key cannot stand for each of its calls; calls carry their own ids.
         let removed = CallPipeline.batchStrippedKeys
         let execute: @Sendable (BatchRunner.ReadyCall) async -> GatewayV1.BatchResult = {
@@ -36,8 +35,6 @@ struct GatewayHandler: GatewayV1.GatewayHandler {
         let runner = BatchRunner(
             execute: execute, runsTogether: { $0.method == BetCoalescer.placeBetMethod },
             executeTogether: { calls in await bets.run(calls) })
-        var response = GatewayV1.BatchResponse()
-        response.results = await runner.run(plan)
-        return response
+        return await runner.run(plan)
     }
 }

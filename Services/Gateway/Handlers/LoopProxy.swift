@@ -6,9 +6,10 @@ extension CallPipeline {
     /// Serves a single call on the client connection's event loop, over a backend connection of the same loop:
     /// no Task, continuation or thread hand-off per call (the RPC server's loop fallback).
     ///
-    /// Only the common case goes this way: a player call whose token and user are cached, or an anonymous call,
-    /// to a healthy backend with a connection on this loop. Anything else returns nil before any side effect and
-    /// takes `proxy`, which decides it with the same checks in the same order.
+    /// Only the common case goes this way: a call `CallAdmission` admits with what is known without waiting (a
+    /// player whose token and user are cached, or an anonymous call), to a healthy backend with a connection on
+    /// this loop. Anything else — a refusal too — returns nil before any side effect and takes `proxy`, which
+    /// decides it with the same rule after charging the client's address.
     func startProxy(
         request: [UInt8], context: RequestContext, loop: EventLoop,
         completion: @escaping (Result<[UInt8], RPCError>) -> Void
@@ -16,47 +17,34 @@ extension CallPipeline {
         if context.method == BatchPlan.batchMethod {
             return startBatch(request: request, context: context, loop: loop, completion: completion)
         }
-        guard let route = try? route(context.method), let pool = pools[route.service] else { return nil }
-        let caller: Caller?
-        switch route.access {
-        case .anonymous:
-            caller = nil
-        case .player:
-            guard let authorization = context.metadata[MetadataKey.authorization],
-                let cached = authenticator.cachedCaller(authorization: authorization)
-            else { return nil }
-            caller = playerCaller(cached, isAdmin: context.peer.certificateCommonName == adminCommonName)
-        case .login, .admin:
-            return nil
-        }
-        let board = boardRouting(service: route.service, request: request, caller: caller)
-        guard let (index, backend) = pool.choose(preferring: board?.owner, excluding: []),
+        guard let route = try? route(context.method), let token = cachedToken(for: route, context: context),
+            case .success(let admitted) = admission.decide(
+                method: context.method, route: route, role: context.peer.role, token: token,
+                deadline: context.deadline, now: monotonicNanoseconds())
+        else { return nil }
+        let board = boardRouting(service: admitted.service, request: request, caller: admitted.caller)
+        guard let (index, backend) = admitted.backend.choose(preferring: board?.owner, excluding: []),
             let connection = backend.loopConnections?.connection(on: loop)
         else { return nil }
 
         do throws(RPCError) {
-            try protection.admit(context: context, calls: 1)
+            try protection.admit(
+                context: context, requestSizes: CollectionOfOne((method: context.method, bytes: request.count)))
         } catch {
             completion(.failure(error))
             return {}
         }
-        let deadline: UInt64
         do throws(RPCError) {
-            try protection.checkSize(request.count, method: context.method)
-            if let caller, !caller.userID.isEmpty { try protection.users.charge(caller.userID, cost: 1) }
-            guard context.deadline > monotonicNanoseconds() &+ deadlineMargin else {
-                throw RPCError(.deadlineExceeded, "too little time was left to call \(route.service)")
-            }
-            deadline = context.deadline - deadlineMargin
+            if let user = admitted.chargedUser { try protection.users.charge(user, cost: 1) }
         } catch {
             protection.release()
             completion(.failure(error))
             return {}
         }
         let call = ProxiedCall(
-            pool: pool, protection: protection, loop: loop, method: context.method, request: request,
-            metadata: forwardedMetadata(context, caller: caller), deadline: deadline, board: board,
-            completion: completion)
+            pool: admitted.backend, protection: protection, loop: loop, method: context.method, request: request,
+            metadata: forwardedMetadata(context, caller: admitted.caller), deadline: admitted.backendDeadline,
+            board: board, completion: completion)
         loopProxiedCalls.wrappingAdd(1, ordering: .relaxed)
         call.start(on: connection, backendIndex: index, backend: backend)
         return { call.cancel() }

@@ -15,13 +15,21 @@ final class Protection: Sendable {
         self.maxRequestBytes = maxRequestBytes
     }
 
-    /// Admits a request carrying `calls` calls (a batch counts each), charging the client's address.
+    /// Admits a request whose calls have the given methods and request sizes (a batch lists each call),
+    /// charging the client's address one unit per call.
     ///
     /// Pair it with `release()`. Runs before authentication, so a flood of bad tokens is throttled too.
-    func admit(context: RequestContext, calls: Int) throws(RPCError) {
+    func admit<Calls: Collection<(method: String, bytes: Int)>>(
+        context: RequestContext, requestSizes calls: Calls
+    ) throws(RPCError) {
         try inFlight.enter()
-        do {
-            try addresses.charge(CallPipeline.host(of: context.peer.address), cost: calls)
+        do throws(RPCError) {
+            try addresses.charge(CallPipeline.host(of: context.peer.address), cost: calls.count)
+            for call in calls where call.bytes > maxRequestBytes {
+                throw .invalidArgument(
+                    "the request of \(call.method) is \(call.bytes) bytes; the gateway accepts at most \(maxRequestBytes)"
+                )
+            }
         } catch {
             inFlight.leave()
             throw error
@@ -31,13 +39,5 @@ final class Protection: Sendable {
     /// Ends a request admitted by `admit`.
     func release() {
         inFlight.leave()
-    }
-
-    /// INVALID_ARGUMENT for a request message above the limit.
-    func checkSize(_ count: Int, method: String) throws(RPCError) {
-        guard count <= maxRequestBytes else {
-            throw .invalidArgument(
-                "the request of \(method) is \(count) bytes; the gateway accepts at most \(maxRequestBytes)")
-        }
     }
 }

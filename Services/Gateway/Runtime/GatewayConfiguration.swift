@@ -8,7 +8,6 @@ import RaveRuntime
 /// | --- | --- | --- |
 /// | RAVE_GATEWAY_<SERVICE>_ADDRESSES | 127.0.0.1:<service port> | comma-separated backends of a service; any <SERVICE> adds a route for `rave.<service>.v1.*` |
 /// | RAVE_GATEWAY_BACKEND_CERT, _KEY | the gateway's TLS pair | client certificate presented to services (mTLS) |
-/// | RAVE_GATEWAY_ADMIN_NAME | admin | common name of the client certificate that is the admin credential |
 /// | RAVE_GATEWAY_BACKEND_CONNECTIONS | 2 | connections per backend address |
 /// | RAVE_GATEWAY_HEALTH_INTERVAL | 2s | how often each backend's Health/Check is called |
 /// | RAVE_GATEWAY_DEADLINE_MARGIN | 20ms | taken off the client's remaining time before calling a service |
@@ -27,7 +26,6 @@ struct GatewayConfiguration: Sendable {
     var backendCertificatePath: String
     var backendPrivateKeyPath: String
     var certificateAuthorityPath: String
-    var adminCommonName: String
     var backendConnections: Int
     var healthCheckInterval: Duration
     var deadlineMargin: Duration
@@ -70,7 +68,6 @@ struct GatewayConfiguration: Sendable {
         backendCertificatePath = try reader.string("RAVE_GATEWAY_BACKEND_CERT", default: service.tlsCertificatePath)
         backendPrivateKeyPath = try reader.string("RAVE_GATEWAY_BACKEND_KEY", default: service.tlsPrivateKeyPath)
         certificateAuthorityPath = service.tlsCertificateAuthorityPath
-        adminCommonName = try reader.string("RAVE_GATEWAY_ADMIN_NAME", default: "admin")
         backendConnections = try reader.integer("RAVE_GATEWAY_BACKEND_CONNECTIONS", default: 2, range: 1...64)
         healthCheckInterval = try reader.duration(
             "RAVE_GATEWAY_HEALTH_INTERVAL", default: .seconds(2), range: .milliseconds(50)...Duration.seconds(3600))

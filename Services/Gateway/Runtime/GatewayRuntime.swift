@@ -95,7 +95,7 @@ final class GatewayRuntime: Sendable {
             }
             let pipeline = CallPipeline(
                 authenticator: authenticator, pools: directory.pools, protection: protection,
-                adminCommonName: gateway.adminCommonName, deadlineMargin: gateway.deadlineMargin,
+                deadlineMargin: gateway.deadlineMargin,
                 boardOwners: boardOwners)
             var rpcConfiguration = RPCServerConfiguration(
                 host: configuration.listen.host, port: configuration.listen.port,
@@ -105,7 +105,7 @@ final class GatewayRuntime: Sendable {
             rpcConfiguration.maxConnectionsPerAddress = gateway.maxConnectionsPerAddress
             let server = RPCServer(
                 configuration: rpcConfiguration,
-                services: [GatewayHandler(pipeline: pipeline)], tls: serverTLS, group: group,
+                services: [GatewayHandler(pipeline: pipeline)], access: .open, tls: serverTLS, group: group,
                 logger: logger.with("component", "rpc"), observer: RPCMetrics(registry: metrics),
                 fallback: { request, context in try await pipeline.proxy(request: request, context: context) },
                 loopFallback: { request, context, loop, completion in

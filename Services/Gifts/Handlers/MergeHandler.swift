@@ -15,7 +15,6 @@ final class MergeHandler: MergeV1.MergeParticipantHandler {
     func mergeUsers(
         _ request: MergeV1.MergeUsersRequest, context: RequestContext
     ) async throws -> MergeV1.MergeUsersResponse {
-        try context.requireService()
         guard (1...128).contains(request.mergeId.utf8.count) else {
             throw GiftsError.invalidArgument("merge_id must be 1…128 bytes")
         }

@@ -12,7 +12,6 @@ extension InternalHandlers {
     func getApplications(
         _ request: IdentityV1.GetApplicationsRequest, context: RequestContext
     ) async throws -> IdentityV1.GetApplicationsResponse {
-        try context.requireService()
         let ids = try Validation.raveIDs(request.appIds, field: "app_ids")
         let found = try await ApplicationStore(database: service.pool).applications(Array(Set(ids)))
         return IdentityV1.GetApplicationsResponse(applications: ids.compactMap { found[$0]?.message })
@@ -21,7 +20,6 @@ extension InternalHandlers {
     func findUsers(
         _ request: IdentityV1.FindUsersRequest, context: RequestContext
     ) async throws -> IdentityV1.FindUsersResponse {
-        try context.requireService()
         guard request.references.count <= Self.maximumReferences else {
             throw RPCError.invalidArgument(
                 "references may hold at most \(Self.maximumReferences) entries, got \(request.references.count)")

@@ -10,7 +10,6 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     func resolveUsers(
         _ request: IdentityV1.ResolveUsersRequest, context: RequestContext
     ) async throws -> IdentityV1.ResolveUsersResponse {
-        try context.requireService()
         let ids = try Validation.raveIDs(request.userIds, field: "user_ids")
         let canonical = try await UserStore(database: service.pool).canonicalIDs(ids)
         return IdentityV1.ResolveUsersResponse(
@@ -22,7 +21,6 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     func getUsers(
         _ request: IdentityV1.GetUsersRequest, context: RequestContext
     ) async throws -> IdentityV1.GetUsersResponse {
-        try context.requireService()
         let ids = try Validation.raveIDs(request.userIds, field: "user_ids")
         let appID = request.appId.isEmpty ? nil : try Validation.raveID(request.appId, field: "app_id")
         let users = UserStore(database: service.pool)
@@ -34,7 +32,6 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     func lookupExternal(
         _ request: IdentityV1.LookupExternalRequest, context: RequestContext
     ) async throws -> IdentityV1.LookupExternalResponse {
-        try context.requireService()
         guard request.subjects.count + request.emails.count <= 1000 else {
             throw RPCError.invalidArgument("at most 1000 subjects and emails per call")
         }
@@ -62,7 +59,6 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     func usedApplications(
         _ request: IdentityV1.UsedApplicationsRequest, context: RequestContext
     ) async throws -> IdentityV1.UsedApplicationsResponse {
-        try context.requireService()
         let appID = try Validation.raveID(request.appId, field: "app_id")
         let ids = try Validation.raveIDs(request.userIds, field: "user_ids")
         let canonical = try await UserStore(database: service.pool).canonicalIDs(ids)
@@ -77,7 +73,6 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     func signingKeys(
         _ request: IdentityV1.SigningKeysRequest, context: RequestContext
     ) async throws -> IdentityV1.SigningKeysResponse {
-        try context.requireService()
         return IdentityV1.SigningKeysResponse(keys: try await SigningKeyStore(database: service.pool).publishedKeys())
     }
 

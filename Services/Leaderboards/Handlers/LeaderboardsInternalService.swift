@@ -14,7 +14,6 @@ final class LeaderboardsInternalService: LeaderboardsV1.LeaderboardsInternalHand
     func listBoardOwners(
         _ request: LeaderboardsV1.ListBoardOwnersRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.ListBoardOwnersResponse {
-        try context.requireService()
         return LeaderboardsV1.ListBoardOwnersResponse(
             owners: try await ownership.owners().map { lease in
                 LeaderboardsV1.BoardOwner(

@@ -19,7 +19,6 @@ final class MergeService: MergeV1.MergeParticipantHandler {
     func mergeUsers(
         _ request: MergeV1.MergeUsersRequest, context: RequestContext
     ) async throws -> MergeV1.MergeUsersResponse {
-        try context.requireService()
         guard !request.mergeId.isEmpty else { throw LeaderboardsError.invalidArgument("merge_id is required") }
         guard let source = RaveID(request.sourceUserId), let target = RaveID(request.targetUserId) else {
             throw LeaderboardsError.invalidArgument("source_user_id and target_user_id must be Rave IDs")

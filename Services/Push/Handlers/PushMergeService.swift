@@ -29,7 +29,6 @@ struct PushMergeService: MergeV1.MergeParticipantHandler {
     func mergeUsers(
         _ request: MergeV1.MergeUsersRequest, context: RequestContext
     ) async throws -> MergeV1.MergeUsersResponse {
-        try context.requireService()
         let source = try PushDependencies.raveID(request.sourceUserId, field: "source_user_id")
         let target = try PushDependencies.raveID(request.targetUserId, field: "target_user_id")
         guard source != target, !request.mergeId.isEmpty else {

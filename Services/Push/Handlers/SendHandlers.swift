@@ -104,7 +104,6 @@ struct PushInternalService: PushV1.PushInternalHandler {
     func sendNotification(
         _ request: PushV1.SendNotificationRequest, context: RequestContext
     ) async throws -> PushV1.SendNotificationResponse {
-        try context.requireService()
         return try await NotificationSender(dependencies: dependencies).send(request)
     }
 }

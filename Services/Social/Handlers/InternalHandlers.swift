@@ -13,7 +13,6 @@ final class InternalHandlers: SocialV1.SocialInternalHandler {
     func friendIds(
         _ request: SocialV1.FriendIdsRequest, context: RequestContext
     ) async throws -> SocialV1.FriendIdsResponse {
-        try context.requireService()
         let owner = try RequestLimits.userID(request.userId, field: "user_id")
         let appID = try RequestLimits.userID(request.appId, field: "app_id")
         let list = try await service.lists.resolve(
@@ -27,7 +26,6 @@ final class InternalHandlers: SocialV1.SocialInternalHandler {
     func followingIds(
         _ request: SocialV1.FollowingIdsRequest, context: RequestContext
     ) async throws -> SocialV1.FollowingIdsResponse {
-        try context.requireService()
         let owner = try RequestLimits.userID(request.userId, field: "user_id")
         let appID = try RequestLimits.userID(request.appId, field: "app_id")
         let list = try await service.lists.resolve(
@@ -40,7 +38,6 @@ final class InternalHandlers: SocialV1.SocialInternalHandler {
     func isBlocked(
         _ request: SocialV1.IsBlockedRequest, context: RequestContext
     ) async throws -> SocialV1.IsBlockedResponse {
-        try context.requireService()
         let user = try RequestLimits.userID(request.userId, field: "user_id")
         let other = try RequestLimits.userID(request.otherUserId, field: "other_user_id")
         let (userBlocked, otherBlocked) = try await service.blocks.blocks(between: user, and: other)

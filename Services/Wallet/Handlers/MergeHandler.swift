@@ -23,7 +23,6 @@ struct WalletMergeService: MergeV1.MergeParticipantHandler {
     func mergeUsers(
         _ request: MergeV1.MergeUsersRequest, context: RequestContext
     ) async throws -> MergeV1.MergeUsersResponse {
-        try context.requireService()
         let source = try WalletDependencies.userID(request.sourceUserId, field: "source_user_id")
         let target = try WalletDependencies.userID(request.targetUserId, field: "target_user_id")
         guard source != target, !request.mergeId.isEmpty else {

@@ -22,5 +22,10 @@ int rave_ssl_error_syscall(void);
 int rave_ssl_error_ssl(void);
 /// Sets the host name (or IP address literal) the peer certificate must match.
 int rave_ssl_set_expected_host(SSL *ssl, const char *host);
+/// Writes the URIs of the certificate's subjectAltName, each followed by '\n', into `buffer` (at most `capacity`
+/// bytes). Returns the bytes written, or -1 when they do not fit; 0 when there are none.
+int rave_x509_san_uris(X509 *certificate, char *buffer, int capacity);
+/// Restricts TLS 1.2 to ECDHE key exchange with AEAD ciphers (AES-GCM, ChaCha20-Poly1305); TLS 1.3 is unaffected.
+int rave_ssl_ctx_set_tls12_aead_only(SSL_CTX *ctx);
 
 #endif
