@@ -63,6 +63,8 @@ public final class PostgresPool: PostgresQueryable, Sendable {
             size: configuration.size, acquireTimeout: Self.nanoseconds(configuration.acquireTimeout),
             healthCheckInterval: Self.nanoseconds(configuration.healthCheckInterval))
         state = Mutex(State(machine: PoolStateMachine(limits: limits)))
+        // Registers the conflict counters, so /metrics shows them at zero before the first conflict.
+        _ = TransactionMetrics.shared
         scheduleHealthCheck()
     }
 

@@ -129,6 +129,10 @@ struct ProviderTests {
         try await Harness.withProviders { harness, providers in
             let (app, owner, other) = try await conflict(
                 harness, providers, settings: .init(allowForceDisconnect: true, crossAppLogin: true))
+            // The owner keeps a way in after the move: Facebook.
+            _ = try await harness.player.connectProvider(
+                .init(provider: .facebook, idToken: try providers.token(.facebook, subject: "f-owner")),
+                context: Harness.playerContext(owner, appID: app.appId))
             let response = try await harness.player.connectProvider(
                 .init(
                     provider: .google, idToken: try providers.token(.google, subject: "g-owned"),
@@ -141,7 +145,7 @@ struct ProviderTests {
             #expect(user.providers == [.apple, .google])
             let previous = try await harness.player.getCurrentUser(
                 .init(), context: Harness.playerContext(owner, appID: app.appId))
-            #expect(previous.user?.providers == [])
+            #expect(previous.user?.providers == [.facebook])
             let merge = await statusCode {
                 _ = try await harness.player.connectProvider(
                     .init(
@@ -151,6 +155,68 @@ struct ProviderTests {
             }
             #expect(merge?.code == .failedPrecondition)
         }
+    }
+
+    @Test func forceDisconnectNeverTakesAnotherAccountsLastCredential() async throws {
+        try await Harness.withProviders { harness, providers in
+            let (app, owner, other) = try await conflict(
+                harness, providers, settings: .init(allowForceDisconnect: true, crossAppLogin: true))
+            let token = try providers.token(.google, subject: "g-owned")
+            let context = Harness.playerContext(other, appID: app.appId)
+            // The conflict does not offer what would be refused.
+            let response = try await harness.player.connectProvider(
+                .init(provider: .google, idToken: token), context: context)
+            guard case .conflict(let conflict) = response.outcome else {
+                Issue.record("expected a conflict, got \(String(describing: response.outcome))")
+                return
+            }
+            #expect(!conflict.forceDisconnectAllowed)
+            #expect(response.session == nil)
+            let forced = await statusCode {
+                _ = try await harness.player.connectProvider(
+                    .init(provider: .google, idToken: token, resolution: .forceDisconnect), context: context)
+            }
+            #expect(forced?.code == .failedPrecondition)
+            #expect(forced?.message.contains("last way to log in") == true)
+            let kept = try await harness.player.getCurrentUser(
+                .init(), context: Harness.playerContext(owner, appID: app.appId))
+            #expect(kept.user?.providers == [.google])
+            #expect(kept.user?.profile?.accountState == .authenticated)
+        }
+    }
+
+    @Test func connectAndDisconnectReturnAnAccessTokenForTheAccountAsItIsNow() async throws {
+        try await Harness.withProviders { harness, providers in
+            let app = try await harness.makeApplication()
+            let guest = try await harness.guestLogin(appID: app.appId, deviceID: "d1")
+            let context = Harness.playerContext(guest, appID: app.appId)
+            let connected = try await harness.player.connectProvider(
+                .init(provider: .google, idToken: try providers.token(.google, subject: "g-upgrade")), context: context)
+            let session = try #require(connected.session)
+            #expect(session.sessionId == guest.sessionTokens?.sessionId)
+            #expect(session.refreshToken.isEmpty)
+            let claims = try Self.claims(of: session.accessToken)
+            #expect(claims["sub"] as? String == guest.userID)
+            #expect((claims["scp"] as? String)?.split(separator: " ").contains("authenticated") == true)
+            #expect((claims["scp"] as? String)?.split(separator: " ").contains("guest") == false)
+
+            _ = try await harness.player.connectProvider(
+                .init(provider: .facebook, idToken: try providers.token(.facebook, subject: "f-upgrade")),
+                context: context)
+            let disconnected = try await harness.player.disconnectProvider(.init(provider: .google), context: context)
+            #expect(disconnected.session?.sessionId == session.sessionId)
+            #expect(!(disconnected.session?.accessToken.isEmpty ?? true))
+        }
+    }
+
+    /// The claims of a compact JWT, read without checking its signature (the test only looks at what it says).
+    static func claims(of token: String) throws -> [String: Any] {
+        let parts = token.split(separator: ".")
+        var payload = parts.count == 3 ? String(parts[1]) : ""
+        payload = payload.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        payload += String(repeating: "=", count: (4 - payload.count % 4) % 4)
+        let data = try #require(Data(base64Encoded: payload))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
     @Test func automaticPolicyMergesTheCallerIntoTheOwner() async throws {
@@ -167,6 +233,9 @@ struct ProviderTests {
             #expect(merge.sourceUserId == other.userID)
             #expect(merge.targetUserId == owner.userID)
             #expect(merge.state == .completed)
+            // The caller's session now acts as the owner, and its new access token says so.
+            let session = try #require(response.session)
+            #expect(try Self.claims(of: session.accessToken)["sub"] as? String == owner.userID)
             let current = try await harness.player.getCurrentUser(
                 .init(), context: Harness.playerContext(other, appID: app.appId))
             #expect(current.user?.profile?.userId == owner.userID)

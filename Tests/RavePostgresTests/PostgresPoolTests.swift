@@ -1,4 +1,6 @@
 import RavePostgres
+import RaveTelemetry
+import RaveTransport
 import Synchronization
 import Testing
 
@@ -69,6 +71,8 @@ import Testing
             try await pool.query("INSERT INTO counters VALUES (1, 0)")
             let attempts = AttemptCounter()
             let bothRead = Rendezvous(parties: 2)
+            let metrics = TransactionMetrics.shared
+            let (retriesBefore, conflictsBefore) = (metrics.retries.value, metrics.serializationFailures.value)
             // Each transaction reads, waits until the other has read too, then writes: one of them must fail 40001.
             // (A retry passes the rendezvous at once.)
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -88,6 +92,44 @@ import Testing
             let final = try await pool.query("SELECT value FROM counters WHERE id = 1")
             #expect(try final.first?.decode(Int64.self, column: "value") == 2)
             #expect(attempts.value >= 3)
+            // Counted for /metrics (other tests may add to the process-wide counters, never take away).
+            #expect(metrics.retries.value >= retriesBefore + 1)
+            #expect(metrics.serializationFailures.value >= conflictsBefore + 1)
+            #expect(MetricsRegistry.shared.exposition().contains("db_client_transaction_conflicts{sqlstate=\"40001\"}"))
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func noRetryStartsTooCloseToTheCallDeadline() async throws {
+        try await TestDatabase.with { database in
+            let pool = try database.makePool(size: 4)
+            defer { pool.shutdown() }
+            try await pool.query("CREATE TABLE counters (id int8 PRIMARY KEY, value int8 NOT NULL)")
+            try await pool.query("INSERT INTO counters VALUES (1, 0)")
+            let bothRead = Rendezvous(parties: 2)
+            // The caller stops waiting in 20 ms, less than a retried transaction needs: the conflict answers at once.
+            let deadline = monotonicNanoseconds() + 20_000_000
+            let outcomes = try await withThrowingTaskGroup(of: PostgresErrorKind?.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        do {
+                            try await PostgresPool.$callDeadline.withValue(deadline) {
+                                try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true)
+                                {
+                                    tx in
+                                    try await tx.query("SELECT value FROM counters WHERE id = 1")
+                                    await bothRead.arrive()
+                                    try await tx.query("UPDATE counters SET value = value + 1 WHERE id = 1")
+                                }
+                            }
+                            return nil
+                        } catch let error as PostgresError {
+                            return error.kind
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes.contains(nil) && outcomes.contains(.aborted))
         }
     }
 

@@ -49,7 +49,7 @@ struct SocialHarness {
 
     /// Runs `body` with identity and social on fresh databases, torn down afterwards.
     static func with(
-        maxListMembers: Int = 5_000, _ body: (SocialHarness) async throws -> Void
+        maxListMembers: Int = 5_000, poolSize: Int = 4, _ body: (SocialHarness) async throws -> Void
     ) async throws {
         let certificates = FileManager.default.temporaryDirectory.appendingPathComponent("rave-social-\(UUID())").path
         try DevelopmentCertificates.write(to: certificates, services: ["identity", "social", "gateway", "push"])
@@ -81,7 +81,7 @@ struct SocialHarness {
                     publisherID: try #require(RaveID(publisher.publisherId)), name: "Game", settings: .init())
                 try await withDatabase(prefix: "rave_social_test_") { socialURL in
                     var poolConfiguration = PostgresPool.Configuration(connectionString: socialURL)
-                    poolConfiguration.size = 4
+                    poolConfiguration.size = poolSize
                     let pool = try PostgresPool(configuration: poolConfiguration, group: group)
                     do {
                         _ = try await Migrator(pool: pool, directory: socialMigrations).migrate()

@@ -49,22 +49,34 @@ extension PlayerHandlers {
         _ request: IdentityV1.ConnectProviderRequest, context: RequestContext
     ) async throws -> IdentityV1.ConnectProviderResponse {
         let (userID, appID) = try await service.player(context)
+        let sessionID = context.caller.flatMap { RaveID($0.sessionID) }
         let (provider, identity) = try verifyProviderToken(request.provider, request.idToken, nonce: request.nonce)
         let settings = try await service.applications.application(appID).settings
         let mergeAllowed = settings.mergePolicy == .prompt || settings.mergePolicy == .automatic
         return try await service.pool.transaction { transaction in
             let links = ProviderStore(database: transaction)
             let users = UserStore(database: transaction)
+            /// The caller as it is now, with an access token that says so.
+            func connected() async throws -> IdentityV1.ConnectProviderResponse {
+                .init(
+                    outcome: .connected(try await users.user(userID, appID: appID).message),
+                    session: try await freshSession(userID: userID, appID: appID, sessionID: sessionID, in: transaction)
+                )
+            }
+            /// The caller merged into `owner`: its session now acts as `owner`.
+            func merged(into owner: RaveID) async throws -> IdentityV1.ConnectProviderResponse {
+                .init(
+                    outcome: .merged(try await mergeIntoOwner(userID, owner: owner, appID: appID, in: transaction)),
+                    session: try await freshSession(userID: owner, appID: appID, sessionID: sessionID, in: transaction))
+            }
             guard let owner = try await links.owner(provider: provider, subject: identity.subject) else {
                 try await links.link(
                     provider: provider, subject: identity.subject, userID: userID, email: identity.email)
                 try await ProviderLinkEvents.publish(
                     userID: userID, appID: appID, provider: provider, subject: identity.subject, in: transaction)
-                return .init(outcome: .connected(try await users.user(userID, appID: appID).message))
+                return try await connected()
             }
-            if owner == userID {
-                return .init(outcome: .connected(try await users.user(userID, appID: appID).message))
-            }
+            if owner == userID { return try await connected() }
             switch request.resolution {
             case .forceDisconnect:
                 guard settings.allowForceDisconnect else {
@@ -72,25 +84,30 @@ extension PlayerHandlers {
                         "this \(provider) account belongs to another player and this app does not allow "
                             + "force-disconnect")
                 }
+                // The same rule as DisconnectProvider: no account loses its last way to log in.
+                guard Self.keepsALogin(try await links.credentials(userID: owner), without: provider) else {
+                    throw RPCError.failedPrecondition(
+                        "this \(provider) account is the other player's last way to log in, so it cannot be moved; "
+                            + "merge instead, or the other player adds a password or another provider first")
+                }
                 try await links.move(provider: provider, subject: identity.subject, to: userID)
                 try await ProviderLinkEvents.publish(
                     userID: userID, appID: appID, provider: provider, subject: identity.subject, in: transaction)
-                return .init(outcome: .connected(try await users.user(userID, appID: appID).message))
+                return try await connected()
             case .merge where !mergeAllowed:
                 throw RPCError.failedPrecondition(
                     "this \(provider) account belongs to another player and this app's merge policy is none")
             case .merge:
-                return .init(
-                    outcome: .merged(try await mergeIntoOwner(userID, owner: owner, appID: appID, in: transaction)))
+                return try await merged(into: owner)
             case .unspecified where settings.mergePolicy == .automatic:
-                return .init(
-                    outcome: .merged(try await mergeIntoOwner(userID, owner: owner, appID: appID, in: transaction)))
+                return try await merged(into: owner)
             default:
                 let other = try await users.user(owner, appID: appID).profile
+                let ownerKeepsALogin = Self.keepsALogin(try await links.credentials(userID: owner), without: provider)
                 return .init(
                     outcome: .conflict(
                         IdentityV1.ProviderConflict(
-                            otherUser: other, forceDisconnectAllowed: settings.allowForceDisconnect,
+                            otherUser: other, forceDisconnectAllowed: settings.allowForceDisconnect && ownerKeepsALogin,
                             mergeAllowed: mergeAllowed)))
             }
         }
@@ -100,6 +117,7 @@ extension PlayerHandlers {
         _ request: IdentityV1.DisconnectProviderRequest, context: RequestContext
     ) async throws -> IdentityV1.DisconnectProviderResponse {
         let (userID, appID) = try await service.player(context)
+        let sessionID = context.caller.flatMap { RaveID($0.sessionID) }
         guard let provider = ProviderName.name(request.provider) else {
             throw RPCError.invalidArgument("provider must be PROVIDER_GOOGLE, PROVIDER_APPLE or PROVIDER_FACEBOOK")
         }
@@ -109,16 +127,39 @@ extension PlayerHandlers {
             guard held.providers.contains(provider) else {
                 throw RPCError.notFound("this account is not connected to \(provider)")
             }
-            guard held.hasPassword || held.providers.count > 1 else {
+            guard Self.keepsALogin(held, without: provider) else {
                 throw RPCError.failedPrecondition(
                     "\(provider) is this account's last way to log in; add a password or another provider first")
             }
             _ = try await links.unlink(userID: userID, provider: provider)
-            return .init(user: try await UserStore(database: transaction).user(userID, appID: appID).message)
+            return .init(
+                user: try await UserStore(database: transaction).user(userID, appID: appID).message,
+                session: try await freshSession(userID: userID, appID: appID, sessionID: sessionID, in: transaction))
         }
     }
 
     // MARK: - Helpers
+
+    /// Whether an account holding `held` can still log in once `provider`'s link is gone: a password or another
+    /// provider.
+    private static func keepsALogin(_ held: (hasPassword: Bool, providers: [String]), without provider: String) -> Bool
+    {
+        held.hasPassword || held.providers.contains { $0 != provider }
+    }
+
+    /// A new access token for the caller's session, carrying what `userID` may do now; nil without a live session.
+    ///
+    /// Its scopes follow the account state. The refresh token is left empty: the session keeps its own, so a game
+    /// that ignores this token loses nothing.
+    private func freshSession(
+        userID: RaveID, appID: RaveID, sessionID: RaveID?, in transaction: PostgresTransaction
+    ) async throws -> IdentityV1.SessionTokens? {
+        guard let sessionID, try await SessionStore(database: transaction).isLive(sessionID: sessionID, userID: userID)
+        else { return nil }
+        let user = try await UserStore(database: transaction).user(userID, appID: nil)
+        return try service.tokens(
+            userID: userID, appID: appID, sessionID: sessionID, refreshToken: "", accountState: user.globalAccountState)
+    }
 
     /// Merges the caller into the account that owns the link, unless that account needs a second factor: an ID
     /// token alone must not let the caller's sessions act as a two-factor account.

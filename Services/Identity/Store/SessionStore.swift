@@ -100,6 +100,9 @@ struct SessionStore: Sendable {
             UPDATE sessions SET revoked_at = now(), revoked_reason = $3
             WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING device_id, app_id
             """)
+    static let selectLiveSession = PostgresStatement(
+        name: "identity_select_live_session",
+        sql: "SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL AND expires_at > now()")
     static let selectSessions = PostgresStatement(
         name: "identity_select_sessions",
         sql: """
@@ -166,6 +169,11 @@ struct SessionStore: Sendable {
             expiresAt: try row.decode(column: "expires_at"),
             accountState: try row.decode(Bool.self, column: "user_live") ? UserStore.globalAccountState(row) : nil)
         return (found, try row.decode(Bool.self, column: "rotated") ? next : nil)
+    }
+
+    /// Whether `sessionID` is a live (unrevoked, unexpired) session of `userID`.
+    func isLive(sessionID: RaveID, userID: RaveID) async throws -> Bool {
+        try await !database.execute(Self.selectLiveSession, [sessionID, userID]).isEmpty
     }
 
     /// Revokes a session of `userID`; returns its device and app, or nil when there was no such live session.

@@ -30,9 +30,11 @@ final class AdminHandlers: SocialV1.SocialAdminHandler {
         guard request.maxMembers <= 1_000_000 else {
             throw SocialError.invalidArgument("max_members must be 0…1000000, got \(request.maxMembers)")
         }
-        let list = try await service.lists.create(
-            key: request.key, kind: kind, global: global, appID: appID,
-            maxMembers: request.maxMembers == 0 ? nil : Int(request.maxMembers))
+        let list = try await service.withinDeadline(of: context) {
+            try await service.lists.create(
+                key: request.key, kind: kind, global: global, appID: appID,
+                maxMembers: request.maxMembers == 0 ? nil : Int(request.maxMembers))
+        }
         return SocialV1.CreateListResponse(list: list.message)
     }
 

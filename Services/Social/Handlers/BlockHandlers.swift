@@ -9,7 +9,9 @@ extension PlayerHandlers {
     ) async throws -> SocialV1.BlockUserResponse {
         let player = try service.player(context)
         let target = try await service.target(request.target, player: player)
-        try await service.blocks.block(target.userID, by: player.userID)
+        try await service.withinDeadline(of: context) {
+            try await service.blocks.block(target.userID, by: player.userID)
+        }
         service.friendIDs.invalidate([player.userID, target.userID])
         return SocialV1.BlockUserResponse(userId: target.userID.hex)
     }

@@ -26,9 +26,11 @@ final class PlayerHandlers: SocialV1.SocialHandler {
             list.appID == player.appID
             ? profiles[player.userID]
             : try await service.directory.profiles(of: [player.userID], appID: player.appID)[player.userID]
-        let outcome = try await service.relationships.sendFriendRequest(
-            list: list, sender: player.userID, recipient: target.userID, names: names, appID: player.appID,
-            senderDisplayName: sender?.displayName ?? "")
+        let outcome = try await service.withinDeadline(of: context) {
+            try await service.relationships.sendFriendRequest(
+                list: list, sender: player.userID, recipient: target.userID, names: names, appID: player.appID,
+                senderDisplayName: sender?.displayName ?? "")
+        }
         if outcome == .accepted { service.friendIDs.invalidate([player.userID, target.userID]) }
         return SocialV1.SendFriendRequestResponse(
             outcome: outcome == .accepted ? .accepted : .sent, userId: target.userID.hex)
@@ -41,8 +43,10 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
         let sender = try RequestLimits.userID(request.userId, field: "user_id")
         let names = try await service.profiles.sortNames(of: [sender, player.userID], list: list)
-        try await service.relationships.acceptFriendRequest(
-            list: list, sender: sender, recipient: player.userID, names: names)
+        try await service.withinDeadline(of: context) {
+            try await service.relationships.acceptFriendRequest(
+                list: list, sender: sender, recipient: player.userID, names: names)
+        }
         service.friendIDs.invalidate([sender, player.userID])
         return SocialV1.AcceptFriendRequestResponse()
     }

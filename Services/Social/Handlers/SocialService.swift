@@ -58,6 +58,12 @@ final class SocialService: Sendable {
             appID: try RequestLimits.userID(caller.appID, field: "caller app id"), caller: caller)
     }
 
+    /// Runs a handler's transactional work knowing when the caller stops waiting, so a transaction that conflicts
+    /// is not retried past the call's deadline (`PostgresPool.callDeadline`).
+    func withinDeadline<Result>(of context: RequestContext, _ body: () async throws -> Result) async throws -> Result {
+        try await PostgresPool.$callDeadline.withValue(context.deadline) { try await body() }
+    }
+
     /// The user a reference names, known to identity and not the caller.
     func target(
         _ reference: SocialV1.UserReference?, player: Player, field: String = "target"

@@ -38,8 +38,12 @@ struct BlockStore: Sendable {
             """)
 
     /// Blocks `blocked` and removes friendships, follows and requests between the two in every list.
+    ///
+    /// Under both users' `RelationshipLocks`: a request or acceptance between the two either committed before (and
+    /// its rows are removed here) or runs after and finds the block.
     func block(_ blocked: RaveID, by blocker: RaveID) async throws {
-        try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
+        try await pool.transaction(retryOnSerializationFailure: true) { transaction in
+            try await RelationshipLocks.lock([blocker, blocked], in: transaction)
             try await transaction.execute(Self.insertBlock, [blocker, blocked])
             try await transaction.execute(Self.deleteEdgesBetween, [blocker, blocked])
             try await transaction.execute(Self.deleteRequestsBetween, [blocker, blocked])

@@ -126,7 +126,10 @@ final class ListStore: Sendable {
             throw SocialError.alreadyExists("\"\(key)\" is a default list key; choose another")
         }
         let publisher = try await directory.publisher(ofApplication: appID)
-        return try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
+        // The unique index allows one key per application and one global key; the publisher's lock makes the check
+        // and the insert one step, so concurrent creations queue rather than conflict.
+        return try await pool.transaction(retryOnSerializationFailure: true) { transaction in
+            try await RelationshipLocks.lock([publisher], in: transaction)
             guard try await transaction.execute(Self.selectByKey, [publisher, key]).isEmpty else {
                 throw SocialError.alreadyExists("the publisher already has a list with key \"\(key)\"")
             }

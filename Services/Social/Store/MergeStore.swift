@@ -136,6 +136,8 @@ struct MergeStore: Sendable {
     /// Applies the merge; false when this merge id was applied before (nothing changes then).
     func merge(mergeID: String, source: RaveID, target: RaveID) async throws -> Bool {
         try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
+            // Requests, acceptances and blocks of either user (read-committed, under these locks) wait for the merge.
+            try await RelationshipLocks.lock([source, target], in: transaction)
             guard try await !transaction.execute(Self.recordMerge, [mergeID, source, target]).isEmpty else {
                 return false
             }

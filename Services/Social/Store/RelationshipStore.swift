@@ -111,14 +111,16 @@ struct RelationshipStore: Sendable {
 
     /// Records a request, or makes the two friends when `recipient` had already asked `sender`.
     ///
-    /// Serializable, so two users asking each other at once end as friends rather than as two crossed requests.
+    /// Under both users' `RelationshipLocks`, so two users asking each other at once end as friends rather than as
+    /// two crossed requests, and a crowd asking one player queues instead of failing.
     /// A new request publishes "social.friend_request_received" (key: the recipient) in the same transaction, so
     /// the event exists exactly when the request does; a repeated request publishes nothing.
     func sendFriendRequest(
         list: RelationshipList, sender: RaveID, recipient: RaveID, names: SortNames, appID: RaveID,
         senderDisplayName: String
     ) async throws -> RequestOutcome {
-        try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
+        try await pool.transaction(retryOnSerializationFailure: true) { transaction in
+            try await RelationshipLocks.lock([sender, recipient], in: transaction)
             try await Self.requireNotBlocked(sender, recipient, in: transaction)
             if try await !transaction.execute(
                 Self.selectEdge, [list.id, sender, EdgeDirection.friend.rawValue, recipient]
@@ -147,11 +149,12 @@ struct RelationshipStore: Sendable {
         }
     }
 
-    /// Turns `sender`'s pending request to `recipient` into a friendship.
+    /// Turns `sender`'s pending request to `recipient` into a friendship, under both users' `RelationshipLocks`.
     func acceptFriendRequest(
         list: RelationshipList, sender: RaveID, recipient: RaveID, names: SortNames
     ) async throws {
-        try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
+        try await pool.transaction(retryOnSerializationFailure: true) { transaction in
+            try await RelationshipLocks.lock([sender, recipient], in: transaction)
             guard try await !transaction.execute(Self.deleteRequest, [list.id, sender, recipient]).isEmpty else {
                 throw SocialError.notFound("no pending friend request from \(sender.hex) in list \"\(list.key)\"")
             }

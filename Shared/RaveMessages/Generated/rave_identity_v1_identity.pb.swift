@@ -618,6 +618,12 @@ extension IdentityV1 {
 
         public var outcome: Outcome? = nil
 
+        /// With `connected` and `merged`: a new access token for the caller's session, carrying what the account may do
+        /// now (a guest that connected a provider is authenticated; after a merge it acts as the merged account). Use it
+        /// from now on in place of the old access token. `refresh_token` is empty: the session's refresh token stays valid.
+        /// Unset with `conflict`, and when the caller's session has ended.
+        public var session: IdentityV1.SessionTokens? = nil
+
         public enum Outcome: Hashable, Sendable {
             case connected(IdentityV1.User)
             case conflict(IdentityV1.ProviderConflict)
@@ -628,8 +634,9 @@ extension IdentityV1 {
         public init() {}
 
         /// A message with the given fields; the others keep their defaults.
-        public init(outcome: Outcome? = nil) {
+        public init(outcome: Outcome? = nil, session: IdentityV1.SessionTokens? = nil) {
             self.outcome = outcome
+            self.session = session
         }
     }
 
@@ -652,12 +659,16 @@ extension IdentityV1 {
 
         public var user: IdentityV1.User? = nil
 
+        /// A new access token for the caller's session, as `ConnectProviderResponse.session`.
+        public var session: IdentityV1.SessionTokens? = nil
+
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given fields; the others keep their defaults.
-        public init(user: IdentityV1.User? = nil) {
+        public init(user: IdentityV1.User? = nil, session: IdentityV1.SessionTokens? = nil) {
             self.user = user
+            self.session = session
         }
     }
 
@@ -2898,6 +2909,7 @@ extension IdentityV1.ConnectProviderResponse {
         case 3: if let value = c.merged { self.outcome = .merged(try IdentityV1.Merge(protobufC: value)) }
         default: break
         }
+        if let value = c.session { self.session = try IdentityV1.SessionTokens(protobufC: value) }
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ConnectProviderResponse>
@@ -2921,6 +2933,7 @@ extension IdentityV1.ConnectProviderResponse {
             message.merged = value.protobufCMessage(arena: &arena)
         case nil: break
         }
+        if let value = self.session { message.session = value.protobufCMessage(arena: &arena) }
     }
 }
 
@@ -2996,6 +3009,7 @@ extension IdentityV1.DisconnectProviderResponse {
         self.init()
         let c = message.pointee
         if let value = c.user { self.user = try IdentityV1.User(protobufC: value) }
+        if let value = c.session { self.session = try IdentityV1.SessionTokens(protobufC: value) }
     }
 
     func protobufCMessage(
@@ -3009,6 +3023,7 @@ extension IdentityV1.DisconnectProviderResponse {
 
     func protobufCFill(_ message: inout Rave__Identity__V1__DisconnectProviderResponse, arena: inout ProtoArena) {
         if let value = self.user { message.user = value.protobufCMessage(arena: &arena) }
+        if let value = self.session { message.session = value.protobufCMessage(arena: &arena) }
     }
 }
 

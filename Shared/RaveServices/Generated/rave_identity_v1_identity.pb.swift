@@ -86,12 +86,12 @@ extension IdentityV1 {
             _ request: IdentityV1.SelectAppDataKeyRequest, context: RequestContext
         ) async throws -> IdentityV1.SelectAppDataKeyResponse
 
-        /// Links a provider to the caller; conflicts follow the app's merge policy.
+        /// Links a provider to the caller; conflicts follow the app's merge policy. Returns a new access token.
         func connectProvider(
             _ request: IdentityV1.ConnectProviderRequest, context: RequestContext
         ) async throws -> IdentityV1.ConnectProviderResponse
 
-        /// Never removes the last credential of an authenticated user.
+        /// Never removes the last credential of an authenticated user. Returns a new access token.
         func disconnectProvider(
             _ request: IdentityV1.DisconnectProviderRequest, context: RequestContext
         ) async throws -> IdentityV1.DisconnectProviderResponse
@@ -362,7 +362,7 @@ extension IdentityV1 {
             }
         }
 
-        /// Links a provider to the caller; conflicts follow the app's merge policy.
+        /// Links a provider to the caller; conflicts follow the app's merge policy. Returns a new access token.
         public func connectProvider(
             _ request: IdentityV1.ConnectProviderRequest, options: CallOptions = CallOptions()
         ) async throws(RPCError) -> IdentityV1.ConnectProviderResponse {
@@ -375,7 +375,7 @@ extension IdentityV1 {
             }
         }
 
-        /// Never removes the last credential of an authenticated user.
+        /// Never removes the last credential of an authenticated user. Returns a new access token.
         public func disconnectProvider(
             _ request: IdentityV1.DisconnectProviderRequest, options: CallOptions = CallOptions()
         ) async throws(RPCError) -> IdentityV1.DisconnectProviderResponse {

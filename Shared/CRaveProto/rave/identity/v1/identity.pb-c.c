@@ -5084,7 +5084,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__provider_conflict__descript
   (ProtobufCMessageInit) rave__identity__v1__provider_conflict__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__connect_provider_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor rave__identity__v1__connect_provider_response__field_descriptors[4] =
 {
   {
     "connected",
@@ -5122,16 +5122,29 @@ static const ProtobufCFieldDescriptor rave__identity__v1__connect_provider_respo
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "session",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ConnectProviderResponse, session),
+    &rave__identity__v1__session_tokens__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__connect_provider_response__field_indices_by_name[] = {
   1,   /* field[1] = conflict */
   0,   /* field[0] = connected */
   2,   /* field[2] = merged */
+  3,   /* field[3] = session */
 };
 static const ProtobufCIntRange rave__identity__v1__connect_provider_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__connect_provider_response__descriptor =
 {
@@ -5141,7 +5154,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__connect_provider_response__
   "Rave__Identity__V1__ConnectProviderResponse",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__ConnectProviderResponse),
-  3,
+  4,
   rave__identity__v1__connect_provider_response__field_descriptors,
   rave__identity__v1__connect_provider_response__field_indices_by_name,
   1,  rave__identity__v1__connect_provider_response__number_ranges,
@@ -5186,7 +5199,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__disconnect_provider_request
   (ProtobufCMessageInit) rave__identity__v1__disconnect_provider_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__disconnect_provider_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor rave__identity__v1__disconnect_provider_response__field_descriptors[2] =
 {
   {
     "user",
@@ -5200,14 +5213,27 @@ static const ProtobufCFieldDescriptor rave__identity__v1__disconnect_provider_re
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "session",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DisconnectProviderResponse, session),
+    &rave__identity__v1__session_tokens__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__disconnect_provider_response__field_indices_by_name[] = {
+  1,   /* field[1] = session */
   0,   /* field[0] = user */
 };
 static const ProtobufCIntRange rave__identity__v1__disconnect_provider_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__disconnect_provider_response__descriptor =
 {
@@ -5217,7 +5243,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__disconnect_provider_respons
   "Rave__Identity__V1__DisconnectProviderResponse",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__DisconnectProviderResponse),
-  1,
+  2,
   rave__identity__v1__disconnect_provider_response__field_descriptors,
   rave__identity__v1__disconnect_provider_response__field_indices_by_name,
   1,  rave__identity__v1__disconnect_provider_response__number_ranges,

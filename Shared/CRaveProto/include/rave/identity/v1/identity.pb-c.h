@@ -568,6 +568,13 @@ typedef enum {
 struct  Rave__Identity__V1__ConnectProviderResponse
 {
   ProtobufCMessage base;
+  /*
+   * With `connected` and `merged`: a new access token for the caller's session, carrying what the account may do
+   * now (a guest that connected a provider is authenticated; after a merge it acts as the merged account). Use it
+   * from now on in place of the old access token. `refresh_token` is empty: the session's refresh token stays valid.
+   * Unset with `conflict`, and when the caller's session has ended.
+   */
+  Rave__Identity__V1__SessionTokens *session;
   Rave__Identity__V1__ConnectProviderResponse__OutcomeCase outcome_case;
   union {
     Rave__Identity__V1__User *connected;
@@ -577,7 +584,7 @@ struct  Rave__Identity__V1__ConnectProviderResponse
 };
 #define RAVE__IDENTITY__V1__CONNECT_PROVIDER_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__connect_provider_response__descriptor) \
-    , RAVE__IDENTITY__V1__CONNECT_PROVIDER_RESPONSE__OUTCOME__NOT_SET, {0} }
+    , NULL, RAVE__IDENTITY__V1__CONNECT_PROVIDER_RESPONSE__OUTCOME__NOT_SET, {0} }
 
 
 struct  Rave__Identity__V1__DisconnectProviderRequest
@@ -594,10 +601,14 @@ struct  Rave__Identity__V1__DisconnectProviderResponse
 {
   ProtobufCMessage base;
   Rave__Identity__V1__User *user;
+  /*
+   * A new access token for the caller's session, as `ConnectProviderResponse.session`.
+   */
+  Rave__Identity__V1__SessionTokens *session;
 };
 #define RAVE__IDENTITY__V1__DISCONNECT_PROVIDER_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__disconnect_provider_response__descriptor) \
-    , NULL }
+    , NULL, NULL }
 
 
 struct  Rave__Identity__V1__GetMergeStatusRequest
