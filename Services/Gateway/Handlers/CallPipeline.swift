@@ -68,6 +68,8 @@ final class CallPipeline: Sendable {
     ) async throws(RPCError) -> [UInt8] {
         let route = try self.route(method)
         let caller = try await self.caller(for: route, context: context)
+        // The only place the scope rule applies: the loop paths leave restricted tokens to this one.
+        if let caller, let refusal = ScopePolicy.refusal(method: method, scopes: caller.scopes) { throw refusal }
         if let caller, !caller.userID.isEmpty { try protection.users.charge(caller.userID, cost: cost) }
         guard let pool = pools[route.service] else {
             throw .unimplemented("no service serves rave.\(route.service).v1 (method \(method))")
