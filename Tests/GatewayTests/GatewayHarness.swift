@@ -152,14 +152,15 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     let merges = Mutex<[String: String]>([:])
     let signingKeyCalls = Atomic<Int>(0)
     let resolveCalls = Atomic<Int>(0)
-    /// Ended sessions in the order they ended: the feed's cursor is a position in this list.
-    let revokedSessions = Mutex<[String]>([])
+    /// Ended sessions in the order they ended, with when their tokens expire (Unix ms; nil: 16 minutes from the
+    /// read): the feed's cursor is a position in this list.
+    let revokedSessions = Mutex<[(session: String, expiresAt: Int64?)]>([])
     /// While set, ListRevocations fails as an unreachable identity would.
     let revocationFeedDown = Atomic<Bool>(false)
 
-    /// Ends `sessionID`, as a logout would.
-    func revoke(_ sessionID: String) {
-        revokedSessions.withLock { $0.append(sessionID) }
+    /// Ends `sessionID`, as a logout would; `expiresAt` (Unix ms) says when its last token expires.
+    func revoke(_ sessionID: String, expiresAt: Int64? = nil) {
+        revokedSessions.withLock { $0.append((sessionID, expiresAt)) }
     }
 
     init(keys: [SigningKeySet.Key]) {
@@ -212,7 +213,9 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
         let page = all[start...].prefix(request.limit == 0 ? 1000 : Int(request.limit))
         let expiry = Int64(Date().timeIntervalSince1970 * 1000) + 960_000
         return IdentityV1.ListRevocationsResponse(
-            revocations: page.map { IdentityV1.Revocation(sessionId: $0, expiresAtUnixMs: expiry) },
+            revocations: page.map {
+                IdentityV1.Revocation(sessionId: $0.session, expiresAtUnixMs: $0.expiresAt ?? expiry)
+            },
             cursor: UInt64(start + page.count), more: start + page.count < all.count)
     }
 

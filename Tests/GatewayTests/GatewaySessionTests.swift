@@ -50,15 +50,34 @@ struct GatewaySessionTests {
         try await harness.stop()
     }
 
+    /// An entry is forgotten once identity says every token of its session has expired; the others stay.
+    @Test func revocationsAreForgottenOnceTheirTokensHaveExpired() async throws {
+        let harness = try await GatewayHarness.start(["RAVE_GATEWAY_REVOCATION_POLL": "50ms"])
+        let feed = harness.runtime.revocations
+        let past = Int64(Date().timeIntervalSince1970 * 1000) - 1000
+        harness.identity.revoke("expired-session", expiresAt: past)
+        harness.identity.revoke("live-session")
+        try await within(.seconds(3), "the revocations were read") {
+            feed.verdict(sessionID: "live-session") == .revoked
+        }
+        // Pruning walks the set at most every 5 s.
+        try await within(.seconds(15), "the expired entry was pruned") { feed.count == 1 }
+        #expect(feed.verdict(sessionID: "expired-session") == .live)
+        #expect(feed.verdict(sessionID: "live-session") == .revoked)
+        try await harness.stop()
+    }
+
     /// Identity unreachable for longer than the allowed staleness: token-bearing calls are refused UNAVAILABLE
     /// (not processed, so another replica may take them) and `/readyz` says why; once the feed answers, they work.
     @Test func staleRevocationFeedFailsClosedAndRecovers() async throws {
         let harness = try await GatewayHarness.start([
-            "RAVE_GATEWAY_REVOCATION_POLL": "50ms", "RAVE_GATEWAY_REVOCATION_MAX_STALENESS": "300ms",
+            "RAVE_GATEWAY_REVOCATION_POLL": "50ms", "RAVE_GATEWAY_REVOCATION_MAX_STALENESS": "1s",
         ])
         let connection = try await harness.connect()
         let options = bearer(try harness.token(for: "user-1"))
-        #expect(await failure(connection, "rave.echo.v1.Echo/Echo", Self.whoami, options: options) == nil)
+        try await within(.seconds(10), "calls are served while the feed is read") {
+            await failure(connection, "rave.echo.v1.Echo/Echo", Self.whoami, options: options) == nil
+        }
 
         harness.identity.revocationFeedDown.store(true, ordering: .relaxed)
         try await within(.seconds(10), "calls are refused while the feed is stale") {
