@@ -71,6 +71,10 @@ struct FindUserEnumerationTests {
                     appId: sameStudio.appId),
                 context: Harness.serviceContext)
             #expect(sameStudioFind.users.map { $0.user?.userId } == [verified.userID])
+            let unknownApp = try await harness.internalHandlers.findUsers(
+                .init(references: [.init(key: .email(googleEmail))], appId: RaveID.random().hex),
+                context: Harness.serviceContext)
+            #expect(unknownApp.users.isEmpty)
             let matched = try await harness.internalHandlers.lookupExternal(
                 .init(emails: [googleEmail, passwordEmail]), context: Harness.serviceContext)
             #expect(matched.matches.map(\.userId) == [verified.userID])

@@ -28,10 +28,10 @@ extension InternalHandlers {
         }
         let appID = request.appId.isEmpty ? nil : try Validation.raveID(request.appId, field: "app_id")
         let users = UserStore(database: service.pool)
-        // Emails match only players of the app's publisher, as for FindUser (an unknown app: nobody).
+        // Emails match only players of the app's publisher, as for FindUser.
         var publisher: RaveID?
         if let appID, request.references.contains(where: { if case .email = $0.key { true } else { false } }) {
-            publisher = (try? await service.applications.application(appID))?.publisherID ?? RaveID(high: 0, low: 0)
+            publisher = try await self.publisher(of: appID)
         }
         var matches: [(IdentityV1.UserReference, RaveID)] = []
         for (index, reference) in request.references.enumerated() {
@@ -49,6 +49,17 @@ extension InternalHandlers {
             users: matches.compactMap { reference, id in
                 records[id].map { IdentityV1.FoundUser(reference: reference, user: $0.profile) }
             })
+    }
+}
+
+extension InternalHandlers {
+    /// The publisher of `appID`; for an unknown app, an id no publisher has, so its "players" match no email.
+    private func publisher(of appID: RaveID) async throws -> RaveID {
+        do {
+            return try await service.applications.application(appID).publisherID
+        } catch let error as RPCError where error.code == .notFound {
+            return RaveID(high: 0, low: 0)
+        }
     }
 }
 
