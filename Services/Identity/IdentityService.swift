@@ -20,6 +20,8 @@ final class IdentityService: Sendable {
     let applications: ApplicationCache
     /// Social's blocks, when a social service is configured; FindUser hides blockers from the players they blocked.
     let blocks: (any BlockRegistry)?
+    /// Bounds FindUser lookups by email or username per caller and client address.
+    let lookups: LookupLimiter
     /// Scopes a player access token carries: `player`, plus `guest` or `authenticated` by account state, so
     /// services can apply the seed's rules (guests cannot submit scores or place backed bets) without a lookup.
     static func playerScopes(for state: IdentityV1.AccountState) -> [String] {
@@ -37,6 +39,9 @@ final class IdentityService: Sendable {
         self.pool = pool
         applications = ApplicationCache(pool: pool)
         self.blocks = blocks
+        lookups = LookupLimiter(
+            perUserPerMinute: configuration.findUserLookupsPerMinute,
+            perAddressPerMinute: 5 * configuration.findUserLookupsPerMinute)
         self.configuration = configuration
         self.signer = signer
         passwordHasher = PasswordHasher(parameters: configuration.passwordParameters)
@@ -73,16 +78,34 @@ final class IdentityService: Sendable {
             refreshToken: refreshToken, sessionId: sessionID.hex)
     }
 
+    /// Seconds after a session ends during which one of its access tokens may still be accepted somewhere.
+    ///
+    /// The lifetime of the last token it could have been issued, plus the verifiers' clock skew, twice (identity's
+    /// and the gateway's clocks may each be off). The revocation feed keeps an ended session that long.
+    var revocationHorizon: Int64 { configuration.accessTokenLifetime + 2 * AccessTokenVerifier.defaultClockSkew }
+
     // MARK: - Callers
 
     /// The calling player's user and app ids, resolved through merges so an old session acts as the target.
+    ///
+    /// Refuses a session that has ended (logout, revocation, …) in the same query: a call that reaches identity
+    /// without the gateway's revocation feed (or before the feed caught up) is still refused. Refuses a token
+    /// restricted to the wallet's unbacked play (`wallet:unbacked`): no identity method is for it.
     func player(_ context: RequestContext) async throws -> (userID: RaveID, appID: RaveID) {
         let caller = try context.requireUser()
+        guard !caller.scopes.contains(PlayerHandlers.unbackedOnlyScope) else {
+            throw RPCError.permissionDenied(
+                "an unbacked token (scope \(PlayerHandlers.unbackedOnlyScope)) is for the wallet's unbacked bets only")
+        }
         let userID = try Validation.raveID(caller.userID, field: "caller user id")
         let appID = try Validation.raveID(caller.appID, field: "caller app id")
-        guard let canonical = try await UserStore(database: pool).canonicalIDs([userID])[userID] else {
+        guard let sessionID = RaveID(caller.sessionID) else {
+            throw RPCError.unauthenticated("the access token names no session; log in again")
+        }
+        guard let found = try await SessionStore(database: pool).caller(userID: userID, sessionID: sessionID) else {
             throw RPCError.unauthenticated("the signed-in user \(userID.hex) no longer exists")
         }
-        return (canonical, appID)
+        guard !found.ended else { throw RPCError.unauthenticated("the session has ended; log in again") }
+        return (found.canonical, appID)
     }
 }

@@ -44,6 +44,14 @@ public struct AccessTokenClaims: Sendable, Hashable {
     /// True when the token grants `scope`.
     public func hasScope(_ scope: String) -> Bool { scopes.contains(scope) }
 
+    /// The one rule for expiry: a token is good until `exp` plus `clockSkew` seconds (whole seconds of `now`).
+    ///
+    /// The verifier and every cache of verified claims (the gateway's) ask this, so a token cannot be expired on
+    /// one path and live on another.
+    public func isExpired(at now: Date, clockSkew: Int64 = AccessTokenVerifier.defaultClockSkew) -> Bool {
+        Int64(now.timeIntervalSince1970) >= expiresAt + clockSkew
+    }
+
     // MARK: - JSON
 
     /// The claims as compact JSON.

@@ -14,12 +14,17 @@ public struct AccessTokenVerifier: Sendable {
     public let issuer: String
     /// How far clocks may disagree, in seconds, when checking `exp` and `iat`.
     public let clockSkew: Int64
+    /// The skew every verifier of ours uses unless told otherwise (identity's and the gateway's).
+    public static let defaultClockSkew: Int64 = 30
 
     /// Longer tokens are refused unread; ours are about 400 bytes.
     static let maximumTokenLength = 8192
 
     /// Creates a verifier for tokens signed by any key of `keys`.
-    public init(keys: SigningKeySet, issuer: String = AccessTokenClaims.defaultIssuer, clockSkew: Int64 = 30) {
+    public init(
+        keys: SigningKeySet, issuer: String = AccessTokenClaims.defaultIssuer,
+        clockSkew: Int64 = AccessTokenVerifier.defaultClockSkew
+    ) {
         self.keys = keys
         self.issuer = issuer
         self.clockSkew = clockSkew
@@ -50,9 +55,10 @@ public struct AccessTokenVerifier: Sendable {
         guard claims.issuer == issuer else {
             throw .invalidToken("access token issuer must be \(issuer), got \(claims.issuer)")
         }
-        let seconds = Int64(now.timeIntervalSince1970)
-        guard seconds < claims.expiresAt + clockSkew else { throw .expiredToken("access token has expired") }
-        guard claims.issuedAt <= seconds + clockSkew else {
+        guard !claims.isExpired(at: now, clockSkew: clockSkew) else {
+            throw .expiredToken("access token has expired")
+        }
+        guard claims.issuedAt <= Int64(now.timeIntervalSince1970) + clockSkew else {
             throw .invalidToken("access token is issued in the future")
         }
         return claims

@@ -77,6 +77,7 @@ final class GatewayHarness: Sendable {
         self.runtime = runtime
         running = Task { try await runtime.run() }
         await runtime.signingKeys.refresh()
+        await runtime.revocations.poll()
     }
 
     /// A player's access token for `userID`.
@@ -147,13 +148,23 @@ func failure(
     }
 }
 
-/// Identity's internal service as the gateway needs it: signing keys and merge resolution.
+/// Identity's internal service as the gateway needs it: signing keys, merge resolution and the revocation feed.
 final class TestIdentity: IdentityV1.IdentityInternalHandler {
     let keys: Mutex<[SigningKeySet.Key]>
     /// Merged-away user → merge target.
     let merges = Mutex<[String: String]>([:])
     let signingKeyCalls = Atomic<Int>(0)
     let resolveCalls = Atomic<Int>(0)
+    /// Ended sessions in the order they ended, with when their tokens expire (Unix ms; nil: 16 minutes from the
+    /// read): the feed's cursor is a position in this list.
+    let revokedSessions = Mutex<[(session: String, expiresAt: Int64?)]>([])
+    /// While set, ListRevocations fails as an unreachable identity would.
+    let revocationFeedDown = Atomic<Bool>(false)
+
+    /// Ends `sessionID`, as a logout would; `expiresAt` (Unix ms) says when its last token expires.
+    func revoke(_ sessionID: String, expiresAt: Int64? = nil) {
+        revokedSessions.withLock { $0.append((sessionID, expiresAt)) }
+    }
 
     init(keys: [SigningKeySet.Key]) {
         self.keys = Mutex(keys)
@@ -189,6 +200,24 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
             return user
         }
         return response
+    }
+
+    func listRevocations(
+        _ request: IdentityV1.ListRevocationsRequest, context: RequestContext
+    ) async throws -> IdentityV1.ListRevocationsResponse {
+        try context.requireService()
+        guard !revocationFeedDown.load(ordering: .relaxed) else {
+            throw RPCError.unavailable("identity's database is down")
+        }
+        let all = revokedSessions.withLock { $0 }
+        let start = Int(min(UInt64(all.count), request.afterCursor))
+        let page = all[start...].prefix(request.limit == 0 ? 1000 : Int(request.limit))
+        let expiry = Int64(Date().timeIntervalSince1970 * 1000) + 960_000
+        return IdentityV1.ListRevocationsResponse(
+            revocations: page.map {
+                IdentityV1.Revocation(sessionId: $0.session, expiresAtUnixMs: $0.expiresAt ?? expiry)
+            },
+            cursor: UInt64(start + page.count), more: start + page.count < all.count)
     }
 
     func getUsers(

@@ -62,6 +62,21 @@ struct CryptoTokenTests {
         #expect(error?.reason == .expiredToken)
     }
 
+    /// Caches of verified claims ask `isExpired` rather than comparing `exp` themselves: for every second around
+    /// the end, the claims' rule and the verifier agree.
+    @Test func claimsExpiryAndTheVerifierAgreeAtEverySecond() throws {
+        let issued = try issue(lifetime: 60)
+        for offset in stride(from: 55, through: 95, by: 1) {
+            for fraction in [0.0, 0.5, 0.999] {
+                let time = now.addingTimeInterval(Double(offset) + fraction)
+                let verified = (try? verifier.verify(issued.token, now: time)) != nil
+                #expect(verified == !issued.claims.isExpired(at: time), "at +\(offset)+\(fraction) s")
+            }
+        }
+        #expect(!issued.claims.isExpired(at: now.addingTimeInterval(89.9)))
+        #expect(issued.claims.isExpired(at: now.addingTimeInterval(90)))
+    }
+
     @Test func tokenIssuedInTheFutureIsRejected() throws {
         let token = try issue(at: now.addingTimeInterval(120)).token
         #expect(throws: CryptoError.self) { try verifier.verify(token, now: now) }

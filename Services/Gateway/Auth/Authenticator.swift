@@ -13,8 +13,13 @@ import Synchronization
 /// cache until they expire, so a client pays the verification once per token, not per call. The token's
 /// subject is then resolved through identity's merge records (cached for `mergeCacheLifetime`): the token of
 /// a merged-away user acts as the merge target.
+///
+/// Both ways in (`caller`, and `cachedCaller` for the loop paths) decide the same way: expiry by
+/// `AccessTokenClaims.isExpired` with the verifier's clock skew, and the session against the revocation feed's
+/// deny-set, on every call.
 final class Authenticator: Sendable {
     private let keys: SigningKeyStore
+    private let revocations: RevocationFeed
     private let identity: IdentityV1.IdentityInternalClient
     private let mergeCacheLifetime: UInt64
     private let logger: Logger
@@ -22,10 +27,11 @@ final class Authenticator: Sendable {
     private let canonicalUsers: Mutex<LeastRecentlyUsed<String, (userID: String, expiresAt: UInt64)>>
 
     init(
-        keys: SigningKeyStore, identity: any RPCCaller, tokenCacheCapacity: Int, mergeCacheLifetime: Duration,
-        logger: Logger
+        keys: SigningKeyStore, revocations: RevocationFeed, identity: any RPCCaller, tokenCacheCapacity: Int,
+        mergeCacheLifetime: Duration, logger: Logger
     ) {
         self.keys = keys
+        self.revocations = revocations
         self.identity = IdentityV1.IdentityInternalClient(caller: identity)
         self.mergeCacheLifetime = mergeCacheLifetime.wholeNanoseconds
         self.logger = logger
@@ -38,22 +44,34 @@ final class Authenticator: Sendable {
     /// `authorization` is the metadata value, "Bearer <token>" (the scheme is case-insensitive).
     func caller(authorization: String, now: Date = Date()) async throws(RPCError) -> Caller {
         let claims = try await verifiedClaims(try Self.bearerToken(authorization), now: now)
+        switch revocations.verdict(sessionID: claims.sessionID) {
+        case .live: break
+        case .revoked: throw .unauthenticated("the session has ended; log in again")
+        case .unknown:
+            throw .unavailable(
+                "the gateway cannot tell whether the session is live: identity's revocation feed is unreachable",
+                notProcessed: true)
+        }
         let userID = try await canonicalUserID(claims.subject)
         return Caller(
             userID: userID, appID: claims.applicationID, sessionID: claims.sessionID, scopes: Set(claims.scopes))
     }
 
     /// The caller of a token verified before whose subject was resolved recently, found without waiting; nil
-    /// when anything is missing or expired (then `caller(authorization:)` decides, with the same caches).
+    /// when anything is missing, expired, revoked or unknown to a stale deny-set (then `caller(authorization:)`
+    /// decides, with the same caches and rules), and for a token restricted to some methods (`ScopePolicy`),
+    /// which only the general path admits.
     func cachedCaller(authorization: String, now: Date = Date()) -> Caller? {
         guard let token = try? Self.bearerToken(authorization),
             let claims = tokens.withLock({ $0.value(for: token) }),
-            Int64(now.timeIntervalSince1970) < claims.expiresAt,
+            !claims.isExpired(at: now, clockSkew: keys.clockSkew),
+            revocations.verdict(sessionID: claims.sessionID) == .live,
             let user = canonicalUsers.withLock({ $0.value(for: claims.subject) }),
             user.expiresAt > monotonicNanoseconds()
         else { return nil }
-        return Caller(
-            userID: user.userID, appID: claims.applicationID, sessionID: claims.sessionID, scopes: Set(claims.scopes))
+        let scopes = Set(claims.scopes)
+        guard !ScopePolicy.isRestricted(scopes) else { return nil }
+        return Caller(userID: user.userID, appID: claims.applicationID, sessionID: claims.sessionID, scopes: scopes)
     }
 
     /// The token of an `authorization` value.
@@ -81,9 +99,8 @@ final class Authenticator: Sendable {
     // MARK: - Tokens
 
     private func verifiedClaims(_ token: String, now: Date) async throws(RPCError) -> AccessTokenClaims {
-        let seconds = Int64(now.timeIntervalSince1970)
         if let claims = tokens.withLock({ $0.value(for: token) }) {
-            if seconds < claims.expiresAt { return claims }
+            if !claims.isExpired(at: now, clockSkew: keys.clockSkew) { return claims }
             tokens.withLock { $0.remove(token) }
             throw .unauthenticated("the access token has expired; refresh the session")
         }

@@ -19,6 +19,8 @@ final class SigningKeyStore: Service {
     private let minimumGap: UInt64
     private let logger: Logger
     private let latch = ShutdownLatch()
+    /// The clock skew of every verifier this store makes, which caches of verified claims must use too.
+    let clockSkew = AccessTokenVerifier.defaultClockSkew
 
     private struct State {
         var verifier: AccessTokenVerifier?
@@ -78,7 +80,7 @@ final class SigningKeyStore: Service {
                     logger.warning("ignoring an unusable signing key", [("kid", key.kid), ("error", error.message)])
                 }
             }
-            let verifier = AccessTokenVerifier(keys: SigningKeySet(keys: keys))
+            let verifier = AccessTokenVerifier(keys: SigningKeySet(keys: keys), clockSkew: clockSkew)
             state.withLock { $0.verifier = verifier }
             logger.debug("signing keys fetched", [("count", String(keys.count))])
         } catch {

@@ -68,6 +68,7 @@ final class BenchmarkStand: Sendable {
         environment.merge(ProcessInfo.processInfo.environment.filter { $0.key == "RAVE_EVENT_LOOPS" }) { _, new in new }
         let runtime = try await GatewayRuntime.start(environment: environment)
         await runtime.signingKeys.refresh()
+        await runtime.revocations.poll()
         return BenchmarkStand(
             directory: directory, signer: signer, runtime: runtime, echoPort: servers[1].localPort,
             backendGroup: backendGroup, clientGroup: clientGroup, backends: servers)

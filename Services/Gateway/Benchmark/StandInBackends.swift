@@ -3,8 +3,8 @@ import RaveMessages
 import RaveRPC
 import RaveServices
 
-/// identity's internal methods as the gateway needs them, for the bench mode: one signing key, and every user
-/// resolving to itself (no merges).
+/// identity's internal methods as the gateway needs them, for the bench mode: one signing key, every user
+/// resolving to itself (no merges), and no session ever revoked.
 struct StandInIdentity: RPCService {
     static let serviceName = "rave.identity.v1.IdentityInternal"
     let keyID: String
@@ -30,6 +30,11 @@ struct StandInIdentity: RPCService {
                     return user
                 }
                 return response.protobufBytes()
+            },
+            RPCMethod(name: "\(Self.serviceName)/ListRevocations") { request, context in
+                try context.requireService()
+                let cursor = try IdentityV1.ListRevocationsRequest(protobufBytes: request).afterCursor
+                return IdentityV1.ListRevocationsResponse(revocations: [], cursor: cursor, more: false).protobufBytes()
             },
         ]
     }

@@ -28,8 +28,8 @@ struct CallAdmission<Backend: Sendable>: Sendable {
 
     /// Forwards the call or refuses it with the status the client gets.
     ///
-    /// Refusals, in the order checked: the credential the method needs, the scopes the caller's token grants,
-    /// a service without backends (UNIMPLEMENTED), too little time left (DEADLINE_EXCEEDED).
+    /// Refusals, in the order checked: the credential the method needs, the scopes the caller's token grants
+    /// (`ScopePolicy`), a service without backends (UNIMPLEMENTED), too little time left (DEADLINE_EXCEEDED).
     func decide(
         method: String, route: MethodRoute, role: PeerRole?, token: CallToken, deadline: UInt64, now: UInt64
     ) -> Result<Admitted, RPCError> {
@@ -59,6 +59,10 @@ struct CallAdmission<Backend: Sendable>: Sendable {
                 .unauthenticated("this method needs \"authorization: Bearer <access token>\"; sign in first"))
         case (.player, .verified(let verified)):
             caller = Self.playerCaller(verified, isAdmin: role == .admin)
+        }
+        // Least privilege: a token issued for one purpose reaches only its methods, on every path.
+        if let caller, let refusal = ScopePolicy.refusal(method: method, scopes: caller.scopes) {
+            return .failure(refusal)
         }
         guard let backend = services[route.service] else {
             return .failure(.unimplemented("no service serves rave.\(route.service).v1 (method \(method))"))

@@ -14,6 +14,8 @@ import RaveRuntime
 /// | RAVE_GATEWAY_KEY_REFRESH | 60s | how often identity's signing keys are fetched |
 /// | RAVE_GATEWAY_KEY_REFRESH_GAP | 1s | least time between fetches triggered by unknown key ids |
 /// | RAVE_GATEWAY_TOKEN_CACHE | 100000 | verified tokens kept (least recently used evicted) |
+/// | RAVE_GATEWAY_REVOCATION_POLL | 250ms | how often identity's revocation feed is read |
+/// | RAVE_GATEWAY_REVOCATION_MAX_STALENESS | 30s | without a successful read for this long, tokens are refused (0: never) |
 /// | RAVE_GATEWAY_MERGE_CACHE_TTL | 30s | how long a user's merge resolution is reused |
 /// | RAVE_GATEWAY_USER_RATE, _USER_BURST | 200, 400 | per-user token bucket (calls per second, bucket size) |
 /// | RAVE_GATEWAY_ADDRESS_RATE, _ADDRESS_BURST | 2000, 4000 | per-client-address token bucket |
@@ -32,6 +34,8 @@ struct GatewayConfiguration: Sendable {
     var keyRefreshInterval: Duration
     var keyRefreshMinimumGap: Duration
     var tokenCacheCapacity: Int
+    var revocationPollInterval: Duration
+    var revocationMaximumStaleness: Duration
     var mergeCacheLifetime: Duration
     var userRate: RateLimit
     var addressRate: RateLimit
@@ -78,6 +82,11 @@ struct GatewayConfiguration: Sendable {
         keyRefreshMinimumGap = try reader.duration(
             "RAVE_GATEWAY_KEY_REFRESH_GAP", default: .seconds(1), range: .zero...Duration.seconds(3600))
         tokenCacheCapacity = try reader.integer("RAVE_GATEWAY_TOKEN_CACHE", default: 100_000, range: 1...10_000_000)
+        revocationPollInterval = try reader.duration(
+            "RAVE_GATEWAY_REVOCATION_POLL", default: .milliseconds(250),
+            range: .milliseconds(10)...Duration.seconds(60))
+        revocationMaximumStaleness = try reader.duration(
+            "RAVE_GATEWAY_REVOCATION_MAX_STALENESS", default: .seconds(30), range: .zero...Duration.seconds(86_400))
         mergeCacheLifetime = try reader.duration(
             "RAVE_GATEWAY_MERGE_CACHE_TTL", default: .seconds(30), range: .zero...Duration.seconds(3600))
         userRate = RateLimit(

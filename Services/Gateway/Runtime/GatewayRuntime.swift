@@ -15,6 +15,8 @@ final class GatewayRuntime: Sendable {
     let logger: Logger
     let pipeline: CallPipeline
     let signingKeys: SigningKeyStore
+    /// Sessions identity has ended, whose tokens are refused.
+    let revocations: RevocationFeed
     /// What `/readyz` reports (signing keys fetched, a healthy backend per service, not shutting down).
     let readiness: ReadinessChecks
     private let group: EventLoopGroup
@@ -84,9 +86,16 @@ final class GatewayRuntime: Sendable {
                 return missing.isEmpty ? nil : "no healthy backend yet for " + missing.joined(separator: ", ")
             }
             readiness.add("signing-keys") { signingKeys.verifier == nil ? "not fetched from identity yet" : nil }
+            let revocations = RevocationFeed(
+                identity: identity, interval: gateway.revocationPollInterval,
+                maximumStaleness: gateway.revocationMaximumStaleness, logger: logger.with("component", "revocations"))
+            readiness.add("revocations") {
+                revocations.isCurrent ? nil : "identity's revocation feed not read (recently enough)"
+            }
             let authenticator = Authenticator(
-                keys: signingKeys, identity: identity, tokenCacheCapacity: gateway.tokenCacheCapacity,
-                mergeCacheLifetime: gateway.mergeCacheLifetime, logger: logger.with("component", "auth"))
+                keys: signingKeys, revocations: revocations, identity: identity,
+                tokenCacheCapacity: gateway.tokenCacheCapacity, mergeCacheLifetime: gateway.mergeCacheLifetime,
+                logger: logger.with("component", "auth"))
             let protection = Protection(
                 maxInFlight: gateway.maxInFlight, addressRate: gateway.addressRate, userRate: gateway.userRate,
                 maxRequestBytes: gateway.maxRequestBytes)
@@ -117,8 +126,9 @@ final class GatewayRuntime: Sendable {
             self.rpc = rpc
             self.pipeline = pipeline
             self.signingKeys = signingKeys
+            self.revocations = revocations
             // Stopped in reverse: the RPC server drains first, then background work, the admin server last.
-            var services: [any Service] = [admin, signingKeys, directory]
+            var services: [any Service] = [admin, signingKeys, revocations, directory]
             if let boardOwners { services.append(boardOwners) }
             services.append(rpc)
             let serviceGroup = ServiceGroup(

@@ -26,12 +26,19 @@ extension InternalHandlers {
         }
         let appID = request.appId.isEmpty ? nil : try Validation.raveID(request.appId, field: "app_id")
         let users = UserStore(database: service.pool)
+        // Emails match only players of the app's publisher, as for FindUser.
+        var publisher: RaveID?
+        if let appID, request.references.contains(where: { if case .email = $0.key { true } else { false } }) {
+            publisher = try await self.publisher(of: appID)
+        }
         var matches: [(IdentityV1.UserReference, RaveID)] = []
         for (index, reference) in request.references.enumerated() {
             guard let key = reference.key else {
                 throw RPCError.invalidArgument("references[\(index)] must set one of user_id, email or username")
             }
-            if let id = try await users.userID(matching: key, fieldPrefix: "references[\(index)].") {
+            if let id = try await users.userID(
+                matching: key, fieldPrefix: "references[\(index)].", emailPublisher: publisher)
+            {
                 matches.append((reference, id))
             }
         }
@@ -43,16 +50,32 @@ extension InternalHandlers {
     }
 }
 
+extension InternalHandlers {
+    /// The publisher of `appID`; for an unknown app, an id no publisher has, so its "players" match no email.
+    private func publisher(of appID: RaveID) async throws -> RaveID {
+        do {
+            return try await service.applications.application(appID).publisherID
+        } catch let error as RPCError where error.code == .notFound {
+            return RaveID(high: 0, low: 0)
+        }
+    }
+}
+
 extension UserStore {
     /// The canonical id of the user a reference names, or nil when nobody matches; a malformed reference is
     /// INVALID_ARGUMENT naming its field after `fieldPrefix`.
-    func userID(matching key: IdentityV1.UserReference.Key, fieldPrefix: String = "") async throws -> RaveID? {
+    ///
+    /// An email matches only a verified email, and with `emailPublisher` only a player of that publisher's apps:
+    /// an unverified address proves nothing, and a player of one publisher must not learn another's accounts.
+    func userID(
+        matching key: IdentityV1.UserReference.Key, fieldPrefix: String = "", emailPublisher: RaveID?
+    ) async throws -> RaveID? {
         switch key {
         case .userId(let text):
             let id = try Validation.raveID(text, field: "\(fieldPrefix)user_id")
             return try await canonicalIDs([id])[id]
         case .email(let email):
-            return try await userID(email: try Validation.email(email))
+            return try await userID(verifiedEmail: try Validation.email(email), publisher: emailPublisher)
         case .username(let name):
             return try await userID(username: try Validation.text(name, field: "\(fieldPrefix)username", maximum: 32))
         }

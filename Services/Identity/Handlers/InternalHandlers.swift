@@ -1,3 +1,4 @@
+import Foundation
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -49,7 +50,7 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
         }
         let users = UserStore(database: service.pool)
         for email in request.emails where !email.isEmpty {
-            if let id = try await users.userID(email: email) {
+            if let id = try await users.userID(verifiedEmail: email, publisher: nil) {
                 matches.append(IdentityV1.ExternalMatch(key: .email(email), userId: id.hex))
             }
         }
@@ -74,6 +75,30 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
         _ request: IdentityV1.SigningKeysRequest, context: RequestContext
     ) async throws -> IdentityV1.SigningKeysResponse {
         return IdentityV1.SigningKeysResponse(keys: try await SigningKeyStore(database: service.pool).publishedKeys())
+    }
+
+    /// ListRevocations answers at most this many per call (and 1000 when the request leaves it 0).
+    static let maximumRevocations = 10_000
+
+    func listRevocations(
+        _ request: IdentityV1.ListRevocationsRequest, context: RequestContext
+    ) async throws -> IdentityV1.ListRevocationsResponse {
+        try context.requireService()
+        let limit = request.limit == 0 ? 1000 : Int(request.limit)
+        guard limit <= Self.maximumRevocations else {
+            throw RPCError.invalidArgument("limit must be 1…\(Self.maximumRevocations), got \(request.limit)")
+        }
+        let horizon = service.revocationHorizon
+        let found = try await SessionStore(database: service.pool).revocations(
+            after: request.afterCursor, horizon: horizon, limit: limit + 1)
+        let page = found.prefix(limit)
+        return IdentityV1.ListRevocationsResponse(
+            revocations: page.map { revocation in
+                IdentityV1.Revocation(
+                    sessionId: revocation.sessionID.hex,
+                    expiresAtUnixMs: revocation.revokedAt.addingTimeInterval(TimeInterval(horizon)).unixMilliseconds)
+            },
+            cursor: page.last?.cursor ?? request.afterCursor, more: found.count > limit)
     }
 
     static let selectLink = PostgresStatement(

@@ -60,7 +60,16 @@ extension PlayerHandlers {
         case .username(let name): key = .username(name)
         case nil: throw RPCError.invalidArgument("set one of user_id, email or username")
         }
-        let found = try await users.userID(matching: key)
+        // Guessing emails or usernames is how accounts are enumerated: those lookups are counted per caller and
+        // address, whatever they find (Rave IDs are not guessable).
+        if case .userId = key {
+        } else {
+            try service.lookups.charge(user: userID.hex, address: context.metadata["rave-client-address"])
+        }
+        // An email finds only a verified email of a player of this app's publisher; anything else is "no user
+        // matches", exactly like an unknown email.
+        let publisher = try await service.applications.application(appID).publisherID
+        let found = try await users.userID(matching: key, emailPublisher: publisher)
         // Someone who blocked the caller looks, to the caller, like nobody: the same answer as an unknown user.
         if let found, found != userID, let blocks = service.blocks, try await blocks.isBlocked(userID, by: found) {
             throw RPCError.notFound("no user matches")

@@ -38,7 +38,7 @@ extension PlayerHandlers {
                 userID: accountID, appID: appID, provider: provider, subject: identity.subject, in: transaction)
             // The first login with a provider brings the player's name and picture, unless they chose their own.
             try await ProfileStore(database: transaction).fillFromProvider(
-                userID: accountID, name: identity.name, picture: identity.picture)
+                userID: accountID, name: identity.name, picture: identity.picture, verifiedEmail: identity.email)
             return try await finishLogin(
                 userID: accountID, appID: appID, device: device, created: guest == nil, explicit: true,
                 in: transaction)

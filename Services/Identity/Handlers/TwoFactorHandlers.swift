@@ -46,6 +46,9 @@ extension PlayerHandlers {
             guard try await acceptTOTP(request.code, state: state, userID: userID, store: store) else { return false }
             try await store.confirm(userID: userID)
             try await store.replaceBackupCodes(userID: userID, hashes: codes.compactMap(BackupCodes.hash))
+            // Sessions opened without the second factor end; the caller's, which just gave it, goes on.
+            try await SessionStore(database: transaction).revokeOthers(
+                userID: userID, keeping: RaveID(context.caller?.sessionID ?? ""), reason: "two_factor")
             return true
         }
         try await settleAttempt(accepted: accepted, keys: keys, failure: .invalidArgument(Self.wrongCode))
@@ -67,6 +70,9 @@ extension PlayerHandlers {
                 return false
             }
             try await store.disable(userID: userID)
+            // A change of the account's protection ends every other session, as a password change does.
+            try await SessionStore(database: transaction).revokeOthers(
+                userID: userID, keeping: RaveID(context.caller?.sessionID ?? ""), reason: "two_factor")
             return true
         }
         try await settleAttempt(accepted: accepted, keys: keys, failure: .invalidArgument(Self.wrongCode))

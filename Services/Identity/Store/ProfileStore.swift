@@ -41,14 +41,24 @@ struct ProfileStore: Sendable {
             """)
 
     /// A provider's name and picture for a profile that has none of its own (global values only: the player's
-    /// app-scoped choices stay theirs).
+    /// app-scoped choices stay theirs), and the email the provider vouches for (`$4`, only when the ID token says
+    /// it is verified): it becomes the profile's email when there is none, and marks an equal one verified, unless
+    /// another account already holds it verified (verified emails are unique).
     static let fillFromProvider = PostgresStatement(
         name: "identity_fill_profile_from_provider",
         sql: """
-            UPDATE users SET display_name = coalesce(display_name, $2), picture_url = coalesce(picture_url, $3),
+            WITH proven AS (
+                SELECT (SELECT $4::text WHERE NOT EXISTS (
+                    SELECT 1 FROM users o WHERE lower(o.email) = lower($4::text) AND o.email_verified AND o.id <> $1
+                )) AS email
+            )
+            UPDATE users u SET display_name = coalesce(u.display_name, $2), picture_url = coalesce(u.picture_url, $3),
+                email = coalesce(u.email, p.email),
+                email_verified = u.email_verified OR coalesce(lower(coalesce(u.email, p.email)) = lower(p.email), false),
                 updated_at = now()
-            WHERE id = $1
-                AND (display_name IS NULL AND $2::text IS NOT NULL OR picture_url IS NULL AND $3::text IS NOT NULL)
+            FROM proven p
+            WHERE u.id = $1 AND (u.display_name IS NULL AND $2::text IS NOT NULL
+                OR u.picture_url IS NULL AND $3::text IS NOT NULL OR NOT u.email_verified AND p.email IS NOT NULL)
             """)
 
     func recordSignUp(
@@ -76,14 +86,19 @@ struct ProfileStore: Sendable {
         var appPictureURL: Change = nil
     }
 
-    /// Sets the display name and picture from a provider's ID token where the user has none; values that would not
-    /// pass UpdateCurrentUser's checks are skipped (a long name is cut to 64 characters).
-    func fillFromProvider(userID: RaveID, name: String?, picture: String?) async throws {
+    /// Sets the display name, picture and verified email from a provider's ID token where the user has none.
+    ///
+    /// Values that would not pass UpdateCurrentUser's checks are skipped (a long name is cut to 64 characters).
+    /// `verifiedEmail` is the ID token's email when the provider asserts it is verified, else nil.
+    func fillFromProvider(userID: RaveID, name: String?, picture: String?, verifiedEmail: String?) async throws {
         let trimmed = name?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let displayName = trimmed.isEmpty ? nil : String(trimmed.prefix(64))
         let pictureURL = picture.flatMap { try? Validation.pictureURL($0) }
-        guard displayName != nil || pictureURL != nil else { return }
-        _ = try await database.execute(Self.fillFromProvider, [userID, displayName, pictureURL])
+        let email = verifiedEmail.flatMap { try? Validation.email($0) }
+        guard displayName != nil || pictureURL != nil || email != nil else { return }
+        try await translatingConflicts {
+            _ = try await database.execute(Self.fillFromProvider, [userID, displayName, pictureURL, email])
+        }
     }
 
     func update(userID: RaveID, appID: RaveID, changes: Changes) async throws {

@@ -73,7 +73,8 @@ struct SessionStore: Sendable {
                 UPDATE sessions SET revoked_at = now(), revoked_reason = 'reuse'
                 FROM found WHERE sessions.id = found.id AND NOT found.revoked
                     AND found.token_generation <> found.session_generation
-            )
+                RETURNING sessions.id
+            ), \(revocationFeed)
             SELECT found.*, EXISTS (SELECT 1 FROM rotated) AS rotated FROM found
             """)
     /// Starts a session and records the app use and the device in one round trip: a login's writes are
@@ -94,11 +95,55 @@ struct SessionStore: Sendable {
             )
             INSERT INTO refresh_tokens (token_hash, session_id, generation) SELECT $8, id, 0 FROM session
             """)
+    /// Common table expressions that publish the sessions a statement ended (a CTE `ended` returning their `id`) on
+    /// the revocation feed (`session_revocations`, read by `ListRevocations`), in the same statement.
+    ///
+    /// The counter row is updated only when something ended; its row lock, held until commit, hands out numbers in
+    /// commit order (migration 0004), so the feed's cursor never skips a revocation that commits late.
+    static let revocationFeed = """
+        numbered AS (
+            UPDATE revocation_counter SET last = last + 1 WHERE EXISTS (SELECT 1 FROM ended) RETURNING last
+        ), published AS (
+            INSERT INTO session_revocations (seq, session_id) SELECT numbered.last, ended.id FROM ended, numbered
+        )
+        """
     static let revoke = PostgresStatement(
         name: "identity_revoke_session",
         sql: """
-            UPDATE sessions SET revoked_at = now(), revoked_reason = $3
-            WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING device_id, app_id
+            WITH ended AS (
+                UPDATE sessions SET revoked_at = now(), revoked_reason = $3
+                WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING id, device_id, app_id
+            ), \(revocationFeed)
+            SELECT device_id, app_id FROM ended
+            """)
+    /// Ends every live session of a user but one (the caller's, which may be NULL): a two-factor change now, a
+    /// password change or a ban later.
+    static let revokeOthers = PostgresStatement(
+        name: "identity_revoke_other_sessions",
+        sql: """
+            WITH ended AS (
+                UPDATE sessions SET revoked_at = now(), revoked_reason = $3
+                WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > now() AND id IS DISTINCT FROM $2
+                RETURNING id
+            ), \(revocationFeed)
+            SELECT count(*) AS ended FROM ended
+            """)
+    /// The feed after a cursor: revocations whose access tokens may still be live (ended less than `$2` seconds
+    /// ago), in commit order.
+    static let selectRevocations = PostgresStatement(
+        name: "identity_select_revocations",
+        sql: """
+            SELECT seq, session_id, revoked_at FROM session_revocations
+            WHERE seq > $1 AND revoked_at > now() - make_interval(secs => $2)
+            ORDER BY seq LIMIT $3
+            """)
+    /// Whether a session has ended, read with the caller's canonical user id (every player method asks).
+    static let selectCaller = PostgresStatement(
+        name: "identity_select_caller",
+        sql: """
+            SELECT coalesce(u.merged_into, u.id) AS canonical,
+                coalesce((SELECT s.revoked_at IS NOT NULL FROM sessions s WHERE s.id = $2), true) AS ended
+            FROM users u WHERE u.id = $1
             """)
     static let selectLiveSession = PostgresStatement(
         name: "identity_select_live_session",
@@ -183,6 +228,38 @@ struct SessionStore: Sendable {
     ) async throws -> (deviceID: String, appID: RaveID)? {
         guard let row = try await database.execute(Self.revoke, [sessionID, userID, reason]).first else { return nil }
         return (try row.decode(column: "device_id"), try row.decode(column: "app_id"))
+    }
+
+    /// Ends every live session of `userID` except `keeping` (nil: all of them); returns how many ended.
+    @discardableResult
+    func revokeOthers(userID: RaveID, keeping: RaveID?, reason: String) async throws -> Int {
+        let rows = try await database.execute(Self.revokeOthers, [userID, keeping, reason])
+        return Int(try rows.first?.decode(Int64.self, column: "ended") ?? 0)
+    }
+
+    /// One revocation of the feed.
+    struct Revocation: Sendable, Hashable {
+        var cursor: UInt64
+        var sessionID: RaveID
+        var revokedAt: Date
+    }
+
+    /// Up to `limit` revocations after `cursor` that ended less than `horizon` seconds ago, in commit order.
+    func revocations(after cursor: UInt64, horizon: Int64, limit: Int) async throws -> [Revocation] {
+        let rows = try await database.execute(
+            Self.selectRevocations, [Int64(clamping: cursor), Double(horizon), Int64(limit)])
+        return try rows.map { row in
+            Revocation(
+                cursor: UInt64(try row.decode(Int64.self, column: "seq")),
+                sessionID: try row.decode(column: "session_id"), revokedAt: try row.decode(column: "revoked_at"))
+        }
+    }
+
+    /// The canonical id of a caller's user (a merged source resolves to its target) and whether the caller's
+    /// session has ended (an unknown session counts as ended); nil when the user does not exist.
+    func caller(userID: RaveID, sessionID: RaveID) async throws -> (canonical: RaveID, ended: Bool)? {
+        guard let row = try await database.execute(Self.selectCaller, [userID, sessionID]).first else { return nil }
+        return (try row.decode(column: "canonical"), try row.decode(column: "ended"))
     }
 
     func sessions(userID: RaveID, currentSessionID: String) async throws -> [IdentityV1.Session] {

@@ -133,12 +133,18 @@ struct UserStore: Sendable {
     static let selectByUsername = PostgresStatement(
         name: "identity_select_user_by_username",
         sql: "SELECT id FROM users WHERE lower(username) = lower($1) AND merged_into IS NULL")
-    static let selectByEmail = PostgresStatement(
-        name: "identity_select_user_by_email",
+    /// The user whose verified email `$1` is (verified emails are unique).
+    ///
+    /// With a publisher `$2`, only if they played one of its apps. A login email (`password_credentials`) is never
+    /// matched: nobody proved it.
+    static let selectByVerifiedEmail = PostgresStatement(
+        name: "identity_select_user_by_verified_email",
         sql: """
-            SELECT user_id AS id FROM password_credentials WHERE lower(email) = lower($1)
-            UNION SELECT id FROM users WHERE lower(email) = lower($1) AND email_verified AND merged_into IS NULL
-            LIMIT 1
+            SELECT u.id FROM users u
+            WHERE lower(u.email) = lower($1) AND u.email_verified AND u.merged_into IS NULL
+                AND ($2::uuid IS NULL OR EXISTS (
+                    SELECT 1 FROM app_users au JOIN applications a ON a.id = au.app_id
+                    WHERE au.user_id = u.id AND a.publisher_id = $2))
             """)
 
     /// The account state outside any application's scope, from a row with `accountStateColumns`.
@@ -202,8 +208,9 @@ struct UserStore: Sendable {
         return try await database.execute(Self.selectByUsername, [username]).first?.decode(RaveID.self, column: "id")
     }
 
-    /// The account that logs in with `email`, or whose verified email it is.
-    func userID(email: String) async throws -> RaveID? {
-        return try await database.execute(Self.selectByEmail, [email]).first?.decode(RaveID.self, column: "id")
+    /// The user whose verified email `email` is; with `publisher`, only a user who played one of its apps.
+    func userID(verifiedEmail email: String, publisher: RaveID?) async throws -> RaveID? {
+        return try await database.execute(Self.selectByVerifiedEmail, [email, publisher]).first?.decode(
+            RaveID.self, column: "id")
     }
 }

@@ -12,7 +12,7 @@ struct IdentityConfiguration: Sendable {
         var port: Int
     }
 
-    /// How long an access token lives; short, because the gateway cannot see revocations before it expires.
+    /// How long an access token lives; the revocation feed keeps an ended session this long (plus clock skew).
     var accessTokenLifetime: Int64 = 900
     /// How long a session (refresh-token family) lives without being refreshed.
     var sessionLifetime: TimeInterval = 30 * 24 * 3600
@@ -33,11 +33,15 @@ struct IdentityConfiguration: Sendable {
     var twoFactorIssuer = "Rave"
     /// The social service, asked about blocks by FindUser; nil (the default) means there is none to ask.
     var socialAddress: SocketAddress?
+    /// FindUser lookups by email or username a player may make at once and per minute (`LookupLimiter`); a client
+    /// address may make five times as many.
+    var findUserLookupsPerMinute = 20
 
     init() {}
 
     /// Reads `RAVE_IDENTITY_ACCESS_TOKEN_SECONDS`, `RAVE_IDENTITY_SESSION_DAYS`, `RAVE_IDENTITY_MERGE_PARTICIPANTS`,
-    /// `RAVE_IDENTITY_SOCIAL_ADDRESS` and the providers' `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
+    /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE` and the providers'
+    /// `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
     init(environment: [String: String]) throws(RPCError) {
         if let text = environment["RAVE_IDENTITY_ACCESS_TOKEN_SECONDS"] {
             guard let seconds = Int64(text), (60...86_400).contains(seconds) else {
@@ -50,6 +54,12 @@ struct IdentityConfiguration: Sendable {
                 throw .invalidArgument("RAVE_IDENTITY_SESSION_DAYS must be 1…365, got \"\(text)\"")
             }
             sessionLifetime = TimeInterval(days) * 24 * 3600
+        }
+        if let text = environment["RAVE_IDENTITY_FIND_USER_PER_MINUTE"] {
+            guard let count = Int(text), (1...100_000).contains(count) else {
+                throw .invalidArgument("RAVE_IDENTITY_FIND_USER_PER_MINUTE must be 1…100000, got \"\(text)\"")
+            }
+            findUserLookupsPerMinute = count
         }
         mergeParticipants = try Self.participants(environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] ?? "")
         if let text = environment["RAVE_IDENTITY_SOCIAL_ADDRESS"], !text.isEmpty {

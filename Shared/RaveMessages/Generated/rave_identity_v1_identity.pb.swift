@@ -1272,6 +1272,67 @@ extension IdentityV1 {
             self.users = users
         }
     }
+
+    public struct ListRevocationsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListRevocationsRequest"
+
+        /// 0 for every revocation whose access tokens may still be live; afterwards the previous response's `cursor`.
+        public var afterCursor: UInt64 = 0
+
+        /// At most this many revocations (1…10000; 0 means 1000).
+        public var limit: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(afterCursor: UInt64 = 0, limit: UInt32 = 0) {
+            self.afterCursor = afterCursor
+            self.limit = limit
+        }
+    }
+
+    public struct Revocation: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.Revocation"
+
+        /// The session whose access tokens (and unbacked tokens) are refused.
+        public var sessionId: String = ""
+
+        /// When every access token of the session has expired, clock skew included: the entry may be dropped then.
+        public var expiresAtUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(sessionId: String = "", expiresAtUnixMs: Int64 = 0) {
+            self.sessionId = sessionId
+            self.expiresAtUnixMs = expiresAtUnixMs
+        }
+    }
+
+    public struct ListRevocationsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListRevocationsResponse"
+
+        /// In the order the revocations committed.
+        public var revocations: [IdentityV1.Revocation] = []
+
+        /// Pass as `after_cursor` next time (equal to the request's when nothing new ended).
+        public var cursor: UInt64 = 0
+
+        /// More revocations wait after `cursor`: ask again at once.
+        public var more: Bool = false
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(revocations: [IdentityV1.Revocation] = [], cursor: UInt64 = 0, more: Bool = false) {
+            self.revocations = revocations
+            self.cursor = cursor
+            self.more = more
+        }
+    }
 }
 
 extension IdentityV1.DeviceInfo {
@@ -4793,5 +4854,150 @@ extension IdentityV1.FindUsersResponse {
             }
             message.users = elements
         }
+    }
+}
+
+extension IdentityV1.ListRevocationsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListRevocationsRequest()
+        rave__identity__v1__list_revocations_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListRevocationsRequest.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListRevocationsRequest()
+        rave__identity__v1__list_revocations_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListRevocationsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.afterCursor = c.after_cursor
+        self.limit = c.limit
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListRevocationsRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ListRevocationsRequest.self)
+        rave__identity__v1__list_revocations_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListRevocationsRequest, arena: inout ProtoArena) {
+        message.after_cursor = self.afterCursor
+        message.limit = self.limit
+    }
+}
+
+extension IdentityV1.Revocation {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__Revocation()
+        rave__identity__v1__revocation__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__Revocation.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__Revocation()
+        rave__identity__v1__revocation__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__Revocation>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.sessionId = try ProtoDecoding.string(c.session_id, field: "session_id", of: Self.protoMessageName)
+        self.expiresAtUnixMs = c.expires_at_unix_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__Revocation> {
+        let message = arena.allocate(Rave__Identity__V1__Revocation.self)
+        rave__identity__v1__revocation__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__Revocation, arena: inout ProtoArena) {
+        if !self.sessionId.isEmpty { message.session_id = arena.string(self.sessionId) }
+        message.expires_at_unix_ms = self.expiresAtUnixMs
+    }
+}
+
+extension IdentityV1.ListRevocationsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListRevocationsResponse()
+        rave__identity__v1__list_revocations_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListRevocationsResponse.self,
+            messageName: Self.protoMessageName
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListRevocationsResponse()
+        rave__identity__v1__list_revocations_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListRevocationsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.revocations = try ProtoDecoding.messages(c.revocations, count: c.n_revocations) {
+            element throws(ProtoDecodingError) in try IdentityV1.Revocation(protobufC: element)
+        }
+        self.cursor = c.cursor
+        self.more = c.more != 0
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListRevocationsResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__ListRevocationsResponse.self)
+        rave__identity__v1__list_revocations_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListRevocationsResponse, arena: inout ProtoArena) {
+        message.n_revocations = self.revocations.count
+        if !self.revocations.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__Revocation>?.self, count: self.revocations.count)
+            for (index, element) in self.revocations.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.revocations = elements
+        }
+        message.cursor = self.cursor
+        message.more = self.more ? 1 : 0
     }
 }

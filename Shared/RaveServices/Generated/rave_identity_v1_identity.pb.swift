@@ -776,6 +776,12 @@ extension IdentityV1 {
         func findUsers(
             _ request: IdentityV1.FindUsersRequest, context: RequestContext
         ) async throws -> IdentityV1.FindUsersResponse
+
+        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change), in the order they
+        /// ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
+        func listRevocations(
+            _ request: IdentityV1.ListRevocationsRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListRevocationsResponse
     }
 
     /// Calls rave.identity.v1.IdentityInternal through any `RPCCaller` (a connection, a pool, the gateway).
@@ -787,7 +793,7 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityInternal/ResolveUsers", "rave.identity.v1.IdentityInternal/GetUsers",
             "rave.identity.v1.IdentityInternal/LookupExternal", "rave.identity.v1.IdentityInternal/UsedApplications",
             "rave.identity.v1.IdentityInternal/SigningKeys", "rave.identity.v1.IdentityInternal/GetApplications",
-            "rave.identity.v1.IdentityInternal/FindUsers",
+            "rave.identity.v1.IdentityInternal/FindUsers", "rave.identity.v1.IdentityInternal/ListRevocations",
         ]
 
         public let caller: any RPCCaller
@@ -885,6 +891,20 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change), in the order they
+        /// ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
+        public func listRevocations(
+            _ request: IdentityV1.ListRevocationsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListRevocationsResponse {
+            let method = "rave.identity.v1.IdentityInternal/ListRevocations"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListRevocationsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -924,6 +944,11 @@ extension IdentityV1.IdentityInternalHandler {
             RPCMethod(name: "rave.identity.v1.IdentityInternal/FindUsers") { request, context in
                 try await self.findUsers(IdentityV1.FindUsersRequest(protobufBytes: request), context: context)
                     .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityInternal/ListRevocations") { request, context in
+                try await self.listRevocations(
+                    IdentityV1.ListRevocationsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
             },
         ]
     }

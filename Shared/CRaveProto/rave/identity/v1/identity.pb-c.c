@@ -3427,6 +3427,141 @@ void   rave__identity__v1__find_users_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__find_users_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__list_revocations_request__init
+                     (Rave__Identity__V1__ListRevocationsRequest         *message)
+{
+  static const Rave__Identity__V1__ListRevocationsRequest init_value = RAVE__IDENTITY__V1__LIST_REVOCATIONS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_revocations_request__get_packed_size
+                     (const Rave__Identity__V1__ListRevocationsRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_revocations_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_revocations_request__pack
+                     (const Rave__Identity__V1__ListRevocationsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_revocations_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_revocations_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListRevocationsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_revocations_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListRevocationsRequest *
+       rave__identity__v1__list_revocations_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListRevocationsRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_revocations_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_revocations_request__free_unpacked
+                     (Rave__Identity__V1__ListRevocationsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_revocations_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__revocation__init
+                     (Rave__Identity__V1__Revocation         *message)
+{
+  static const Rave__Identity__V1__Revocation init_value = RAVE__IDENTITY__V1__REVOCATION__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__revocation__get_packed_size
+                     (const Rave__Identity__V1__Revocation *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__revocation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__revocation__pack
+                     (const Rave__Identity__V1__Revocation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__revocation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__revocation__pack_to_buffer
+                     (const Rave__Identity__V1__Revocation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__revocation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__Revocation *
+       rave__identity__v1__revocation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__Revocation *)
+     protobuf_c_message_unpack (&rave__identity__v1__revocation__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__revocation__free_unpacked
+                     (Rave__Identity__V1__Revocation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__revocation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_revocations_response__init
+                     (Rave__Identity__V1__ListRevocationsResponse         *message)
+{
+  static const Rave__Identity__V1__ListRevocationsResponse init_value = RAVE__IDENTITY__V1__LIST_REVOCATIONS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_revocations_response__get_packed_size
+                     (const Rave__Identity__V1__ListRevocationsResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_revocations_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_revocations_response__pack
+                     (const Rave__Identity__V1__ListRevocationsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_revocations_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_revocations_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListRevocationsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_revocations_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListRevocationsResponse *
+       rave__identity__v1__list_revocations_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListRevocationsResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_revocations_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_revocations_response__free_unpacked
+                     (Rave__Identity__V1__ListRevocationsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_revocations_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
 {
   {
@@ -6907,6 +7042,172 @@ const ProtobufCMessageDescriptor rave__identity__v1__find_users_response__descri
   (ProtobufCMessageInit) rave__identity__v1__find_users_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__list_revocations_request__field_descriptors[2] =
+{
+  {
+    "after_cursor",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListRevocationsRequest, after_cursor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "limit",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListRevocationsRequest, limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_revocations_request__field_indices_by_name[] = {
+  0,   /* field[0] = after_cursor */
+  1,   /* field[1] = limit */
+};
+static const ProtobufCIntRange rave__identity__v1__list_revocations_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_revocations_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListRevocationsRequest",
+  "ListRevocationsRequest",
+  "Rave__Identity__V1__ListRevocationsRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListRevocationsRequest),
+  2,
+  rave__identity__v1__list_revocations_request__field_descriptors,
+  rave__identity__v1__list_revocations_request__field_indices_by_name,
+  1,  rave__identity__v1__list_revocations_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_revocations_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__revocation__field_descriptors[2] =
+{
+  {
+    "session_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Revocation, session_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expires_at_unix_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Revocation, expires_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__revocation__field_indices_by_name[] = {
+  1,   /* field[1] = expires_at_unix_ms */
+  0,   /* field[0] = session_id */
+};
+static const ProtobufCIntRange rave__identity__v1__revocation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__revocation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.Revocation",
+  "Revocation",
+  "Rave__Identity__V1__Revocation",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__Revocation),
+  2,
+  rave__identity__v1__revocation__field_descriptors,
+  rave__identity__v1__revocation__field_indices_by_name,
+  1,  rave__identity__v1__revocation__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__revocation__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_revocations_response__field_descriptors[3] =
+{
+  {
+    "revocations",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__ListRevocationsResponse, n_revocations),
+    offsetof(Rave__Identity__V1__ListRevocationsResponse, revocations),
+    &rave__identity__v1__revocation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cursor",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListRevocationsResponse, cursor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "more",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListRevocationsResponse, more),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_revocations_response__field_indices_by_name[] = {
+  1,   /* field[1] = cursor */
+  2,   /* field[2] = more */
+  0,   /* field[0] = revocations */
+};
+static const ProtobufCIntRange rave__identity__v1__list_revocations_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_revocations_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListRevocationsResponse",
+  "ListRevocationsResponse",
+  "Rave__Identity__V1__ListRevocationsResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListRevocationsResponse),
+  3,
+  rave__identity__v1__list_revocations_response__field_descriptors,
+  rave__identity__v1__list_revocations_response__field_indices_by_name,
+  1,  rave__identity__v1__list_revocations_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_revocations_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -7283,7 +7584,7 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
                                      &rave__identity__v1__identity_admin__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__method_descriptors[7] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__method_descriptors[8] =
 {
   { "ResolveUsers", &rave__identity__v1__resolve_users_request__descriptor, &rave__identity__v1__resolve_users_response__descriptor },
   { "GetUsers", &rave__identity__v1__get_users_request__descriptor, &rave__identity__v1__get_users_response__descriptor },
@@ -7292,11 +7593,13 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__me
   { "SigningKeys", &rave__identity__v1__signing_keys_request__descriptor, &rave__identity__v1__signing_keys_response__descriptor },
   { "GetApplications", &rave__identity__v1__get_applications_request__descriptor, &rave__identity__v1__get_applications_response__descriptor },
   { "FindUsers", &rave__identity__v1__find_users_request__descriptor, &rave__identity__v1__find_users_response__descriptor },
+  { "ListRevocations", &rave__identity__v1__list_revocations_request__descriptor, &rave__identity__v1__list_revocations_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_internal__method_indices_by_name[] = {
   6,        /* FindUsers */
   5,        /* GetApplications */
   1,        /* GetUsers */
+  7,        /* ListRevocations */
   2,        /* LookupExternal */
   0,        /* ResolveUsers */
   4,        /* SigningKeys */
@@ -7309,7 +7612,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descript
   "IdentityInternal",
   "Rave__Identity__V1__IdentityInternal",
   "rave.identity.v1",
-  7,
+  8,
   rave__identity__v1__identity_internal__method_descriptors,
   rave__identity__v1__identity_internal__method_indices_by_name
 };
@@ -7368,6 +7671,14 @@ void rave__identity__v1__identity_internal__find_users(ProtobufCService *service
 {
   assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
   service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_internal__list_revocations(ProtobufCService *service,
+                                                             const Rave__Identity__V1__ListRevocationsRequest *input,
+                                                             Rave__Identity__V1__ListRevocationsResponse_Closure closure,
+                                                             void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityInternal_Service *service,
                                                   Rave__Identity__V1__IdentityInternal_ServiceDestroy destroy)

@@ -92,6 +92,9 @@ typedef struct Rave__Identity__V1__UserReference Rave__Identity__V1__UserReferen
 typedef struct Rave__Identity__V1__FindUsersRequest Rave__Identity__V1__FindUsersRequest;
 typedef struct Rave__Identity__V1__FoundUser Rave__Identity__V1__FoundUser;
 typedef struct Rave__Identity__V1__FindUsersResponse Rave__Identity__V1__FindUsersResponse;
+typedef struct Rave__Identity__V1__ListRevocationsRequest Rave__Identity__V1__ListRevocationsRequest;
+typedef struct Rave__Identity__V1__Revocation Rave__Identity__V1__Revocation;
+typedef struct Rave__Identity__V1__ListRevocationsResponse Rave__Identity__V1__ListRevocationsResponse;
 
 
 /* --- enums --- */
@@ -1103,6 +1106,62 @@ struct  Rave__Identity__V1__FindUsersResponse
 #define RAVE__IDENTITY__V1__FIND_USERS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__find_users_response__descriptor) \
     , 0,NULL }
+
+
+struct  Rave__Identity__V1__ListRevocationsRequest
+{
+  ProtobufCMessage base;
+  /*
+   * 0 for every revocation whose access tokens may still be live; afterwards the previous response's `cursor`.
+   */
+  uint64_t after_cursor;
+  /*
+   * At most this many revocations (1…10000; 0 means 1000).
+   */
+  uint32_t limit;
+};
+#define RAVE__IDENTITY__V1__LIST_REVOCATIONS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_revocations_request__descriptor) \
+    , 0, 0 }
+
+
+struct  Rave__Identity__V1__Revocation
+{
+  ProtobufCMessage base;
+  /*
+   * The session whose access tokens (and unbacked tokens) are refused.
+   */
+  char *session_id;
+  /*
+   * When every access token of the session has expired, clock skew included: the entry may be dropped then.
+   */
+  int64_t expires_at_unix_ms;
+};
+#define RAVE__IDENTITY__V1__REVOCATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__revocation__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Identity__V1__ListRevocationsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * In the order the revocations committed.
+   */
+  size_t n_revocations;
+  Rave__Identity__V1__Revocation **revocations;
+  /*
+   * Pass as `after_cursor` next time (equal to the request's when nothing new ended).
+   */
+  uint64_t cursor;
+  /*
+   * More revocations wait after `cursor`: ask again at once.
+   */
+  protobuf_c_boolean more;
+};
+#define RAVE__IDENTITY__V1__LIST_REVOCATIONS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_revocations_response__descriptor) \
+    , 0,NULL, 0, 0 }
 
 
 /* Rave__Identity__V1__DeviceInfo methods */
@@ -2549,6 +2608,63 @@ Rave__Identity__V1__FindUsersResponse *
 void   rave__identity__v1__find_users_response__free_unpacked
                      (Rave__Identity__V1__FindUsersResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListRevocationsRequest methods */
+void   rave__identity__v1__list_revocations_request__init
+                     (Rave__Identity__V1__ListRevocationsRequest         *message);
+size_t rave__identity__v1__list_revocations_request__get_packed_size
+                     (const Rave__Identity__V1__ListRevocationsRequest   *message);
+size_t rave__identity__v1__list_revocations_request__pack
+                     (const Rave__Identity__V1__ListRevocationsRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_revocations_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListRevocationsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListRevocationsRequest *
+       rave__identity__v1__list_revocations_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_revocations_request__free_unpacked
+                     (Rave__Identity__V1__ListRevocationsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__Revocation methods */
+void   rave__identity__v1__revocation__init
+                     (Rave__Identity__V1__Revocation         *message);
+size_t rave__identity__v1__revocation__get_packed_size
+                     (const Rave__Identity__V1__Revocation   *message);
+size_t rave__identity__v1__revocation__pack
+                     (const Rave__Identity__V1__Revocation   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__revocation__pack_to_buffer
+                     (const Rave__Identity__V1__Revocation   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__Revocation *
+       rave__identity__v1__revocation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__revocation__free_unpacked
+                     (Rave__Identity__V1__Revocation *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListRevocationsResponse methods */
+void   rave__identity__v1__list_revocations_response__init
+                     (Rave__Identity__V1__ListRevocationsResponse         *message);
+size_t rave__identity__v1__list_revocations_response__get_packed_size
+                     (const Rave__Identity__V1__ListRevocationsResponse   *message);
+size_t rave__identity__v1__list_revocations_response__pack
+                     (const Rave__Identity__V1__ListRevocationsResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_revocations_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListRevocationsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListRevocationsResponse *
+       rave__identity__v1__list_revocations_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_revocations_response__free_unpacked
+                     (Rave__Identity__V1__ListRevocationsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -2778,6 +2894,15 @@ typedef void (*Rave__Identity__V1__FoundUser_Closure)
                   void *closure_data);
 typedef void (*Rave__Identity__V1__FindUsersResponse_Closure)
                  (const Rave__Identity__V1__FindUsersResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListRevocationsRequest_Closure)
+                 (const Rave__Identity__V1__ListRevocationsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__Revocation_Closure)
+                 (const Rave__Identity__V1__Revocation *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListRevocationsResponse_Closure)
+                 (const Rave__Identity__V1__ListRevocationsResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -3108,6 +3233,10 @@ struct Rave__Identity__V1__IdentityInternal_Service
                      const Rave__Identity__V1__FindUsersRequest *input,
                      Rave__Identity__V1__FindUsersResponse_Closure closure,
                      void *closure_data);
+  void (*list_revocations)(Rave__Identity__V1__IdentityInternal_Service *service,
+                           const Rave__Identity__V1__ListRevocationsRequest *input,
+                           Rave__Identity__V1__ListRevocationsResponse_Closure closure,
+                           void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityInternal_ServiceDestroy)(Rave__Identity__V1__IdentityInternal_Service *);
 void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityInternal_Service *service,
@@ -3122,7 +3251,8 @@ void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityIn
       function_prefix__ ## used_applications,\
       function_prefix__ ## signing_keys,\
       function_prefix__ ## get_applications,\
-      function_prefix__ ## find_users  }
+      function_prefix__ ## find_users,\
+      function_prefix__ ## list_revocations  }
 void rave__identity__v1__identity_internal__resolve_users(ProtobufCService *service,
                                                           const Rave__Identity__V1__ResolveUsersRequest *input,
                                                           Rave__Identity__V1__ResolveUsersResponse_Closure closure,
@@ -3151,6 +3281,10 @@ void rave__identity__v1__identity_internal__find_users(ProtobufCService *service
                                                        const Rave__Identity__V1__FindUsersRequest *input,
                                                        Rave__Identity__V1__FindUsersResponse_Closure closure,
                                                        void *closure_data);
+void rave__identity__v1__identity_internal__list_revocations(ProtobufCService *service,
+                                                             const Rave__Identity__V1__ListRevocationsRequest *input,
+                                                             Rave__Identity__V1__ListRevocationsResponse_Closure closure,
+                                                             void *closure_data);
 
 /* --- descriptors --- */
 
@@ -3231,6 +3365,9 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__user_reference__desc
 extern const ProtobufCMessageDescriptor rave__identity__v1__find_users_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__found_user__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__find_users_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_revocations_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__revocation__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_revocations_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;
