@@ -75,11 +75,14 @@ public final class SecretKeyRing: Sendable {
     }
 
     /// Reads the key file at `path`, which other users must not be able to read or write.
+    ///
+    /// A symbolic link is followed (Kubernetes mounts secrets as links) and the file it leads to is checked.
     public convenience init(contentsOfFile path: String) throws(CryptoError) {
         let attributes: [FileAttributeKey: Any]
         let data: Data
         do {
-            attributes = try FileManager.default.attributesOfItem(atPath: path)
+            let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+            attributes = try FileManager.default.attributesOfItem(atPath: resolved)
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw .configuration("cannot read the secret key file \(path): \(error.localizedDescription)")

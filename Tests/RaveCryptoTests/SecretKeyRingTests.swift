@@ -72,6 +72,11 @@ struct SecretKeyRingTests {
         #expect(open?.message.contains("chmod 600") == true)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         #expect(try SecretKeyRing(contentsOfFile: path).primaryKeyID == "k1")
+        // Through a symbolic link (as Kubernetes mounts secrets), the file it leads to is what is checked.
+        let link = path + ".link"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
+        defer { try? FileManager.default.removeItem(atPath: link) }
+        #expect(try SecretKeyRing(contentsOfFile: link).primaryKeyID == "k1")
         let missing = #expect(throws: CryptoError.self) { try SecretKeyRing(contentsOfFile: path + ".missing") }
         #expect(missing?.reason == .configuration)
     }
