@@ -2,8 +2,9 @@
 import PackageDescription
 
 // Rave Backend: one executable per service, built from the shared modules below.
-// Layering (lowest first): C targets → RaveProtobuf/RaveWire/RaveTransport → RaveMessages
-// → RaveRPC → RaveServices → RavePostgres/RaveRuntime → Services.
+// Layering (lowest first): C targets → RaveCrypto/RaveHTTPClient/RaveProtobuf/RaveWire/RaveTransport
+// → RaveMessages → RaveRPC → RaveServices → RavePostgres/RaveRuntime → Services. Services reach OpenSSL's
+// crypto only through RaveCrypto and libcurl only through RaveHTTPClient.
 
 let package = Package(
     name: "RaveBackend",
@@ -31,6 +32,8 @@ let package = Package(
         .target(name: "CRaveProto", dependencies: ["CProtobufC"], path: "Shared/CRaveProto"),
 
         // MARK: - Shared Swift modules
+        .target(name: "RaveCrypto", dependencies: ["COpenSSL"], path: "Shared/RaveCrypto"),
+        .target(name: "RaveHTTPClient", dependencies: ["CCurl"], path: "Shared/RaveHTTPClient"),
         .target(name: "RaveProtobuf", dependencies: ["CProtobufC"], path: "Shared/RaveProtobuf"),
         .target(
             name: "RaveMessages",
@@ -57,7 +60,7 @@ let package = Package(
         ),
         .target(
             name: "RavePostgres",
-            dependencies: ["CLibPQ", "COpenSSL", "RaveTransport", "CRaveSystem", "RaveTelemetry"],
+            dependencies: ["CLibPQ", "RaveCrypto", "RaveTransport", "CRaveSystem", "RaveTelemetry"],
             path: "Shared/RavePostgres"
         ),
         .target(
@@ -65,7 +68,7 @@ let package = Package(
             dependencies: ["RavePostgres", "RaveTelemetry", "RaveTransport"],
             path: "Shared/RaveOutbox"
         ),
-        .target(name: "RaveAuth", dependencies: ["COpenSSL"], path: "Shared/RaveAuth"),
+        .target(name: "RaveAuth", dependencies: ["RaveCrypto"], path: "Shared/RaveAuth"),
         .target(
             name: "RaveClient", dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveTransport"],
             path: "Shared/RaveClient"),
@@ -85,7 +88,7 @@ let package = Package(
 
         // Helpers shared by the test targets (not shipped).
         .target(
-            name: "RaveTestSupport", dependencies: ["RavePostgres", "RaveRPC", "RaveTransport"],
+            name: "RaveTestSupport", dependencies: ["RavePostgres", "RaveRPC", "RaveTransport", "RaveCrypto"],
             path: "Tests/RaveTestSupport"),
 
         // MARK: - Executables
@@ -102,7 +105,7 @@ let package = Package(
             name: "Identity",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "COpenSSL", "CRaveTLS", "RaveAuth",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveAuth",
             ],
             path: "Services/Identity",
             resources: [.copy("Migrations")]
@@ -111,7 +114,7 @@ let package = Package(
             name: "Wallet",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "COpenSSL",
+                "RaveTelemetry", "RaveCrypto",
             ],
             path: "Services/Wallet",
             resources: [.copy("Migrations")]
@@ -150,7 +153,7 @@ let package = Package(
             name: "Push",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "COpenSSL", "CCurl", "RaveEvents",
+                "RaveTelemetry", "RaveCrypto", "RaveHTTPClient", "RaveEvents",
             ],
             path: "Services/Push",
             resources: [.copy("Migrations")]
@@ -224,11 +227,12 @@ let package = Package(
             dependencies: [
                 "RaveTestSupport",
                 "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "COpenSSL",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto",
             ],
             path: "Tests/IdentityTests"
         ),
         .testTarget(name: "RaveAuthTests", dependencies: ["RaveAuth"], path: "Tests/RaveAuthTests"),
+        .testTarget(name: "RaveCryptoTests", dependencies: ["RaveCrypto"], path: "Tests/RaveCryptoTests"),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
@@ -242,7 +246,7 @@ let package = Package(
             dependencies: [
                 "RaveTestSupport",
                 "Wallet", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport",
+                "RaveTelemetry", "RaveTransport", "RaveCrypto",
             ],
             path: "Tests/WalletTests"
         ),
@@ -259,7 +263,7 @@ let package = Package(
             name: "PushTests",
             dependencies: [
                 "Push", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTestSupport", "RaveTransport", "RaveEvents",
+                "RaveTelemetry", "RaveTestSupport", "RaveTransport", "RaveEvents", "RaveHTTPClient",
             ],
             path: "Tests/PushTests",
             resources: [.copy("Fixtures")]
@@ -277,7 +281,7 @@ let package = Package(
             dependencies: [
                 "RaveTestSupport",
                 "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres", "RaveTransport", "RaveAuth",
-                "COpenSSL",
+                "RaveCrypto",
             ],
             path: "Tests/SystemTests"
         ),

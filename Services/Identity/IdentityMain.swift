@@ -7,8 +7,10 @@ import RaveTransport
 @main
 enum IdentityMain {
     static func main() async {
-        if CommandLine.arguments.dropFirst().first == "bench" {
-            exit(await IdentityBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
+        switch CommandLine.arguments.dropFirst().first {
+        case "bench": exit(await IdentityBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
+        case "reseal-secrets": exit(await SecretResealCommand.run(environment: ProcessInfo.processInfo.environment))
+        default: break
         }
         await RaveServiceMain.run(name: "identity", migrations: .directory(migrationsDirectory)) { context in
             try await services(context: context)
@@ -17,9 +19,17 @@ enum IdentityMain {
 
     /// The RPC services, plus the outbox delivery (merges and events) registered as a background service.
     static func services(context: ServiceContext) async throws -> [any RPCService] {
-        let configuration = try IdentityConfiguration(environment: context.environment)
+        let secretKeys = try IdentityConfiguration.secretKeys(environment: context.environment)
+        context.logger.info(
+            "secret keys loaded",
+            [
+                ("secret_key_ids", secretKeys.entries.map(\.id).joined(separator: ",")),
+                ("sealing_key_id", secretKeys.primaryKeyID),
+            ])
+        let configuration = try IdentityConfiguration(environment: context.environment, secretKeys: secretKeys)
         let service = try await IdentityService.start(
-            pool: context.pool, configuration: configuration, blocks: try socialBlocks(context: context, configuration))
+            pool: context.pool, configuration: configuration, blocks: try socialBlocks(context: context, configuration),
+            logger: context.logger)
         context.addBackgroundService(
             try MergeDelivery.forService(context: context, participants: configuration.mergeParticipants))
         return service.rpcServices

@@ -22,6 +22,8 @@ final class IdentityService: Sendable {
     let blocks: (any BlockRegistry)?
     /// Bounds FindUser lookups by email or username per caller and client address.
     let lookups: LookupLimiter
+    /// Seals and opens signing keys and TOTP secrets (`SecretSealing`).
+    var secretKeys: SecretKeyRing { configuration.secretKeys }
     /// Scopes a player access token carries: `player`, plus `guest` or `authenticated` by account state, so
     /// services can apply the seed's rules (guests cannot submit scores or place backed bets) without a lookup.
     static func playerScopes(for state: IdentityV1.AccountState) -> [String] {
@@ -49,11 +51,21 @@ final class IdentityService: Sendable {
         mergeSaga = MergeSaga(participants: configuration.mergeParticipants.map(\.name))
     }
 
-    /// Loads (or creates) the signing key; the schema must be migrated.
+    /// Seals secrets left in plaintext by releases before migration 0004, then loads (or creates) the signing key;
+    /// the schema must be migrated.
     static func start(
-        pool: PostgresPool, configuration: IdentityConfiguration, blocks: (any BlockRegistry)? = nil
+        pool: PostgresPool, configuration: IdentityConfiguration, blocks: (any BlockRegistry)? = nil,
+        logger: Logger? = nil
     ) async throws -> IdentityService {
-        let signer = try await SigningKeyStore(database: pool).activeSigner()
+        if let sealed = try await SecretSealing.sealPlaintextRows(pool: pool, secrets: configuration.secretKeys) {
+            logger?.notice(
+                "sealed the secrets stored in plaintext; the plaintext signing keys are retired",
+                [
+                    ("signing_keys", String(sealed.signingKeys)), ("totp_secrets", String(sealed.totpSecrets)),
+                    ("secret_key_id", configuration.secretKeys.primaryKeyID),
+                ])
+        }
+        let signer = try await SigningKeyStore(database: pool).activeSigner(secrets: configuration.secretKeys)
         return IdentityService(pool: pool, configuration: configuration, signer: signer, blocks: blocks)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import RaveCrypto
 
 /// One schema change: a version (ordering), a name, and the SQL to run (may hold several statements).
 public struct Migration: Sendable, Hashable {
@@ -13,7 +14,7 @@ public struct Migration: Sendable, Hashable {
     }
 
     /// SHA-256 of the SQL; an applied migration must never change.
-    public var checksum: String { SHA256.hexDigest(sql.utf8) }
+    public var checksum: String { Hex.encode(Digest.sha256(sql)) }
 }
 
 /// Applies migrations in version order at start-up, each in its own transaction, one migrator at a time.

@@ -219,10 +219,12 @@ struct CryptoOIDCTests {
         }
         #expect(missing?.reason == .configuration)
 
-        let weak = try TestProviderKey(rsaBits: 1024, keyID: "weak")
+        // A 1024-bit modulus: only its length matters, since such a key is refused before it could verify anything.
+        let weakModulus = Base64URL.encode([0xC5] + [UInt8](repeating: 0x3B, count: 127))
+        let weak = "{\"kty\":\"RSA\",\"kid\":\"weak\",\"alg\":\"RS256\",\"n\":\"\(weakModulus)\",\"e\":\"AQAB\"}"
         let zero = String(repeating: "A", count: 43)
         for document in [
-            "[]", "{\"keys\":[]}", "{\"keys\":[\(try weak.jwk())]}",
+            "[]", "{\"keys\":[]}", "{\"keys\":[\(weak)]}",
             "{\"keys\":[{\"kty\":\"EC\",\"kid\":\"k\",\"crv\":\"P-384\",\"x\":\"AA\",\"y\":\"AA\"}]}",
             "{\"keys\":[{\"kty\":\"EC\",\"kid\":\"k\",\"crv\":\"P-256\",\"x\":\"\(zero)\",\"y\":\"\(zero)\"}]}",
         ] {

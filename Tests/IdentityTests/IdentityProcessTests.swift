@@ -1,6 +1,7 @@
 import Foundation
 import RavePostgres
 import RaveTestSupport
+import RaveTransport
 import Testing
 
 /// The real `identity` executable at start-up: migrations on demand, and clear failures for a bad database.
@@ -41,6 +42,27 @@ struct IdentityProcessTests {
         let result = try runProcess("identity", [], environment: ["RAVE_DB_POOL_SIZE": "0"])
         #expect(result.status == 78)
         #expect(result.log.contains("RAVE_DB_POOL_SIZE"), "log:\n\(result.log)")
+    }
+
+    /// Identity seals its secrets with keys from RAVE_SECRET_KEY_FILE and has no default: without the file, or with
+    /// one other users can read, it does not start.
+    @Test(arguments: [nil, 0o644] as [Int?])
+    func missingOrExposedSecretKeyFileExitsWithTheConfigurationStatus(mode: Int?) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-identity-\(UUID())").path
+        try DevelopmentCertificates.write(to: directory, services: ["identity"])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var environment = ["RAVE_CERT_DIR": directory]
+        if let mode {
+            let path = try SecretKeyFile.write(in: directory)
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+            environment["RAVE_SECRET_KEY_FILE"] = path
+        }
+        try await IdentityHarness.withDatabase { url in
+            environment["RAVE_DATABASE_URL"] = url
+            let result = try runProcess("identity", [], environment: try freePorts(environment))
+            #expect(result.status == 78, "log:\n\(result.log)")
+            #expect(result.log.contains("RAVE_SECRET_KEY_FILE"), "log:\n\(result.log)")
+        }
     }
 
     // MARK: - Helpers

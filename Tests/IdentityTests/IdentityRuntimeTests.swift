@@ -4,6 +4,7 @@ import RavePostgres
 import RaveRPC
 import RaveRuntime
 import RaveServices
+import RaveTestSupport
 import RaveTransport
 import Testing
 
@@ -24,6 +25,7 @@ struct IdentityRuntimeTests {
                 "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
                 "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "warning", "RAVE_SHUTDOWN_GRACE": "2s",
                 "RAVE_DATABASE_URL": url, "RAVE_DB_POOL_SIZE": "4",
+                "RAVE_SECRET_KEY_FILE": try SecretKeyFile.write(in: certificates),
             ]
             let runtime = try await ServiceRuntime.start(
                 name: "identity", environment: environment,

@@ -45,7 +45,7 @@ struct IdentityHarness {
             var failure: (any Error)?
             do {
                 _ = try await Migrator(pool: pool, directory: migrationsDirectory).migrate()
-                var identity = IdentityConfiguration()
+                var identity = IdentityConfiguration(secretKeys: try SecretKeyFile.ring())
                 identity.passwordParameters = .testing
                 configure(&identity)
                 let service = try await IdentityService.start(pool: pool, configuration: identity)

@@ -1,4 +1,5 @@
 import Foundation
+import RaveHTTPClient
 import RaveMessages
 import RaveTelemetry
 import Testing

@@ -55,7 +55,7 @@ struct SocialHarness {
         try DevelopmentCertificates.write(to: certificates, services: ["identity", "social", "gateway", "push"])
         defer { try? FileManager.default.removeItem(atPath: certificates) }
         try await withDatabase(prefix: "rave_social_identity_") { identityURL in
-            var identityConfiguration = IdentityConfiguration()
+            var identityConfiguration = IdentityConfiguration(secretKeys: try SecretKeyFile.ring())
             identityConfiguration.passwordParameters = .testing
             let fixed = identityConfiguration
             let runtime = try await ServiceRuntime.start(

@@ -95,6 +95,7 @@ final class SystemStack: @unchecked Sendable {
         try DevelopmentCertificates.write(to: certificates)
         providers = try TestIdentityProviders(directory: directory)
         apns = try FakeAPNs(directory: directory)
+        let secretKeyFile = try SecretKeyFile.write(in: directory.path)
 
         let names = Self.dataServices.filter(StackProcess.isBuilt)
         let replicas = leaderboardsReplicas > 1 ? (2...leaderboardsReplicas).map { "leaderboards-\($0)" } : []
@@ -138,6 +139,7 @@ final class SystemStack: @unchecked Sendable {
             switch service {
             case "identity":
                 environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] = list(Self.mergeParticipants)
+                environment["RAVE_SECRET_KEY_FILE"] = secretKeyFile
                 environment.merge(providers.identityEnvironment) { $1 }
             case "push":
                 environment.merge(apns.pushEnvironment) { $1 }

@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -12,13 +13,13 @@ import Testing
         try await WalletFixture.with { fixture in
             let bulkUser = RaveID.random()
             let unitUser = RaveID.random()
-            let seed = Crypto.randomBytes(32)
+            let seed = try SecureRandom.bytes(count: 32)
             for user in [bulkUser, unitUser] {
                 try await fixture.deposit("5.00", to: user)
                 try await fixture.deposit("2.00", to: user, game: "slot")
                 try await fixture.pool.query(
                     "INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce) VALUES ($1, $2, $3, 0)",
-                    [user, seed, Crypto.hex(Crypto.sha256(seed))])
+                    [user, seed, Hex.encode(Digest.sha256(seed))])
             }
             let bets = Self.scenario()
             let dependencies = fixture.dependencies

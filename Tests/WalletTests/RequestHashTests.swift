@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 import Testing
@@ -31,7 +32,7 @@ import Testing
                 let rows = try await fixture.pool.query(
                     PostgresQuery(
                         "SELECT request_hash FROM bets WHERE user_id = $1 AND bet_id = $2", [user, prepared.betID]))
-                #expect(try rows[0].decode(String.self, at: 0) == Crypto.hex(prepared.requestHash))
+                #expect(try rows[0].decode(String.self, at: 0) == Hex.encode(prepared.requestHash))
             }
         }
     }

@@ -17,6 +17,19 @@ mkdir -p .run/logs
 
 deploy/local/postgres.sh start
 [ -f "$RAVE_CERT_DIR/ca.pem" ] || "$bin/ravectl" certs --out "$RAVE_CERT_DIR"
+# The development PostgreSQL wants a password: libpq reads it from the file postgres.sh generated.
+export PGPASSFILE=$(pwd)/.run/pgpass
+# Identity seals its signing keys and TOTP secrets with the first key of this file (docs/OPERATIONS.md); made once,
+# readable by this user only. Without it nothing sealed opens: identity refuses to start until the file is back
+# (or .run/postgres is deleted to start afresh).
+export RAVE_SECRET_KEY_FILE=${RAVE_SECRET_KEY_FILE:-$(pwd)/.run/secret-keys}
+if [ ! -f "$RAVE_SECRET_KEY_FILE" ]; then
+    (
+        umask 077
+        printf '# Keys that seal secrets at rest: "<key id> <base64 of 32 random bytes>"; the first seals new ones.\n'
+        printf 'local-%s %s\n' "$(date -u +%Y%m%d%H%M%S)" "$(openssl rand -base64 32)"
+    ) >"$RAVE_SECRET_KEY_FILE"
+fi
 
 # name, protocol port, admin port (DESIGN.md §10); a service runs only if its executable exists.
 services=(
@@ -86,7 +99,8 @@ done
 
 echo
 echo "Rave Backend is running (Ctrl-C stops it):"
-echo "  PostgreSQL     127.0.0.1:55432 (user postgres; data in .run/postgres)"
+echo "  PostgreSQL     127.0.0.1:55432 (user postgres, password in .run/pgpass; data in .run/postgres)"
+echo "  secret keys    $RAVE_SECRET_KEY_FILE"
 for entry in "${started[@]}"; do
     read -r name port admin <<<"$entry"
     printf '  %-14s 127.0.0.1:%s (TLS), metrics http://127.0.0.1:%s/metrics\n' "$name" "$port" "$admin"

@@ -37,7 +37,10 @@ enum IdentityBenchmarkCommand {
             let pool = try PostgresPool(configuration: configuration, group: group)
             defer { pool.shutdown() }
             _ = try await Migrator(pool: pool, directory: IdentityMain.migrationsDirectory).migrate()
-            let service = try await IdentityService.start(pool: pool, configuration: IdentityConfiguration())
+            // A scratch database: a key that lives as long as the run seals its secrets.
+            let secretKeys = try SecretKeyRing(entries: [.init(id: "bench", key: SymmetricKey())])
+            let service = try await IdentityService.start(
+                pool: pool, configuration: IdentityConfiguration(secretKeys: secretKeys))
             let measurements = try await IdentityBenchmark(service: service, parameters: parameters).run()
             print(IdentityBenchmark.summary(measurements, parameters: parameters))
             let path = environment["RAVE_BENCH_OUT"] ?? ".bench/identity.json"

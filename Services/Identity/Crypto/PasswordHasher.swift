@@ -1,7 +1,8 @@
-import COpenSSL
 import Foundation
+import RaveCrypto
 
-/// Hashes and checks passwords with scrypt (OpenSSL's `EVP_PBE_scrypt`) and a per-password random salt.
+/// Hashes and checks passwords with scrypt (RaveCrypto's `Scrypt`, OpenSSL underneath) and a per-password random
+/// salt.
 ///
 /// Encoded form: `scrypt$N$r$p$<salt>$<hash>` (salt and hash base64url without padding), so every stored hash
 /// carries its own parameters and they can be raised later: `needsRehash` tells the login path to re-hash with
@@ -35,9 +36,6 @@ public struct PasswordHasher: Sendable {
         ///
         /// Never in production.
         public static let testing = Parameters(cost: 1 << 4, blockSize: 8, parallelism: 1)
-
-        /// The memory scrypt needs for these parameters, in bytes.
-        var memoryRequired: UInt64 { 128 * blockSize * (cost + 2) + 128 * blockSize * parallelism }
 
         // Bounds for decoded hashes, so a corrupted row cannot make a login allocate gigabytes.
         var isWithinLimits: Bool {
@@ -113,22 +111,8 @@ public struct PasswordHasher: Sendable {
 
     static func derive(password: String, salt: [UInt8], parameters: Parameters) throws(CryptoError) -> [UInt8] {
         // NFC so the same password typed on systems that compose accents differently still matches.
-        let passwordBytes = Array(password.precomposedStringWithCanonicalMapping.utf8)
-        var output = [UInt8](repeating: 0, count: hashLength)
-        let status = passwordBytes.withUnsafeBufferPointer { passwordBuffer in
-            salt.withUnsafeBufferPointer { saltBuffer in
-                output.withUnsafeMutableBufferPointer { outputBuffer in
-                    passwordBuffer.withMemoryRebound(to: CChar.self) { passwordChars in
-                        EVP_PBE_scrypt(
-                            passwordChars.baseAddress, passwordChars.count, saltBuffer.baseAddress, saltBuffer.count,
-                            parameters.cost, parameters.blockSize, parameters.parallelism,
-                            // OpenSSL's default ceiling (32 MiB) is just below what N=2^15, r=8 needs.
-                            parameters.memoryRequired + 1024 * 1024, outputBuffer.baseAddress, outputBuffer.count)
-                    }
-                }
-            }
-        }
-        guard status == 1 else { throw .internalFailure("EVP_PBE_scrypt failed: \(openSSLErrorDescription())") }
-        return output
+        try Scrypt.derive(
+            password: Array(password.precomposedStringWithCanonicalMapping.utf8), salt: salt, cost: parameters.cost,
+            blockSize: parameters.blockSize, parallelism: parameters.parallelism, length: hashLength)
     }
 }

@@ -75,7 +75,7 @@ public struct TOTP: Sendable, Hashable {
     /// The RFC 4226 HOTP value of `counter`, `digits` long with leading zeros.
     public static func hotp(secret: [UInt8], counter: UInt64, digits: Int = TOTP.digits) throws(CryptoError) -> String {
         let message = withUnsafeBytes(of: counter.bigEndian) { Array($0) }
-        let mac = try Digest.hmacSHA1(key: secret, message: message)
+        let mac = Digest.hmacSHA1(key: secret, message: message)
         // Dynamic truncation (RFC 4226 §5.3).
         let offset = Int(mac[mac.count - 1] & 0x0F)
         let binary =

@@ -83,7 +83,6 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     func listRevocations(
         _ request: IdentityV1.ListRevocationsRequest, context: RequestContext
     ) async throws -> IdentityV1.ListRevocationsResponse {
-        try context.requireService()
         let limit = request.limit == 0 ? 1000 : Int(request.limit)
         guard limit <= Self.maximumRevocations else {
             throw RPCError.invalidArgument("limit must be 1…\(Self.maximumRevocations), got \(request.limit)")

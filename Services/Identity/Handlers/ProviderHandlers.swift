@@ -166,7 +166,9 @@ extension PlayerHandlers {
     private func mergeIntoOwner(
         _ userID: RaveID, owner: RaveID, appID: RaveID, in transaction: PostgresTransaction
     ) async throws -> IdentityV1.Merge {
-        if try await TwoFactorStore(database: transaction).state(userID: owner)?.confirmed == true {
+        if try await TwoFactorStore(database: transaction, secrets: service.secretKeys).state(userID: owner)?.confirmed
+            == true
+        {
             throw RPCError.failedPrecondition(
                 "the other account uses two-factor; log in to it with this provider and complete the challenge to merge"
             )

@@ -22,7 +22,10 @@ extension PlayerHandlers {
             throw RPCError.failedPrecondition("two-factor needs a password or a provider login first")
         }
         let totp = try Self.cryptoCall { () throws(CryptoError) in try TOTP.generate() }
-        guard try await TwoFactorStore(database: service.pool).begin(userID: userID, secret: totp.secret) else {
+        guard
+            try await TwoFactorStore(database: service.pool, secrets: service.secretKeys).begin(
+                userID: userID, secret: totp.secret)
+        else {
             throw RPCError.failedPrecondition("two-factor is already enabled; disable it first to enrol again")
         }
         let account = user.username ?? user.email ?? userID.hex
@@ -39,7 +42,7 @@ extension PlayerHandlers {
         try await checkNotLockedOut(keys)
         let codes = try Self.cryptoCall { () throws(CryptoError) in try BackupCodes.generate() }
         let accepted: Bool = try await service.pool.transaction { transaction in
-            let store = TwoFactorStore(database: transaction)
+            let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
             guard let state = try await store.state(userID: userID), !state.confirmed else {
                 throw RPCError.failedPrecondition("no two-factor enrolment is waiting; call EnableTwoFactor first")
             }
@@ -62,7 +65,7 @@ extension PlayerHandlers {
         let keys = rateLimitKeys(userID: userID, context: context)
         try await checkNotLockedOut(keys)
         let accepted: Bool = try await service.pool.transaction { transaction in
-            let store = TwoFactorStore(database: transaction)
+            let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
             guard let state = try await store.state(userID: userID), state.confirmed else {
                 throw RPCError.failedPrecondition("two-factor is not enabled")
             }
@@ -83,13 +86,16 @@ extension PlayerHandlers {
         _ request: IdentityV1.CompleteTwoFactorLoginRequest, context: RequestContext
     ) async throws -> IdentityV1.LoginResponse {
         let challengeID = try Validation.raveID(request.challengeId, field: "challenge_id")
-        guard let owner = try await TwoFactorStore(database: service.pool).challenge(challengeID)?.userID else {
+        guard
+            let owner = try await TwoFactorStore(database: service.pool, secrets: service.secretKeys).challenge(
+                challengeID)?.userID
+        else {
             throw RPCError.unauthenticated(Self.challengeGone)
         }
         let keys = rateLimitKeys(userID: owner, context: context)
         try await checkNotLockedOut(keys)
         let response: IdentityV1.LoginResponse? = try await service.pool.transaction { transaction in
-            let store = TwoFactorStore(database: transaction)
+            let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
             guard let challenge = try await store.challenge(challengeID), challenge.isOpen,
                 let state = try await store.state(userID: challenge.userID), state.confirmed
             else { throw RPCError.unauthenticated(Self.challengeGone) }
@@ -121,7 +127,7 @@ extension PlayerHandlers {
         userID: RaveID, appID: RaveID, device: IdentityV1.DeviceInfo, mergeSource: RaveID?,
         in transaction: PostgresTransaction
     ) async throws -> IdentityV1.LoginResponse {
-        let store = TwoFactorStore(database: transaction)
+        let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
         if try await store.state(userID: userID)?.confirmed == true {
             let expiresAt = Date().addingTimeInterval(service.configuration.twoFactorChallengeLifetime)
             let id = try await store.createChallenge(

@@ -22,20 +22,24 @@ struct TwoFactorChallengeRecord: Sendable {
 }
 
 /// TOTP secrets, backup codes and login challenges.
+///
+/// TOTP secrets are stored sealed (`SecretSealing`): under the secret key ring, bound to the user's id.
 struct TwoFactorStore: Sendable {
     let database: any PostgresQueryable
+    let secrets: SecretKeyRing
 
     static let selectState = PostgresStatement(
-        name: "identity_select_two_factor",
-        sql:
-            "SELECT secret, confirmed_at IS NOT NULL AS confirmed, last_step FROM two_factor WHERE user_id = $1 FOR UPDATE"
-    )
+        name: "identity_select_two_factor_sealed",
+        sql: """
+            SELECT secret_sealed, confirmed_at IS NOT NULL AS confirmed, last_step FROM two_factor
+            WHERE user_id = $1 FOR UPDATE
+            """)
     /// A new secret replaces an unconfirmed one; a confirmed enrolment is left alone (0 rows).
     static let begin = PostgresStatement(
-        name: "identity_begin_two_factor",
+        name: "identity_begin_two_factor_sealed",
         sql: """
-            INSERT INTO two_factor AS t (user_id, secret) VALUES ($1, $2)
-            ON CONFLICT (user_id) DO UPDATE SET secret = EXCLUDED.secret, last_step = 0
+            INSERT INTO two_factor AS t (user_id, secret_sealed) VALUES ($1, $2)
+            ON CONFLICT (user_id) DO UPDATE SET secret_sealed = EXCLUDED.secret_sealed, last_step = 0
             WHERE t.confirmed_at IS NULL
             """)
     static let confirm = PostgresStatement(
@@ -79,14 +83,24 @@ struct TwoFactorStore: Sendable {
     /// The user's enrolment, locked for the rest of the transaction; nil when there is none.
     func state(userID: RaveID) async throws -> TwoFactorState? {
         guard let row = try await database.execute(Self.selectState, [userID]).first else { return nil }
+        let sealed = try row.decode([UInt8].self, column: "secret_sealed")
+        let secret: [UInt8]
+        do {
+            secret = try secrets.open(sealed, context: SecretSealing.totpContext(userID))
+        } catch {
+            throw RPCError.internalError(
+                "the two-factor secret of user \(userID.hex) cannot be unsealed with RAVE_SECRET_KEY_FILE: "
+                    + error.message)
+        }
         return TwoFactorState(
-            secret: try row.decode(column: "secret"), confirmed: try row.decode(column: "confirmed"),
+            secret: secret, confirmed: try row.decode(column: "confirmed"),
             lastStep: try row.decode(column: "last_step"))
     }
 
-    /// Stores a new unconfirmed secret; false when two-factor is already confirmed.
+    /// Stores a new unconfirmed secret (sealed); false when two-factor is already confirmed.
     func begin(userID: RaveID, secret: [UInt8]) async throws -> Bool {
-        try await database.execute(Self.begin, [userID, secret]).affectedRowCount == 1
+        let sealed = try secrets.seal(secret, context: SecretSealing.totpContext(userID))
+        return try await database.execute(Self.begin, [userID, sealed]).affectedRowCount == 1
     }
 
     func confirm(userID: RaveID) async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import RaveCrypto
 import RaveRPC
 import RaveRuntime
 
@@ -36,13 +37,19 @@ struct IdentityConfiguration: Sendable {
     /// FindUser lookups by email or username a player may make at once and per minute (`LookupLimiter`); a client
     /// address may make five times as many.
     var findUserLookupsPerMinute = 20
+    /// The keys that seal signing keys and TOTP secrets at rest (`RAVE_SECRET_KEY_FILE`); there is no default.
+    var secretKeys: SecretKeyRing
 
-    init() {}
+    /// Default settings with `secretKeys` sealing the secrets.
+    init(secretKeys: SecretKeyRing) {
+        self.secretKeys = secretKeys
+    }
 
     /// Reads `RAVE_IDENTITY_ACCESS_TOKEN_SECONDS`, `RAVE_IDENTITY_SESSION_DAYS`, `RAVE_IDENTITY_MERGE_PARTICIPANTS`,
     /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE` and the providers'
     /// `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
-    init(environment: [String: String]) throws(RPCError) {
+    init(environment: [String: String], secretKeys: SecretKeyRing) throws(RPCError) {
+        self.secretKeys = secretKeys
         if let text = environment["RAVE_IDENTITY_ACCESS_TOKEN_SECONDS"] {
             guard let seconds = Int64(text), (60...86_400).contains(seconds) else {
                 throw .invalidArgument("RAVE_IDENTITY_ACCESS_TOKEN_SECONDS must be 60…86400, got \"\(text)\"")
@@ -72,6 +79,24 @@ struct IdentityConfiguration: Sendable {
             providers = try OIDCProviderConfiguration.fromEnvironment(environment)
         } catch {
             throw .invalidArgument(error.message)
+        }
+    }
+
+    /// The key ring of the file `RAVE_SECRET_KEY_FILE` names.
+    ///
+    /// Identity refuses to start without one (exit status 78): a default key, generated or built in, would either
+    /// lose every sealed secret on restart or be a key everyone knows. `make run` creates `.run/secret-keys`.
+    static func secretKeys(environment: [String: String]) throws(RuntimeError) -> SecretKeyRing {
+        guard let path = environment["RAVE_SECRET_KEY_FILE"], !path.isEmpty else {
+            throw RuntimeError(
+                .invalidConfiguration,
+                "RAVE_SECRET_KEY_FILE must name the file of keys that seal signing keys and TOTP secrets "
+                    + "(one \"<key id> <base64 of 32 random bytes>\" per line; docs/OPERATIONS.md)")
+        }
+        do {
+            return try SecretKeyRing(contentsOfFile: path)
+        } catch {
+            throw RuntimeError(.invalidConfiguration, "RAVE_SECRET_KEY_FILE: \(error.message)")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import RaveHTTPClient
 import Synchronization
 
 /// Apple Push Notification service over HTTP/2, authenticated with an ES256 provider token.
@@ -60,7 +61,7 @@ final class APNsProvider: PushProvider {
         do {
             headers.append("authorization: bearer \(try providerToken())")
             let body = ProviderPayload.apns(push.notification, sound: push.sound)
-            let response = try await client.post(
+            let response = try await client.send(
                 HTTPRequest(url: "\(base)/3/device/\(push.token)", headers: headers, body: Array(body.utf8)))
             return Self.outcome(response)
         } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import RaveHTTPClient
 import Synchronization
 
 /// Firebase Cloud Messaging HTTP v1, authenticated with an OAuth2 access token that a service-account RS256 JWT
@@ -63,7 +64,7 @@ final class FCMProvider: PushProvider {
         claims.addRaw("exp", String(Int64(now.timeIntervalSince1970) + 3600))
         let assertion = try signer.token(headerFields: [], claims: claims)
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
-        let response = try await client.post(
+        let response = try await client.send(
             HTTPRequest(
                 url: configuration.tokenURL, headers: ["content-type: application/x-www-form-urlencoded"],
                 body: Array(form.utf8)))
@@ -82,7 +83,7 @@ final class FCMProvider: PushProvider {
         let body = ProviderPayload.fcm(push.notification, token: push.token, ttlSeconds: ttl)
         do {
             let token = try await accessToken()
-            let response = try await client.post(
+            let response = try await client.send(
                 HTTPRequest(
                     url: "\(configuration.baseURL)/v1/projects/\(configuration.projectID)/messages:send",
                     headers: ["content-type: application/json", "authorization: Bearer \(token)"],

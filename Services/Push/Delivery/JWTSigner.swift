@@ -1,5 +1,6 @@
-import COpenSSL
 import Foundation
+import RaveCrypto
+import RaveHTTPClient
 
 /// Signs JSON Web Tokens with a PEM private key: ES256 for APNs provider tokens, RS256 for Google's OAuth2
 /// service-account assertions.
@@ -9,30 +10,28 @@ final class JWTSigner: Sendable {
         case rs256 = "RS256"
     }
 
-    let algorithm: Algorithm
-    // EVP_PKEY is immutable once loaded and OpenSSL allows concurrent signing with it; the pointer stays here.
-    nonisolated(unsafe) private let key: OpaquePointer
-
-    init(privateKeyPEM: String, algorithm: Algorithm) throws(PushError) {
-        let loaded: OpaquePointer? = privateKeyPEM.withCString { text in
-            guard let bio = BIO_new_mem_buf(text, -1) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        guard let loaded else {
-            throw PushError(.configuration, "the \(algorithm.rawValue) key is not a PEM private key")
-        }
-        let expected = algorithm == .es256 ? EVP_PKEY_EC : EVP_PKEY_RSA
-        guard EVP_PKEY_get_base_id(loaded) == expected else {
-            EVP_PKEY_free(loaded)
-            throw PushError(
-                .configuration, "\(algorithm.rawValue) needs an \(algorithm == .es256 ? "EC P-256" : "RSA") key")
-        }
-        key = loaded
-        self.algorithm = algorithm
+    private enum Key: Sendable {
+        case p256(P256PrivateKey)
+        case rsa(RSAPrivateKey)
     }
 
-    deinit { EVP_PKEY_free(key) }
+    let algorithm: Algorithm
+    private let key: Key
+
+    init(privateKeyPEM: String, algorithm: Algorithm) throws(PushError) {
+        do {
+            switch algorithm {
+            case .es256: key = .p256(try P256PrivateKey(pem: privateKeyPEM))
+            case .rs256: key = .rsa(try RSAPrivateKey(pem: privateKeyPEM))
+            }
+        } catch {
+            throw PushError(
+                .configuration,
+                "\(algorithm.rawValue) needs an \(algorithm == .es256 ? "EC P-256" : "RSA") PEM private key: "
+                    + error.message)
+        }
+        self.algorithm = algorithm
+    }
 
     /// `header.claims.signature`, each part base64url; `headerFields` are added to `alg` and `typ`.
     func token(headerFields: [(String, String)], claims: JSONObject) throws(PushError) -> String {
@@ -41,46 +40,32 @@ final class JWTSigner: Sendable {
         header.add("typ", "JWT")
         for (name, value) in headerFields { header.add(name, value) }
         let signingInput = Self.base64URL(Array(header.text.utf8)) + "." + Self.base64URL(Array(claims.text.utf8))
-        let signature = try sign(Array(signingInput.utf8))
+        let message = Array(signingInput.utf8)
+        let signature: [UInt8]
+        do {
+            switch key {
+            case .p256(let key): signature = try key.signature(for: message)
+            case .rsa(let key): signature = try key.signature(for: message)
+            }
+        } catch {
+            throw PushError(.configuration, "\(algorithm.rawValue) signing failed: \(error.message)")
+        }
         return signingInput + "." + Self.base64URL(signature)
-    }
-
-    private func sign(_ message: [UInt8]) throws(PushError) -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { throw PushError(.configuration, "EVP_MD_CTX_new failed") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
-            throw PushError(.configuration, "cannot start a \(algorithm.rawValue) signature")
-        }
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else {
-            throw PushError(.configuration, "cannot size a \(algorithm.rawValue) signature")
-        }
-        var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &signature, &length, message, message.count) == 1 else {
-            throw PushError(.configuration, "\(algorithm.rawValue) signing failed")
-        }
-        signature.removeLast(signature.count - length)
-        return algorithm == .es256 ? try Self.rawECDSASignature(der: signature) : signature
-    }
-
-    /// JWS wants ES256 signatures as r‖s, 32 bytes each; OpenSSL produces DER.
-    private static func rawECDSASignature(der: [UInt8]) throws(PushError) -> [UInt8] {
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
-        }
-        guard let parsed else { throw PushError(.configuration, "OpenSSL returned a malformed ECDSA signature") }
-        defer { ECDSA_SIG_free(parsed) }
-        var r = [UInt8](repeating: 0, count: 32)
-        var s = [UInt8](repeating: 0, count: 32)
-        guard let rNumber = ECDSA_SIG_get0_r(parsed), let sNumber = ECDSA_SIG_get0_s(parsed),
-            BN_bn2binpad(rNumber, &r, 32) == 32, BN_bn2binpad(sNumber, &s, 32) == 32
-        else { throw PushError(.configuration, "OpenSSL returned an ECDSA signature that is not P-256") }
-        return r + s
     }
 
     static func base64URL(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+}
+
+extension HTTP2Client {
+    /// `post`, with no answer reported as the provider's failure.
+    func send(_ request: HTTPRequest) async throws(PushError) -> HTTPResponse {
+        do {
+            return try await post(request)
+        } catch {
+            throw PushError(.provider, error.message)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RaveHTTPClient
 import RaveMessages
 
 /// One delivery as a provider sends it.

@@ -1,4 +1,5 @@
 import Foundation
+import RaveHTTPClient
 import RaveMessages
 import RavePostgres
 import RaveRuntime
@@ -52,7 +53,12 @@ struct PushConfiguration: Sendable {
 
     /// The delivery worker with a provider for each configured platform, sharing one HTTP/2 client.
     func makeWorker(pool: PostgresPool, clock: any PushClock, logger: Logger) throws -> DeliveryWorker {
-        let client = try HTTP2Client(caFile: caFile, maximumStreams: worker.concurrency)
+        let client: HTTP2Client
+        do {
+            client = try HTTP2Client(caFile: caFile, maximumStreams: worker.concurrency)
+        } catch {
+            throw PushError(.configuration, "cannot start the HTTP/2 client: \(error.message)")
+        }
         var providers: [PushV1.Platform: any PushProvider] = [:]
         if let apns { providers[.apns] = try APNsProvider(configuration: apns, client: client, clock: clock) }
         if let fcm { providers[.fcm] = try FCMProvider(configuration: fcm, client: client, clock: clock) }

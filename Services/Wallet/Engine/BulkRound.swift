@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -120,14 +121,14 @@ struct BulkRound: Sendable {
         }
         let users = Array(Set(all.map(\.userID))).sorted { ($0.high, $0.low) < ($1.high, $1.low) }
         let playerKeys = Array(Set(all.lazy.filter(\.kind.movesMoney).map(\.playerAccount)))
-        let fresh = users.map { _ in BetStore.newSeed() }
+        let fresh = try users.map { _ in try BetStore.newSeed() }
 
         let seedsIndex = 2
         var reads = [
             RoundStore.begin,
             RoundStore.genericPlans,
             RoundStore.lockSeeds(
-                users: users, freshSeeds: fresh.map { Crypto.hex($0.seed) }, freshHashes: fresh.map(\.hash)),
+                users: users, freshSeeds: fresh.map { Hex.encode($0.seed) }, freshHashes: fresh.map(\.hash)),
         ]
         let storedIndex = lookingForReplays ? reads.count : nil
         if lookingForReplays {

@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -97,7 +98,7 @@ struct PreparedBet: Sendable {
             userID: userID, betID: betID, betIDText: bet.betId, gameID: bet.gameId, math: game.math,
             currency: currency, economy: bet.economy, wager: wager, lines: lines, clientSeed: bet.clientSeed,
             kind: kind, creditGameID: bet.creditGameId, chainID: bet.chainId,
-            requestHash: Crypto.sha256(canonical))
+            requestHash: Digest.sha256(canonical))
     }
 
     /// What a bet's request hash is taken of: its fields joined by U+001F, the lines by ",".

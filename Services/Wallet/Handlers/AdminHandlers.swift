@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -101,11 +102,10 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
             throw WalletError.invalidArgument("amount must be greater than 0, got \"\(transfer.amount)\"")
         }
         if !transfer.gameId.isEmpty { _ = try await dependencies.catalog.game(transfer.gameId, on: dependencies.pool) }
-        let hash = Crypto.hex(
-            Crypto.sha256(
-                Array(
-                    "\(kind)|\(transfer.userId)|\(currency.code)|\(transfer.economy.rawValue)|\(amount)|\(transfer.gameId)"
-                        .utf8)))
+        let hash = Hex.encode(
+            Digest.sha256(
+                "\(kind)|\(transfer.userId)|\(currency.code)|\(transfer.economy.rawValue)|\(amount)|\(transfer.gameId)")
+        )
         if let replay = try await storedOperation(transfer.operationId, hash: hash) { return replay }
 
         let ledger = dependencies.ledger

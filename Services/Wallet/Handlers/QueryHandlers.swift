@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -87,7 +88,7 @@ extension WalletService {
         guard response.revealed else { return response }
         let seed = try row.decode([UInt8].self, at: 6)
         response.seed = WalletV1.RevealedSeed(
-            serverSeed: Crypto.hex(seed), serverSeedHash: try row.decode(String.self, at: 7))
+            serverSeed: Hex.encode(seed), serverSeedHash: try row.decode(String.self, at: 7))
         let game = try await dependencies.catalog.game(try row.decode(String.self, at: 1), on: dependencies.pool)
         let currency = try await dependencies.catalog.currency(
             try row.decode(String.self, at: 3), on: dependencies.pool)
@@ -96,7 +97,7 @@ extension WalletService {
         let play = try game.math.play(wager: try row.decode(Int64.self, at: 2), lines: lines, random: &random)
         response.outcome = GameMath.outcome(play, currency: currency)
         response.matches =
-            response.outcome == stored.outcome && Crypto.hex(Crypto.sha256(seed)) == response.seed?.serverSeedHash
+            response.outcome == stored.outcome && Hex.encode(Digest.sha256(seed)) == response.seed?.serverSeedHash
         return response
     }
 }

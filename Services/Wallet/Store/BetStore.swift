@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 
@@ -56,13 +57,13 @@ struct BetStore: Sendable {
             """)
 
     /// A fresh server seed: 32 bytes from OpenSSL's CSPRNG and the hex SHA-256 that commits to it.
-    static func newSeed() -> (seed: [UInt8], hash: String) {
-        let seed = Crypto.randomBytes(32)
-        return (seed, Crypto.hex(Crypto.sha256(seed)))
+    static func newSeed() throws(CryptoError) -> (seed: [UInt8], hash: String) {
+        let seed = try SecureRandom.bytes(count: 32)
+        return (seed, Hex.encode(Digest.sha256(seed)))
     }
 
     func reserveDraw(user: RaveID, on database: some PostgresQueryable) async throws -> Draw {
-        let fresh = Self.newSeed()
+        let fresh = try Self.newSeed()
         let rows = try await database.execute(Self.reserveNonce, [user, fresh.seed, fresh.hash])
         guard let row = rows.first else { throw PostgresError(.client, "reserving a nonce returned no row") }
         return Draw(
@@ -72,7 +73,7 @@ struct BetStore: Sendable {
 
     /// The hash of the user's active seed and its next nonce (creating the seed on first use).
     func activeSeed(user: RaveID, on database: some PostgresQueryable) async throws -> (hash: String, nonce: Int64) {
-        let fresh = Self.newSeed()
+        let fresh = try Self.newSeed()
         let rows = try await database.execute(Self.activeSeed, [user, fresh.seed, fresh.hash])
         guard let row = rows.first else { throw PostgresError(.client, "reading the active seed returned no row") }
         return (try row.decode(at: 0), try row.decode(at: 1))
@@ -85,7 +86,7 @@ struct BetStore: Sendable {
         try await pool.transaction { transaction in
             let revealed = try await transaction.execute(Self.revealSeed, [user]).first.map { row in
                 WalletV1.RevealedSeed(
-                    serverSeed: Crypto.hex(try row.decode([UInt8].self, at: 0)),
+                    serverSeed: Hex.encode(try row.decode([UInt8].self, at: 0)),
                     serverSeedHash: try row.decode(String.self, at: 1))
             }
             let next = try await activeSeed(user: user, on: transaction)

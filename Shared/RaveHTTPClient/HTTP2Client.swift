@@ -2,22 +2,51 @@ import CCurl
 import Foundation
 import Synchronization
 
-/// One HTTP request for a provider.
-struct HTTPRequest: Sendable {
-    var url: String
+/// One HTTP request.
+public struct HTTPRequest: Sendable {
+    /// The absolute https:// (or http://) URL.
+    public var url: String
     /// Header lines ("authorization: bearer …").
-    var headers: [String] = []
-    var body: [UInt8] = []
+    public var headers: [String]
+    public var body: [UInt8]
+
+    /// Creates a request.
+    public init(url: String, headers: [String] = [], body: [UInt8] = []) {
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
 }
 
-/// A provider's answer.
-struct HTTPResponse: Sendable {
-    var status: Int
+/// A server's answer.
+public struct HTTPResponse: Sendable {
+    public var status: Int
     /// Header names in lower case.
-    var headers: [String: String]
-    var body: [UInt8]
+    public var headers: [String: String]
+    public var body: [UInt8]
 
-    var bodyText: String { String(decoding: body, as: UTF8.self) }
+    /// Creates a response.
+    public init(status: Int, headers: [String: String], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The body as UTF-8 text (invalid sequences replaced).
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// Why a request got no HTTP answer: the client could not start, the connection or TLS failed, or it timed out.
+public struct HTTPClientError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong, in words fit for a log line.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
 }
 
 /// An HTTP/2 client on libcurl's multi interface: many concurrent streams multiplexed over one TLS connection per
@@ -25,20 +54,24 @@ struct HTTPResponse: Sendable {
 ///
 /// libcurl runs on one dedicated thread that blocks in `curl_multi_poll`; requests reach it through a locked queue
 /// and `curl_multi_wakeup`. That thread is not part of Swift's cooperative pool, so its blocking is harmless.
-final class HTTP2Client: Sendable {
+public final class HTTP2Client: Sendable {
     private let engine: CurlEngine
 
     /// - Parameters:
     ///   - caFile: PEM bundle to trust instead of the system store (tests trust their local server's CA).
     ///   - maximumStreams: concurrent streams per connection.
-    init(caFile: String? = nil, maximumStreams: Int = 100, timeout: Duration = .seconds(30)) throws(PushError) {
+    public init(
+        caFile: String? = nil, maximumStreams: Int = 100, timeout: Duration = .seconds(30)
+    ) throws(HTTPClientError) {
         engine = try CurlEngine(caFile: caFile, maximumStreams: maximumStreams, timeout: timeout)
     }
 
     deinit { engine.stop() }
 
-    /// Sends `request` as a POST; throws `PushError.provider` when no HTTP answer came (connection, TLS, timeout).
-    func post(_ request: HTTPRequest) async throws(PushError) -> HTTPResponse {
+    /// Sends `request` as a POST; throws when no HTTP answer came (connection, TLS, timeout).
+    ///
+    /// Any status is an answer.
+    public func post(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
         let result = await withCheckedContinuation { continuation in
             engine.submit(request) { continuation.resume(returning: $0) }
         }
@@ -49,7 +82,7 @@ final class HTTP2Client: Sendable {
 /// The curl thread and its transfers.
 // @unchecked: `multi` and `active` are touched only on the curl thread; the queue and flag are behind a Mutex.
 private final class CurlEngine: @unchecked Sendable {
-    typealias Completion = @Sendable (Result<HTTPResponse, PushError>) -> Void
+    typealias Completion = @Sendable (Result<HTTPResponse, HTTPClientError>) -> Void
 
     private let multi: UnsafeMutableRawPointer
     private let caFile: String?
@@ -58,16 +91,16 @@ private final class CurlEngine: @unchecked Sendable {
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private let stopped = DispatchSemaphore(value: 0)
 
-    init(caFile: String?, maximumStreams: Int, timeout: Duration) throws(PushError) {
+    init(caFile: String?, maximumStreams: Int, timeout: Duration) throws(HTTPClientError) {
         Self.initializeLibrary
-        guard let multi = curl_multi_init() else { throw PushError(.configuration, "curl_multi_init failed") }
+        guard let multi = curl_multi_init() else { throw HTTPClientError("curl_multi_init failed") }
         self.multi = multi
         self.caFile = caFile
         timeoutMilliseconds = Int(timeout.components.seconds * 1000)
         _ = rave_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = rave_curl_multi_set_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, maximumStreams)
         let thread = Thread { [self] in run() }
-        thread.name = "rave-push-curl"
+        thread.name = "rave-http-curl"
         thread.start()
     }
 
@@ -80,7 +113,7 @@ private final class CurlEngine: @unchecked Sendable {
             state.requests.append((request, completion))
             return true
         }
-        guard accepted else { return completion(.failure(PushError(.provider, "the HTTP client is shut down"))) }
+        guard accepted else { return completion(.failure(HTTPClientError("the HTTP client is shut down"))) }
         curl_multi_wakeup(multi)
     }
 
@@ -106,7 +139,7 @@ private final class CurlEngine: @unchecked Sendable {
         }
         for (handle, transfer) in active {
             curl_multi_remove_handle(multi, handle)
-            transfer.finish(.failure(PushError(.provider, "the HTTP client shut down mid-request")))
+            transfer.finish(.failure(HTTPClientError("the HTTP client shut down mid-request")))
         }
         active = [:]
         stopped.signal()
@@ -114,7 +147,7 @@ private final class CurlEngine: @unchecked Sendable {
 
     private func start(_ request: HTTPRequest, completion: @escaping Completion) {
         guard let easy = curl_easy_init() else {
-            return completion(.failure(PushError(.provider, "curl_easy_init failed")))
+            return completion(.failure(HTTPClientError("curl_easy_init failed")))
         }
         let transfer = Transfer(easy: easy, completion: completion)
         for line in request.headers { transfer.headerList = curl_slist_append(transfer.headerList, line) }
@@ -169,7 +202,7 @@ private final class CurlEngine: @unchecked Sendable {
                 transfer.finish(.success(HTTPResponse(status: status, headers: transfer.headers, body: transfer.body)))
             } else {
                 let reason = String(cString: curl_easy_strerror(code))
-                transfer.finish(.failure(PushError(.provider, "HTTP request failed: \(reason)")))
+                transfer.finish(.failure(HTTPClientError("HTTP request failed: \(reason)")))
             }
         }
     }
@@ -190,7 +223,7 @@ private final class Transfer {
         self.completion = completion
     }
 
-    func finish(_ result: Result<HTTPResponse, PushError>) {
+    func finish(_ result: Result<HTTPResponse, HTTPClientError>) {
         completion?(result)
         completion = nil
     }

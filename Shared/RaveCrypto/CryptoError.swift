@@ -2,8 +2,9 @@
 ///
 /// An open struct rather than an enum so new reasons don't break callers. Handlers map it to an RPC status:
 /// `invalidToken` and `expiredToken` are UNAUTHENTICATED, `invalidArgument` is INVALID_ARGUMENT,
-/// `configuration` and `internalFailure` are INTERNAL (or a start-up failure).
-/// The error type of RaveAuth; the identity service uses it for its other credential checks too.
+/// `configuration`, `sealedDataRejected` and `internalFailure` are INTERNAL (or a start-up failure).
+/// The error type of RaveCrypto and of the token code built on it (RaveAuth); the identity service uses it for its
+/// other credential checks too.
 public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The category of failure, for mapping to a status code.
     public struct Reason: Hashable, Sendable, CustomStringConvertible {
@@ -18,6 +19,8 @@ public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidArgument = Reason(name: "invalid_argument")
         /// Configuration (environment variables, key files) is missing or malformed.
         public static let configuration = Reason(name: "configuration")
+        /// Sealed data (AES-256-GCM) did not authenticate: a wrong key, other associated data, or altered bytes.
+        public static let sealedDataRejected = Reason(name: "sealed_data_rejected")
         /// OpenSSL failed where it should not; the message carries its error queue.
         public static let internalFailure = Reason(name: "internal_failure")
 
@@ -45,6 +48,10 @@ public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func invalidArgument(_ message: String) -> CryptoError { CryptoError(.invalidArgument, message) }
     /// A `configuration` error with `message`.
     public static func configuration(_ message: String) -> CryptoError { CryptoError(.configuration, message) }
+    /// A `sealedDataRejected` error with `message`.
+    public static func sealedDataRejected(_ message: String) -> CryptoError {
+        CryptoError(.sealedDataRejected, message)
+    }
     /// An `internalFailure` error with `message`.
     public static func internalFailure(_ message: String) -> CryptoError { CryptoError(.internalFailure, message) }
 }
