@@ -207,7 +207,7 @@ let package = Package(
         .testTarget(name: "RaveWireTests", dependencies: ["RaveWire"], path: "Tests/RaveWireTests"),
         .testTarget(
             name: "RaveRPCTests",
-            dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveWire", "RaveTransport"],
+            dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveWire", "RaveTransport", "RaveTestSupport"],
             path: "Tests/RaveRPCTests"
         ),
         .testTarget(
@@ -232,7 +232,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "RaveAuth", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveTelemetry",
-                "RaveTransport",
+                "RaveTransport", "RaveTestSupport", "RaveWire",
             ],
             path: "Tests/GatewayTests"
         ),
