@@ -20,6 +20,8 @@ public final class AdminHTTPServer: Service {
 
     /// Connections the admin port holds at once by default: a scraper and a few probes need a handful.
     public static let defaultMaxConnections = 64
+    /// Connections one IP address may hold on the admin port, so one client cannot take every slot.
+    public static let maxConnectionsPerAddress = 16
 
     /// - Parameters:
     ///   - isShuttingDown: when it returns true, `/readyz` answers 503 so load balancers stop sending traffic.
@@ -28,7 +30,7 @@ public final class AdminHTTPServer: Service {
         readiness: ReadinessChecks, isShuttingDown: @escaping @Sendable () -> Bool = { false }, logger: Logger,
         maxConnections: Int = AdminHTTPServer.defaultMaxConnections
     ) {
-        self.limits = ConnectionLimits(maxTotal: maxConnections)
+        self.limits = ConnectionLimits(maxPerAddress: Self.maxConnectionsPerAddress, maxTotal: maxConnections)
         self.address = address
         self.group = group
         self.router = AdminRouter(metrics: metrics, readiness: readiness, isShuttingDown: isShuttingDown)
