@@ -232,7 +232,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "RaveAuth", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveTelemetry",
-                "RaveTransport", "RaveTestSupport", "RaveWire",
+                "RaveTransport", "RaveTestSupport",
             ],
             path: "Tests/GatewayTests"
         ),
@@ -276,7 +276,7 @@ let package = Package(
             dependencies: [
                 "RaveTestSupport",
                 "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres", "RaveTransport", "RaveAuth",
-                "COpenSSL",
+                "RaveWire", "COpenSSL",
             ],
             path: "Tests/SystemTests"
         ),

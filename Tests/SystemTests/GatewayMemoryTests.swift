@@ -7,8 +7,10 @@ import RaveTransport
 import RaveWire
 import Testing
 
-/// The gateway executable, flooded with connections that each leave as much as they may in its memory, must give
-/// that memory back once the flood is over (docs/OPERATIONS.md, "Limits").
+/// A flooded gateway executable gives its memory back once the flood is over (docs/OPERATIONS.md, "Limits").
+///
+/// Each connection of the flood leaves as much in the gateway's memory as it may. Here rather than in
+/// GatewayTests: the flood's TLS handshakes would starve that target's timing-sensitive tests on a small machine.
 @Suite("Gateway memory", .timeLimit(.minutes(5)))
 struct GatewayMemoryTests {
     /// Resident size may stay this far above the idle size once a flood has ended.
