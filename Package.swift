@@ -211,7 +211,7 @@ let package = Package(
         .testTarget(name: "RaveWireTests", dependencies: ["RaveWire"], path: "Tests/RaveWireTests"),
         .testTarget(
             name: "RaveRPCTests",
-            dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveWire", "RaveTransport"],
+            dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveWire", "RaveTransport", "RaveTestSupport"],
             path: "Tests/RaveRPCTests"
         ),
         .testTarget(
@@ -237,7 +237,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "RaveAuth", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveTelemetry",
-                "RaveTransport",
+                "RaveTransport", "RaveTestSupport",
             ],
             path: "Tests/GatewayTests"
         ),
@@ -281,7 +281,7 @@ let package = Package(
             dependencies: [
                 "RaveTestSupport",
                 "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres", "RaveTransport", "RaveAuth",
-                "RaveCrypto",
+                "RaveCrypto", "RaveWire",
             ],
             path: "Tests/SystemTests"
         ),

@@ -184,6 +184,8 @@ enum BenchCommand {
         let clientTLS = try TLSContext(.client(trustRootsPath: directory + "/ca.pem"))
         var configuration = RPCServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.requestLogLevel = .debug
+        // The load's first calls may be large (--payload up to 1 MiB): no early frame limit for this own server.
+        configuration.earlyMaxFrameSize = configuration.maxFrameSize
         let server = RPCServer(
             configuration: configuration, services: [EchoService()], access: .open, tls: serverTLS, group: group,
             logger: Logger(label: "bench.server", level: .warning))

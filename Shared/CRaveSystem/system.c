@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -219,4 +221,26 @@ void *rave_thread_scratch_buffer(size_t size) {
         pthread_setspecific(scratch_key, buffer);
     }
     return buffer;
+}
+
+int rave_malloc_configure(size_t mmap_threshold, size_t trim_threshold, int arena_max) {
+    int ok = 1;
+    if (mmap_threshold > 0 && mallopt(M_MMAP_THRESHOLD, (int)mmap_threshold) != 1) ok = 0;
+    if (trim_threshold > 0 && mallopt(M_TRIM_THRESHOLD, (int)trim_threshold) != 1) ok = 0;
+    if (arena_max > 0 && mallopt(M_ARENA_MAX, arena_max) != 1) ok = 0;
+    return ok;
+}
+
+size_t rave_malloc_free_bytes(void) { return mallinfo2().fordblks; }
+
+int rave_malloc_trim(void) { return malloc_trim(0); }
+
+size_t rave_resident_bytes(void) {
+    FILE *file = fopen("/proc/self/statm", "re");
+    if (file == NULL) return 0;
+    unsigned long size = 0, resident = 0;
+    int fields = fscanf(file, "%lu %lu", &size, &resident);
+    fclose(file);
+    if (fields != 2) return 0;
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }

@@ -14,7 +14,7 @@ public final class RPCServer: Sendable {
     private let group: EventLoopGroup
     private let tls: TLSContext?
     private let listener = Mutex<Listener?>(nil)
-    private let connections = ConnectionRegistry()
+    private let connections: ConnectionRegistry
 
     /// Prepares a server; `start()` opens the port.
     ///
@@ -34,6 +34,7 @@ public final class RPCServer: Sendable {
         self.configuration = configuration
         self.group = group
         self.tls = tls
+        self.connections = ConnectionRegistry(inputBudget: InputBudget(limit: configuration.maxBufferedInput))
         self.router = RPCRouter(
             services: services, access: access, configuration: configuration, logger: logger, observer: observer,
             fallback: fallback, loopFallback: loopFallback)
@@ -46,7 +47,7 @@ public final class RPCServer: Sendable {
         do {
             let listener = try Listener(
                 group: group, host: configuration.host, port: configuration.port, tls: tls,
-                options: configuration.channelOptions
+                options: configuration.channelOptions, limits: configuration.connectionLimits
             ) { channel in
                 let connection = ServerConnection(channel: channel, router: router, registry: connections)
                 channel.setHandler(connection)
@@ -62,6 +63,22 @@ public final class RPCServer: Sendable {
     public var localPort: Int {
         listener.withLock { $0.map { Int($0.localPort) } ?? 0 }
     }
+
+    /// Connections closed right after `accept` so far, because they were over a limit of `reason`.
+    public func refusedConnections(_ reason: ConnectionRefusal) -> Int {
+        listener.withLock { $0?.refusedConnections(reason) ?? 0 }
+    }
+
+    /// Connections accepted and not yet closed, and those of them still in their TLS handshake.
+    public var connectionCounts: (open: Int, handshaking: Int) {
+        listener.withLock { $0?.connectionCounts ?? (0, 0) }
+    }
+
+    /// Bytes of unfinished frames the server's connections hold (see `RPCServerConfiguration.maxBufferedInput`).
+    public var bufferedInputBytes: Int { connections.inputBudget.current }
+
+    /// REQUEST frames over the early limit refused so far because `maxBufferedInput` had no room for them.
+    public var framesRefusedForBudget: Int { connections.inputBudget.refusedFrames }
 
     /// Stops accepting, sends GOAWAY on every connection, and returns once in-flight calls finished (or the
     /// grace period ended) and every connection closed.
@@ -190,37 +207,36 @@ final class HealthState: Sendable {
     }
 }
 
-/// The open connections of a server, so `drain()` can reach them and wait for them to close.
+/// The open connections of a server, so `drain()` can reach them and wait for them to close, and the input
+/// budget they share. (Connections per address are counted by the listener, from `accept`.)
 final class ConnectionRegistry: Sendable {
     private struct State {
         var connections: [ObjectIdentifier: ServerConnection] = [:]
-        /// Open connections per client IP address, for `maxConnectionsPerAddress`.
-        var countByHost: [String: Int] = [:]
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
+    let inputBudget: InputBudget
+
+    init(inputBudget: InputBudget = InputBudget(limit: RPCServerConfiguration().maxBufferedInput)) {
+        self.inputBudget = inputBudget
+    }
 
     var all: [ServerConnection] { state.withLock { Array($0.connections.values) } }
 
-    /// Registers `connection` from `address` ("host:port"); returns the open connections in all and from its host.
-    func add(_ connection: ServerConnection, address: String) -> (total: Int, fromHost: Int) {
-        let host = Self.host(of: address)
-        return state.withLock {
+    /// Registers `connection`; returns the number of open connections.
+    func add(_ connection: ServerConnection) -> Int {
+        state.withLock {
             $0.connections[ObjectIdentifier(connection)] = connection
-            $0.countByHost[host, default: 0] += 1
-            return ($0.connections.count, $0.countByHost[host] ?? 0)
+            return $0.connections.count
         }
     }
 
     func remove(_ connection: ServerConnection) -> Int {
-        let host = Self.host(of: connection.channel.remoteAddress)
         let (count, waiters) = state.withLock { state -> (Int, [CheckedContinuation<Void, Never>]) in
             guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else {
                 return (state.connections.count, [])
             }
-            let remaining = (state.countByHost[host] ?? 1) - 1
-            state.countByHost[host] = remaining > 0 ? remaining : nil
             guard state.connections.isEmpty else { return (state.connections.count, []) }
             let waiters = state.waiters
             state.waiters = []
@@ -228,12 +244,6 @@ final class ConnectionRegistry: Sendable {
         }
         for waiter in waiters { waiter.resume() }
         return count
-    }
-
-    /// The address without its port: the key connections from one client IP are counted under.
-    static func host(of address: String) -> String {
-        guard let colon = address.lastIndex(of: ":") else { return address }
-        return String(address[..<colon])
     }
 
     func waitUntilEmpty() async {

@@ -34,9 +34,40 @@ public struct RPCServerConfiguration: Sendable {
     public var writeHighWaterMark: Int
     /// Buffered output at which reading resumes (default 256 KiB).
     public var writeLowWaterMark: Int
-    /// Connections one client IP address may hold open; more are refused with RESOURCE_EXHAUSTED right after
-    /// the TLS handshake (default 0: no limit; the gateway sets one).
+    /// Connections one client IP address may hold open, counted from `accept` (the TLS handshake included) until
+    /// close; more are closed right after `accept` (default 0: no limit; the gateway sets one).
     public var maxConnectionsPerAddress: Int = 0
+    /// Connections in their TLS handshake at once, from all addresses; more are closed right after `accept`
+    /// (default 1024).
+    public var maxHandshakes: Int = 1024
+    /// Connections in their TLS handshake at once from one IP address; more are closed right after `accept`
+    /// (default 64), so one address cannot take every handshake slot.
+    public var maxHandshakesPerAddress: Int = 64
+    /// Time allowed from `accept` to the end of the TLS handshake, and again from then until the client's
+    /// HANDSHAKE frame has arrived (default 10 s each).
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// Largest frame a connection may send before it has proven itself (default 64 KiB).
+    ///
+    /// A connection proves itself when one of its calls other than Health/Check is answered OK, or from the start
+    /// when its peer presented a client certificate. A longer REQUEST is answered RESOURCE_EXHAUSTED +
+    /// not_processed and its body skipped without being buffered.
+    public var earlyMaxFrameSize: Int = 64 << 10
+    /// Bytes of unfinished frames all connections of the server may hold together (default 128 MiB).
+    ///
+    /// A REQUEST longer than `earlyMaxFrameSize` whose whole size does not fit is answered RESOURCE_EXHAUSTED +
+    /// not_processed and skipped; smaller frames are always read (each connection holds at most one).
+    public var maxBufferedInput: Int = 128 << 20
+    /// A connection that holds part of a frame and receives no byte of it for this long is closed with ERROR
+    /// (default 10 s; time the server itself stops reading, under back pressure, does not count).
+    public var stalledFrameTimeout: Duration = .seconds(10)
+    /// Methods the fallback serves (the gateway's routable methods).
+    ///
+    /// Metrics and logs name a method only when it is served or listed here; every other name a client sends is
+    /// counted under `unknownMethodLabel`.
+    public var fallbackMethodNames: Set<String> = []
+
+    /// The metric label of every method the server neither serves nor lists in `fallbackMethodNames`.
+    public static let unknownMethodLabel = "unknown"
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, maxFrameSize: Int = Frame.defaultMaxFrameSize,
@@ -63,13 +94,22 @@ public struct RPCServerConfiguration: Sendable {
         var options = ChannelOptions()
         options.highWaterMark = writeHighWaterMark
         options.lowWaterMark = writeLowWaterMark
+        options.handshakeTimeout = handshakeTimeout.nanoseconds
         return options
+    }
+
+    var connectionLimits: ConnectionLimits {
+        ConnectionLimits(
+            maxPerAddress: maxConnectionsPerAddress, maxHandshakes: maxHandshakes,
+            maxHandshakesPerAddress: maxHandshakesPerAddress)
     }
 }
 
 /// Hooks for metrics; the runtime implements it, every method defaults to doing nothing.
 ///
-/// Methods are called on event loop threads and must return quickly.
+/// Methods are called on event loop threads and must return quickly. `method` is always from a closed set: a
+/// method the server serves, one of `RPCServerConfiguration.fallbackMethodNames`, or
+/// `RPCServerConfiguration.unknownMethodLabel` — never a name only the client chose.
 public protocol RPCServerObserver: Sendable {
     /// A call arrived (started or about to be rejected); exactly one `callFinished` follows.
     func callStarted(method: String)

@@ -20,6 +20,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private struct InFlightCall {
         var sequence: UInt64
         var method: String
+        /// `method` as metrics name it: from a closed set (see `RPCServerObserver`).
+        var label: String
         var requestID: String
         var startedAt: UInt64
         var deadline: UInt64
@@ -60,6 +62,18 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private var graceTimer: TimerHandle?
     /// Who the peer is, from its verified certificate; set once the channel is active.
     private var peer: PeerIdentity
+    /// Closes the connection when its HANDSHAKE frame has not arrived `handshakeTimeout` after activation.
+    private var handshakeTimer: TimerHandle?
+
+    // Input accounting (docs/PROTOCOL.md §11): this connection's share of the server's input budget, the size
+    // reserved for the large frame being received, and whether it may send frames over the early limit.
+    private let inputBudget: InputBudget
+    private var inputCharge = 0
+    private var largeFrameReservation = 0
+    /// True once the peer presented a client certificate or a call other than Health/Check was answered OK.
+    private var mayBufferLargeFrames = false
+    /// Watches a frame that has begun to arrive; see `RPCServerConfiguration.stalledFrameTimeout`.
+    private var stallTimer: TimerHandle?
 
     /// Metadata larger than this is decoded for every request rather than kept.
     private static let knownMetadataLimit = 4096
@@ -69,7 +83,11 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         self.router = router
         self.registry = registry
         self.logger = router.logger.with("peer", channel.remoteAddress)
-        self.decoder = FrameDecoder(maxFrameSize: router.configuration.maxFrameSize)
+        let configuration = router.configuration
+        self.decoder = FrameDecoder(
+            maxFrameSize: configuration.maxFrameSize,
+            admissionThreshold: min(configuration.earlyMaxFrameSize, configuration.maxFrameSize))
+        self.inputBudget = registry.inputBudget
         self.peer = PeerIdentity(address: channel.remoteAddress, certificateCommonName: nil)
     }
 
@@ -81,13 +99,16 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         peer = PeerIdentity(
             address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName,
             role: PeerRole(certificate: channel.peerCertificate))
-        let (total, fromAddress) = registry.add(self, address: channel.remoteAddress)
-        router.observer.connectionCountChanged(to: total)
-        let limit = configuration.maxConnectionsPerAddress
-        if limit > 0 && fromAddress > limit {
+        router.observer.connectionCountChanged(to: registry.add(self))
+        // The gateway and our services may send large frames at once; a certificate without such a role proves
+        // nothing more than a connection without one.
+        mayBufferLargeFrames = peer.role == .gateway || peer.role?.serviceName != nil
+        let handshakeTimeout = configuration.handshakeTimeout
+        handshakeTimer = channel.loop.scheduleTimer(after: handshakeTimeout.nanoseconds) { [self] in
+            handshakeTimer = nil
+            guard state != .closed, !handshakeReceived else { return }
             failConnection(
-                code: .resourceExhausted, "too many connections from this address: at most \(limit) at once")
-            return
+                code: .deadlineExceeded, "no HANDSHAKE frame arrived within \(handshakeTimeout) of connecting")
         }
         var handshake = RpcV1.Handshake()
         handshake.protocolVersion = Frame.protocolVersion
@@ -108,27 +129,104 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         } catch {
             failConnection(code: error.code, error.message)
         }
+        settleInputCharge()
     }
 
     private func handleBufferedFrames() throws(RPCError) {
         while state != .closed {
-            let frame: Frame
+            let decoded: FrameDecoder.Decoded
             do {
-                guard let next = try decoder.nextFrame() else { return }
-                try next.validate()
-                frame = next
+                guard let next = try decoder.next(admitting: admitLargeFrame) else { return }
+                decoded = next
             } catch {
                 throw .invalidArgument(error.message)
             }
-            try handle(frame)
+            switch decoded {
+            case .frame(let frame):
+                // Frames arrive one after another: the one that completes is the one the reservation was for.
+                largeFrameReservation = 0
+                do { try frame.validate() } catch { throw .invalidArgument(error.message) }
+                try handle(frame)
+            case .refused(let header):
+                try refuse(header)
+            }
         }
     }
 
     func channelReadComplete(_ channel: Channel) {
         lastActivity = monotonicNanoseconds()
+        if stallTimer == nil && state != .closed && decoder.hasPartialFrame { scheduleStallCheck() }
     }
 
-    func channelWritabilityChanged(_ channel: Channel) {}
+    func channelWritabilityChanged(_ channel: Channel) {
+        // While the server does not read (back pressure), an unfinished frame is not the client's fault.
+        if channel.isWritable { lastActivity = monotonicNanoseconds() }
+    }
+
+    // MARK: - Input budget
+
+    /// Whether the frame of `header`, longer than the early limit, may be buffered; reserves its size if so.
+    private func admitLargeFrame(_ header: FrameHeader) -> Bool {
+        guard mayBufferLargeFrames, handshakeReceived, header.type == .request else { return false }
+        let extra = max(0, header.wireSize - inputCharge)
+        guard inputBudget.reserve(extra) else { return false }
+        inputCharge += extra
+        largeFrameReservation = header.wireSize
+        return true
+    }
+
+    /// Answers a REQUEST the decoder skipped RESOURCE_EXHAUSTED + not processed; any other skipped frame is a
+    /// protocol error.
+    private func refuse(_ header: FrameHeader) throws(RPCError) {
+        let earlyLimit = decoder.admissionThreshold
+        guard header.type == .request, handshakeReceived else {
+            throw RPCError(
+                .resourceExhausted,
+                "a \(header.type) frame may be at most \(earlyLimit) bytes long, got \(header.length)")
+        }
+        guard header.streamID != 0, calls[header.streamID] == nil else {
+            throw .invalidArgument("stream id \(header.streamID) is zero or already in flight")
+        }
+        let message =
+            mayBufferLargeFrames
+            ? "the server is receiving too many large requests at once (\(inputBudget.limit) bytes); retry shortly"
+            : "requests over \(earlyLimit) bytes are accepted once a call on this connection has succeeded; "
+                + "this one has \(header.length)"
+        reject(
+            streamID: header.streamID, method: "", RPCError(.resourceExhausted, message, notProcessed: true))
+    }
+
+    /// Brings this connection's share of the input budget in line with what it holds now.
+    private func settleInputCharge() {
+        guard state != .closed else { return }
+        let holding = max(decoder.bufferedByteCount, largeFrameReservation)
+        inputBudget.adjust(by: holding - inputCharge)
+        inputCharge = holding
+    }
+
+    /// Gives the connection's whole share back (it closed).
+    private func releaseInput() {
+        inputBudget.adjust(by: -inputCharge)
+        inputCharge = 0
+        largeFrameReservation = 0
+    }
+
+    /// Closes the connection when an unfinished frame gets no byte for `stalledFrameTimeout`.
+    private func scheduleStallCheck() {
+        let timeout = configuration.stalledFrameTimeout
+        let deadline = lastActivity + timeout.nanoseconds
+        stallTimer = channel.loop.scheduleTimer(at: deadline) { [self] in
+            stallTimer = nil
+            guard state != .closed, decoder.hasPartialFrame else { return }
+            let now = monotonicNanoseconds()
+            if !channel.isWritable { lastActivity = now }
+            guard now >= lastActivity + timeout.nanoseconds else {
+                scheduleStallCheck()
+                return
+            }
+            failConnection(code: .deadlineExceeded, "a frame was left unfinished: no byte of it arrived for \(timeout)")
+        }
+    }
 
     func channelInactive(_ channel: Channel, error: TransportError?) {
         state = .closed
@@ -137,11 +235,11 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             call.cancelWork()
             // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
             router.observer.callFinished(
-                method: call.method, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
+                method: call.label, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
         }
         calls.removeAll()
-        if let idleTimer { channel.loop.cancelTimer(idleTimer) }
-        if let graceTimer { channel.loop.cancelTimer(graceTimer) }
+        cancelTimers()
+        releaseInput()
         router.observer.connectionCountChanged(to: registry.remove(self))
     }
 
@@ -165,6 +263,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 peerMaxFrameSize = Int(handshake.maxFrameSize)
             }
             handshakeReceived = true
+            if let handshakeTimer { channel.loop.cancelTimer(handshakeTimer) }
+            handshakeTimer = nil
             return
         }
         switch frame.type {
@@ -268,7 +368,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         streamID: UInt32, request: EnvelopeCodec.Request, caller: Caller?, handler: @escaping RPCMethod.Handler,
         loopHandler: RPCLoopHandler?
     ) {
-        router.observer.callStarted(method: request.method)
+        let label = self.label(of: request.method)
+        router.observer.callStarted(method: label)
         let now = monotonicNanoseconds()
         let timeout =
             request.timeoutMs == 0
@@ -279,8 +380,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let sequence = nextSequence
         let requestID = router.nextRequestID()
         calls[streamID] = InFlightCall(
-            sequence: sequence, method: request.method, requestID: requestID, startedAt: now, deadline: deadline,
-            task: nil)
+            sequence: sequence, method: request.method, label: label, requestID: requestID, startedAt: now,
+            deadline: deadline, task: nil)
         if deadlines.needsArming(for: deadline) {
             deadlines.arm(at: deadline, on: channel.loop) { [self] in expireCalls() }
         }
@@ -398,26 +499,37 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     private func complete(streamID: UInt32, call: InFlightCall, response: RpcV1.Response) {
         let elapsed = monotonicNanoseconds() &- call.startedAt
-        router.observer.callFinished(method: call.method, code: response.code, nanoseconds: elapsed)
+        router.observer.callFinished(method: call.label, code: response.code, nanoseconds: elapsed)
         logger.log(
             configuration.requestLogLevel, "call finished",
             [
-                ("method", call.method), ("status", "\(response.code)"), ("latency_us", String(elapsed / 1000)),
-                ("request_id", call.requestID),
+                ("method", MethodNames.printable(call.method)), ("status", "\(response.code)"),
+                ("latency_us", String(elapsed / 1000)), ("request_id", call.requestID),
             ])
+        if response.code == .ok && !mayBufferLargeFrames && call.method != HealthCheck.methodName {
+            mayBufferLargeFrames = true
+        }
         guard state != .closed else { return }
         sendResponse(streamID: streamID, response)
         closeIfDrained()
     }
 
     private func reject(streamID: UInt32, method: String, _ error: RPCError) {
-        router.observer.callStarted(method: method)
-        router.observer.callFinished(method: method, code: error.code, nanoseconds: 0)
+        let label = self.label(of: method)
+        router.observer.callStarted(method: label)
+        router.observer.callFinished(method: label, code: error.code, nanoseconds: 0)
         sendResponse(
             streamID: streamID,
             RpcV1.Response(
                 code: error.code, message: error.message, details: error.details, notProcessed: error.notProcessed,
                 payload: []))
+    }
+
+    /// The metric label of `method`: its name when the server serves it or the fallback lists it, else
+    /// `unknownMethodLabel`, so no client can add series by inventing names.
+    private func label(of method: String) -> String {
+        router.methods[method] != nil || configuration.fallbackMethodNames.contains(method)
+            ? method : RPCServerConfiguration.unknownMethodLabel
     }
 
     // MARK: - Output
@@ -471,7 +583,17 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         goAway.reason = "server draining"
         send(type: .goAway, streamID: 0, body: goAway.protobufBytes())
         graceTimer = channel.loop.scheduleTimer(after: configuration.drainGracePeriod.nanoseconds) { [self] in
-            logger.warning("drain grace period over; closing with calls in flight", [("calls", String(calls.count))])
+            graceTimer = nil
+            logger.warning(
+                "drain grace period over; answering the calls still running UNAVAILABLE",
+                [("calls", String(calls.count))])
+            // Each call still running gets an answer (it may have had an effect, so not "not processed"); the
+            // last answer closes the connection.
+            for streamID in Array(calls.keys) {
+                cancelCall(
+                    streamID: streamID, code: .unavailable,
+                    message: "the server shut down before the call finished (drain grace period over)")
+            }
             closeConnection()
         }
         closeIfDrained()
@@ -516,9 +638,21 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             call.cancelWork()
             // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
             router.observer.callFinished(
-                method: call.method, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
+                method: call.label, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
         }
         calls.removeAll()
+        cancelTimers()
+        releaseInput()
         channel.close()
+    }
+
+    private func cancelTimers() {
+        for timer in [idleTimer, graceTimer, handshakeTimer, stallTimer] {
+            if let timer { channel.loop.cancelTimer(timer) }
+        }
+        idleTimer = nil
+        graceTimer = nil
+        handshakeTimer = nil
+        stallTimer = nil
     }
 }

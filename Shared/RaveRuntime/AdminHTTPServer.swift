@@ -5,7 +5,9 @@ import Synchronization
 /// The admin HTTP/1.1 server: `/metrics` (Prometheus text), `/healthz` (liveness) and `/readyz` (readiness).
 ///
 /// Plain TCP on the admin port, meant for a local scraper and the orchestrator's probes. It answers GET and HEAD
-/// only, takes no request bodies, and closes connections that send malformed or oversized heads.
+/// only, takes no request bodies, closes connections that send malformed or oversized heads, and holds at most
+/// `maxConnections` connections. `/metrics` is rendered on Swift's global pool, never on an event loop, so a
+/// scrape cannot delay the RPC connections that share the loops.
 public final class AdminHTTPServer: Service {
     public let name = "admin-http"
     private let address: SocketAddress
@@ -14,13 +16,21 @@ public final class AdminHTTPServer: Service {
     private let logger: Logger
     private let listener = Mutex<Listener?>(nil)
     private let stopped = ShutdownLatch()
+    private let limits: ConnectionLimits
+
+    /// Connections the admin port holds at once by default: a scraper and a few probes need a handful.
+    public static let defaultMaxConnections = 64
+    /// Connections one IP address may hold on the admin port, so one client cannot take every slot.
+    public static let maxConnectionsPerAddress = 16
 
     /// - Parameters:
     ///   - isShuttingDown: when it returns true, `/readyz` answers 503 so load balancers stop sending traffic.
     public init(
         address: SocketAddress, group: EventLoopGroup, metrics: MetricsRegistry = .shared,
-        readiness: ReadinessChecks, isShuttingDown: @escaping @Sendable () -> Bool = { false }, logger: Logger
+        readiness: ReadinessChecks, isShuttingDown: @escaping @Sendable () -> Bool = { false }, logger: Logger,
+        maxConnections: Int = AdminHTTPServer.defaultMaxConnections
     ) {
+        self.limits = ConnectionLimits(maxPerAddress: Self.maxConnectionsPerAddress, maxTotal: maxConnections)
         self.address = address
         self.group = group
         self.router = AdminRouter(metrics: metrics, readiness: readiness, isShuttingDown: isShuttingDown)
@@ -37,7 +47,9 @@ public final class AdminHTTPServer: Service {
         return try listener.withLock { listener throws(RuntimeError) -> Int in
             if let listener { return listener.localPort }
             do {
-                let bound = try Listener(group: group, host: address.host, port: address.port, tls: nil) { channel in
+                let bound = try Listener(
+                    group: group, host: address.host, port: address.port, tls: nil, limits: limits
+                ) { channel in
                     channel.setHandler(AdminHTTPConnection(router: router, logger: logger))
                 }
                 listener = bound
@@ -80,7 +92,8 @@ struct AdminRouter: Sendable {
     let readiness: ReadinessChecks
     let isShuttingDown: @Sendable () -> Bool
 
-    /// The response to `request`: immediate for cheap endpoints, deferred for `/readyz`, which awaits its checks.
+    /// The response to `request`: immediate for cheap endpoints, deferred (produced on Swift's global pool) for
+    /// `/readyz`, which awaits its checks, and `/metrics`, whose rendering is not for an event loop.
     enum Answer {
         case immediate(HTTPResponse)
         case deferred(@Sendable () async -> HTTPResponse)
@@ -96,8 +109,11 @@ struct AdminRouter: Sendable {
         case "/healthz":
             return .immediate(HTTPResponse(status: .ok, body: "ok\n"))
         case "/metrics":
-            return .immediate(
-                HTTPResponse(status: .ok, contentType: MetricsRegistry.contentType, body: metrics.exposition()))
+            // Rendered off the event loop: the loop that parsed the request also serves RPC connections.
+            let metrics = self.metrics
+            return .deferred {
+                HTTPResponse(status: .ok, contentType: MetricsRegistry.contentType, body: metrics.exposition())
+            }
         case "/readyz":
             if isShuttingDown() {
                 return .immediate(HTTPResponse(status: .serviceUnavailable, body: "shutting down\n"))
@@ -165,7 +181,7 @@ final class AdminHTTPConnection: ChannelHandler, @unchecked Sendable {
             send(response, for: request, to: channel)
         case .deferred(let produce):
             answering = true
-            Task {
+            Task.detached {
                 let response = await produce()
                 channel.loop.execute { [self] in
                     answering = false

@@ -6,16 +6,18 @@ import Synchronization
 /// plus gauges for calls in flight and open connections.
 ///
 /// Series are looked up once per (method, status) and cached, so the hot path is a dictionary lookup under a
-/// short lock plus atomic or lock-protected increments.
+/// short lock plus atomic or lock-protected increments. The RPC server passes method names from a closed set (the
+/// methods it serves or routes, and `RPCServerConfiguration.unknownMethodLabel` for everything else), so the
+/// series are bounded by the protocol's methods and status codes, whatever clients send.
 public final class RPCMetrics: RPCServerObserver {
     private let registry: MetricsRegistry
     private let series = Mutex<[SeriesKey: (requests: Counter, duration: Histogram)]>([:])
     private let connections: Gauge
     private let inFlight: Gauge
 
-    /// Distinct (method, status) pairs kept; beyond it calls are counted under method "_other", so a client
-    /// sending random method names cannot grow the registry without bound.
-    static let maxSeries = 2000
+    /// Distinct (method, status) pairs kept, a safety net behind the server's closed label set: beyond it calls
+    /// are counted under the unknown method label, and nothing more is cached.
+    static let maxSeries = 4000
 
     private struct SeriesKey: Hashable {
         var method: String
@@ -44,13 +46,17 @@ public final class RPCMetrics: RPCServerObserver {
     }
 
     private func seriesFor(method: String, code: StatusCode) -> (requests: Counter, duration: Histogram) {
-        // Unknown methods are the client's choice, not ours: one bucket for all of them.
-        let key = SeriesKey(method: code == .unimplemented ? "_unknown" : method, code: code.rawValue)
+        // A method nobody serves is the client's choice, not ours: one label for all of them.
+        let label = code == .unimplemented ? RPCServerConfiguration.unknownMethodLabel : method
+        var key = SeriesKey(method: label, code: code.rawValue)
         if let cached = series.withLock({ $0[key] }) { return cached }
         return series.withLock { series in
             if let cached = series[key] { return cached }
-            let labelMethod = series.count < Self.maxSeries ? key.method : "_other"
-            let labels = [("rpc.method", labelMethod), ("rpc.status", Self.statusName(code))]
+            if series.count >= Self.maxSeries {
+                key.method = RPCServerConfiguration.unknownMethodLabel
+                if let cached = series[key] { return cached }
+            }
+            let labels = [("rpc.method", key.method), ("rpc.status", Self.statusName(code))]
             let created = (
                 registry.counter(
                     "rpc_server_requests_total", help: "RPC calls answered, by method and status.", labels: labels),

@@ -1,6 +1,7 @@
 import RavePostgres
 import RaveRPC
 import RaveTelemetry
+import RaveTransport
 import Synchronization
 
 /// The RPC server as a `Service`: listens in `run()`, drains (GOAWAY, finish in-flight calls) on shutdown.
@@ -71,5 +72,28 @@ extension MetricsRegistry {
         ) {
             Double(pool.statistics.waiting)
         }
+    }
+}
+
+extension MetricsRegistry {
+    /// Registers the RPC server's connection admission and input budget as series read at scrape time.
+    public func registerGauges(for server: RPCServer) {
+        for reason in ConnectionRefusal.all {
+            counter(
+                "rpc.server.connections_refused_total",
+                help: "Connections closed right after accept because they were over a limit, by limit.",
+                labels: [("reason", reason.name)]
+            ) { Double(server.refusedConnections(reason)) }
+        }
+        gauge("rpc.server.handshakes", help: "Accepted connections still in their TLS handshake.") {
+            Double(server.connectionCounts.handshaking)
+        }
+        gauge("rpc.server.buffered_input_bytes", help: "Bytes of unfinished frames held by all connections.") {
+            Double(server.bufferedInputBytes)
+        }
+        counter(
+            "rpc.server.frames_refused_total",
+            help: "Large requests refused RESOURCE_EXHAUSTED because the input budget had no room for them."
+        ) { Double(server.framesRefusedForBudget) }
     }
 }

@@ -1,3 +1,4 @@
+import RaveRPC
 import RaveTelemetry
 
 /// Where a service listens and which database it owns when nothing overrides it (DESIGN.md §10).
@@ -44,6 +45,14 @@ public struct ServiceDefaults: Hashable, Sendable {
 /// | RAVE_HANDLERS_ON_EVENT_LOOP | true (false for identity) | run handlers on the connection's loop (fast) or on Swift's pool (for CPU-heavy handlers) |
 /// | RAVE_IDLE_TIMEOUT | 300s | idle connections are closed after this |
 /// | RAVE_SHUTDOWN_GRACE | 30s | on SIGTERM, how long in-flight work may take before connections close |
+/// | RAVE_HANDSHAKE_TIMEOUT | 10s | time from accept to the end of TLS, and again to the client's HANDSHAKE frame |
+/// | RAVE_MAX_HANDSHAKES | 1024 | connections in their TLS handshake at once; more are closed at accept |
+/// | RAVE_MAX_HANDSHAKES_PER_ADDRESS | 64 | the same, from one client IP address |
+/// | RAVE_EARLY_MAX_FRAME_SIZE | 64KiB | largest frame before the connection's first successful call (no client certificate) |
+/// | RAVE_MAX_BUFFERED_INPUT | 128MiB | bytes of unfinished frames all connections hold together; larger requests beyond it are refused |
+/// | RAVE_STALLED_FRAME_TIMEOUT | 10s | a connection whose unfinished frame gets no byte for this long is closed |
+/// | RAVE_ADMIN_MAX_CONNECTIONS | 64 | connections the admin HTTP port holds at once |
+/// | RAVE_MEMORY_TRIM_INTERVAL | 10s | how often freed heap memory is handed back to the system (0s: never) |
 public struct ServiceConfiguration: Sendable {
     public var serviceName: String
     public var listen: SocketAddress
@@ -63,6 +72,15 @@ public struct ServiceConfiguration: Sendable {
     public var handlersOnEventLoop: Bool
     public var idleTimeout: Duration
     public var shutdownGracePeriod: Duration
+    public var handshakeTimeout: Duration
+    public var maxHandshakes: Int
+    public var maxHandshakesPerAddress: Int
+    public var earlyMaxFrameSize: Int
+    public var maxBufferedInput: Int
+    public var stalledFrameTimeout: Duration
+    public var adminMaxConnections: Int
+    /// How often the memory trimmer runs (zero: never); see `MemoryTrimmer`.
+    public var memoryTrimInterval: Duration
     /// Every setting with secrets masked, for the start-up log line; services' own settings are appended.
     public var effectiveSettings: [(String, String)]
 
@@ -109,6 +127,37 @@ public struct ServiceConfiguration: Sendable {
             "RAVE_IDLE_TIMEOUT", default: .seconds(300), range: .seconds(1)...Duration.seconds(86_400))
         shutdownGracePeriod = try reader.duration(
             "RAVE_SHUTDOWN_GRACE", default: .seconds(30), range: .zero...Duration.seconds(3600))
+        handshakeTimeout = try reader.duration(
+            "RAVE_HANDSHAKE_TIMEOUT", default: .seconds(10), range: .milliseconds(100)...Duration.seconds(300))
+        maxHandshakes = try reader.integer("RAVE_MAX_HANDSHAKES", default: 1024, range: 1...1_000_000)
+        maxHandshakesPerAddress = try reader.integer(
+            "RAVE_MAX_HANDSHAKES_PER_ADDRESS", default: 64, range: 1...1_000_000)
+        earlyMaxFrameSize = try reader.byteSize(
+            "RAVE_EARLY_MAX_FRAME_SIZE", default: 64 << 10, range: 1024...(64 << 20))
+        maxBufferedInput = try reader.byteSize(
+            "RAVE_MAX_BUFFERED_INPUT", default: 128 << 20, range: (1 << 20)...(64 << 30))
+        stalledFrameTimeout = try reader.duration(
+            "RAVE_STALLED_FRAME_TIMEOUT", default: .seconds(10), range: .milliseconds(100)...Duration.seconds(3600))
+        adminMaxConnections = try reader.integer("RAVE_ADMIN_MAX_CONNECTIONS", default: 64, range: 1...100_000)
+        memoryTrimInterval = try reader.duration(
+            "RAVE_MEMORY_TRIM_INTERVAL", default: .seconds(10), range: .zero...Duration.seconds(3600))
         effectiveSettings = reader.effectiveSettings
+    }
+
+    /// The RPC server's settings from these (the caller adds what only it knows: the fallback's methods, a
+    /// per-address connection limit).
+    public var rpcServerConfiguration: RPCServerConfiguration {
+        var configuration = RPCServerConfiguration(
+            host: listen.host, port: listen.port, maxFrameSize: maxFrameSize,
+            maxConcurrentStreams: maxConcurrentStreams, idleTimeout: idleTimeout,
+            drainGracePeriod: shutdownGracePeriod)
+        configuration.runsHandlersOnEventLoop = handlersOnEventLoop
+        configuration.handshakeTimeout = handshakeTimeout
+        configuration.maxHandshakes = maxHandshakes
+        configuration.maxHandshakesPerAddress = maxHandshakesPerAddress
+        configuration.earlyMaxFrameSize = earlyMaxFrameSize
+        configuration.maxBufferedInput = maxBufferedInput
+        configuration.stalledFrameTimeout = stalledFrameTimeout
+        return configuration
     }
 }

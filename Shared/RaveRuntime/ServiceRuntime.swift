@@ -29,6 +29,7 @@ public final class ServiceRuntime: Sendable {
             serviceName: name, environment: environment, coreCount: System.coreCount)
         let logger = Logger(label: name, level: configuration.logLevel)
         logger.info("starting", configuration.effectiveSettings)
+        MemoryTrimmer.configureAllocator()
         let group = try EventLoopGroup(loopCount: configuration.eventLoopCount)
         do {
             return try await ServiceRuntime(
@@ -51,7 +52,7 @@ public final class ServiceRuntime: Sendable {
         let readiness = ReadinessChecks()
         let admin = AdminHTTPServer(
             address: configuration.adminListen, group: group, metrics: metrics, readiness: readiness,
-            logger: logger.with("component", "admin"))
+            logger: logger.with("component", "admin"), maxConnections: configuration.adminMaxConnections)
         try admin.bind()
         self.admin = admin
 
@@ -88,16 +89,11 @@ public final class ServiceRuntime: Sendable {
                     trustRootsPath: configuration.tlsCertificateAuthorityPath,
                     requireClientCertificate: configuration.requireClientCertificate))
             let handlers = try await makeServices(context)
-            var serverConfiguration = RPCServerConfiguration(
-                host: configuration.listen.host, port: configuration.listen.port,
-                maxFrameSize: configuration.maxFrameSize, maxConcurrentStreams: configuration.maxConcurrentStreams,
-                idleTimeout: configuration.idleTimeout, drainGracePeriod: configuration.shutdownGracePeriod)
-            serverConfiguration.runsHandlersOnEventLoop = configuration.handlersOnEventLoop
             let server = RPCServer(
-                configuration: serverConfiguration,
-                services: handlers, access: TrustModel.backend, tls: tls, group: group,
-                logger: logger.with("component", "rpc"),
+                configuration: configuration.rpcServerConfiguration,
+                services: handlers, access: TrustModel.backend, tls: tls, group: group, logger: logger.with("component", "rpc"),
                 observer: RPCMetrics(registry: metrics))
+            metrics.registerGauges(for: server)
             let rpc = RPCServerService(server: server)
             try rpc.bind()
             self.tls = tls
@@ -109,7 +105,11 @@ public final class ServiceRuntime: Sendable {
         }
 
         // Stopped in reverse: the RPC server drains first, the admin server answers probes until the very end.
-        var services: [any Service] = [admin]
+        var services: [any Service] = [
+            admin,
+            MemoryTrimmer(
+                interval: configuration.memoryTrimInterval, logger: logger.with("component", "memory")),
+        ]
         if let database { services.append(DatabaseService(pool: database)) }
         services += context.backgroundServices
         services.append(self.rpc)

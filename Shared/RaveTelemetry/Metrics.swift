@@ -23,8 +23,17 @@ public final class MetricsRegistry: Sendable {
     /// The counter series `name{labels}`, created on first use.
     public func counter(_ name: String, help: String, labels: [(String, String)] = []) -> Counter {
         let series = series(name, help: help, kind: .counter, labels: labels) { .counter(Counter()) }
-        guard case .counter(let counter) = series else { preconditionFailure("\(name) is not a plain counter") }
+        guard case .counter(let counter) = series else { preconditionFailure("\(name)\(labels) is a computed counter") }
         return counter
+    }
+
+    /// A counter whose value is read from `read` at every scrape (a count another component keeps).
+    ///
+    /// `read` runs on the scraping thread while the registry is not locked; keep it cheap and non-blocking.
+    public func counter(
+        _ name: String, help: String, labels: [(String, String)] = [], read: @escaping @Sendable () -> Double
+    ) {
+        _ = series(name, help: help, kind: .counter, labels: labels) { .computed(read) }
     }
 
     /// The gauge series `name{labels}`, created on first use.
@@ -40,7 +49,7 @@ public final class MetricsRegistry: Sendable {
     public func gauge(
         _ name: String, help: String, labels: [(String, String)] = [], read: @escaping @Sendable () -> Double
     ) {
-        _ = series(name, help: help, kind: .gauge, labels: labels) { .computedGauge(read) }
+        _ = series(name, help: help, kind: .gauge, labels: labels) { .computed(read) }
     }
 
     /// The histogram series `name{labels}` with `buckets` (upper bounds), created on first use.
@@ -238,7 +247,8 @@ enum MetricKind: String, Sendable {
 enum MetricSeries: Sendable {
     case counter(Counter)
     case gauge(Gauge)
-    case computedGauge(@Sendable () -> Double)
+    /// A gauge or counter whose value is read at scrape time.
+    case computed(@Sendable () -> Double)
     case histogram(Histogram)
 
     func write(name: String, labels: [(String, String)], to text: inout String) {
@@ -247,7 +257,7 @@ enum MetricSeries: Sendable {
             text += "\(name)\(MetricsRegistry.labelText(labels)) \(counter.value)\n"
         case .gauge(let gauge):
             text += "\(name)\(MetricsRegistry.labelText(labels)) \(MetricsRegistry.number(gauge.value))\n"
-        case .computedGauge(let read):
+        case .computed(let read):
             text += "\(name)\(MetricsRegistry.labelText(labels)) \(MetricsRegistry.number(read()))\n"
         case .histogram(let histogram):
             let state = histogram.snapshot()

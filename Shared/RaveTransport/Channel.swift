@@ -44,6 +44,9 @@ public final class Channel: @unchecked Sendable {
     private var writeWantsReadable = false
     private var readScheduled = false
     private var deadlineTimer: TimerHandle?
+    /// The listener's count of this connection (accepted channels only), given back as the handshake ends and
+    /// when the descriptor closes.
+    private var admission: AdmissionTicket?
     /// Told once whether the channel became active; the connector resumes its caller with it.
     var onActivation: ((Result<Channel, TransportError>) -> Void)?
 
@@ -54,8 +57,9 @@ public final class Channel: @unchecked Sendable {
 
     init(
         loop: EventLoop, fd: Int32, remoteAddress: String, session: TLSSession?, connecting: Bool,
-        options: ChannelOptions
+        options: ChannelOptions, admission: AdmissionTicket? = nil
     ) {
+        self.admission = admission
         self.loop = loop
         self.fd = fd
         self.remoteAddress = remoteAddress
@@ -199,6 +203,7 @@ public final class Channel: @unchecked Sendable {
             loop.cancelTimer(timer)
             deadlineTimer = nil
         }
+        admission?.handshakeEnded()
         lastActivity = monotonicNanoseconds()
         updateInterest()
         if let activation = onActivation {
@@ -228,6 +233,7 @@ public final class Channel: @unchecked Sendable {
         session = nil
         Socket.close(fd)
         fd = -1
+        admission?.closed()
         outbound = OutboundBuffer()
         if let activation = onActivation {
             onActivation = nil

@@ -5,7 +5,8 @@ import Glibc
 ///
 /// `onAccept` runs on the new channel's loop before the handshake starts and must call `setHandler`; the
 /// handler's `channelActive` follows once the TLS handshake completes. Connections that fail the handshake
-/// never reach a handler.
+/// never reach a handler. `limits` count every connection from `accept` to close; one over a limit is closed
+/// at once, before any TLS work, and counted in `refusedConnections(_:)`.
 public final class Listener: @unchecked Sendable {
     // @unchecked: `registration` and `fd` change only on `loop`; the other stored properties are immutable.
 
@@ -16,6 +17,7 @@ public final class Listener: @unchecked Sendable {
     private let loop: EventLoop
     private let tls: TLSContext?
     private let options: ChannelOptions
+    private let admission: ConnectionAdmission
     private let onAccept: @Sendable (Channel) -> Void
     private var fd: Int32
     private var registration: IORegistration?
@@ -30,6 +32,7 @@ public final class Listener: @unchecked Sendable {
         port: Int,
         tls: TLSContext?,
         options: ChannelOptions = ChannelOptions(),
+        limits: ConnectionLimits = ConnectionLimits(),
         onAccept: @escaping @Sendable (Channel) -> Void
     ) throws(TransportError) {
         ignoreBrokenPipes()
@@ -48,6 +51,7 @@ public final class Listener: @unchecked Sendable {
         self.group = group
         self.tls = tls
         self.options = options
+        self.admission = ConnectionAdmission(limits: limits)
         self.onAccept = onAccept
         loop = group.next()
         loop.execute { [self] in
@@ -62,6 +66,17 @@ public final class Listener: @unchecked Sendable {
     deinit {
         assert(fd < 0, "listener on port \(localPort) was dropped without close()")
     }
+
+    /// The limits connections are admitted under.
+    public var limits: ConnectionLimits { admission.limits }
+
+    /// Connections closed right after `accept` so far because of `reason`.
+    public func refusedConnections(_ reason: ConnectionRefusal) -> Int {
+        admission.refusedCount(reason)
+    }
+
+    /// Connections accepted and not yet closed, and those of them still in their TLS handshake.
+    public var connectionCounts: (open: Int, handshaking: Int) { admission.current }
 
     /// Stops accepting and closes the listening socket; established channels are not affected.
     public func close() {
@@ -93,11 +108,18 @@ public final class Listener: @unchecked Sendable {
                 return
             }
             guard let accepted else { return }
-            hand(accepted.fd, address: accepted.address)
+            let host = ConnectionAdmission.host(of: accepted.address)
+            guard admission.admit(host: host, handshaking: tls != nil) == nil else {
+                // Refused before any TLS work: the cheapest answer to a flood is a closed socket.
+                Socket.close(accepted.fd)
+                continue
+            }
+            let ticket = AdmissionTicket(admission: admission, host: host, handshaking: tls != nil)
+            hand(accepted.fd, address: accepted.address, ticket: ticket)
         }
     }
 
-    private func hand(_ connection: Int32, address: String) {
+    private func hand(_ connection: Int32, address: String, ticket: AdmissionTicket) {
         let target = group.next()
         let tls = tls
         let options = options
@@ -108,11 +130,13 @@ public final class Listener: @unchecked Sendable {
                 session = try tls?.makeSession(fd: connection, serverName: nil)
             } catch {
                 Socket.close(connection)
+                var ticket = ticket
+                ticket.closed()
                 return
             }
             let channel = Channel(
                 loop: target, fd: connection, remoteAddress: address, session: session, connecting: false,
-                options: options)
+                options: options, admission: ticket)
             onAccept(channel)
             channel.start()
         }

@@ -1,25 +1,73 @@
+/// The fixed part of a frame: what a receiver knows once the first 10 bytes are in, before the body.
+public struct FrameHeader: Hashable, Sendable {
+    /// The `length` field: header (6 bytes) plus body.
+    public var length: Int
+    public var type: FrameType
+    public var flags: UInt8
+    public var streamID: UInt32
+
+    /// Bytes the whole frame occupies on the wire, length prefix included.
+    public var wireSize: Int { Frame.lengthPrefixSize + length }
+}
+
 /// Cuts a byte stream into frames, however the bytes arrive (one at a time or many frames per read).
 ///
 /// The decoder checks the length prefix and the frame type as soon as their 5 bytes are in: a length over
 /// `maxFrameSize` or under the header size, or an unknown type, fails at once, before any body is buffered.
 /// It only ever holds bytes that actually arrived, never a buffer sized from the declared length.
 ///
+/// A receiver that budgets memory asks `next(admitting:)` instead of `nextFrame()`: every frame longer than
+/// `admissionThreshold` is then shown to it by its header first, and a frame it refuses is skipped — its body
+/// bytes are dropped as they arrive, never buffered — and reported as `.refused`.
+///
 /// A value type confined to one connection; it is not safe to share between threads.
 public struct FrameDecoder {
+    /// What `next(admitting:)` found.
+    public enum Decoded: Hashable, Sendable {
+        /// A complete frame.
+        case frame(Frame)
+        /// A frame the admission check refused; its body is skipped.
+        case refused(FrameHeader)
+    }
+
     /// The largest `length` accepted (header plus body).
     public var maxFrameSize: Int
+    /// Frames up to this `length` are buffered without asking; longer ones are shown to the admission check.
+    public var admissionThreshold: Int
     private var buffer: [UInt8] = []
     private var readIndex = 0
+    /// Whether the frame starting at `readIndex` was already admitted (its header was shown and accepted).
+    private var admittedCurrentFrame = false
+    /// Body bytes of a refused frame still to come; `append` drops them.
+    private var skipRemaining = 0
 
-    public init(maxFrameSize: Int = Frame.defaultMaxFrameSize) {
+    /// Buffer capacity kept between frames; a larger buffer (left by a large frame) is released once empty.
+    public static let retainedCapacity = 128 << 10
+
+    public init(maxFrameSize: Int = Frame.defaultMaxFrameSize, admissionThreshold: Int = .max) {
         self.maxFrameSize = maxFrameSize
+        self.admissionThreshold = admissionThreshold
     }
 
     /// Bytes received but not yet returned as frames.
     public var bufferedByteCount: Int { buffer.count - readIndex }
 
+    /// Whether a frame has begun to arrive and is not complete yet (bytes buffered, or a refused frame's body
+    /// still to be skipped).
+    public var hasPartialFrame: Bool { buffer.count > readIndex || skipRemaining > 0 }
+
+    /// Bytes of memory the decoder's buffer holds (its capacity), for tests of what a connection retains.
+    public var bufferCapacity: Int { buffer.capacity }
+
     /// Adds received bytes; call `nextFrame()` until it returns nil to take the complete frames out.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        var bytes = bytes
+        if skipRemaining > 0 {
+            let skipped = min(skipRemaining, bytes.count)
+            skipRemaining -= skipped
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[skipped...])
+        }
+        guard !bytes.isEmpty else { return }
         compactIfWorthwhile()
         buffer.append(contentsOf: bytes)
     }
@@ -33,6 +81,17 @@ public struct FrameDecoder {
     ///
     /// After it throws, the stream is unusable: the caller sends an ERROR frame and closes.
     public mutating func nextFrame() throws(WireError) -> Frame? {
+        switch try next(admitting: { _ in true }) {
+        case .frame(let frame): frame
+        case .refused, nil: nil
+        }
+    }
+
+    /// The next complete or refused frame, or nil when more bytes are needed.
+    ///
+    /// `admit` sees the header of every frame longer than `admissionThreshold`, once, as soon as its 10 header
+    /// bytes are in; returning false skips the frame. After it throws, the stream is unusable.
+    public mutating func next(admitting admit: (FrameHeader) -> Bool) throws(WireError) -> Decoded? {
         let available = buffer.count - readIndex
         guard available >= Frame.lengthPrefixSize else { return nil }
         let length = Int(readUInt32(at: readIndex))
@@ -47,18 +106,39 @@ public struct FrameDecoder {
         guard let type = FrameType(rawValue: typeByte) else {
             throw WireError(.unknownFrameType, "frame type \(typeByte) is not defined by protocol version 1")
         }
-        guard available >= Frame.lengthPrefixSize + length else { return nil }
+        guard available >= Frame.lengthPrefixSize + Frame.headerSize else { return nil }
         let flags = buffer[readIndex + 5]
         let streamID = readUInt32(at: readIndex + 6)
-        let bodyStart = readIndex + Frame.lengthPrefixSize + Frame.headerSize
-        let bodyEnd = readIndex + Frame.lengthPrefixSize + length
-        let body = Array(buffer[bodyStart..<bodyEnd])
-        readIndex = bodyEnd
-        if readIndex == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            readIndex = 0
+        let wireSize = Frame.lengthPrefixSize + length
+        if length > admissionThreshold && !admittedCurrentFrame {
+            let header = FrameHeader(length: length, type: type, flags: flags, streamID: streamID)
+            guard admit(header) else {
+                let buffered = min(available, wireSize)
+                skipRemaining = wireSize - buffered
+                consume(buffered)
+                return .refused(header)
+            }
+            admittedCurrentFrame = true
         }
-        return Frame(type: type, flags: flags, streamID: streamID, body: body)
+        guard available >= wireSize else { return nil }
+        let bodyStart = readIndex + Frame.lengthPrefixSize + Frame.headerSize
+        let body = Array(buffer[bodyStart..<readIndex + wireSize])
+        consume(wireSize)
+        return .frame(Frame(type: type, flags: flags, streamID: streamID, body: body))
+    }
+
+    /// Drops `count` bytes from the front: the frame at `readIndex` is done with.
+    private mutating func consume(_ count: Int) {
+        readIndex += count
+        admittedCurrentFrame = false
+        guard readIndex == buffer.count else { return }
+        if buffer.capacity > Self.retainedCapacity {
+            // A large frame grew the buffer: give that memory back rather than keep it for the connection's life.
+            buffer = []
+        } else {
+            buffer.removeAll(keepingCapacity: true)
+        }
+        readIndex = 0
     }
 
     private func readUInt32(at index: Int) -> UInt32 {

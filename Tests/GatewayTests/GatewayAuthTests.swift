@@ -129,10 +129,10 @@ struct GatewayAuthTests {
         let harness = try await GatewayHarness.start()
         let player = try await harness.connect()
         let token = try harness.token(for: "user-1", scopes: ["player", "admin"])
-        let denied = await failure(player, "rave.echo.v1.EchoAdmin/Echo", Self.whoami, options: bearer(token))
+        let denied = await failure(player, "rave.wallet.v1.WalletAdmin/Deposit", [], options: bearer(token))
         #expect(denied?.code == .permissionDenied)
         let otherCertificate = try await harness.connect(certificate: "client")
-        let alsoDenied = await failure(otherCertificate, "rave.echo.v1.EchoAdmin/Echo", Self.whoami)
+        let alsoDenied = await failure(otherCertificate, "rave.wallet.v1.WalletAdmin/Deposit", [])
         #expect(alsoDenied?.code == .permissionDenied)
         // A player token claiming the admin scope is not an admin on player methods either.
         let response = try await player.call(
@@ -147,9 +147,9 @@ struct GatewayAuthTests {
         #expect(
             String(decoding: try EchoV1.EchoResponse(protobufBytes: adminView).payload, as: UTF8.self)
                 == "user-9|app-1|session-user-9|admin player|127.0.0.1|-")
-        // The admin reaches admin methods (EchoAdmin is not served, so the service answers UNIMPLEMENTED).
-        let routed = await failure(admin, "rave.echo.v1.EchoAdmin/Echo", Self.whoami)
-        #expect(routed?.code == .unimplemented)
+        // The admin gets through to admin methods (no wallet runs here, so the gateway answers UNAVAILABLE).
+        let routed = await failure(admin, "rave.wallet.v1.WalletAdmin/Deposit", [])
+        #expect(routed?.code == .unavailable)
         for connection in [player, otherCertificate, admin] { connection.close() }
         try await harness.stop()
     }

@@ -77,8 +77,12 @@ struct GatewayProtectionTests {
         #expect(bets.service == "wallet" && bets.access == .player)
         #expect(try MethodRoute(method: "rave.wallet.v1.WalletAdmin/Deposit").access == .admin)
         #expect(try MethodRoute(method: "rave.identity.v1.Identity/GuestLogin").access == .login)
-        let error = #expect(throws: RPCError.self) { try MethodRoute(method: "rave.wallet.v1.WalletInternal/Transfer") }
+        let error = #expect(throws: RPCError.self) {
+            try MethodRoute(method: "rave.identity.v1.IdentityInternal/ResolveUsers")
+        }
         #expect(error?.code == .permissionDenied)
+        let unknown = #expect(throws: RPCError.self) { try MethodRoute(method: "rave.wallet.v1.Wallet/Nope") }
+        #expect(unknown?.code == .unimplemented)
     }
 
     @Test func perUserRateLimitAndRequestSizeEndToEnd() async throws {

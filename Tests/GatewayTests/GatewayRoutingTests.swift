@@ -40,7 +40,7 @@ struct GatewayRoutingTests {
         let harness = try await GatewayHarness.start()
         let connection = try await harness.connect()
         let error = await failure(
-            connection, "rave.wallet.v1.Wallet/GetWallets", [], options: bearer(try harness.token(for: "user-1")))
+            connection, "rave.wallet.v1.Wallet/GetWallet", [], options: bearer(try harness.token(for: "user-1")))
         #expect(error?.code == .unavailable)
         #expect(error?.notProcessed == true)
         #expect(error?.message.contains("wallet") == true)

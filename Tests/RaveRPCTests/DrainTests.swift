@@ -49,6 +49,31 @@ struct DrainTests {
         server.group.shutdown()
     }
 
+    @Test func callsStillRunningWhenTheGraceEndsAreAnsweredUnavailable() async throws {
+        let server = try TestServer(configuration: RPCServerConfiguration(drainGracePeriod: .milliseconds(200)))
+        let client = try await server.rawClient()
+        var events = client.events.makeAsyncIterator()
+        client.sendHandshake()
+        let slow = EchoV1.EchoAfterDelayRequest(payload: [7], delayMs: 20_000).protobufBytes()
+        client.sendRequest(streamID: 1, method: echoAfterDelayMethod, payload: slow)
+        client.sendRequest(streamID: 2, method: echoAfterDelayMethod, payload: slow)
+        try await Task.sleep(for: .milliseconds(50))
+        let drain = Task { await server.server.drain() }
+        #expect(try #require(await events.nextFrame()).type == .goAway)
+        var responses: [UInt32: RpcV1.Response] = [:]
+        while responses.count < 2, let frame = await events.nextFrame() {
+            responses[frame.streamID] = frame.response
+        }
+        for streamID: UInt32 in [1, 2] {
+            #expect(responses[streamID]?.code == .unavailable)
+            // The handler had started: the call may have had an effect.
+            #expect(responses[streamID]?.notProcessed == false)
+        }
+        await events.waitForClose()
+        await drain.value
+        server.group.shutdown()
+    }
+
     @Test func clientReconnectsAfterServerRestart() async throws {
         let first = try TestServer()
         let port = first.port

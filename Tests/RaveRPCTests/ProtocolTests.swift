@@ -85,6 +85,29 @@ struct ProtocolTests {
         await server.stop()
     }
 
+    @Test func cancelledCallIsAnsweredExactlyOnceAndItsIdIsFreeAfterThat() async throws {
+        let server = try TestServer()
+        let client = try await server.rawClient()
+        var events = client.events.makeAsyncIterator()
+        client.sendHandshake()
+        let slow = EchoV1.EchoAfterDelayRequest(payload: [], delayMs: 10_000)
+        client.sendRequest(streamID: 5, method: echoAfterDelayMethod, payload: slow.protobufBytes())
+        try await Task.sleep(for: .milliseconds(50))
+        client.send(Frame(type: .cancel, streamID: 5))
+        let cancelled = try #require(await events.nextFrame())
+        #expect(cancelled.streamID == 5 && cancelled.response?.code == .cancelled)
+        // A second CANCEL for the finished call is ignored; the id, answered, may carry a new call.
+        client.send(Frame(type: .cancel, streamID: 5))
+        client.sendRequest(streamID: 5, method: echoMethod, payload: EchoV1.EchoRequest(payload: [9]).protobufBytes())
+        client.send(Frame(type: .ping, streamID: 0, body: [1]))
+        let answer = try #require(await events.nextFrame())
+        #expect(answer.streamID == 5 && answer.response?.code == .ok)
+        // Nothing else came for stream 5 before the PONG.
+        #expect(try #require(await events.nextFrame()).type == .pong)
+        client.close()
+        await server.stop()
+    }
+
     @Test func duplicateInFlightStreamIDIsAProtocolError() async throws {
         let server = try TestServer()
         let client = try await server.rawClient()

@@ -70,7 +70,12 @@ struct SlowReaderTests {
 private final class InspectableServer: Sendable {
     let certificates: TestCertificates
     let group: EventLoopGroup
-    let configuration = RPCServerConfiguration()
+    /// Large requests from the first frame on: this is about output back pressure, not the early frame limit.
+    let configuration = {
+        var configuration = RPCServerConfiguration()
+        configuration.earlyMaxFrameSize = configuration.maxFrameSize
+        return configuration
+    }()
     let registry = ConnectionRegistry()
     private let listener: Listener
 

@@ -72,6 +72,44 @@ import Testing
         #expect(response.contains("rpc_server_requests_total{rpc_status=\"OK\"} 3\n"))
     }
 
+    @Test func metricsAreRenderedOffTheEventLoops() async throws {
+        let harness = try Harness.start()
+        let renderedOnALoop = Mutex<Bool?>(nil)
+        let loops = harness.group.loops
+        harness.metrics.gauge("probe", help: "Where the exposition is rendered.") {
+            renderedOnALoop.withLock { $0 = loops.contains { $0.isInLoop } }
+            return 1
+        }
+        let response = try await harness.exchange("GET /metrics HTTP/1.0\r\n\r\n")
+        try await harness.stop()
+        #expect(response.contains("probe 1\n"))
+        #expect(renderedOnALoop.withLock { $0 } == false)
+    }
+
+    @Test func connectionsBeyondTheLimitAreClosedAtOnce() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        let readiness = ReadinessChecks()
+        readiness.finishStartup()
+        let server = AdminHTTPServer(
+            address: SocketAddress(host: "127.0.0.1", port: 0), group: group, readiness: readiness,
+            logger: Logger(label: "admin", sink: .capturing()), maxConnections: 2)
+        let port = try server.bind()
+        let running = Task { try await server.run() }
+        let held = try await onOwnThread { try (0..<2).map { _ in try TestSocket(port: port) } }
+        // The third connection is accepted by the kernel and closed by the server without an answer.
+        let answer = try await onOwnThread {
+            let socket = try TestSocket(port: port)
+            defer { socket.close() }
+            try socket.send("GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+            return socket.readUntilClosed()
+        }
+        #expect(answer.isEmpty)
+        for socket in held { socket.close() }
+        await server.shutdown()
+        try await running.value
+        group.shutdown()
+    }
+
     @Test func readyzIsOkWhenEveryCheckPasses() async throws {
         let harness = try Harness.start()
         harness.readiness.add("database") { nil }
@@ -177,7 +215,7 @@ import Testing
 // MARK: - A plain blocking socket client
 
 /// A blocking TCP client for tests, with a receive timeout so a silent server fails the test instead of hanging.
-final class TestSocket {
+final class TestSocket: Sendable {
     let fd: Int32
 
     init(port: Int) throws {

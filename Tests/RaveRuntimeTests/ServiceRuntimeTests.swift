@@ -27,7 +27,7 @@ import Testing
         #expect(
             text.contains(
                 "rpc_server_requests_total{rpc_method=\"rave.echo.v1.Echo/Say\",rpc_status=\"NOT_FOUND\"} 1\n"))
-        #expect(text.contains("rpc_server_requests_total{rpc_method=\"_unknown\",rpc_status=\"UNIMPLEMENTED\"} 1\n"))
+        #expect(text.contains("rpc_server_requests_total{rpc_method=\"unknown\",rpc_status=\"UNIMPLEMENTED\"} 1\n"))
         #expect(
             text.contains(
                 "rpc_server_duration_bucket{rpc_method=\"rave.echo.v1.Echo/Say\",rpc_status=\"OK\",le=\"0.0025\"} 2\n"))

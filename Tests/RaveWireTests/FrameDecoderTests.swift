@@ -101,6 +101,58 @@ struct FrameDecoderTests {
         decoder.append([0, 0, 0, 6, 99])
         #expect { try decoder.nextFrame() } throws: { ($0 as? WireError)?.kind == .unknownFrameType }
     }
+
+    // MARK: - Admission
+
+    @Test func refusedFrameIsSkippedWithoutBufferingItsBody() throws {
+        var decoder = FrameDecoder(admissionThreshold: 100)
+        let large = Frame(type: .request, streamID: 7, body: Array(repeating: 0xCD, count: 100_000)).encoded()
+        let small = Frame(type: .request, streamID: 8, body: [1, 2, 3])
+        var asked: [FrameHeader] = []
+        var results: [FrameDecoder.Decoded] = []
+        var largestBuffer = 0
+        // The large frame arrives in 1000-byte pieces, then the small one right behind it.
+        for piece in stride(from: 0, to: large.count, by: 1000).map({ large[$0..<min($0 + 1000, large.count)] }) {
+            decoder.append(Array(piece))
+            while let next = try decoder.next(admitting: {
+                asked.append($0); return false
+            }) { results.append(next) }
+            largestBuffer = max(largestBuffer, decoder.bufferedByteCount)
+        }
+        #expect(decoder.hasPartialFrame == false)
+        decoder.append(small.encoded())
+        while let next = try decoder.next(admitting: {
+            asked.append($0); return false
+        }) { results.append(next) }
+
+        let header = FrameHeader(length: 100_006, type: .request, flags: 0, streamID: 7)
+        #expect(asked == [header])
+        #expect(results == [.refused(header), .frame(small)])
+        #expect(largestBuffer < 1000)
+    }
+
+    @Test func admittedFrameIsAskedAboutOnceAndDecoded() throws {
+        var decoder = FrameDecoder(admissionThreshold: 100)
+        let large = Frame(type: .request, streamID: 3, body: Array(repeating: 0x11, count: 5000))
+        let small = Frame(type: .ping, streamID: 0, body: [9])
+        var asked = 0
+        var results: [FrameDecoder.Decoded] = []
+        for byte in large.encoded() + small.encoded() {
+            decoder.append([byte])
+            while let next = try decoder.next(admitting: { _ in
+                asked += 1; return true
+            }) { results.append(next) }
+        }
+        #expect(asked == 1)
+        #expect(results == [.frame(large), .frame(small)])
+    }
+
+    @Test func bufferOfALargeFrameIsReleasedOnceItIsDecoded() throws {
+        var decoder = FrameDecoder()
+        decoder.append(Frame(type: .request, streamID: 1, body: Array(repeating: 0, count: 1 << 20)).encoded())
+        #expect(try decoder.nextFrame() != nil)
+        #expect(decoder.bufferCapacity <= FrameDecoder.retainedCapacity)
+    }
 }
 
 /// A small deterministic generator, so a failing split can be replayed from its seed.

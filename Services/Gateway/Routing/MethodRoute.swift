@@ -1,8 +1,11 @@
+import RaveDynamic
 import RaveRPC
 
 /// What the gateway does with a method name: which service serves it and which credential it needs.
 ///
-/// Names are `rave.<area>.v1.<Service>/<Method>`; the area names the backend service. The service's suffix
+/// Names are `rave.<area>.v1.<Service>/<Method>`, and only the methods of Proto/ are routed (`knownMethods`):
+/// any other name is UNIMPLEMENTED before any credential is looked at. The area names the backend service. The
+/// service's suffix
 /// decides access: `<Area>Admin` needs the admin credential, `<Area>Internal` and everything in `rave.merge.v1`
 /// are for services only and never leave the backend network (PERMISSION_DENIED, before any credential is
 /// looked at), and the identity login methods need no token.
@@ -30,13 +33,19 @@ struct MethodRoute: Sendable, Hashable {
         "rave.identity.v1.Identity/CompleteTwoFactorLogin", "rave.identity.v1.Identity/RefreshSession",
     ]
 
+    /// Every method of Proto/ (from the generated descriptors), the only names the gateway routes; also the
+    /// closed set its metrics name methods from.
+    static let knownMethods = Set(DescriptorRegistry.shared.methods.keys)
+
     /// Services whose every method is for clients without an account (gifts' install links).
     static let anonymousServices: Set<Substring> = ["rave.gifts.v1.GiftsInstall"]
 
-    /// Classifies `method`, or throws UNIMPLEMENTED (malformed name) or PERMISSION_DENIED (internal method).
+    /// Classifies `method`, or throws UNIMPLEMENTED (malformed or unknown name) or PERMISSION_DENIED (internal
+    /// method).
     init(method: String) throws(RPCError) {
         guard let slash = method.firstIndex(of: "/") else {
-            throw .unimplemented("method \"\(method)\" is not of the form rave.<area>.v1.<Service>/<Method>")
+            throw .unimplemented(
+                "method \"\(MethodNames.printable(method))\" is not of the form rave.<area>.v1.<Service>/<Method>")
         }
         let qualifiedService = method[..<slash]
         let methodName = method[method.index(after: slash)...]
@@ -44,7 +53,11 @@ struct MethodRoute: Sendable, Hashable {
         guard components.count == 4, components[0] == "rave", components[2] == "v1",
             !components[1].isEmpty, !components[3].isEmpty, !methodName.isEmpty, !methodName.contains("/")
         else {
-            throw .unimplemented("method \"\(method)\" is not of the form rave.<area>.v1.<Service>/<Method>")
+            throw .unimplemented(
+                "method \"\(MethodNames.printable(method))\" is not of the form rave.<area>.v1.<Service>/<Method>")
+        }
+        guard Self.knownMethods.contains(method) else {
+            throw .unimplemented("method \"\(MethodNames.printable(method))\" does not exist")
         }
         let area = String(components[1])
         let serviceName = components[3]

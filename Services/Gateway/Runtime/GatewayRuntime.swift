@@ -32,6 +32,7 @@ final class GatewayRuntime: Sendable {
         let gateway = try GatewayConfiguration(environment: environment, service: configuration)
         let logger = Logger(label: "gateway", level: configuration.logLevel)
         logger.info("starting", configuration.effectiveSettings + gateway.effectiveSettings)
+        MemoryTrimmer.configureAllocator()
         let group = try EventLoopGroup(loopCount: configuration.eventLoopCount)
         do {
             return try GatewayRuntime(configuration: configuration, gateway: gateway, logger: logger, group: group)
@@ -53,7 +54,7 @@ final class GatewayRuntime: Sendable {
         self.readiness = readiness
         let admin = AdminHTTPServer(
             address: configuration.adminListen, group: group, metrics: metrics, readiness: readiness,
-            logger: logger.with("component", "admin"))
+            logger: logger.with("component", "admin"), maxConnections: configuration.adminMaxConnections)
         try admin.bind()
         self.admin = admin
 
@@ -106,12 +107,11 @@ final class GatewayRuntime: Sendable {
                 authenticator: authenticator, pools: directory.pools, protection: protection,
                 deadlineMargin: gateway.deadlineMargin,
                 boardOwners: boardOwners)
-            var rpcConfiguration = RPCServerConfiguration(
-                host: configuration.listen.host, port: configuration.listen.port,
-                maxFrameSize: configuration.maxFrameSize, maxConcurrentStreams: configuration.maxConcurrentStreams,
-                idleTimeout: configuration.idleTimeout, drainGracePeriod: configuration.shutdownGracePeriod)
+            var rpcConfiguration = configuration.rpcServerConfiguration
             // One client cannot hold the gateway's descriptors and TLS memory: its connections are bounded.
             rpcConfiguration.maxConnectionsPerAddress = gateway.maxConnectionsPerAddress
+            // Metrics name the methods the gateway routes; any other name a client sends is "unknown".
+            rpcConfiguration.fallbackMethodNames = MethodRoute.knownMethods
             let server = RPCServer(
                 configuration: rpcConfiguration,
                 services: [GatewayHandler(pipeline: pipeline)], access: .open, tls: serverTLS, group: group,
@@ -120,6 +120,7 @@ final class GatewayRuntime: Sendable {
                 loopFallback: { request, context, loop, completion in
                     pipeline.startProxy(request: request, context: context, loop: loop, completion: completion)
                 })
+            metrics.registerGauges(for: server)
             let rpc = RPCServerService(server: server)
             try rpc.bind()
             self.serverTLS = serverTLS
@@ -128,7 +129,12 @@ final class GatewayRuntime: Sendable {
             self.signingKeys = signingKeys
             self.revocations = revocations
             // Stopped in reverse: the RPC server drains first, then background work, the admin server last.
-            var services: [any Service] = [admin, signingKeys, revocations, directory]
+            var services: [any Service] = [
+                admin,
+                MemoryTrimmer(
+                    interval: configuration.memoryTrimInterval, logger: logger.with("component", "memory")),
+                signingKeys, revocations, directory,
+            ]
             if let boardOwners { services.append(boardOwners) }
             services.append(rpc)
             let serviceGroup = ServiceGroup(

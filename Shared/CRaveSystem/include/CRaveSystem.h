@@ -69,6 +69,19 @@ int rave_tcp_set_nodelay(int fd);
 /// channel on an event loop reads into the same memory instead of holding a buffer of its own.
 void *rave_thread_scratch_buffer(size_t size);
 
+// MARK: Heap (glibc malloc)
+
+/// Fixes glibc malloc's mmap threshold and trim threshold (bytes) and its most arenas; 0 leaves a setting as it
+/// is. A fixed threshold also stops glibc from raising it after the process frees a large block, which would
+/// keep later large buffers on the heap. Returns 1 when every setting was taken.
+int rave_malloc_configure(size_t mmap_threshold, size_t trim_threshold, int arena_max);
+/// Bytes malloc holds as free chunks in every arena (mallinfo2's fordblks): at most what a trim gives back.
+size_t rave_malloc_free_bytes(void);
+/// Hands free heap pages of every arena back to the system (malloc_trim(0)); 1 when some memory was released.
+int rave_malloc_trim(void);
+/// The process's resident set size in bytes (from /proc/self/statm), or 0 when it cannot be read.
+size_t rave_resident_bytes(void);
+
 uint32_t rave_epollin(void);
 uint32_t rave_epollout(void);
 uint32_t rave_epollerr(void);
