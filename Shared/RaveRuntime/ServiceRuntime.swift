@@ -91,7 +91,8 @@ public final class ServiceRuntime: Sendable {
             let handlers = try await makeServices(context)
             let server = RPCServer(
                 configuration: configuration.rpcServerConfiguration,
-                services: handlers, access: TrustModel.backend, tls: tls, group: group, logger: logger.with("component", "rpc"),
+                services: handlers, access: TrustModel.backend, tls: tls, group: group,
+                logger: logger.with("component", "rpc"),
                 observer: RPCMetrics(registry: metrics))
             metrics.registerGauges(for: server)
             let rpc = RPCServerService(server: server)
