@@ -24,11 +24,14 @@ export PGPASSFILE=$(pwd)/.run/pgpass
 # (or .run/postgres is deleted to start afresh).
 export RAVE_SECRET_KEY_FILE=${RAVE_SECRET_KEY_FILE:-$(pwd)/.run/secret-keys}
 if [ ! -f "$RAVE_SECRET_KEY_FILE" ]; then
+    # The umask must hold where the file is opened: inside the subshell, around the redirection.
     (
         umask 077
-        printf '# Keys that seal secrets at rest: "<key id> <base64 of 32 random bytes>"; the first seals new ones.\n'
-        printf 'local-%s %s\n' "$(date -u +%Y%m%d%H%M%S)" "$(openssl rand -base64 32)"
-    ) >"$RAVE_SECRET_KEY_FILE"
+        {
+            printf '# Keys that seal secrets at rest: "<key id> <base64 of 32 random bytes>"; the first seals new ones.\n'
+            printf 'local-%s %s\n' "$(date -u +%Y%m%d%H%M%S)" "$(openssl rand -base64 32)"
+        } >"$RAVE_SECRET_KEY_FILE"
+    )
 fi
 
 # name, protocol port, admin port (DESIGN.md §10); a service runs only if its executable exists.
