@@ -83,6 +83,12 @@ let package = Package(
             path: "Shared/RaveRuntime"
         ),
 
+        .target(
+            name: "RaveMerges",
+            dependencies: ["RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
+            path: "Shared/RaveMerges"
+        ),
+
         // Helpers shared by the test targets (not shipped).
         .target(
             name: "RaveTestSupport", dependencies: ["RavePostgres", "RaveRPC", "RaveTransport"],
@@ -110,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "Wallet",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "COpenSSL",
             ],
             path: "Services/Wallet",
@@ -120,7 +126,7 @@ let package = Package(
         .executableTarget(
             name: "Leaderboards",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents",
             ],
             path: "Services/Leaderboards",
@@ -130,7 +136,7 @@ let package = Package(
         .executableTarget(
             name: "Social",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveEvents",
             ],
             path: "Services/Social",
@@ -149,7 +155,7 @@ let package = Package(
         .executableTarget(
             name: "Push",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "COpenSSL", "CCurl", "RaveEvents",
             ],
             path: "Services/Push",
@@ -159,7 +165,7 @@ let package = Package(
         .executableTarget(
             name: "Gifts",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents",
             ],
             path: "Services/Gifts",
@@ -207,6 +213,14 @@ let package = Package(
         ),
         .testTarget(name: "RaveWireTests", dependencies: ["RaveWire"], path: "Tests/RaveWireTests"),
         .testTarget(
+            name: "RaveMergesTests",
+            dependencies: [
+                "RaveMerges", "RavePostgres", "RaveRPC", "RaveRuntime", "RaveTestSupport", "RaveTransport",
+                "RaveTelemetry",
+            ],
+            path: "Tests/RaveMergesTests"
+        ),
+        .testTarget(
             name: "RaveRPCTests",
             dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveWire", "RaveTransport"],
             path: "Tests/RaveRPCTests"
@@ -240,6 +254,7 @@ let package = Package(
         .testTarget(
             name: "WalletTests",
             dependencies: [
+                "RaveMerges",
                 "RaveTestSupport",
                 "Wallet", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport",
@@ -249,6 +264,7 @@ let package = Package(
         .testTarget(
             name: "LeaderboardsTests",
             dependencies: [
+                "RaveMerges",
                 "RaveTestSupport",
                 "Leaderboards", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
                 "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveEvents",
@@ -258,6 +274,7 @@ let package = Package(
         .testTarget(
             name: "PushTests",
             dependencies: [
+                "RaveMerges",
                 "Push", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTestSupport", "RaveTransport", "RaveEvents",
             ],
@@ -267,6 +284,7 @@ let package = Package(
         .testTarget(
             name: "SocialTests",
             dependencies: [
+                "RaveMerges",
                 "Social", "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
                 "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveTestSupport",
             ],
@@ -284,6 +302,7 @@ let package = Package(
         .testTarget(
             name: "GiftsTests",
             dependencies: [
+                "RaveMerges",
                 "Gifts", "RaveEvents", "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages",
                 "RaveProtobuf", "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveTestSupport",
             ],
