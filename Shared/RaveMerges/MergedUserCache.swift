@@ -79,6 +79,12 @@ struct MergedUserCache {
         return .miss(Ticket(id: id, number: nextTicket, generation: listening))
     }
 
+    /// Whether `id` is held as not merged and may be served so (no ticket is taken when it is not).
+    func isKnownUnmerged(_ id: RaveID, listening: UInt64, now: ContinuousClock.Instant) -> Bool {
+        guard generation == listening, let entry = entries[id], entry.answer == .notMerged else { return false }
+        return now - entry.storedAt < maxAge
+    }
+
     /// Keeps what a database read found, unless a merge of the id was learned (or the listener changed) since the
     /// ticket was taken; `listening` is the listener's generation now.
     mutating func store(_ answer: Answer, for ticket: Ticket, listening: UInt64?, now: ContinuousClock.Instant) {

@@ -80,7 +80,10 @@ public final class MergedUsers: Service {
 
     /// The account `id` is now: its merge target (at the end of a chain), or itself.
     public func resolve(_ id: RaveID) async throws -> RaveID {
-        try await resolve([id])[0]
+        // The common case, without the arrays of the general path: a player known not to be merged.
+        let listening = listener.withLock { $0 }?.listeningGeneration
+        if let listening, cache.withLock({ $0.isKnownUnmerged(id, listening: listening, now: .now) }) { return id }
+        return try await resolve([id])[0]
     }
 
     /// `resolve` for each id, in order, with at most one database read per hop for all of them.
@@ -168,8 +171,9 @@ public final class MergedUsers: Service {
     public func redirect(source: RaveID, target: RaveID) async {
         let now = ContinuousClock.now
         cache.withLock { $0.learn(source: source, target: target, now: now) }
-        settled.withLock { $0.insert(source) }
-        await drain(source: source)
+        // Settled here unless a call outlived the drain: then the merge's own announcement queues a sweep, which
+        // waits for that call again before moving what it wrote.
+        if await drain(source: source) { settled.withLock { $0.insert(source) } }
     }
 
     /// Inside the merge's transaction: records `source` → `target` and announces it after the commit; returns the
@@ -242,12 +246,14 @@ public final class MergedUsers: Service {
     /// Calls of tracked services being served, for tests.
     public var runningCalls: Int { calls.runningCalls }
 
-    private func drain(source: RaveID) async {
-        if !(await calls.drain(timeout: configuration.drainTimeout)) {
-            logger.warning(
-                "calls that started before a merge are still running; moving the rows without them",
-                [("source", source.hex), ("timeout", "\(configuration.drainTimeout)")])
-        }
+    /// Waits for the calls that started before now; false (logged) when one outlived the drain timeout.
+    @discardableResult
+    private func drain(source: RaveID) async -> Bool {
+        if await calls.drain(timeout: configuration.drainTimeout) { return true }
+        logger.warning(
+            "calls that started before a merge are still running; moving the rows now and sweeping again later",
+            [("source", source.hex), ("timeout", "\(configuration.drainTimeout)")])
+        return false
     }
 
     // MARK: - Other replicas' merges
@@ -308,10 +314,13 @@ public final class MergedUsers: Service {
         if settled.withLock({ !$0.contains(source) }) { queue.yield((source, target)) }
     }
 
-    /// Waits for earlier calls, then runs the service's sweep until it succeeds (or the process stops).
+    /// Waits for earlier calls (a call stuck past several drain timeouts is given up on, logged), then runs the
+    /// service's sweep until it succeeds (or the process stops).
     private func sweep(_ source: RaveID, into target: RaveID) async {
         guard settled.withLock({ !$0.contains(source) }), let body = sweep.withLock({ $0 }) else { return }
-        await drain(source: source)
+        for _ in 0..<Self.sweepDrainAttempts where !stopped.isOpen {
+            if await drain(source: source) { break }
+        }
         var pause = Duration.milliseconds(50)
         while !stopped.isOpen {
             do {
@@ -353,6 +362,9 @@ public final class MergedUsers: Service {
             try? await Task.sleep(for: .milliseconds(250))
         }
     }
+
+    /// Drain timeouts a sweep waits through before moving the rows without the calls still running.
+    static let sweepDrainAttempts = 10
 
     static func parse(_ payload: String) -> (RaveID, RaveID)? {
         let parts = payload.split(separator: " ")
