@@ -52,9 +52,11 @@ struct PlayerLoad: Sendable {
             let bet = WalletV1.Bet(
                 gameId: "dice", betId: UUID().hex, wager: "0.10", currency: "SOAK", economy: .sandbox,
                 clientSeed: "soak")
-            if let result = try? await caller.wallet.placeBet(.init(bet: bet)).result {
-                bets[bet.betId] = result.status
-            } else {
+            do {
+                bets[bet.betId] = try await caller.wallet.placeBet(.init(bet: bet)).result?.status ?? .unspecified
+            } catch let error where error.code == .failedPrecondition {
+                bets[bet.betId] = .failed  // Refused for want of funds, and stored so: a replay answers the same.
+            } catch {
                 unresolvedBets.append(bet)
             }
         } else if let recipient = recipients.randomElement() {
@@ -81,8 +83,13 @@ struct PlayerLoad: Sendable {
     mutating func resolve() async throws {
         replayed += unresolvedBets.count + unresolvedGifts.count
         for bet in unresolvedBets {
-            let result = try await retrying { try await caller.wallet.placeBet(.init(bet: bet)).result }
-            bets[bet.betId] = result?.status ?? .unspecified
+            bets[bet.betId] = try await retrying {
+                do {
+                    return try await caller.wallet.placeBet(.init(bet: bet)).result?.status ?? .unspecified
+                } catch let error as RPCError where error.code == .failedPrecondition {
+                    return .failed
+                }
+            }
         }
         unresolvedBets = []
         for request in unresolvedGifts {
