@@ -168,13 +168,3 @@ extension ServiceFixture {
         try await pool.query("SELECT count(*) FROM scores WHERE user_id = $1", [user])[0].decode(Int.self, at: 0)
     }
 }
-
-/// Polls `condition` until it holds, for up to 10 s (asynchronous effects such as another instance's sweep).
-func eventually(_ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    Issue.record("the condition did not hold within 10 s")
-}

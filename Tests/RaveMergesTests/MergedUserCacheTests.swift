@@ -68,6 +68,19 @@ struct MergedUserCacheTests {
         #expect(cache.lookup(source, listening: nil, now: later) == .hit(.merged(into: target)))
     }
 
+    @Test func theFastPathServesOnlyWhatALookupWould() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        #expect(!cache.isKnownUnmerged(source, listening: 1, now: start), "nothing known yet")
+        if case .miss(let ticket) = cache.lookup(source, listening: 1, now: start) {
+            cache.store(.notMerged, for: ticket, listening: 1, now: start)
+        }
+        #expect(cache.isKnownUnmerged(source, listening: 1, now: start))
+        #expect(!cache.isKnownUnmerged(source, listening: 2, now: start), "another connection may have missed a merge")
+        #expect(!cache.isKnownUnmerged(source, listening: 1, now: start + .seconds(61)), "too old")
+        cache.learn(source: source, target: target, now: start)
+        #expect(!cache.isKnownUnmerged(source, listening: 1, now: start))
+    }
+
     @Test func aFullCacheDropsNotMergedFirst() {
         var cache = MergedUserCache(capacity: 4, maxAge: .seconds(60))
         cache.learn(source: source, target: target, now: start)

@@ -179,13 +179,3 @@ struct SlowService: RPCService {
 
 /// Opens once; the call waiting on it then returns.
 typealias Gate = ShutdownLatch
-
-/// Polls `condition` until it holds, for up to 10 s (effects that arrive asynchronously, never a sleep to wait).
-func eventually(_ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    Issue.record("the condition did not hold within 10 s")
-}
