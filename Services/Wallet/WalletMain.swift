@@ -1,4 +1,5 @@
 import Foundation
+import RaveMerges
 import RaveRPC
 import RaveRuntime
 
@@ -10,7 +11,12 @@ enum WalletMain {
             exit(await WalletBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
         }
         await RaveServiceMain.run(name: "wallet", migrations: .directory(WalletMain.migrationsDirectory)) {
-            context in WalletDependencies(pool: context.pool, laneCount: laneCount(context.environment)).services()
+            context in
+            // Merged-away players resolve to their targets; other processes' merges are announced and swept here.
+            let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
+            context.addBackgroundService(merges)
+            return WalletDependencies(pool: context.pool, laneCount: laneCount(context.environment), merges: merges)
+                .services()
         }
     }
 

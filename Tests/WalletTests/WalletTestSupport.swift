@@ -27,7 +27,8 @@ struct WalletFixture {
     /// an odds game "dice"; drops the database afterwards.
     ///
     /// `migratedUpTo` stops after that migration version, so a test can write data in an older schema and then
-    /// run the remaining migrations itself.
+    /// run the remaining migrations itself; `merged_users` is created whatever the version, since every handler
+    /// resolves ids through it.
     static func with<Result>(
         migratedUpTo lastVersion: Int64? = nil, _ body: (WalletFixture) async throws -> Result
     ) async throws -> Result {
@@ -35,8 +36,11 @@ struct WalletFixture {
             let pool = try ScratchDatabase.pool(url: url)
             defer { pool.shutdown() }
             let shipped = try Migrator(pool: pool, directory: WalletMain.migrationsDirectory).migrations
-            _ = try await Migrator(pool: pool, migrations: shipped.filter { $0.version <= lastVersion ?? .max })
-                .migrate()
+            _ = try await Migrator(
+                pool: pool,
+                migrations: shipped.filter { $0.version <= lastVersion ?? .max || $0.name == "merged_users" }
+            )
+            .migrate()
             let fixture = WalletFixture(pool: pool, dependencies: WalletDependencies(pool: pool))
             try await fixture.setUpCatalog()
             return try await body(fixture)

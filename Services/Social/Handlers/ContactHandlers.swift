@@ -8,7 +8,7 @@ extension PlayerHandlers {
     func addContactsByUsername(
         _ request: SocialV1.AddContactsByUsernameRequest, context: RequestContext
     ) async throws -> SocialV1.AddContactsByUsernameResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let range = 1...RequestLimits.maximumUsernamesPerCall
         guard range.contains(request.usernames.count) else {
             throw SocialError.invalidArgument(
@@ -40,7 +40,7 @@ extension PlayerHandlers {
     func addContactByEmail(
         _ request: SocialV1.AddContactByEmailRequest, context: RequestContext
     ) async throws -> SocialV1.AddContactByEmailResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         guard (3...254).contains(request.email.utf8.count), request.email.contains("@") else {
             throw SocialError.invalidArgument("email must be an email address")
         }
@@ -54,7 +54,7 @@ extension PlayerHandlers {
     func deleteContact(
         _ request: SocialV1.DeleteContactRequest, context: RequestContext
     ) async throws -> SocialV1.DeleteContactResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         guard (1...512).contains(request.key.utf8.count) else {
             throw SocialError.invalidArgument("key must be 1…512 bytes")
         }
@@ -67,7 +67,7 @@ extension PlayerHandlers {
     func syncContacts(
         _ request: SocialV1.SyncContactsRequest, context: RequestContext
     ) async throws -> SocialV1.SyncContactsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let thirdParty = try Self.validateSource(request.source, thirdParty: request.thirdPartySource)
         let entries = try await matchedEntries(
             source: request.source, thirdParty: thirdParty, request.contacts, player: player)
@@ -81,7 +81,7 @@ extension PlayerHandlers {
     func queryContacts(
         _ request: SocialV1.QueryContactsRequest, context: RequestContext
     ) async throws -> SocialV1.QueryContactsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let limit = try RequestLimits.pageSize(request.limit)
         let offset = try RequestLimits.offset(request.offset)
         let records = try await filtered(
@@ -102,7 +102,7 @@ extension PlayerHandlers {
     func fetchExternalContacts(
         _ request: SocialV1.FetchExternalContactsRequest, context: RequestContext
     ) async throws -> SocialV1.FetchExternalContactsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let thirdParty = try Self.validateSource(request.source, thirdParty: request.thirdPartySource)
         let entries = try await matchedEntries(
             source: request.source, thirdParty: thirdParty, request.contacts, player: player)

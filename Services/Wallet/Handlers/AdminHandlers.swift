@@ -78,7 +78,7 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
         _ request: WalletV1.GetUserWalletRequest, context: RequestContext
     ) async throws -> WalletV1.GetWalletResponse {
         _ = try context.requireAdmin()
-        let user = try WalletDependencies.userID(request.userId, field: "user_id")
+        let user = try await dependencies.playerID(request.userId, field: "user_id")
         return WalletV1.GetWalletResponse(
             balances: try await dependencies.queries.balances(user: user, game: "", on: dependencies.pool))
     }
@@ -92,7 +92,7 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
         guard let transfer, (1...128).contains(transfer.operationId.utf8.count) else {
             throw WalletError.invalidArgument("transfer with an operation_id of 1…128 bytes is required")
         }
-        let user = try WalletDependencies.userID(transfer.userId, field: "user_id")
+        let user = try await dependencies.playerID(transfer.userId, field: "user_id")
         guard transfer.economy == .real || transfer.economy == .sandbox else {
             throw WalletError.invalidArgument("economy must be ECONOMY_REAL or ECONOMY_SANDBOX")
         }
