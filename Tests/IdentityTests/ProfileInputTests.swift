@@ -135,7 +135,7 @@ import Testing
     }
 
     @Test func declaredRangesAreTheProtoComments() throws {
-        for (message, range) in RequestLimits.declared {
+        for (message, range) in RequestLimits.declaredRanges {
             let documented = try ProtoComments.range(message: message, field: range.field)
             let declared = ProtoComments.Range(
                 range.allowed.lowerBound, range.allowed.upperBound, zeroMeans: range.zeroMeans)

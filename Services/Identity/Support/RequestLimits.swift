@@ -5,7 +5,7 @@ enum RequestLimits {
     static let randomUsers = RequestRange("limit", 1...50)
 
     /// Every range above with the message whose field it checks.
-    static let declared: [(message: String, range: RequestRange)] = [
+    static let declaredRanges: [(message: String, range: RequestRange)] = [
         ("rave.identity.v1.GetRandomUsersRequest", randomUsers)
     ]
 }

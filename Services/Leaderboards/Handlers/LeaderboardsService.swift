@@ -167,14 +167,11 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
     static let nobody = RaveID(high: 0, low: 0)
 
     static func userID(of caller: Caller) throws(LeaderboardsError) -> RaveID {
-        guard let id = RaveID(caller.userID) else {
-            throw .invalidArgument("caller user id \"\(caller.userID)\" is not a Rave ID")
-        }
-        return id
+        try RequestLimits.id(caller.userID, field: "caller user id")
     }
 
     static func optionalUserID(of caller: Caller) -> RaveID? {
-        caller.userID.isEmpty ? nil : RaveID(caller.userID)
+        caller.userID.isEmpty ? nil : RaveID(wire: caller.userID)
     }
 
     /// The board, once this instance holds its lease (taking it on first use).

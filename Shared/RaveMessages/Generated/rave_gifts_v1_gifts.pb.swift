@@ -633,6 +633,7 @@ extension GiftsV1 {
     public struct ListGiftRequestsRequest: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.gifts.v1.ListGiftRequestsRequest"
 
+        /// 1…100, 0 means 25.
         public var pageSize: UInt32 = 0
 
         public var pageToken: String = ""

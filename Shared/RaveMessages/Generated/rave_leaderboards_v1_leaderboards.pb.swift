@@ -299,7 +299,7 @@ extension LeaderboardsV1 {
 
         public var leaderboardKey: String = ""
 
-        /// 1-based.
+        /// 1…2147483647, 1-based.
         public var page: Int32 = 0
 
         /// 1…200.
@@ -325,8 +325,10 @@ extension LeaderboardsV1 {
 
         public var leaderboardKey: String = ""
 
+        /// 1…2147483647, 1-based.
         public var page: Int32 = 0
 
+        /// 1…200.
         public var pageSize: Int32 = 0
 
         /// A message with every field at its default.
@@ -345,6 +347,7 @@ extension LeaderboardsV1 {
 
         public var leaderboardKey: String = ""
 
+        /// 1…200.
         public var pageSize: Int32 = 0
 
         /// A message with every field at its default.

@@ -589,6 +589,7 @@ extension PushV1 {
         /// 1…100; 0 means 20.
         public var pageSize: Int32 = 0
 
+        /// 0…100000.
         public var offset: Int32 = 0
 
         /// A message with every field at its default.

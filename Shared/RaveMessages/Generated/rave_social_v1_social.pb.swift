@@ -194,6 +194,7 @@ extension SocialV1 {
 
         public var direction: SocialV1.RequestDirection = .incoming
 
+        /// 0…100000.
         public var offset: UInt32 = 0
 
         /// 1…100; 0 means 25.
@@ -465,8 +466,10 @@ extension SocialV1 {
     public struct ListBlockedUsersRequest: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.social.v1.ListBlockedUsersRequest"
 
+        /// 0…100000.
         public var offset: UInt32 = 0
 
+        /// 1…100; 0 means 25.
         public var limit: UInt32 = 0
 
         /// A message with every field at its default.
@@ -644,8 +647,10 @@ extension SocialV1 {
 
         public var filter: SocialV1.ContactFilter = .all
 
+        /// 0…100000.
         public var offset: UInt32 = 0
 
+        /// 1…100; 0 means 25.
         public var limit: UInt32 = 0
 
         /// A message with every field at its default.
@@ -730,7 +735,7 @@ extension SocialV1 {
 
         public var scope: SocialV1.ListScope = .unspecified
 
-        /// 0 means the service default (5000).
+        /// 0…1000000; 0 means the service default (5000).
         public var maxMembers: UInt32 = 0
 
         /// A message with every field at its default.

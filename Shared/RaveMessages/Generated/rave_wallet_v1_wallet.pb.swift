@@ -139,7 +139,7 @@ extension WalletV1 {
 
         public var economy: WalletV1.Economy = .unspecified
 
-        /// 1…100, default 20.
+        /// 1…100; 0 means 20.
         public var pageSize: Int32 = 0
 
         /// From the previous page's next_page_token; empty for the first page.
@@ -301,7 +301,7 @@ extension WalletV1 {
         /// "USD", "GOLD": 2…12 upper-case letters or digits.
         public var code: String = ""
 
-        /// Digits after the decimal point, 0…8.
+        /// 0…8 digits after the decimal point.
         public var decimals: Int32 = 0
 
         /// A message with every field at its default.
