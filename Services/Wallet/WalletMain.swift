@@ -1,6 +1,7 @@
 import Foundation
 import RaveRPC
 import RaveRuntime
+import RaveTransport
 
 /// The wallet service's entry point: balances, the double-entry ledger and bets.
 @main
@@ -10,8 +11,27 @@ enum WalletMain {
             exit(await WalletBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
         }
         await RaveServiceMain.run(name: "wallet", migrations: .directory(WalletMain.migrationsDirectory)) {
-            context in WalletDependencies(pool: context.pool, laneCount: laneCount(context.environment)).services()
+            context in try services(context: context)
         }
+    }
+
+    /// The RPC services, with a client of identity presenting the wallet's own certificate (operator transfers
+    /// ask it whether their user exists).
+    static func services(context: ServiceContext) throws -> [any RPCService] {
+        let configuration = try WalletConfiguration(environment: context.environment)
+        context.logger.info("wallet settings", configuration.settings)
+        let tls = try TLSContext(
+            .client(
+                trustRootsPath: context.configuration.tlsCertificateAuthorityPath,
+                certificateChainPath: context.configuration.tlsCertificatePath,
+                privateKeyPath: context.configuration.tlsPrivateKeyPath))
+        let identity = RPCClient(
+            host: configuration.identityAddress.host, port: configuration.identityAddress.port, tls: tls,
+            group: context.group, logger: context.logger.with("peer", "identity"))
+        return WalletDependencies(
+            pool: context.pool, users: IdentityUserDirectory(identity: identity),
+            laneCount: laneCount(context.environment)
+        ).services()
     }
 
     /// Group-commit lanes (`RAVE_WALLET_LANES`, default 4): rounds that commit at once, each on its own connection.

@@ -1,6 +1,7 @@
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveServices
 
 /// Everything the handlers share: the pool, the stores and the group committer.
@@ -11,9 +12,12 @@ struct WalletDependencies: Sendable {
     let bets: BetStore
     let queries: QueryStore
     let committer: GroupCommitter
+    /// Identity's answer to "does this user exist?", asked before an operator moves money.
+    let users: any UserDirectory
 
-    init(pool: PostgresPool, laneCount: Int = 4) {
+    init(pool: PostgresPool, users: any UserDirectory, laneCount: Int = 4) {
         self.pool = pool
+        self.users = users
         catalog = CatalogStore()
         ledger = LedgerStore()
         bets = BetStore()
@@ -30,9 +34,10 @@ struct WalletDependencies: Sendable {
         ]
     }
 
+    /// An id on the wire: 32 lowercase hex digits, as every service reads them; another spelling is refused.
     static func userID(_ text: String, field: String) throws(WalletError) -> RaveID {
-        guard text.utf8.count == 32, let id = RaveID(text) else {
-            throw .invalidArgument("\(field) must be 32 lowercase hex digits, got \"\(text)\"")
+        guard let id = RaveID(wire: text) else {
+            throw .invalidArgument(RequestChecks.raveIDProblem(field: field, text: text))
         }
         return id
     }
