@@ -85,7 +85,9 @@ let package = Package(
 
         // Helpers shared by the test targets (not shipped).
         .target(
-            name: "RaveTestSupport", dependencies: ["RavePostgres", "RaveTransport"], path: "Tests/RaveTestSupport"),
+            name: "RaveTestSupport",
+            dependencies: ["RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
+            path: "Tests/RaveTestSupport"),
 
         // MARK: - Executables
         .executableTarget(name: "RaveProtoGen", path: "Shared/RaveProtoGen"),

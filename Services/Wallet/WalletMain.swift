@@ -1,7 +1,6 @@
 import Foundation
 import RaveRPC
 import RaveRuntime
-import RaveTransport
 
 /// The wallet service's entry point: balances, the double-entry ledger and bets.
 @main
@@ -20,14 +19,7 @@ enum WalletMain {
     static func services(context: ServiceContext) throws -> [any RPCService] {
         let configuration = try WalletConfiguration(environment: context.environment)
         context.logger.info("wallet settings", configuration.settings)
-        let tls = try TLSContext(
-            .client(
-                trustRootsPath: context.configuration.tlsCertificateAuthorityPath,
-                certificateChainPath: context.configuration.tlsCertificatePath,
-                privateKeyPath: context.configuration.tlsPrivateKeyPath))
-        let identity = RPCClient(
-            host: configuration.identityAddress.host, port: configuration.identityAddress.port, tls: tls,
-            group: context.group, logger: context.logger.with("peer", "identity"))
+        let identity = try context.peerClient(at: configuration.identityAddress, peer: "identity")
         return WalletDependencies(
             pool: context.pool, users: IdentityUserDirectory(identity: identity),
             laneCount: laneCount(context.environment)

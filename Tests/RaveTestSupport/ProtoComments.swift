@@ -1,4 +1,5 @@
 import Foundation
+import RaveRuntime
 
 /// Reads the documented range of a numeric field from the comment above it in `Proto/`.
 ///
@@ -20,6 +21,21 @@ public enum ProtoComments {
         public var description: String {
             "\(lowerBound)…\(upperBound)" + (zeroMeans.map { "; 0 means \($0)" } ?? "")
         }
+    }
+
+    /// Each declared range that is not what its field's proto comment says, described; empty when all agree.
+    public static func disagreements(with declared: [(message: String, range: RequestRange)]) throws -> [String] {
+        var disagreements: [String] = []
+        for (message, range) in declared {
+            let expected = Range(range.allowed.lowerBound, range.allowed.upperBound, zeroMeans: range.zeroMeans)
+            let documented = try Self.range(message: message, field: range.field)
+            if documented != expected {
+                disagreements.append(
+                    "\(message).\(range.field): declared \(expected), documented \(documented.map(\.description) ?? "nothing")"
+                )
+            }
+        }
+        return disagreements
     }
 
     /// The checkout's `Proto/` directory, found from this file's path.

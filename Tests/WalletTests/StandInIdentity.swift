@@ -1,10 +1,8 @@
-import Foundation
 import RaveMessages
 import RavePostgres
 import RaveRPC
 import RaveServices
-import RaveTelemetry
-import RaveTransport
+import RaveTestSupport
 import Synchronization
 
 @testable import Wallet
@@ -51,13 +49,10 @@ final class StandInIdentity: RPCService {
     }
 }
 
-/// A `StandInIdentity` behind a real mTLS server on 127.0.0.1, and an mTLS client presenting the wallet's
-/// certificate, as production wires them.
+/// A `StandInIdentity` behind a real mTLS server, reached by a client presenting the wallet's certificate.
 final class IdentityPeer: Sendable {
     let identity = StandInIdentity()
-    let client: RPCClient
-    let certificates: String
-    private let server: RPCServer
+    private let peers: StandInPeers
 
     /// One for the in-process tests of the whole run: its users are random ids, so tests never meet.
     static let shared: IdentityPeer = {
@@ -71,36 +66,18 @@ final class IdentityPeer: Sendable {
     /// `certificates` is a directory that already holds a CA and "wallet" and "identity" certificates (shared with
     /// a wallet runtime or process); without it the peer writes its own.
     init(certificates: String? = nil) throws {
-        let directory =
-            certificates
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent("rave-wallet-identity-\(UUID())").path
-        if certificates == nil { try DevelopmentCertificates.write(to: directory, services: ["wallet", "identity"]) }
-        self.certificates = directory
-        server = RPCServer(
-            services: [identity],
-            tls: try TLSContext(
-                .server(
-                    certificateChainPath: "\(directory)/identity.pem", privateKeyPath: "\(directory)/identity-key.pem",
-                    trustRootsPath: "\(directory)/ca.pem", requireClientCertificate: true)),
-            group: WalletFixture.group, logger: Logger(label: "identity-stand-in", level: .critical))
-        try server.start()
-        client = RPCClient(
-            host: "127.0.0.1", port: server.localPort,
-            tls: try TLSContext(
-                .client(
-                    trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/wallet.pem",
-                    privateKeyPath: "\(directory)/wallet-key.pem")),
-            group: WalletFixture.group, logger: Logger(label: "identity-stand-in.client", level: .critical))
+        peers = try StandInPeers(
+            [identity], serverName: "identity", clientName: "wallet", certificates: certificates,
+            group: WalletFixture.group)
     }
 
-    /// What a wallet process or runtime sets to reach this peer.
-    var address: String { "127.0.0.1:\(server.localPort)" }
+    var certificates: String { peers.certificates }
+
+    /// What a wallet process or runtime sets as `RAVE_WALLET_IDENTITY_ADDRESS`.
+    var address: String { peers.address }
 
     /// The production directory, reaching the stand-in over mTLS.
-    var directory: IdentityUserDirectory { IdentityUserDirectory(identity: client) }
+    var directory: IdentityUserDirectory { IdentityUserDirectory(identity: peers.client) }
 
-    func shutdown() async {
-        client.close()
-        await server.shutdown()
-    }
+    func shutdown() async { await peers.shutdown() }
 }
