@@ -21,63 +21,120 @@ public enum ProtoStringFields {
 
     /// The dotted path ("items.name") of the first string field in `bytes` holding a NUL byte, if any.
     ///
-    /// Fails when the bytes are not a well-formed encoding.
+    /// Fails when the walk meets malformed bytes. Bytes without any zero byte cannot hold a NUL and are not walked
+    /// (most requests: proto3 leaves zeros out, and no tag or minimal varint ends in one), so pass bytes
+    /// protobuf-c has accepted.
     public static func firstFieldHoldingNUL(
         in bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
     ) -> Result<String?, ProtoDecodingError> {
-        var found: String?
-        var path: [UnsafePointer<ProtobufCFieldDescriptor>] = []
-        let walked = walk(bytes, 0..<bytes.count, descriptor: descriptor, path: &path, depth: 0) { range, path in
-            guard memchr(bytes.baseAddress! + range.lowerBound, 0, range.count) != nil else { return true }
-            found = path.map { String(cString: $0.pointee.name) }.joined(separator: ".")
-            return false
-        }
-        guard walked else {
+        guard let base = bytes.baseAddress, memchr(base, 0, bytes.count) != nil else { return .success(nil) }
+        var finder = NULFinder(bytes: bytes)
+        guard walk(bytes, 0..<bytes.count, descriptor: descriptor, depth: 0, visitor: &finder) else {
             let name = String(cString: descriptor.pointee.name)
             return .failure(
                 ProtoDecodingError(messageName: name, reason: "\(bytes.count) bytes are not a valid encoding"))
         }
-        return .success(found)
+        guard finder.found else { return .success(nil) }
+        // Rare, so the field's path is found by a second walk that keeps track of it.
+        var named = NULFinder(bytes: bytes, namesThePath: true)
+        _ = walk(bytes, 0..<bytes.count, descriptor: descriptor, depth: 0, visitor: &named)
+        return .success(named.path.map { String(cString: $0.pointee.name) }.joined(separator: "."))
     }
 
     /// Turns every `nulStandIn` inside a string field of `bytes` back into U+0000.
     public static func restoreNULs(in bytes: inout [UInt8], descriptor: UnsafePointer<ProtobufCMessageDescriptor>) {
-        var path: [UnsafePointer<ProtobufCFieldDescriptor>] = []
         bytes.withUnsafeMutableBytes { buffer in
-            let whole = 0..<buffer.count
-            _ = walk(UnsafeRawBufferPointer(buffer), whole, descriptor: descriptor, path: &path, depth: 0) { range, _ in
-                for index in range where buffer[index] == nulStandIn { buffer[index] = 0 }
-                return true
-            }
+            var restorer = NULRestorer(bytes: buffer)
+            _ = walk(
+                UnsafeRawBufferPointer(buffer), 0..<buffer.count, descriptor: descriptor, depth: 0, visitor: &restorer)
         }
     }
 
     // MARK: - The walk
 
-    /// Calls `visit` with the range of each string field's content and the fields leading to it.
+    /// What a walk does at each string field, and when it enters and leaves a nested message.
     ///
-    /// The path lists the outermost field first; `visit` returns false to stop. Returns false when the bytes are
-    /// malformed, true otherwise (stopped or not).
-    private static func walk(
+    /// A generic parameter rather than a closure: every decode of a message with strings walks its bytes, and a
+    /// specialized walk calls no closure and allocates nothing.
+    private protocol Visitor {
+        /// Returns false to stop the walk.
+        mutating func visitString(_ content: Range<Int>, field: UnsafePointer<ProtobufCFieldDescriptor>) -> Bool
+        mutating func enter(_ field: UnsafePointer<ProtobufCFieldDescriptor>)
+        mutating func leave()
+    }
+
+    /// Stops at the first string holding a NUL; with `namesThePath`, `path` then lists the fields leading to it.
+    private struct NULFinder: Visitor {
+        let bytes: UnsafeRawBufferPointer
+        var namesThePath = false
+        var found = false
+        var path: [UnsafePointer<ProtobufCFieldDescriptor>] = []
+
+        mutating func visitString(_ content: Range<Int>, field: UnsafePointer<ProtobufCFieldDescriptor>) -> Bool {
+            guard memchr(bytes.baseAddress! + content.lowerBound, 0, content.count) != nil else { return true }
+            found = true
+            if namesThePath { path.append(field) }
+            return false
+        }
+
+        mutating func enter(_ field: UnsafePointer<ProtobufCFieldDescriptor>) {
+            if namesThePath { path.append(field) }
+        }
+
+        mutating func leave() {
+            if namesThePath { path.removeLast() }
+        }
+    }
+
+    /// Puts NULs back where the arena stood in for them.
+    private struct NULRestorer: Visitor {
+        let bytes: UnsafeMutableRawBufferPointer
+
+        mutating func visitString(_ content: Range<Int>, field: UnsafePointer<ProtobufCFieldDescriptor>) -> Bool {
+            for index in content where bytes[index] == nulStandIn { bytes[index] = 0 }
+            return true
+        }
+
+        mutating func enter(_ field: UnsafePointer<ProtobufCFieldDescriptor>) {}
+        mutating func leave() {}
+    }
+
+    /// Shows `visitor` each string field's content in `range`, nested messages included.
+    ///
+    /// Returns false when the bytes are malformed, true otherwise (stopped by the visitor or not); after a stop,
+    /// `leave` is not called for the messages still open.
+    private static func walk<V: Visitor>(
         _ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
-        path: inout [UnsafePointer<ProtobufCFieldDescriptor>], depth: Int,
-        visit: (Range<Int>, [UnsafePointer<ProtobufCFieldDescriptor>]) -> Bool
+        depth: Int, visitor: inout V
     ) -> Bool {
-        guard depth < maximumDepth else { return false }
+        walkFields(bytes, range, descriptor: descriptor, depth: depth, visitor: &visitor) != .malformed
+    }
+
+    private enum Outcome {
+        case finished
+        case stopped
+        case malformed
+    }
+
+    private static func walkFields<V: Visitor>(
+        _ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        depth: Int, visitor: inout V
+    ) -> Outcome {
+        guard depth < maximumDepth else { return .malformed }
         var index = range.lowerBound
         while index < range.upperBound {
-            guard let tag = readVarint(bytes, &index, end: range.upperBound) else { return false }
+            guard let tag = readVarint(bytes, &index, end: range.upperBound) else { return .malformed }
             switch tag & 7 {
             case 0:
-                guard readVarint(bytes, &index, end: range.upperBound) != nil else { return false }
+                guard readVarint(bytes, &index, end: range.upperBound) != nil else { return .malformed }
             case 1, 5:
                 let size = tag & 7 == 1 ? 8 : 4
-                guard range.upperBound - index >= size else { return false }
+                guard range.upperBound - index >= size else { return .malformed }
                 index += size
             case 2:
                 guard let length = readVarint(bytes, &index, end: range.upperBound),
                     length <= UInt64(range.upperBound - index)
-                else { return false }
+                else { return .malformed }
                 let content = index..<index + Int(length)
                 index = content.upperBound
                 guard tag >> 3 <= UInt64(UInt32.max),
@@ -85,29 +142,21 @@ public enum ProtoStringFields {
                 else { continue }
                 switch field.pointee.type {
                 case PROTOBUF_C_TYPE_STRING:
-                    path.append(field)
-                    defer { path.removeLast() }
-                    if !visit(content, path) { return true }
+                    if !visitor.visitString(content, field: field) { return .stopped }
                 case PROTOBUF_C_TYPE_MESSAGE:
                     let nested = field.pointee.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
-                    path.append(field)
-                    defer { path.removeLast() }
-                    var stopped = false
-                    let walked = walk(bytes, content, descriptor: nested, path: &path, depth: depth + 1) {
-                        range, path in
-                        stopped = !visit(range, path)
-                        return !stopped
-                    }
-                    if !walked { return false }
-                    if stopped { return true }
+                    visitor.enter(field)
+                    let outcome = walkFields(bytes, content, descriptor: nested, depth: depth + 1, visitor: &visitor)
+                    if outcome != .finished { return outcome }
+                    visitor.leave()
                 default:
                     continue
                 }
             default:
-                return false  // groups (3, 4) and the unused wire types 6 and 7
+                return .malformed  // groups (3, 4) and the unused wire types 6 and 7
             }
         }
-        return true
+        return .finished
     }
 
     private static func readVarint(_ bytes: UnsafeRawBufferPointer, _ index: inout Int, end: Int) -> UInt64? {

@@ -89,7 +89,7 @@ struct WalletService: WalletV1.WalletHandler {
                 units.append([index])
             }
         }
-        let callerID = RaveID(caller.userID)
+        let callerID = RaveID(wire: caller.userID)
         var results = [WalletV1.BetResult](repeating: WalletV1.BetResult(), count: request.bets.count)
         // Prepared in order in this task (the catalog is cached, so this rarely waits), then every unit whose input
         // holds goes to the committer in one call: a task and a suspension per unit cost more than the bet's math.
