@@ -94,7 +94,10 @@ let package = Package(
 
         // Helpers shared by the test targets (not shipped).
         .target(
-            name: "RaveTestSupport", dependencies: ["RavePostgres", "RaveRPC", "RaveTransport", "RaveCrypto"],
+            name: "RaveTestSupport",
+            dependencies: [
+                "RavePostgres", "RaveRPC", "RaveRuntime", "RaveServices", "RaveTelemetry", "RaveTransport", "RaveCrypto",
+            ],
             path: "Tests/RaveTestSupport"),
 
         // MARK: - Executables

@@ -168,15 +168,12 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
 
     /// The caller's player: the account its token's user is now (a merged-away id resolves to its target).
     func playerID(of caller: Caller) async throws -> RaveID {
-        guard let id = RaveID(caller.userID) else {
-            throw LeaderboardsError.invalidArgument("caller user id \"\(caller.userID)\" is not a Rave ID")
-        }
-        return try await engine.merges.resolve(id)
+        try await engine.merges.resolve(try RequestLimits.id(caller.userID, field: "caller user id"))
     }
 
     /// `playerID(of:)` for callers that may have no user (a guest reading a board).
     func optionalPlayerID(of caller: Caller) async throws -> RaveID? {
-        guard !caller.userID.isEmpty, let id = RaveID(caller.userID) else { return nil }
+        guard !caller.userID.isEmpty, let id = RaveID(wire: caller.userID) else { return nil }
         return try await engine.merges.resolve(id)
     }
 

@@ -29,9 +29,8 @@ final class MergeService: MergeV1.MergeParticipantHandler {
         _ request: MergeV1.MergeUsersRequest, context: RequestContext
     ) async throws -> MergeV1.MergeUsersResponse {
         guard !request.mergeId.isEmpty else { throw LeaderboardsError.invalidArgument("merge_id is required") }
-        guard let source = RaveID(request.sourceUserId), let target = RaveID(request.targetUserId) else {
-            throw LeaderboardsError.invalidArgument("source_user_id and target_user_id must be Rave IDs")
-        }
+        let source = try RequestLimits.id(request.sourceUserId, field: "source_user_id")
+        let target = try RequestLimits.id(request.targetUserId, field: "target_user_id")
         guard source != target else { throw LeaderboardsError.invalidArgument("cannot merge a user into itself") }
         await engine.merges.redirect(source: source, target: target)
         guard

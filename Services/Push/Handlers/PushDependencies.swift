@@ -3,6 +3,7 @@ import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveTelemetry
 
 /// Everything the handlers share: the pool, the stores, the clock and the hook that wakes delivery workers.
@@ -44,11 +45,10 @@ struct PushDependencies: Sendable {
         try await merges.resolve(Self.raveID(text, field: field))
     }
 
+    /// An id on the wire: 32 lowercase hex digits, as every service reads them; another spelling is refused.
     static func raveID(_ text: String, field: String) throws(PushError) -> RaveID {
-        guard text.utf8.count == 32, text.utf8.allSatisfy({ !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
-            let id = RaveID(text)
-        else {
-            throw .invalidArgument("\(field) must be 32 lowercase hex digits, got \"\(text)\"")
+        guard let id = RaveID(wire: text) else {
+            throw .invalidArgument(RequestChecks.raveIDProblem(field: field, text: text))
         }
         return id
     }

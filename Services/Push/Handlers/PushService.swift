@@ -8,9 +8,6 @@ import RaveServices
 struct PushService: PushV1.PushHandler {
     let dependencies: PushDependencies
 
-    static let defaultPageSize = 20
-    static let maximumPageSize = 100
-
     func registerToken(
         _ request: PushV1.RegisterTokenRequest, context: RequestContext
     ) async throws -> PushV1.RegisterTokenResponse {
@@ -62,13 +59,10 @@ struct PushService: PushV1.PushHandler {
         _ request: PushV1.ListInboxRequest, context: RequestContext
     ) async throws -> PushV1.ListInboxResponse {
         let (caller, user) = try await player(context)
-        let size = request.pageSize == 0 ? Self.defaultPageSize : Int(request.pageSize)
-        guard (1...Self.maximumPageSize).contains(size) else {
-            throw PushError.invalidArgument("page_size must be 1…\(Self.maximumPageSize), got \(request.pageSize)")
-        }
-        guard request.offset >= 0 else { throw PushError.invalidArgument("offset must not be negative") }
+        let size = try RequestLimits.inboxPageSizes.check(request.pageSize, orThrow: PushError.invalidArgument)
+        let offset = try RequestLimits.inboxOffsets.check(request.offset, orThrow: PushError.invalidArgument)
         return try await dependencies.inbox.page(
-            user: user, app: caller.appID, size: size, offset: Int(request.offset), on: dependencies.pool)
+            user: user, app: caller.appID, size: size, offset: offset, on: dependencies.pool)
     }
 
     func markRead(_ request: PushV1.MarkReadRequest, context: RequestContext) async throws -> PushV1.MarkReadResponse {

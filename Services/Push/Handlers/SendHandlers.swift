@@ -21,7 +21,7 @@ struct NotificationSender: Sendable {
     func send(
         _ request: PushV1.SendNotificationRequest, in transaction: PostgresTransaction?
     ) async throws -> PushV1.SendNotificationResponse {
-        guard !request.appId.isEmpty else { throw PushError.invalidArgument("app_id is required") }
+        _ = try PushDependencies.raveID(request.appId, field: "app_id")
         guard (1...Self.maximumRecipients).contains(request.userIds.count) else {
             throw PushError.invalidArgument(
                 "user_ids must hold 1…\(Self.maximumRecipients) users, got \(request.userIds.count)")

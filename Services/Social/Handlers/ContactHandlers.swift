@@ -1,6 +1,7 @@
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 
 /// Contacts: players a user knows, from Rave itself, the phonebook, or a social network, matched to Rave users
 /// through identity when possible.
@@ -44,7 +45,8 @@ extension PlayerHandlers {
         guard (3...254).contains(request.email.utf8.count), request.email.contains("@") else {
             throw SocialError.invalidArgument("email must be an email address")
         }
-        let external = SocialV1.ExternalContact(externalId: request.email, displayName: request.displayName)
+        let name = try RequestLimits.contactName.check(request.displayName, field: "display_name")
+        let external = SocialV1.ExternalContact(externalId: request.email, displayName: name)
         guard let entry = try await matchedEntries(source: .phonebook, thirdParty: "", [external], player: player).first
         else { throw SocialError.invalidArgument("email is the caller's own") }
         try await service.contacts.add([entry], owner: player.userID)
@@ -128,10 +130,12 @@ extension PlayerHandlers {
                 "contacts must hold at most \(RequestLimits.maximumContactsPerSync), got \(contacts.count)")
         }
         var identifiers: [ExternalIdentifier?] = []
-        for contact in contacts {
-            guard (1...256).contains(contact.externalId.utf8.count), contact.displayName.utf8.count <= 256,
-                contact.pictureUrl.utf8.count <= 2048
-            else { throw SocialError.invalidArgument("every contact needs an external_id of 1…256 bytes") }
+        for (index, contact) in contacts.enumerated() {
+            guard (1...256).contains(contact.externalId.utf8.count), contact.pictureUrl.utf8.count <= 2048 else {
+                throw SocialError.invalidArgument(
+                    "every contact needs an external_id of 1…256 bytes and a picture_url of at most 2048")
+            }
+            try RequestLimits.contactName.check(contact.displayName, field: "contacts[\(index)].display_name")
             identifiers.append(Self.identifier(source: source, externalID: contact.externalId))
         }
         let matches = try await service.directory.match(Array(Set(identifiers.compactMap { $0 })))

@@ -32,10 +32,7 @@ extension WalletService {
         _ request: WalletV1.ListTransactionsRequest, context: RequestContext
     ) async throws -> WalletV1.ListTransactionsResponse {
         let user = try await dependencies.playerID(of: try context.requireUser())
-        let size = request.pageSize == 0 ? 20 : Int(request.pageSize)
-        guard (1...100).contains(size) else {
-            throw WalletError.invalidArgument("page_size must be 1…100, got \(size)")
-        }
+        let size = try RequestLimits.transactionPageSizes.check(request.pageSize, orThrow: WalletError.invalidArgument)
         var before = Int64.max
         if !request.pageToken.isEmpty {
             guard let token = Int64(request.pageToken), token > 0 else {

@@ -2,6 +2,7 @@ import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveServices
 import RaveTelemetry
 
@@ -15,11 +16,14 @@ struct WalletDependencies: Sendable {
     let committer: GroupCommitter
     /// Merged-away players and their targets: every caller and player id is resolved through it.
     let merges: MergedUsers
+    /// Identity's answer to "does this user exist?", asked before an operator moves money.
+    let users: any UserDirectory
 
     /// `merges` defaults to one that listens to nothing (tools and tests), which resolves every id from the
     /// database.
-    init(pool: PostgresPool, laneCount: Int = 4, merges: MergedUsers? = nil) {
+    init(pool: PostgresPool, users: any UserDirectory, laneCount: Int = 4, merges: MergedUsers? = nil) {
         self.pool = pool
+        self.users = users
         self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: Logger(label: "wallet"))
         catalog = CatalogStore()
         ledger = LedgerStore()
@@ -48,9 +52,10 @@ struct WalletDependencies: Sendable {
         try await merges.resolve(Self.userID(text, field: field))
     }
 
+    /// An id on the wire: 32 lowercase hex digits, as every service reads them; another spelling is refused.
     static func userID(_ text: String, field: String) throws(WalletError) -> RaveID {
-        guard text.utf8.count == 32, let id = RaveID(text) else {
-            throw .invalidArgument("\(field) must be 32 lowercase hex digits, got \"\(text)\"")
+        guard let id = RaveID(wire: text) else {
+            throw .invalidArgument(RequestChecks.raveIDProblem(field: field, text: text))
         }
         return id
     }
