@@ -96,7 +96,8 @@ let package = Package(
         .target(
             name: "RaveTestSupport",
             dependencies: [
-                "RavePostgres", "RaveRPC", "RaveRuntime", "RaveServices", "RaveTelemetry", "RaveTransport", "RaveCrypto",
+                "RavePostgres", "RaveRPC", "RaveRuntime", "RaveServices", "RaveTelemetry", "RaveTransport",
+                "RaveCrypto",
             ],
             path: "Tests/RaveTestSupport"),
 
