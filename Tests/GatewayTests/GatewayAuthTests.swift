@@ -41,6 +41,43 @@ struct GatewayAuthTests {
         try await harness.stop()
     }
 
+    /// A merge on identity's feed evicts the cached resolution at once: the cache's lifetime (30 s by default)
+    /// no longer decides when an old token acts as the target.
+    @Test func aMergeOnTheFeedEvictsTheCachedResolution() async throws {
+        let harness = try await GatewayHarness.start(["RAVE_GATEWAY_REVOCATION_POLL": "50ms"])
+        let connection = try await harness.connect()
+        let token = try harness.token(for: "guest-b")
+        func seen() async throws -> String {
+            let response = try await connection.call(
+                method: "rave.echo.v1.Echo/Echo", request: Self.whoami, options: bearer(token))
+            return String(decoding: try EchoV1.EchoResponse(protobufBytes: response).payload, as: UTF8.self)
+        }
+        #expect(try await seen().hasPrefix("guest-b|"))
+        // Resolved and cached as itself; resolving again would now say "bob", but the cache still answers.
+        harness.identity.merges.withLock { $0["guest-b"] = "bob" }
+        #expect(try await seen().hasPrefix("guest-b|"))
+        // Identity announces the merge: within a poll the token acts as the target.
+        harness.identity.merge("guest-b", into: "bob")
+        try await within(.seconds(1), "the merged user's token acts as the target") {
+            try await seen().hasPrefix("bob|")
+        }
+        // A user merged into bob earlier (cached as bob) follows bob to the end of the chain when bob moves on:
+        // identity repoints the chain in the merge's transaction and announces only bob.
+        let earlier = try harness.token(for: "guest-a")
+        func seenEarlier() async throws -> String {
+            let response = try await connection.call(
+                method: "rave.echo.v1.Echo/Echo", request: Self.whoami, options: bearer(earlier))
+            return String(decoding: try EchoV1.EchoResponse(protobufBytes: response).payload, as: UTF8.self)
+        }
+        harness.identity.merges.withLock { $0["guest-a"] = "bob" }
+        #expect(try await seenEarlier().hasPrefix("bob|"))
+        harness.identity.merges.withLock { $0["guest-a"] = "carol" }
+        harness.identity.merge("bob", into: "carol")
+        try await within(.seconds(1), "a chain resolves to its end") { try await seenEarlier().hasPrefix("carol|") }
+        connection.close()
+        try await harness.stop()
+    }
+
     @Test func badTokensAreUnauthenticated() async throws {
         let harness = try await GatewayHarness.start()
         let connection = try await harness.connect()

@@ -155,15 +155,21 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     let merges = Mutex<[String: String]>([:])
     let signingKeyCalls = Atomic<Int>(0)
     let resolveCalls = Atomic<Int>(0)
-    /// Ended sessions in the order they ended, with when their tokens expire (Unix ms; nil: 16 minutes from the
-    /// read): the feed's cursor is a position in this list.
-    let revokedSessions = Mutex<[(session: String, expiresAt: Int64?)]>([])
+    /// The feed: ended sessions in the order they ended, with when their tokens expire (Unix ms; nil: 16 minutes
+    /// from the read), and users merged away (`mergedUser` non-empty); the cursor is a position in this list.
+    let revokedSessions = Mutex<[(session: String, expiresAt: Int64?, mergedUser: String)]>([])
     /// While set, ListRevocations fails as an unreachable identity would.
     let revocationFeedDown = Atomic<Bool>(false)
 
     /// Ends `sessionID`, as a logout would; `expiresAt` (Unix ms) says when its last token expires.
     func revoke(_ sessionID: String, expiresAt: Int64? = nil) {
-        revokedSessions.withLock { $0.append((sessionID, expiresAt)) }
+        revokedSessions.withLock { $0.append((sessionID, expiresAt, "")) }
+    }
+
+    /// Merges `user` into `target`, as identity's saga records it: resolution changes and the feed says so.
+    func merge(_ user: String, into target: String) {
+        merges.withLock { $0[user] = target }
+        revokedSessions.withLock { $0.append(("", nil, user)) }
     }
 
     init(keys: [SigningKeySet.Key]) {
@@ -214,7 +220,8 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
         let expiry = Int64(Date().timeIntervalSince1970 * 1000) + 960_000
         return IdentityV1.ListRevocationsResponse(
             revocations: page.map {
-                IdentityV1.Revocation(sessionId: $0.session, expiresAtUnixMs: $0.expiresAt ?? expiry)
+                IdentityV1.Revocation(
+                    sessionId: $0.session, expiresAtUnixMs: $0.expiresAt ?? expiry, mergedUserId: $0.mergedUser)
             },
             cursor: UInt64(start + page.count), more: start + page.count < all.count)
     }

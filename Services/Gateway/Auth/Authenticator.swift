@@ -37,6 +37,16 @@ final class Authenticator: Sendable {
         self.logger = logger
         self.tokens = Mutex(LeastRecentlyUsed(capacity: tokenCacheCapacity))
         self.canonicalUsers = Mutex(LeastRecentlyUsed(capacity: tokenCacheCapacity))
+        revocations.observeMerges { [weak self] users in self?.forgetResolutions(of: users) }
+    }
+
+    /// Forgets the cached resolutions of `users` (merged away) and of users resolved to them (merged into them
+    /// earlier): the next call asks identity, which names the final target. The cache is only an optimisation:
+    /// services resolve merged ids themselves.
+    func forgetResolutions(of users: Set<String>) {
+        canonicalUsers.withLock { cache in
+            cache.removeAll { user, resolved in users.contains(user) || users.contains(resolved.userID) }
+        }
     }
 
     /// The caller a bearer credential stands for, or UNAUTHENTICATED.

@@ -55,6 +55,12 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         linkAtFront(index)
     }
 
+    /// Forgets every entry `shouldRemove` accepts (a walk of the whole map: for rare events, not per call).
+    mutating func removeAll(where shouldRemove: (Key, Value) -> Bool) {
+        let doomed = indices.compactMap { key, index in shouldRemove(key, nodes[index].value) ? key : nil }
+        for key in doomed { remove(key) }
+    }
+
     /// Forgets `key` (its node stays allocated and is reused by the next insertion once it is the oldest).
     mutating func remove(_ key: Key) {
         guard let index = indices.removeValue(forKey: key) else { return }

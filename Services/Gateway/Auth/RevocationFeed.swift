@@ -49,6 +49,8 @@ final class RevocationFeed: Service {
     }
 
     private let state = Mutex(State())
+    /// Told the users each poll found merged away (`observeMerges`).
+    private let mergeObservers = Mutex<[@Sendable (Set<String>) -> Void]>([])
 
     /// Entries are pruned at most this often (a walk of the whole set).
     private static let pruneInterval: UInt64 = 5_000_000_000
@@ -78,6 +80,12 @@ final class RevocationFeed: Service {
     /// Sessions in the set now.
     var count: Int { state.withLock { $0.denied.count } }
 
+    /// Calls `observer` with the users merged away, as each poll finds them (the authenticator forgets its cached
+    /// resolutions of them, so their tokens act as the merge target at once).
+    func observeMerges(_ observer: @escaping @Sendable (Set<String>) -> Void) {
+        mergeObservers.withLock { $0.append(observer) }
+    }
+
     /// Reads everything new in the feed; true when the whole backlog was read.
     @discardableResult
     func poll() async -> Bool {
@@ -88,11 +96,19 @@ final class RevocationFeed: Service {
                 let response = try await identity.listRevocations(
                     IdentityV1.ListRevocationsRequest(afterCursor: cursor, limit: Self.pageSize),
                     options: CallOptions(timeout: .seconds(2)))
+                var merged: Set<String> = []
                 state.withLock { state in
                     for revocation in response.revocations {
-                        state.denied[revocation.sessionId] = revocation.expiresAtUnixMs
+                        if !revocation.mergedUserId.isEmpty {
+                            merged.insert(revocation.mergedUserId)
+                        } else {
+                            state.denied[revocation.sessionId] = revocation.expiresAtUnixMs
+                        }
                     }
                     state.cursor = response.cursor
+                }
+                if !merged.isEmpty {
+                    for observer in mergeObservers.withLock({ $0 }) { observer(merged) }
                 }
                 cursor = response.cursor
                 if !response.more { break }

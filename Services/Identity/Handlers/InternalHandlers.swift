@@ -94,8 +94,9 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
         return IdentityV1.ListRevocationsResponse(
             revocations: page.map { revocation in
                 IdentityV1.Revocation(
-                    sessionId: revocation.sessionID.hex,
-                    expiresAtUnixMs: revocation.revokedAt.addingTimeInterval(TimeInterval(horizon)).unixMilliseconds)
+                    sessionId: revocation.sessionID?.hex ?? "",
+                    expiresAtUnixMs: revocation.revokedAt.addingTimeInterval(TimeInterval(horizon)).unixMilliseconds,
+                    mergedUserId: revocation.mergedUserID?.hex ?? "")
             },
             cursor: page.last?.cursor ?? request.afterCursor, more: found.count > limit)
     }

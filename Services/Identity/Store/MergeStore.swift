@@ -233,6 +233,14 @@ struct MergeStore: Sendable {
                 updated_at = now()
             WHERE id = $1
             """)
+    /// Puts the merged-away user on the revocation feed, numbered from its counter (whose row lock, held until
+    /// commit, keeps the feed in commit order): every gateway forgets its cached resolutions of the user.
+    static let insertMergeNotice = PostgresStatement(
+        name: "identity_merge_insert_notice",
+        sql: """
+            WITH numbered AS (UPDATE revocation_counter SET last = last + 1 RETURNING last)
+            INSERT INTO merge_notices (seq, user_id) SELECT last, $1 FROM numbered
+            """)
     static let insertMergedIdentity = PostgresStatement(
         name: "identity_merge_insert_identity",
         sql: "INSERT INTO merged_identities (source_user_id, target_user_id, merge_id) VALUES ($1, $2, $3)")
@@ -263,6 +271,7 @@ struct MergeStore: Sendable {
         values.append(try old.decode(String?.self, column: "country"))
         _ = try await database.execute(Self.fillTarget, values)
         _ = try await database.execute(Self.insertMergedIdentity, [source, target, mergeID])
+        _ = try await database.execute(Self.insertMergeNotice, [source])
         return movedLinks
     }
 }

@@ -129,12 +129,15 @@ struct SessionStore: Sendable {
             SELECT count(*) AS ended FROM ended
             """)
     /// The feed after a cursor: revocations whose access tokens may still be live (ended less than `$2` seconds
-    /// ago), in commit order.
+    /// ago) and recent merge notices, in commit order.
     static let selectRevocations = PostgresStatement(
         name: "identity_select_revocations",
         sql: """
-            SELECT seq, session_id, revoked_at FROM session_revocations
+            SELECT seq, session_id, NULL::uuid AS merged_user_id, revoked_at FROM session_revocations
             WHERE seq > $1 AND revoked_at > now() - make_interval(secs => $2)
+            UNION ALL
+            SELECT seq, NULL::uuid, user_id, noted_at FROM merge_notices
+            WHERE seq > $1 AND noted_at > now() - make_interval(secs => $2)
             ORDER BY seq LIMIT $3
             """)
     /// Whether a session has ended, read with the caller's canonical user id (every player method asks).
@@ -238,20 +241,24 @@ struct SessionStore: Sendable {
     }
 
     /// One revocation of the feed.
+    /// An entry of the revocation feed: an ended session, or a user merged away.
     struct Revocation: Sendable, Hashable {
         var cursor: UInt64
-        var sessionID: RaveID
+        var sessionID: RaveID?
+        var mergedUserID: RaveID?
         var revokedAt: Date
     }
 
-    /// Up to `limit` revocations after `cursor` that ended less than `horizon` seconds ago, in commit order.
+    /// Up to `limit` feed entries after `cursor` from less than `horizon` seconds ago, in commit order.
     func revocations(after cursor: UInt64, horizon: Int64, limit: Int) async throws -> [Revocation] {
         let rows = try await database.execute(
             Self.selectRevocations, [Int64(clamping: cursor), Double(horizon), Int64(limit)])
         return try rows.map { row in
             Revocation(
                 cursor: UInt64(try row.decode(Int64.self, column: "seq")),
-                sessionID: try row.decode(column: "session_id"), revokedAt: try row.decode(column: "revoked_at"))
+                sessionID: try row.decode(RaveID?.self, column: "session_id"),
+                mergedUserID: try row.decode(RaveID?.self, column: "merged_user_id"),
+                revokedAt: try row.decode(column: "revoked_at"))
         }
     }
 

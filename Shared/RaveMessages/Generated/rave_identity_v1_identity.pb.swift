@@ -1295,19 +1295,24 @@ extension IdentityV1 {
     public struct Revocation: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.identity.v1.Revocation"
 
-        /// The session whose access tokens (and unbacked tokens) are refused.
+        /// The session whose access tokens (and unbacked tokens) are refused; empty when `merged_user_id` is set.
         public var sessionId: String = ""
 
         /// When every access token of the session has expired, clock skew included: the entry may be dropped then.
         public var expiresAtUnixMs: Int64 = 0
 
+        /// Set instead of `session_id` when the entry says a user was merged away: forget every cached resolution of that
+        /// user (its tokens act as the merge target from now on, and users merged into it earlier follow it).
+        public var mergedUserId: String = ""
+
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given fields; the others keep their defaults.
-        public init(sessionId: String = "", expiresAtUnixMs: Int64 = 0) {
+        public init(sessionId: String = "", expiresAtUnixMs: Int64 = 0, mergedUserId: String = "") {
             self.sessionId = sessionId
             self.expiresAtUnixMs = expiresAtUnixMs
+            self.mergedUserId = mergedUserId
         }
     }
 
@@ -5008,6 +5013,8 @@ extension IdentityV1.Revocation {
         let c = message.pointee
         self.sessionId = try ProtoDecoding.string(c.session_id, field: "session_id", of: Self.protoMessageName)
         self.expiresAtUnixMs = c.expires_at_unix_ms
+        self.mergedUserId = try ProtoDecoding.string(
+            c.merged_user_id, field: "merged_user_id", of: Self.protoMessageName)
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__Revocation> {
@@ -5020,6 +5027,7 @@ extension IdentityV1.Revocation {
     func protobufCFill(_ message: inout Rave__Identity__V1__Revocation, arena: inout ProtoArena) {
         if !self.sessionId.isEmpty { message.session_id = arena.string(self.sessionId) }
         message.expires_at_unix_ms = self.expiresAtUnixMs
+        if !self.mergedUserId.isEmpty { message.merged_user_id = arena.string(self.mergedUserId) }
     }
 }
 

@@ -7093,7 +7093,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__list_revocations_request__d
   (ProtobufCMessageInit) rave__identity__v1__list_revocations_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__revocation__field_descriptors[2] =
+static const ProtobufCFieldDescriptor rave__identity__v1__revocation__field_descriptors[3] =
 {
   {
     "session_id",
@@ -7119,15 +7119,28 @@ static const ProtobufCFieldDescriptor rave__identity__v1__revocation__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "merged_user_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Revocation, merged_user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__revocation__field_indices_by_name[] = {
   1,   /* field[1] = expires_at_unix_ms */
+  2,   /* field[2] = merged_user_id */
   0,   /* field[0] = session_id */
 };
 static const ProtobufCIntRange rave__identity__v1__revocation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__revocation__descriptor =
 {
@@ -7137,7 +7150,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__revocation__descriptor =
   "Rave__Identity__V1__Revocation",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__Revocation),
-  2,
+  3,
   rave__identity__v1__revocation__field_descriptors,
   rave__identity__v1__revocation__field_indices_by_name,
   1,  rave__identity__v1__revocation__number_ranges,

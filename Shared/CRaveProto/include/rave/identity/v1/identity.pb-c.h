@@ -1129,17 +1129,22 @@ struct  Rave__Identity__V1__Revocation
 {
   ProtobufCMessage base;
   /*
-   * The session whose access tokens (and unbacked tokens) are refused.
+   * The session whose access tokens (and unbacked tokens) are refused; empty when `merged_user_id` is set.
    */
   char *session_id;
   /*
    * When every access token of the session has expired, clock skew included: the entry may be dropped then.
    */
   int64_t expires_at_unix_ms;
+  /*
+   * Set instead of `session_id` when the entry says a user was merged away: forget every cached resolution of that
+   * user (its tokens act as the merge target from now on, and users merged into it earlier follow it).
+   */
+  char *merged_user_id;
 };
 #define RAVE__IDENTITY__V1__REVOCATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__revocation__descriptor) \
-    , (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Rave__Identity__V1__ListRevocationsResponse
