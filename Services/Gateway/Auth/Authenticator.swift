@@ -41,8 +41,10 @@ final class Authenticator: Sendable {
     }
 
     /// Forgets the cached resolutions of `users` (merged away) and of users resolved to them (merged into them
-    /// earlier): the next call asks identity, which names the final target. The cache is only an optimisation:
-    /// services resolve merged ids themselves.
+    /// earlier).
+    ///
+    /// The next call asks identity, which names the final target. The cache is only an optimisation: services
+    /// resolve merged ids themselves.
     func forgetResolutions(of users: Set<String>) {
         canonicalUsers.withLock { cache in
             cache.removeAll { user, resolved in users.contains(user) || users.contains(resolved.userID) }

@@ -240,7 +240,6 @@ struct SessionStore: Sendable {
         return Int(try rows.first?.decode(Int64.self, column: "ended") ?? 0)
     }
 
-    /// One revocation of the feed.
     /// An entry of the revocation feed: an ended session, or a user merged away.
     struct Revocation: Sendable, Hashable {
         var cursor: UInt64
