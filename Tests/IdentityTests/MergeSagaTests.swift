@@ -92,6 +92,33 @@ struct MergeSagaTests {
         }
     }
 
+    /// A merge puts the merged-away user on the revocation feed, in commit order with ended sessions, so every
+    /// gateway forgets its cached resolution of the user at its next poll.
+    @Test func aMergePutsTheSourceOnTheRevocationFeed() async throws {
+        try await Harness.withProviders { harness, _ in
+            let app = try await harness.makeApplication()
+            let sourceLogin = try await harness.guestLogin(appID: app.appId, deviceID: "d1")
+            let source = try parseRaveID(sourceLogin.userID)
+            let target = try parseRaveID(try await harness.guestLogin(appID: app.appId, deviceID: "d2").userID)
+            func feed(after cursor: UInt64) async throws -> IdentityV1.ListRevocationsResponse {
+                try await harness.internalHandlers.listRevocations(
+                    .init(afterCursor: cursor), context: Harness.serviceContext)
+            }
+            let before = try await feed(after: 0)
+            let saga = harness.service.mergeSaga
+            _ = try await harness.pool.transaction {
+                try await saga.merge(source: source, into: target, appID: nil, in: $0)
+            }
+            let after = try await feed(after: before.cursor)
+            let merged = after.revocations.filter { !$0.mergedUserId.isEmpty }
+            #expect(merged.map(\.mergedUserId) == [source.hex])
+            #expect(merged.allSatisfy { $0.sessionId.isEmpty })
+            #expect(after.cursor > before.cursor)
+            // Read from the start, the notice is there too, once.
+            #expect(try await feed(after: 0).revocations.filter { $0.mergedUserId == source.hex }.count == 1)
+        }
+    }
+
     @Test func bothUsersAppDataKeysBecomeCandidatesUntilOneIsSelected() async throws {
         try await Harness.withProviders { harness, _ in
             let app = try await harness.makeApplication()
