@@ -7,7 +7,8 @@ import RaveTransport
 import Synchronization
 
 /// Throughput of identity's hot paths, called in-process against a real PostgreSQL (no RPC in the path): guest
-/// logins of new devices, token refreshes, and ResolveUsers with 100 ids.
+/// logins of new devices, token refreshes, ResolveUsers with 100 ids, password logins, and guest logins and
+/// refreshes while password logins flood the service at ten times its hashing capacity.
 ///
 /// `identity bench` runs it against `RAVE_DATABASE_URL` (a scratch database: it is migrated and filled), prints a
 /// summary and writes `.bench/identity.json`; tests run it briefly to keep it working.
@@ -20,22 +21,39 @@ struct IdentityBenchmark: Sendable {
         var concurrency = 32
         /// Which operations to measure (all by default); one alone lets a profiler attribute CPU to it.
         var operations: Set<String> = IdentityBenchmark.operationNames
+        /// Run every call on an event loop of `loops`, as the server does with `RAVE_HANDLERS_ON_EVENT_LOOP=true`
+        /// (empty: on Swift's cooperative pool, as identity's server does by default).
+        var loops: [EventLoop] = []
+        /// The password flood's rate, as a multiple of the password logins measured (or estimated) per second.
+        var floodMultiple: Double = 10
+        /// The flood's rate never exceeds this (with test-strength hashes the capacity is in the thousands).
+        var maximumFloodRate: Double = 2000
+        /// Where the flood's hashes run: `pool` (the service's hashing threads, as in production) or `cooperative`
+        /// (verified on the calling task, unbounded: where hashes ran before the hashing pool, for comparison).
+        var floodHashing = "pool"
     }
 
     /// The operations, in the order they run.
     static let operationNames: Set<String> = [
         "guest_login_new_device", "guest_login_new_device_cross_app", "refresh_session", "resolve_users_100",
-        "password_login",
+        "password_login", "password_flood",
     ]
 
     /// Calls per second and latency percentiles of one operation.
     typealias Measurement = LoadMeasurement
 
+    /// What one run measured.
+    struct Results: Sendable {
+        var measurements: [Measurement] = []
+        /// The password flood's own counts, when `password_flood` ran.
+        var flood: PasswordFlood.Outcome?
+    }
+
     let service: IdentityService
     let parameters: Parameters
 
-    /// Runs the three measurements one after another.
-    func run() async throws -> [Measurement] {
+    /// Runs the measurements one after another.
+    func run() async throws -> Results {
         let player = PlayerHandlers(service: service)
         let applications = ApplicationStore(database: service.pool)
         let publisher = try await applications.createPublisher(name: "Benchmark")
@@ -48,29 +66,66 @@ struct IdentityBenchmark: Sendable {
         let crossAppID = try await applications.createApplication(
             publisherID: publisherID, name: "Benchmark (cross-app)", settings: .init(crossAppLogin: true)
         ).id.hex
-        let anonymous = Self.context(caller: nil)
-
-        var measurements: [Measurement] = []
+        var results = Results()
         for (name, app) in [("guest_login_new_device", appID), ("guest_login_new_device_cross_app", crossAppID)]
         where parameters.operations.contains(name) {
-            measurements.append(
-                try await measure(name) { worker, iteration in
-                    _ = try await player.guestLogin(
-                        .init(
-                            appId: app, device: .init(deviceId: "bench-\(worker)-\(iteration)-\(UUID().uuidString)")),
-                        context: anonymous)
-                })
+            results.measurements.append(try await measureGuestLogins(name, player: player, appID: app))
         }
         if parameters.operations.contains("refresh_session") {
-            measurements.append(try await measureRefreshes(player: player, appID: appID))
+            results.measurements.append(try await measureRefreshes(player: player, appID: appID))
         }
         if parameters.operations.contains("resolve_users_100") {
-            measurements.append(try await measureResolves(player: player, appID: appID))
+            results.measurements.append(try await measureResolves(player: player, appID: appID))
         }
+        var passwordLogins: Double?
         if parameters.operations.contains("password_login") {
-            measurements.append(try await measurePasswordLogins(player: player, appID: appID))
+            let measurement = try await measurePasswordLogins(player: player, appID: appID)
+            passwordLogins = measurement.perSecond
+            results.measurements.append(measurement)
         }
-        return measurements
+        if parameters.operations.contains("password_flood") {
+            let (measurements, outcome) = try await measureUnderFlood(
+                player: player, appID: appID, capacity: passwordLogins)
+            results.measurements += measurements
+            results.flood = outcome
+        }
+        return results
+    }
+
+    private func measureGuestLogins(_ name: String, player: PlayerHandlers, appID: String) async throws -> Measurement {
+        let anonymous = Self.context(caller: nil)
+        return try await measure(name) { worker, iteration in
+            _ = try await player.guestLogin(
+                .init(appId: appID, device: .init(deviceId: "bench-\(worker)-\(iteration)-\(UUID().uuidString)")),
+                context: anonymous)
+        }
+    }
+
+    /// Guest logins and refreshes without, then with, a flood of password logins at `floodMultiple` times the
+    /// hashing capacity (`capacity` password logins per second, as measured; estimated from the pool if nil).
+    private func measureUnderFlood(
+        player: PlayerHandlers, appID: String, capacity: Double?
+    ) async throws -> ([Measurement], PasswordFlood.Outcome) {
+        var measurements: [Measurement] = []
+        for suffix in ["baseline", "during_flood"] {
+            let flood =
+                suffix == "baseline"
+                ? nil
+                : PasswordFlood(
+                    player: player,
+                    rate: min(
+                        parameters.maximumFloodRate,
+                        parameters.floodMultiple * (capacity ?? service.passwordHashers.estimatedHashesPerSecond)),
+                    cooperative: parameters.floodHashing == "cooperative", loops: parameters.loops, appID: appID)
+            flood?.start()
+            var guest = try await measureGuestLogins("guest_login_new_device", player: player, appID: appID)
+            guest.name = "guest_login_\(suffix)"
+            var refresh = try await measureRefreshes(player: player, appID: appID)
+            refresh.name = "refresh_session_\(suffix)"
+            measurements += [guest, refresh]
+            if let outcome = await flood?.stop() { return (measurements, outcome) }
+        }
+        preconditionFailure("the flood round always runs")
     }
 
     /// One session per worker, refreshed over and over with the token each refresh returns.
@@ -108,13 +163,18 @@ struct IdentityBenchmark: Sendable {
         }
     }
 
+    /// Password logins at the hashing pool's capacity.
+    ///
     /// One password account per worker, logged in to over and over: bound by scrypt (the service's hasher
-    /// parameters, `PasswordHasher.Parameters.default` unless configured otherwise), one hash per login.
+    /// parameters, `PasswordHasher.Parameters.default` unless configured otherwise), one hash per login. As many
+    /// workers as the hashing pool has slots (at most `concurrency`), so none is refused.
     private func measurePasswordLogins(player: PlayerHandlers, appID: String) async throws -> Measurement {
         let anonymous = Self.context(caller: nil)
         let run = UUID().uuidString.prefix(8).lowercased()
         let password = "correct horse battery staple"
-        for worker in 0..<parameters.concurrency {
+        let hashers = service.passwordHashers
+        let workers = min(parameters.concurrency, hashers.threads + hashers.queueLimit)
+        for worker in 0..<workers {
             _ = try await player.signUp(
                 .init(
                     appId: appID, device: .init(deviceId: "bench-password-\(worker)"),
@@ -122,7 +182,7 @@ struct IdentityBenchmark: Sendable {
                     country: "FR"),
                 context: anonymous)
         }
-        return try await measure("password_login") { worker, _ in
+        return try await measure("password_login", concurrency: workers) { worker, _ in
             _ = try await player.loginWithPassword(
                 .init(
                     appId: appID, device: .init(deviceId: "bench-password-\(worker)"),
@@ -131,25 +191,42 @@ struct IdentityBenchmark: Sendable {
         }
     }
 
-    /// Runs `operation` from `concurrency` workers for `seconds`.
+    /// Runs `operation` from `concurrency` workers (default: the parameters') for `seconds`, on the event loops
+    /// when `loops` names some.
     private func measure(
-        _ name: String, _ operation: @escaping @Sendable (Int, Int) async throws -> Void
+        _ name: String, concurrency: Int? = nil, _ operation: @escaping @Sendable (Int, Int) async throws -> Void
     ) async throws -> Measurement {
-        await ClosedLoopLoad.measure(
-            name, concurrency: parameters.concurrency, seconds: parameters.seconds, operation)
+        let loops = parameters.loops
+        return await ClosedLoopLoad.measure(
+            name, concurrency: concurrency ?? parameters.concurrency, seconds: parameters.seconds
+        ) { worker, iteration in
+            try await Self.onLoop(of: loops, index: worker) { try await operation(worker, iteration) }
+        }
+    }
+
+    /// Runs `body` on loop `index % loops.count`, or where it is when `loops` is empty.
+    static func onLoop(
+        of loops: [EventLoop], index: Int, _ body: @Sendable () async throws -> Void
+    ) async throws {
+        guard !loops.isEmpty else { return try await body() }
+        try await withTaskExecutorPreference(loops[index % loops.count], operation: body)
     }
 
     /// A human summary, one line per operation.
-    static func summary(_ measurements: [Measurement], parameters: Parameters) -> String {
-        measurements.map { $0.summaryLine(concurrency: parameters.concurrency) }.joined(separator: "\n")
+    static func summary(_ results: Results, parameters: Parameters) -> String {
+        var lines = results.measurements.map { $0.summaryLine(concurrency: parameters.concurrency) }
+        if let flood = results.flood { lines.append(flood.summaryLine) }
+        return lines.joined(separator: "\n")
     }
 
     /// The machine-readable results `make bench` collects.
-    static func json(_ measurements: [Measurement], parameters: Parameters) -> String {
-        let entries = measurements.map(\.jsonObject)
+    static func json(_ results: Results, parameters: Parameters) -> String {
+        let entries = results.measurements.map(\.jsonObject)
+        let flood = results.flood.map { ",\"password_flood\":\($0.jsonObject)" } ?? ""
         return "{\"benchmark\":\"identity\",\"mode\":\"in-process handlers, real PostgreSQL\","
-            + "\"parameters\":{\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency)},"
-            + "\"results\":[\(entries.joined(separator: ","))]}\n"
+            + "\"parameters\":{\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency),"
+            + "\"handlers_on_event_loop\":\(!parameters.loops.isEmpty)},"
+            + "\"results\":[\(entries.joined(separator: ","))]\(flood)}\n"
     }
 
     static func context(caller: Caller?, service: Bool = false) -> RequestContext {
