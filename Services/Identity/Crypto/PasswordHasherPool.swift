@@ -62,9 +62,6 @@ final class PasswordHasherPool: Sendable {
     /// Hashes started since the pool was made (each verify and each new hash counts one).
     var hashesStarted: Int { queue.started.load(ordering: .relaxed) }
 
-    /// Hashes the pool completes per second at most, from the recent average time of one.
-    var estimatedHashesPerSecond: Double { Double(threads) * 1e9 / Double(max(1, queue.averageHashNanoseconds)) }
-
     /// Slots taken now: running, queued, or held by a caller between hashes.
     var slotsTaken: Int { slotsInUse.load(ordering: .relaxed) }
 
