@@ -194,6 +194,6 @@ private struct PasswordHashingMetrics: Sendable {
         slots = registry.gauge(
             "identity.password.slots", help: "Password attempts holding a hashing slot (running, queued or between).")
         refused = registry.counter(
-            "identity.password.refused", help: "Password attempts refused because every hashing slot was taken.")
+            "identity.password.refused_total", help: "Password attempts refused because every hashing slot was taken.")
     }
 }
