@@ -86,9 +86,19 @@ let package = Package(
             path: "Shared/RaveRuntime"
         ),
 
+        .target(
+            name: "RaveMerges",
+            dependencies: ["RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
+            path: "Shared/RaveMerges"
+        ),
+
         // Helpers shared by the test targets (not shipped).
         .target(
-            name: "RaveTestSupport", dependencies: ["RavePostgres", "RaveRPC", "RaveTransport", "RaveCrypto"],
+            name: "RaveTestSupport",
+            dependencies: [
+                "RavePostgres", "RaveRPC", "RaveRuntime", "RaveServices", "RaveTelemetry", "RaveTransport",
+                "RaveCrypto",
+            ],
             path: "Tests/RaveTestSupport"),
 
         // MARK: - Executables
@@ -113,7 +123,7 @@ let package = Package(
         .executableTarget(
             name: "Wallet",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveCrypto",
             ],
             path: "Services/Wallet",
@@ -123,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "Leaderboards",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents",
             ],
             path: "Services/Leaderboards",
@@ -133,7 +143,7 @@ let package = Package(
         .executableTarget(
             name: "Social",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveEvents",
             ],
             path: "Services/Social",
@@ -152,7 +162,7 @@ let package = Package(
         .executableTarget(
             name: "Push",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveCrypto", "RaveHTTPClient", "RaveEvents",
             ],
             path: "Services/Push",
@@ -162,7 +172,7 @@ let package = Package(
         .executableTarget(
             name: "Gifts",
             dependencies: [
-                "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
+                "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents",
             ],
             path: "Services/Gifts",
@@ -210,6 +220,14 @@ let package = Package(
         ),
         .testTarget(name: "RaveWireTests", dependencies: ["RaveWire"], path: "Tests/RaveWireTests"),
         .testTarget(
+            name: "RaveMergesTests",
+            dependencies: [
+                "RaveMerges", "RavePostgres", "RaveRPC", "RaveRuntime", "RaveTestSupport", "RaveTransport",
+                "RaveTelemetry",
+            ],
+            path: "Tests/RaveMergesTests"
+        ),
+        .testTarget(
             name: "RaveRPCTests",
             dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveWire", "RaveTransport", "RaveTestSupport"],
             path: "Tests/RaveRPCTests"
@@ -244,6 +262,7 @@ let package = Package(
         .testTarget(
             name: "WalletTests",
             dependencies: [
+                "RaveMerges",
                 "RaveTestSupport",
                 "Wallet", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveCrypto",
@@ -253,6 +272,7 @@ let package = Package(
         .testTarget(
             name: "LeaderboardsTests",
             dependencies: [
+                "RaveMerges",
                 "RaveTestSupport",
                 "Leaderboards", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
                 "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveEvents",
@@ -262,6 +282,7 @@ let package = Package(
         .testTarget(
             name: "PushTests",
             dependencies: [
+                "RaveMerges",
                 "Push", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTestSupport", "RaveTransport", "RaveEvents", "RaveHTTPClient",
             ],
@@ -271,6 +292,7 @@ let package = Package(
         .testTarget(
             name: "SocialTests",
             dependencies: [
+                "RaveMerges",
                 "Social", "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
                 "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveTestSupport",
             ],
@@ -288,6 +310,7 @@ let package = Package(
         .testTarget(
             name: "GiftsTests",
             dependencies: [
+                "RaveMerges",
                 "Gifts", "RaveEvents", "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages",
                 "RaveProtobuf", "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveTestSupport",
             ],

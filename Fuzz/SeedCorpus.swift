@@ -3,7 +3,7 @@
 import Foundation
 import RaveMessages
 
-/// The seed writer's `main`: `seed-corpus <directory>` writes `frames/` and `envelopes/` below it.
+/// The seed writer's `main`: `seed-corpus <directory>` writes `frames/`, `envelopes/` and `strings/` below it.
 @main
 enum SeedCorpus {
     static func main() throws {
@@ -14,6 +14,19 @@ enum SeedCorpus {
         for (name, bytes) in frameSeeds() {
             try write(bytes, to: "\(directory)/frames/\(name)")
         }
+        for (name, bytes) in stringSeeds() {
+            try write(bytes, to: "\(directory)/strings/\(name)")
+        }
+    }
+
+    /// Text the strings fuzzer cuts at 0x1E into string fields, and a container whose strings hold NULs.
+    static func stringSeeds() -> [(String, [UInt8])] {
+        let pieces = ["Bob\u{0}Evil", "\u{0}abc", "seed\u{0}tail", "1.00\u{0}junk", "naïve", "", "\u{0}", "世界"]
+        let text = Array(pieces.joined(separator: "\u{1E}").utf8) + [0x1E, 0xC3, 0x28, 0x1E, 0xFF, 0x00]
+        var container = TestingV1.Container()
+        container.item = TestingV1.Container.Item(name: "a\u{0}b")
+        container.labels = [1: "\u{0}"]
+        return [("text", text), ("container-with-nul", container.protobufBytes())]
     }
 
     static func write(_ bytes: [UInt8], to path: String) throws {

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # `make fuzz`: libFuzzer with AddressSanitizer over the frame decoder and the protobuf-c message decoders.
 #
-#   scripts/fuzz.sh                  build both fuzzers and run each for $RAVE_FUZZ_SECONDS (default 60)
-#   scripts/fuzz.sh frame-decoder    run only the named fuzzers (frame-decoder, envelope)
+#   scripts/fuzz.sh                  build the fuzzers and run each for $RAVE_FUZZ_SECONDS (default 60)
+#   scripts/fuzz.sh frame-decoder    run only the named fuzzers (frame-decoder, envelope, strings)
 #   scripts/fuzz.sh --build-only     build, don't run
 #   scripts/fuzz.sh --seeds          rewrite the committed seed corpora in Fuzz/corpus from real messages
 #
 # SwiftPM can't link libFuzzer into an executable, so everything is compiled here with swiftc and clang:
-# RaveWire's pure-Swift sources go into the frame fuzzer's own module; for the envelope fuzzer, the protoc-c
-# C files, RaveProtobuf and RaveMessages are built as instrumented objects and linked with the entry point.
+# RaveWire's pure-Swift sources go into the frame fuzzer's own module; for the envelope and strings fuzzers (text
+# fields: NULs encoded exactly, refused on decoding), the protoc-c C files, RaveProtobuf and RaveMessages are
+# built as instrumented objects and linked with the entry point.
 # Everything lands under .fuzz/ (git-ignored): bin/, build/, corpus/ (inputs found), crashes/, logs/.
 # A crash leaves its input in .fuzz/crashes/<fuzzer>/; reproduce it with `.fuzz/bin/<fuzzer> <file>`.
 set -euo pipefail
@@ -45,6 +46,8 @@ build_all() {
     build_message_modules
     swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzEnvelopes "${includes[@]}" \
         Fuzz/EnvelopeFuzz.swift "$build"/*.o -lprotobuf-c -o "$out/bin/envelope"
+    swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzStrings "${includes[@]}" \
+        Fuzz/StringFieldsFuzz.swift "$build"/*.o -lprotobuf-c -o "$out/bin/strings"
 }
 
 # The seed writer links the same instrumented objects, so it needs only AddressSanitizer's runtime.
@@ -52,7 +55,7 @@ write_seeds() {
     build_message_modules
     swiftc -sanitize=address -O -use-ld=lld -module-name FuzzSeeds "${includes[@]}" \
         Fuzz/SeedCorpus.swift Shared/RaveWire/*.swift "$build"/*.o -lprotobuf-c -o "$out/bin/seed-corpus"
-    mkdir -p Fuzz/corpus/frames Fuzz/corpus/envelopes
+    mkdir -p Fuzz/corpus/frames Fuzz/corpus/envelopes Fuzz/corpus/strings
     "$out/bin/seed-corpus" Fuzz/corpus
     echo "fuzz: wrote $(find Fuzz/corpus -type f | wc -l) seed files under Fuzz/corpus"
 }
@@ -80,11 +83,11 @@ for argument in "$@"; do
     case $argument in
     --seeds) write_seeds; exit 0 ;;
     --build-only) build_only=true ;;
-    frame-decoder | envelope) fuzzers+=("$argument") ;;
-    *) echo "usage: scripts/fuzz.sh [--build-only | --seeds] [frame-decoder] [envelope]" >&2; exit 2 ;;
+    frame-decoder | envelope | strings) fuzzers+=("$argument") ;;
+    *) echo "usage: scripts/fuzz.sh [--build-only | --seeds] [frame-decoder] [envelope] [strings]" >&2; exit 2 ;;
     esac
 done
-[[ ${#fuzzers[@]} -gt 0 ]] || fuzzers=(frame-decoder envelope)
+[[ ${#fuzzers[@]} -gt 0 ]] || fuzzers=(frame-decoder envelope strings)
 
 build_all
 $build_only && exit 0
@@ -94,6 +97,7 @@ for name in "${fuzzers[@]}"; do
     case $name in
     frame-decoder) run_fuzzer frame-decoder Fuzz/corpus/frames || failed+=("$name") ;;
     envelope) run_fuzzer envelope Fuzz/corpus/envelopes || failed+=("$name") ;;
+    strings) run_fuzzer strings Fuzz/corpus/strings || failed+=("$name") ;;
     esac
 done
 if [[ ${#failed[@]} -gt 0 ]]; then

@@ -1,5 +1,6 @@
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 
 /// Everything the gifts service refuses, with the status each becomes (the module's one error type).
 struct GiftsError: Error, Hashable, RPCStatusConvertible, CustomStringConvertible {
@@ -24,27 +25,28 @@ struct GiftsError: Error, Hashable, RPCStatusConvertible, CustomStringConvertibl
 enum RequestLimits {
     static let maximumRecipients = 20
     static let maximumInvitations = 50
-    static let pageSizes = 1...100
-    static let defaultPageSize = 25
     static let idempotencyKeyLengths = 1...128
     static let externalIDLengths = 1...256
     static let maximumChannelLength = 32
     /// 14 days, the default expiry after sending.
     static let defaultExpirySeconds: Int64 = 14 * 24 * 3600
+    static let pageSizes = RequestRange("page_size", 1...100, zeroMeans: 25)
+
+    /// Every numeric range with the message whose field it checks; the tests compare them with the proto comments.
+    static let declaredRanges: [(message: String, range: RequestRange)] = [
+        ("rave.gifts.v1.ListGiftsRequest", pageSizes), ("rave.gifts.v1.ListGiftRequestsRequest", pageSizes),
+    ]
 
     /// `size` 0 means the default; anything else must be 1…100.
     static func pageSize(_ size: UInt32) throws(GiftsError) -> Int {
-        if size == 0 { return defaultPageSize }
-        guard pageSizes.contains(Int(size)) else {
-            throw .invalidArgument("page_size must be \(pageSizes.lowerBound)…\(pageSizes.upperBound), got \(size)")
-        }
-        return Int(size)
+        try pageSizes.check(size, orThrow: GiftsError.invalidArgument)
     }
 
-    /// A Rave ID (or any of our uuid ids) on the wire: 32 lowercase hex digits.
+    /// An id on the wire (a Rave ID, a gift's or a request's id): 32 lowercase hex digits, as every service reads
+    /// them; another spelling (upper case, dashes) is refused.
     static func id(_ text: String, field: String) throws(GiftsError) -> RaveID {
-        guard text.utf8.count == 32, let id = RaveID(text) else {
-            throw .invalidArgument("\(field) must be 32 hex digits, got \"\(text.prefix(40))\"")
+        guard let id = RaveID(wire: text) else {
+            throw .invalidArgument(RequestChecks.raveIDProblem(field: field, text: text))
         }
         return id
     }

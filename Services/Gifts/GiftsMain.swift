@@ -1,5 +1,6 @@
 import Foundation
 import RaveEvents
+import RaveMerges
 import RavePostgres
 import RaveRPC
 import RaveRuntime
@@ -36,7 +37,11 @@ enum GiftsMain {
         context.addBackgroundService(try EventPublisher.forService(context: context, source: "gifts"))
         let directory = PeerDirectory(
             identity: identity, social: social, logger: context.logger.with("component", "directory"))
-        let service = GiftsService(pool: context.pool, directory: directory, logger: context.logger)
+        // Merged-away players resolve to their targets; other processes' merges are announced and swept here.
+        let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
+        context.addBackgroundService(merges)
+        let service = GiftsService(
+            pool: context.pool, directory: directory, logger: context.logger, mergedUsers: merges)
         return service.rpcServices
     }
 

@@ -1,4 +1,6 @@
+import RavePostgres
 import RaveRPC
+import RaveRuntime
 
 /// Everything the leaderboards service refuses, with the status each becomes (the module's one error type).
 struct LeaderboardsError: Error, Hashable, RPCStatusConvertible, CustomStringConvertible {
@@ -23,28 +25,39 @@ struct LeaderboardsError: Error, Hashable, RPCStatusConvertible, CustomStringCon
 
 /// The limits of the "bad input" list, checked in one place so every method words them alike.
 enum RequestLimits {
-    static let pageSizes = 1...200
-    static let adjacentCounts = 1...100
     static let keyLength = 1...128
+    static let pages = RequestRange("page", 1...Int64(Int32.max))
+    static let pageSizes = RequestRange("page_size", 1...200)
+    static let adjacentCounts = RequestRange("adjacent", 1...100)
+
+    /// Every numeric range with the message whose field it checks; the tests compare them with the proto comments.
+    static let declaredRanges: [(message: String, range: RequestRange)] = [
+        ("rave.leaderboards.v1.GetGlobalScoresRequest", pages),
+        ("rave.leaderboards.v1.GetGlobalScoresRequest", pageSizes),
+        ("rave.leaderboards.v1.GetFriendsScoresRequest", pages),
+        ("rave.leaderboards.v1.GetFriendsScoresRequest", pageSizes),
+        ("rave.leaderboards.v1.GetMyScoresRequest", pageSizes),
+        ("rave.leaderboards.v1.GetScoresAdjacentRequest", adjacentCounts),
+    ]
 
     static func page(_ page: Int32) throws(LeaderboardsError) -> Int {
-        guard page >= 1 else { throw .invalidArgument("page must be 1 or more, got \(page)") }
-        return Int(page)
+        try pages.check(page, orThrow: LeaderboardsError.invalidArgument)
     }
 
     static func pageSize(_ size: Int32) throws(LeaderboardsError) -> Int {
-        guard pageSizes.contains(Int(size)) else {
-            throw .invalidArgument("page_size must be \(pageSizes.lowerBound)…\(pageSizes.upperBound), got \(size)")
-        }
-        return Int(size)
+        try pageSizes.check(size, orThrow: LeaderboardsError.invalidArgument)
     }
 
     static func adjacent(_ count: Int32) throws(LeaderboardsError) -> Int {
-        guard adjacentCounts.contains(Int(count)) else {
-            throw .invalidArgument(
-                "adjacent must be \(adjacentCounts.lowerBound)…\(adjacentCounts.upperBound), got \(count)")
+        try adjacentCounts.check(count, orThrow: LeaderboardsError.invalidArgument)
+    }
+
+    /// An id on the wire (an app id, a user id): 32 lowercase hex digits, as every service reads them.
+    static func id(_ text: String, field: String) throws(LeaderboardsError) -> RaveID {
+        guard let id = RaveID(wire: text) else {
+            throw .invalidArgument(RequestChecks.raveIDProblem(field: field, text: text))
         }
-        return Int(count)
+        return id
     }
 
     static func key(_ key: String, field: String) throws(LeaderboardsError) -> String {

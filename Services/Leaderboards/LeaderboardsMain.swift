@@ -1,5 +1,6 @@
 import Foundation
 import RaveEvents
+import RaveMerges
 import RavePostgres
 import RaveRPC
 import RaveRuntime
@@ -48,9 +49,12 @@ enum LeaderboardsMain {
                     + "instance, or NotBoardOwner and ListBoardOwners name an address nobody can reach",
                 [("address", configuration.advertiseAddress)])
         }
+        // Merged-away players resolve to their targets; other instances' merges are announced and swept here.
+        let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
+        context.addBackgroundService(merges)
         let engine = LeaderboardEngine(
             pool: context.pool, concurrentCommits: configuration.concurrentCommits,
-            concurrentBatch: configuration.concurrentBatch)
+            concurrentBatch: configuration.concurrentBatch, merges: merges)
         let indexes = engine.indexes
         let ownership = BoardOwnership(
             pool: context.pool, address: configuration.advertiseAddress, leaseDuration: configuration.leaseDuration,
@@ -100,8 +104,10 @@ enum LeaderboardsMain {
                 ("entries", "\(entries)"), ("owned elsewhere", "\(elsewhere)"),
                 ("duration", "\(ContinuousClock.now - started)"),
             ])
+        // Player calls (the ones naming players) count for merges' drains; the merge participant itself must not.
         return [
-            LeaderboardsService(engine: engine, friends: friends, profiles: profiles, ownership: ownership),
+            engine.merges.track(
+                LeaderboardsService(engine: engine, friends: friends, profiles: profiles, ownership: ownership)),
             LeaderboardsAdminService(engine: engine, ownership: ownership), MergeService(engine: engine),
             LeaderboardsInternalService(ownership: ownership),
         ]

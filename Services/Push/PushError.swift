@@ -1,4 +1,5 @@
 import RaveRPC
+import RaveRuntime
 
 /// Every failure the push service reports on purpose; the RPC layer maps it to a status through `rpcError`.
 struct PushError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatusConvertible {
@@ -38,4 +39,15 @@ struct PushError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatusC
     }
 
     var rpcError: RPCError? { RPCError(statusCode, message) }
+}
+
+/// The ranges of push's numeric request fields, as the proto comments state them; the tests compare the two.
+enum RequestLimits {
+    static let inboxPageSizes = RequestRange("page_size", 1...100, zeroMeans: 20)
+    static let inboxOffsets = RequestRange("offset", 0...100_000)
+
+    /// Every range above with the message whose field it checks.
+    static let declaredRanges: [(message: String, range: RequestRange)] = [
+        ("rave.push.v1.ListInboxRequest", inboxPageSizes), ("rave.push.v1.ListInboxRequest", inboxOffsets),
+    ]
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RaveMerges
 import RaveRPC
 import RaveRuntime
 
@@ -22,8 +23,11 @@ enum PushMain {
         let clock = SystemClock()
         let worker = try configuration.makeWorker(pool: context.pool, clock: clock, logger: context.logger)
         context.addBackgroundService(worker)
-        return PushDependencies(pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }).services(
-            logger: context.logger)
+        // Merged-away players resolve to their targets; other processes' merges are announced and swept here.
+        let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
+        context.addBackgroundService(merges)
+        return PushDependencies(pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }, merges: merges)
+            .services(logger: context.logger)
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.

@@ -1,5 +1,6 @@
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 
 /// Everything the social service refuses, with the status each becomes (the module's one error type).
 struct SocialError: Error, Hashable, RPCStatusConvertible, CustomStringConvertible {
@@ -23,33 +24,40 @@ struct SocialError: Error, Hashable, RPCStatusConvertible, CustomStringConvertib
 
 /// The limits of the "bad input" list, checked in one place so every method words them alike.
 enum RequestLimits {
-    static let pageSizes = 1...100
-    static let defaultPageSize = 25
-    static let maximumOffset = 100_000
     static let maximumPrefixLength = 64
     static let maximumUsernamesPerCall = 100
     static let maximumContactsPerSync = 5_000
+    static let pageSizes = RequestRange("limit", 1...100, zeroMeans: 25)
+    static let offsets = RequestRange("offset", 0...100_000)
+    static let maxMembers = RequestRange("max_members", 0...1_000_000)
+    /// A contact's name as the client's address book has it: may be empty, at most 256 bytes, no control
+    /// characters (the display-name rule's bytes, without its 64-character cap: address books hold longer names).
+    static let contactName = TextRule(characters: 0...256, maximumBytes: 256)
+
+    /// Every numeric range with the message whose field it checks; the tests compare them with the proto comments.
+    static let declaredRanges: [(message: String, range: RequestRange)] = [
+        ("rave.social.v1.ListQuery", pageSizes), ("rave.social.v1.ListQuery", offsets),
+        ("rave.social.v1.ListFriendRequestsRequest", pageSizes),
+        ("rave.social.v1.ListFriendRequestsRequest", offsets),
+        ("rave.social.v1.ListBlockedUsersRequest", pageSizes), ("rave.social.v1.ListBlockedUsersRequest", offsets),
+        ("rave.social.v1.QueryContactsRequest", pageSizes), ("rave.social.v1.QueryContactsRequest", offsets),
+        ("rave.social.v1.CreateListRequest", maxMembers),
+    ]
 
     /// `limit` 0 means the default; anything else must be 1…100.
     static func pageSize(_ limit: UInt32) throws(SocialError) -> Int {
-        if limit == 0 { return defaultPageSize }
-        guard pageSizes.contains(Int(limit)) else {
-            throw .invalidArgument("limit must be \(pageSizes.lowerBound)…\(pageSizes.upperBound), got \(limit)")
-        }
-        return Int(limit)
+        try pageSizes.check(limit, orThrow: SocialError.invalidArgument)
     }
 
+    /// 0…100000; deeper pages use the cursor.
     static func offset(_ offset: UInt32) throws(SocialError) -> Int {
-        guard offset <= maximumOffset else {
-            throw .invalidArgument("offset must be 0…\(maximumOffset), got \(offset); use the cursor for deep pages")
-        }
-        return Int(offset)
+        try offsets.check(offset) { SocialError.invalidArgument($0 + "; use the cursor for deep pages") }
     }
 
-    /// A Rave ID on the wire: 32 lowercase hex digits.
+    /// A Rave ID on the wire: 32 lowercase hex digits, as every service reads them; another spelling is refused.
     static func userID(_ text: String, field: String) throws(SocialError) -> RaveID {
-        guard text.utf8.count == 32, let id = RaveID(text) else {
-            throw .invalidArgument("\(field) must be a Rave ID (32 hex digits), got \"\(text.prefix(40))\"")
+        guard let id = RaveID(wire: text) else {
+            throw .invalidArgument(RequestChecks.raveIDProblem(field: field, text: text))
         }
         return id
     }

@@ -33,6 +33,8 @@ enum SocialMain {
             pool: context.pool, directory: IdentityUserDirectory(caller: identity), configuration: configuration,
             loop: context.group.next(), logger: context.logger)
         if configuration.friendCacheIDs > 0 { context.addBackgroundService(service.friendIDs) }
+        // Merged-away users resolve to their targets; other processes' merges are announced and swept here.
+        context.addBackgroundService(service.mergedUsers)
         // Friend request events, from the outbox to the sinks of RAVE_EVENT_SINKS (push shows them).
         context.addBackgroundService(try EventPublisher.forService(context: context, source: "social"))
         return service.rpcServices

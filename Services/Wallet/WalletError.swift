@@ -12,6 +12,8 @@ struct WalletError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatu
         /// The id was used before for a different request.
         case conflictingReplay
         case failedPrecondition
+        /// A peer the wallet needs (identity) could not answer; nothing was done.
+        case unavailable
     }
 
     var kind: Kind
@@ -34,8 +36,9 @@ struct WalletError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatu
         case .permissionDenied: .permissionDenied
         case .insufficientFunds, .failedPrecondition: .failedPrecondition
         case .conflictingReplay: .alreadyExists
+        case .unavailable: .unavailable
         }
     }
 
-    var rpcError: RPCError? { RPCError(statusCode, message) }
+    var rpcError: RPCError? { RPCError(statusCode, message, notProcessed: kind == .unavailable) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RaveMerges
 import RaveRPC
 import RaveRuntime
 
@@ -10,8 +11,23 @@ enum WalletMain {
             exit(await WalletBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
         }
         await RaveServiceMain.run(name: "wallet", migrations: .directory(WalletMain.migrationsDirectory)) {
-            context in WalletDependencies(pool: context.pool, laneCount: laneCount(context.environment)).services()
+            context in try services(context: context)
         }
+    }
+
+    /// The RPC services, with a client of identity presenting the wallet's own certificate (operator transfers
+    /// ask it whether their user exists) and the merged-users record (merged-away players resolve to their
+    /// targets; other processes' merges are announced and swept here).
+    static func services(context: ServiceContext) throws -> [any RPCService] {
+        let configuration = try WalletConfiguration(environment: context.environment)
+        context.logger.info("wallet settings", configuration.settings)
+        let identity = try context.peerClient(at: configuration.identityAddress, peer: "identity")
+        let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
+        context.addBackgroundService(merges)
+        return WalletDependencies(
+            pool: context.pool, users: IdentityUserDirectory(identity: identity),
+            laneCount: laneCount(context.environment), merges: merges
+        ).services()
     }
 
     /// Group-commit lanes (`RAVE_WALLET_LANES`, default 4): rounds that commit at once, each on its own connection.

@@ -97,15 +97,36 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The status code name for `kind` ("ALREADY_EXISTS"), for layers that do not know this module's types.
     public var statusCodeName: String { kind.rawValue }
 
-    /// The message a client may see: constraint names help callers, internal detail stays in the logs.
+    /// The message a client may see, in our own words for its kind and SQLSTATE.
+    ///
+    /// Never the server's text, a constraint name, or libpq's connection detail: those describe our schema and
+    /// network, and stay in the logs (`description`). Stores that know what a constraint means (a taken username)
+    /// catch the error and say so themselves; this is what every other failure says.
     public var statusMessage: String {
         switch kind {
-        case .alreadyExists, .failedPrecondition:
-            return constraint.map { "\(message) (constraint \($0))" } ?? message
+        case .alreadyExists: return "a record with that unique value already exists"
+        case .failedPrecondition: return "the change conflicts with records it refers to or that refer to it"
+        case .invalidArgument: return Self.invalidValueMessages[sqlState ?? ""] ?? "a value is not valid"
+        case .aborted: return "the change conflicted with a concurrent one; retry it"
+        case .unavailable: return "the database is unavailable; retry later"
+        case .cancelled: return "the database work was cancelled"
+        case .deadlineExceeded: return "the database work ran past its deadline"
+        case .resourceExhausted: return "no database connection became free in time; retry later"
         case .internal: return "internal database error"
-        default: return message
         }
     }
+
+    private static let invalidValueMessages = [
+        "23514": "a value is outside what is allowed",
+        "23502": "a required value is missing",
+        "22001": "a text value is too long",
+        "22003": "a number is out of range",
+        "22P02": "a value is not written in a valid form",
+        "22007": "a date or time is not written in a valid form",
+        "22008": "a date or time is out of range",
+        "22021": "a text value holds bytes that are not valid UTF-8 text",
+        "22P05": "a text value holds a character that cannot be stored",
+    ]
 
     /// Whether retrying the whole transaction may succeed (serialization failure or deadlock).
     public var isRetryableTransactionFailure: Bool {
@@ -114,12 +135,12 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
 
     static func kind(sqlState: String) -> PostgresErrorKind {
         switch sqlState {
-        case "23505": return .alreadyExists
-        case "23514", "23503", "23502": return .failedPrecondition
+        case "23505", "23P01": return .alreadyExists
+        case "23503": return .failedPrecondition
         case "40001", "40P01": return .aborted
         case "57014": return .cancelled
         case "57P01", "57P02", "57P03": return .unavailable
-        case "22P02", "22003", "22001": return .invalidArgument
+        case "23514", "23502", "22P02", "22003", "22001", "22007", "22008", "22021", "22P05": return .invalidArgument
         default: return sqlState.hasPrefix("08") ? .unavailable : .internal
         }
     }

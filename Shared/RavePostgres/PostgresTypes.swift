@@ -12,7 +12,9 @@ public struct RaveID: Hashable, Sendable, Comparable, CustomStringConvertible {
         self.low = low
     }
 
-    /// Parses the canonical 36-character form ("4f0c…-…") or 32 bare hex digits; nil for anything else.
+    /// Parses the canonical 36-character form ("4f0c…-…") or 32 bare hex digits of either case.
+    ///
+    /// Nil for anything else. For configuration and tools; ids in requests go through `init(wire:)`.
     public init?(_ text: some StringProtocol) {
         guard let (high, low) = Self.parse(text.utf8) else { return nil }
         self.init(high: high, low: low)
@@ -22,6 +24,34 @@ public struct RaveID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// view (through the generic one, every byte went through protocol witnesses).
     public init?(_ text: String) {
         guard let (high, low) = Self.parse(text.utf8) else { return nil }
+        self.init(high: high, low: low)
+    }
+
+    /// Parses the one spelling the protocol uses for Rave IDs and every other id: 32 lowercase hex digits.
+    ///
+    /// No dashes (DESIGN.md §1). Upper case, dashes and braces are refused, not normalised, by every service
+    /// alike, so one id never has two spellings.
+    ///
+    /// One pass over the UTF-8 bytes: a call may carry a thousand ids.
+    public init?(wire text: String) {
+        var text = text
+        let halves = text.withUTF8 { bytes -> (UInt64, UInt64)? in
+            guard bytes.count == 32 else { return nil }
+            var high: UInt64 = 0
+            var low: UInt64 = 0
+            for index in 0..<32 {
+                let byte = bytes[index]
+                let digit: UInt64
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte &- UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(byte &- UInt8(ascii: "a") &+ 10)
+                default: return nil
+                }
+                if index < 16 { high = high << 4 | digit } else { low = low << 4 | digit }
+            }
+            return (high, low)
+        }
+        guard let (high, low) = halves else { return nil }
         self.init(high: high, low: low)
     }
 
@@ -170,6 +200,112 @@ extension PostgresTimestamp: PostgresEncodable, PostgresDecodable {
 extension Date: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue? { PostgresTimestamp(self).postgresValue }
     public init(postgresCell cell: PostgresCell) throws { self = try PostgresTimestamp(postgresCell: cell).date }
+}
+
+/// A `date`: a day of the proleptic Gregorian calendar, without time or time zone.
+///
+/// Sent and read in PostgreSQL's binary form, the number of days since 2000-01-01. Build one from its parts or
+/// from "YYYY-MM-DD" text; both refuse a day that does not exist (2001-02-29, month 13).
+public struct PostgresDate: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// Days since 2000-01-01 (negative before it), as PostgreSQL counts.
+    public var daysSince2000: Int32
+
+    public init(daysSince2000: Int32) { self.daysSince2000 = daysSince2000 }
+
+    /// The date with these parts; nil unless the day exists (years 1…9999).
+    public init?(year: Int, month: Int, day: Int) {
+        guard (1...9999).contains(year), (1...12).contains(month),
+            (1...Self.daysInMonth(month, year: year)).contains(day)
+        else { return nil }
+        daysSince2000 = Int32(Self.daysFromCivil(year: year, month: month, day: day) - Self.daysFrom1970To2000)
+    }
+
+    /// Parses exactly "YYYY-MM-DD" (ASCII digits, a day that exists); nil for anything else.
+    public init?(iso text: String) {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for byte in bytes[range] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10) else { return nil }
+        self.init(year: year, month: month, day: day)
+    }
+
+    /// The day as year, month (1…12) and day of month.
+    public var parts: (year: Int, month: Int, day: Int) {
+        Self.civil(fromDays: Int(daysSince2000) + Self.daysFrom1970To2000)
+    }
+
+    /// "YYYY-MM-DD".
+    public var iso: String {
+        let (year, month, day) = parts
+        func padded(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(padded(year, 4))-\(padded(month, 2))-\(padded(day, 2))"
+    }
+
+    public var description: String { iso }
+
+    /// The UTC day `date` falls on.
+    public init(_ date: Date) {
+        let days = (date.timeIntervalSince1970 / 86_400).rounded(.down)
+        daysSince2000 = Int32(clamping: Int(days) - Self.daysFrom1970To2000)
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.daysSince2000 < rhs.daysSince2000 }
+
+    static let daysFrom1970To2000 = 10_957
+
+    static func daysInMonth(_ month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm, exact for the proleptic calendar).
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The civil date of a count of days since 1970-01-01 (the inverse of `daysFromCivil`).
+    static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+extension PostgresDate: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue? {
+        var bytes: [UInt8] = []
+        appendBigEndian(daysSince2000, to: &bytes)
+        return PostgresValue(type: .date, bytes: bytes)
+    }
+
+    public init(postgresCell cell: PostgresCell) throws {
+        guard cell.type == .date else { throw cell.typeMismatch(PostgresDate.self) }
+        daysSince2000 = try cell.integer(Int32.self)
+    }
 }
 
 // MARK: - Arrays

@@ -15,6 +15,7 @@ public struct PostgresType: Hashable, Sendable, CustomStringConvertible {
     public static let json = PostgresType(oid: 114)
     public static let float8 = PostgresType(oid: 701)
     public static let bpchar = PostgresType(oid: 1042)
+    public static let date = PostgresType(oid: 1082)
     public static let varchar = PostgresType(oid: 1043)
     public static let timestamp = PostgresType(oid: 1114)
     public static let timestamptz = PostgresType(oid: 1184)

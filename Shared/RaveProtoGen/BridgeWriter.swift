@@ -25,8 +25,9 @@ struct BridgeWriter {
             writer.open("public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {")
             writer.line("self = try ProtoDecoding.unpack(")
             writer.line(
-                "    bytes, descriptor: Self.protobufCDescriptor, as: \(cType).self, messageName: Self.protoMessageName"
+                "    bytes, descriptor: Self.protobufCDescriptor, as: \(cType).self, messageName: Self.protoMessageName,"
             )
+            writer.line("    checksStrings: \(registry.holdsStrings(message))")
             writer.line(") { message throws(ProtoDecodingError) in try Self(protobufC: message) }")
             writer.close()
             writer.line()

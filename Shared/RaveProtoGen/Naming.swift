@@ -162,4 +162,22 @@ struct TypeRegistry {
         guard let entry = entries[typeName] else { throw GeneratorError("unknown type \(typeName)") }
         return entry
     }
+
+    /// Whether `message` has a string field, itself or in a message it holds (map entries included): its
+    /// decoder then checks the wire bytes for strings holding NUL.
+    func holdsStrings(_ message: MessageDescriptor) -> Bool {
+        var visited: Set<String> = []
+        return holdsStrings(message, visited: &visited)
+    }
+
+    private func holdsStrings(_ message: MessageDescriptor, visited: inout Set<String>) -> Bool {
+        for field in message.fields {
+            if field.kind == .string { return true }
+            guard field.kind == .message, visited.insert(field.typeName).inserted,
+                let nested = entries[field.typeName]?.message
+            else { continue }
+            if holdsStrings(nested, visited: &visited) { return true }
+        }
+        return false
+    }
 }

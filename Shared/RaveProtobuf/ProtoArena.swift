@@ -1,4 +1,5 @@
 import CProtobufC
+import Glibc
 
 /// Scratch memory for building protobuf-c structs while encoding one message; freed when the arena ends.
 ///
@@ -11,6 +12,8 @@ public struct ProtoArena: ~Copyable {
     @usableFromInline var block: UnsafeMutableRawPointer?
     @usableFromInline var offset = 0
     @usableFromInline var capacity = 0
+    /// Whether a string copy holds stand-ins for NULs that `pack` must put back.
+    @usableFromInline var holdsNULStandIns = false
 
     @usableFromInline static let headerSize = 16
     /// Below glibc's tcache limit (1,032-byte chunks): a 1 KiB block took malloc's large-chunk path, which
@@ -55,8 +58,9 @@ public struct ProtoArena: ~Copyable {
 
     /// A NUL-terminated copy of `string` for a `char *` field.
     ///
-    /// protobuf-c strings end at the first NUL, so a string with an embedded NUL is encoded truncated
-    /// before it: deterministic, and never an out-of-bounds read.
+    /// protobuf-c measures a string with `strlen`, so a NUL inside it would cut it short. The copy holds
+    /// `ProtoStringFields.nulStandIn` in place of each NUL instead (same length, never valid UTF-8), and `pack`
+    /// puts the NULs back into the packed bytes: a string is encoded exactly as it is.
     @inlinable
     public mutating func string(_ string: String) -> UnsafeMutablePointer<CChar> {
         var string = string
@@ -64,10 +68,18 @@ public struct ProtoArena: ~Copyable {
             let copy = allocate(CChar.self, count: utf8.count + 1)
             if let base = utf8.baseAddress {
                 UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: utf8.count)
+                if memchr(base, 0, utf8.count) != nil { standInForNULs(copy, count: utf8.count) }
             }
             copy[utf8.count] = 0
             return copy
         }
+    }
+
+    @usableFromInline
+    mutating func standInForNULs(_ text: UnsafeMutablePointer<CChar>, count: Int) {
+        let bytes = UnsafeMutableRawPointer(text).assumingMemoryBound(to: UInt8.self)
+        for index in 0..<count where bytes[index] == 0 { bytes[index] = ProtoStringFields.nulStandIn }
+        holdsNULStandIns = true
     }
 
     /// A copy of `bytes` for a `ProtobufCBinaryData` field.
@@ -130,8 +142,10 @@ public struct ProtoArena: ~Copyable {
     public func pack<Message>(_ message: UnsafePointer<Message>) -> [UInt8] {
         let base = UnsafeRawPointer(message).assumingMemoryBound(to: ProtobufCMessage.self)
         let size = protobuf_c_message_get_packed_size(base)
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+        var bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             count = size == 0 ? 0 : protobuf_c_message_pack(base, buffer.baseAddress)
         }
+        if holdsNULStandIns { ProtoStringFields.restoreNULs(in: &bytes, descriptor: base.pointee.descriptor) }
+        return bytes
     }
 }

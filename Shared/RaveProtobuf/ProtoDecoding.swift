@@ -19,18 +19,32 @@ public enum ProtoDecoding {
     /// Unpacks `bytes` with protobuf-c, converts the C struct with `convert`, and frees it.
     ///
     /// protobuf-c rejects truncated input, malformed varints, wrong wire types and lengths past the end;
-    /// all of those become a `ProtoDecodingError`.
+    /// all of those become a `ProtoDecodingError`. When the message has string fields (`checksStrings`, at
+    /// any depth), a string holding U+0000 is refused too: protobuf-c would hand it over cut at the NUL.
     @inlinable
     public static func unpack<CMessage, Message>(
         _ bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
-        as type: CMessage.Type, messageName: String,
+        as type: CMessage.Type, messageName: String, checksStrings: Bool,
         _ convert: (UnsafePointer<CMessage>) throws(ProtoDecodingError) -> Message
     ) throws(ProtoDecodingError) -> Message {
         guard let message = protobuf_c_message_unpack(descriptor, nil, bytes.count, start(of: bytes)) else {
             throw ProtoDecodingError(messageName: messageName, reason: "\(bytes.count) bytes are not a valid encoding")
         }
         defer { protobuf_c_message_free_unpacked(message, nil) }
+        if checksStrings { try refuseNUL(in: bytes, descriptor: descriptor, messageName: messageName) }
         return try convert(UnsafeRawPointer(message).assumingMemoryBound(to: CMessage.self))
+    }
+
+    /// Throws when a string field anywhere in `bytes` holds U+0000.
+    @usableFromInline
+    static func refuseNUL(
+        in bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, messageName: String
+    ) throws(ProtoDecodingError) {
+        guard let field = try ProtoStringFields.firstFieldHoldingNUL(in: bytes, descriptor: descriptor).get() else {
+            return
+        }
+        throw ProtoDecodingError(
+            messageName: messageName, reason: "field \(field) holds a NUL character (U+0000), which text may not hold")
     }
 
     /// A string field; protobuf-c does not check UTF-8, so invalid text is rejected here, as proto3 requires.

@@ -2,10 +2,10 @@
 ///
 /// Generated code (rave-protogen) conforms every message in Proto/ to this protocol.
 ///
-/// protobuf-c keeps strings as NUL-terminated C strings, which shapes two rules: encoding drops the text
-/// after an embedded NUL (so such a string arrives truncated, deterministically), and decoding rejects a
-/// string field that is not valid UTF-8 with `ProtoDecodingError`, as proto3 requires. Map fields encode
-/// in key order, so equal messages always encode to the same bytes. Unknown fields are dropped.
+/// protobuf-c keeps strings as NUL-terminated C strings; neither direction lets that cut a string short.
+/// Encoding writes every string exactly, NULs included. Decoding refuses, with `ProtoDecodingError`, a string
+/// field that holds a NUL or is not valid UTF-8 (our protocol's rule for text). Map fields encode in key
+/// order, so equal messages always encode to the same bytes. Unknown fields are dropped.
 public protocol ProtoMessage: Sendable, Equatable {
     /// The fully qualified message name ("rave.echo.v1.EchoRequest").
     static var protoMessageName: String { get }

@@ -103,14 +103,20 @@ enum ProtoWire {
         }
 
         /// The UTF-8 text of `range` (a range `readLengthDelimitedRange()` returned).
+        ///
+        /// A NUL is refused like invalid UTF-8, as the generated decoders refuse it: text that a C string, a
+        /// database column or a log line would cut short never enters the system.
         func string(in range: Range<Int>, field: String) throws(EnvelopeError) -> String {
             let string = bytes[range].withUnsafeBufferPointer { buffer -> String? in
                 // Nearly every string here (methods, metadata keys) is ASCII, which is valid UTF-8 as it is;
                 // the general validation goes through generic code that costs more than the copy.
-                if buffer.allSatisfy({ $0 < 0x80 }) { return String(decoding: buffer, as: UTF8.self) }
+                if buffer.allSatisfy({ $0 &- 1 < 0x7F }) { return String(decoding: buffer, as: UTF8.self) }
+                guard !buffer.contains(0) else { return nil }
                 return String(validating: buffer, as: UTF8.self)
             }
-            guard let string else { throw EnvelopeError(message: "field \(field) is not valid UTF-8") }
+            guard let string else {
+                throw EnvelopeError(message: "field \(field) is not valid UTF-8 text without NUL characters")
+            }
             return string
         }
 

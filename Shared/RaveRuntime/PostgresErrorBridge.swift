@@ -3,6 +3,9 @@ import RaveRPC
 
 /// Database failures answer with the status their kind names, so handlers can let `PostgresError` propagate.
 ///
+/// The message is `statusMessage`, our own words: the server's text, constraint names and connection detail
+/// never reach a client (they are in the log line of the failed call).
+///
 /// Lives here because RavePostgres must not depend on RaveRPC; `RPCError(mapping:requestID:)` picks it up.
 extension PostgresError: RPCStatusConvertible {
     public var rpcError: RPCError? {

@@ -70,7 +70,7 @@ struct CallAdmissionTests {
     }
 
     @Test func anonymousMethodsIgnoreTokens() throws {
-        let method = "rave.gifts.v1.GiftsInstall/ResolveLink"
+        let method = "rave.gifts.v1.GiftsInstall/ResolveInstallLink"
         #expect(try MethodRoute(method: method).tokenNeed == .none)
         let admission = CallAdmission(services: ["gifts": "gifts-pool"], deadlineMargin: 0)
         let admitted = try admission.decide(
@@ -81,7 +81,7 @@ struct CallAdmissionTests {
     }
 
     @Test func aServiceWithoutBackendsIsUnimplemented() throws {
-        let refused = try decide("rave.social.v1.Social/ListFriends", token: .verified(player))
+        let refused = try decide("rave.social.v1.Social/QueryFriends", token: .verified(player))
         #expect(refused.failure?.code == .unimplemented)
     }
 
@@ -95,7 +95,7 @@ struct CallAdmissionTests {
 
     @Test func theCredentialIsCheckedBeforeTheBackendAndTheTime() throws {
         // A call that fails several rules gets the credential's refusal: it says what the caller must change.
-        let refused = try decide("rave.social.v1.Social/ListFriends", token: .absent, now: 2_000)
+        let refused = try decide("rave.social.v1.Social/QueryFriends", token: .absent, now: 2_000)
         #expect(refused.failure?.code == .unauthenticated)
     }
 }

@@ -30,7 +30,10 @@ struct MergeTests {
             #expect(sent.gift?.senderId == target.hex)
             let requests = try await harness.player.listGiftRequests(.init(), context: harness.context(target))
             #expect(requests.requests.map(\.requestId) == [request])
-            #expect(try await harness.player.listGifts(.init(), context: harness.context(source)).gifts.isEmpty)
+            // The source's id is the target now: a list under it is the target's.
+            let underSource = try await harness.player.listGifts(.init(), context: harness.context(source))
+            #expect(Set(underSource.gifts.map(\.giftId)) == [toSource, toTarget])
+            #expect(try await harness.count("SELECT count(*) FROM gifts WHERE recipient_id = $1", [source]) == 0)
             // The target can answer what was the source's.
             _ = try await harness.player.acceptGift(.init(giftId: toSource), context: harness.context(target))
         }

@@ -1,3 +1,4 @@
+import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -16,15 +17,20 @@ struct ServiceFixture {
     let player: LeaderboardsService
     let admin: LeaderboardsAdminService
     let merge: MergeService
-    let app = uniqueApp()
+    let app: String
 
     /// 2026-01-07 12:00 UTC, a Wednesday.
     static let start: Int64 = 1_767_787_200_000_000
 
-    init(pool: PostgresPool, start: Int64 = ServiceFixture.start) {
+    /// `merges` stands for the instance's listening record of merges (default: one that reads the database).
+    init(
+        pool: PostgresPool, start: Int64 = ServiceFixture.start, app: String = uniqueApp(),
+        merges: MergedUsers? = nil
+    ) {
         self.pool = pool
+        self.app = app
         clock = ManualClock(start)
-        engine = LeaderboardEngine(pool: pool, clock: clock.wallClock)
+        engine = LeaderboardEngine(pool: pool, clock: clock.wallClock, merges: merges)
         player = LeaderboardsService(engine: engine, friends: friends, profiles: profiles)
         admin = LeaderboardsAdminService(engine: engine)
         merge = MergeService(engine: engine)

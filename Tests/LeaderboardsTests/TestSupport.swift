@@ -70,4 +70,4 @@ enum Callers {
 }
 
 /// A fresh app id per test, so tests never see each other's boards even on a shared database.
-func uniqueApp() -> String { "app-" + RaveID.random().hex.prefix(8) }
+func uniqueApp() -> String { RaveID.random().hex }

@@ -14,7 +14,7 @@ struct PushFixture {
     /// The loops every test's connections run on; tests stay independent through their own databases.
     static var group: EventLoopGroup { ScratchDatabase.group }
 
-    static let appID = "app1"
+    static let appID = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
 
     let pool: PostgresPool
     /// The test database's connection string, for a `ServiceRuntime` of its own.

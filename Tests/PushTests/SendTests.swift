@@ -68,18 +68,23 @@ struct SendTests {
             let good = PushV1.Notification(title: "t", body: "b")
             let requests = [
                 PushV1.SendNotificationRequest(appId: "", userIds: [user], notification: good),
-                PushV1.SendNotificationRequest(appId: "app1", userIds: [], notification: good),
-                PushV1.SendNotificationRequest(appId: "app1", userIds: ["nope"], notification: good),
-                PushV1.SendNotificationRequest(appId: "app1", userIds: [user], notification: nil),
                 PushV1.SendNotificationRequest(
-                    appId: "app1", userIds: [user], notification: PushV1.Notification(title: "", body: "")),
+                    appId: PushFixture.appID.uppercased(), userIds: [user], notification: good),
                 PushV1.SendNotificationRequest(
-                    appId: "app1", userIds: [user],
+                    appId: PushFixture.appID, userIds: [user.uppercased()], notification: good),
+                PushV1.SendNotificationRequest(appId: PushFixture.appID, userIds: [], notification: good),
+                PushV1.SendNotificationRequest(appId: PushFixture.appID, userIds: ["nope"], notification: good),
+                PushV1.SendNotificationRequest(appId: PushFixture.appID, userIds: [user], notification: nil),
+                PushV1.SendNotificationRequest(
+                    appId: PushFixture.appID, userIds: [user], notification: PushV1.Notification(title: "", body: "")),
+                PushV1.SendNotificationRequest(
+                    appId: PushFixture.appID, userIds: [user],
                     notification: PushV1.Notification(title: "t", body: String(repeating: "é", count: 2100))),
                 PushV1.SendNotificationRequest(
-                    appId: "app1", userIds: [user], notification: PushV1.Notification(title: "t", ttlSeconds: -1)),
+                    appId: PushFixture.appID, userIds: [user],
+                    notification: PushV1.Notification(title: "t", ttlSeconds: -1)),
                 PushV1.SendNotificationRequest(
-                    appId: "app1", userIds: [user],
+                    appId: PushFixture.appID, userIds: [user],
                     notification: PushV1.Notification(title: "t", category: .unrecognized(9))),
             ]
             for request in requests {
@@ -94,7 +99,7 @@ struct SendTests {
     @Test func sendingNeedsAdminOrServiceCaller() async throws {
         try await PushFixture.with { fixture in
             let request = PushV1.SendNotificationRequest(
-                appId: "app1", userIds: [RaveID.random().hex], notification: PushV1.Notification(title: "t"))
+                appId: PushFixture.appID, userIds: [RaveID.random().hex], notification: PushV1.Notification(title: "t"))
             await expectStatus(.permissionDenied) {
                 try await fixture.admin.sendNotification(request, context: PushFixture.playerContext(.random()))
             }

@@ -77,7 +77,8 @@ import Testing
             let notNull = try await #require(throws: PostgresError.self) {
                 try await connection.execute(insert, [2, nil as String?])
             }
-            #expect(notNull.kind == .failedPrecondition)
+            #expect(notNull.kind == .invalidArgument)
+            #expect(notNull.statusMessage == "a required value is missing")
             // The cached statement keeps working after errors.
             try await connection.execute(insert, [3, "cy"])
             let count = try await connection.query("SELECT count(*) AS n FROM users")

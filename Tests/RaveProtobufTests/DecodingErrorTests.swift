@@ -54,14 +54,4 @@ import Testing
         }
     }
 
-    @Test func stringsWithEmbeddedNULAreTruncatedAtTheNUL() throws {
-        // protobuf-c strings are C strings, so the text after a NUL cannot be represented.
-        let handshake = RpcV1.Handshake(agent: "ab\u{0}cd")
-        #expect(handshake.protobufBytes() == [0x22, 0x02, 0x61, 0x62])
-        #expect(try RpcV1.Handshake(protobufBytes: handshake.protobufBytes()).agent == "ab")
-    }
-
-    @Test func decodedStringWithEmbeddedNULEndsAtTheNUL() throws {
-        #expect(try RpcV1.Handshake(protobufBytes: [0x22, 0x03, 0x61, 0x00, 0x62]).agent == "a")
-    }
 }

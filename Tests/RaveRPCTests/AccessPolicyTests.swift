@@ -57,7 +57,7 @@ struct AccessPolicyTests {
     static let groups: [(method: String, allowed: Set<String>)] = [
         ("rave.wallet.v1.Wallet/GetWallet", ["gateway"]),
         ("rave.wallet.v1.WalletAdmin/Deposit", ["gateway"]),
-        ("rave.gifts.v1.GiftsInstall/ResolveLink", ["gateway"]),
+        ("rave.gifts.v1.GiftsInstall/ResolveInstallLink", ["gateway"]),
         ("rave.merge.v1.MergeParticipant/MergeUsers", ["identity"]),
         ("rave.events.v1.EventSink/DeliverEvents", ["identity", "social", "leaderboards", "gifts"]),
         ("rave.identity.v1.IdentityInternal/SigningKeys", ["gateway", "social", "leaderboards", "gifts", "wallet"]),

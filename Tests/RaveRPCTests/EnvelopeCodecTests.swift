@@ -79,6 +79,23 @@ struct EnvelopeCodecTests {
         }
     }
 
+    /// A NUL in the method or in a metadata key or value is refused, never cut short or passed on.
+    @Test func nulCharactersInEnvelopeTextAreRefused() throws {
+        let cases: [(String, RpcV1.Request)] = [
+            ("method", RpcV1.Request(method: "rave.echo.v1.Echo/Echo\u{0}x")),
+            ("metadata key", RpcV1.Request(method: "m/x", metadata: ["trace\u{0}id": "t"])),
+            ("metadata value", RpcV1.Request(method: "m/x", metadata: ["idempotency-key": "key\u{0}tail"])),
+            ("metadata value", RpcV1.Request(method: "m/x", metadata: ["idempotency-key": "ü\u{0}"])),
+        ]
+        for (field, request) in cases {
+            guard case .failure(let error) = EnvelopeCodec.decodeRequest(request.protobufBytes()) else {
+                Issue.record("\(request) decoded")
+                continue
+            }
+            #expect(error.message == "field \(field) is not valid UTF-8 text without NUL characters")
+        }
+    }
+
     @Test func unknownFieldsAreSkipped() throws {
         // method "a", an unknown fixed32 field 9, an unknown length-delimited field 10, then the payload.
         let bytes: [UInt8] = [0x0A, 0x01, 0x61, 0x4D, 1, 2, 3, 4, 0x52, 0x01, 0x00, 0x22, 0x01, 0x07]

@@ -18,7 +18,7 @@ struct TestCertificates {
         var template = Array("/tmp/rave-rpc-tests-XXXXXX".utf8CString)
         guard let path = mkdtemp(&template) else { throw TestFailure("mkdtemp failed") }
         let directory = String(cString: path)
-        try DevelopmentCertificates.write(to: directory, services: ["echo", "client"])
+        try DevelopmentCertificates.write(to: directory, services: ["echo", "client", "gateway"])
         removedAtExit.withLock { $0 = directory }
         atexit {
             if let directory = TestCertificates.removedAtExit.withLock({ $0 }) {
@@ -42,11 +42,16 @@ struct TestCertificates {
     }
 
     func clientTLS(withCertificate: Bool = false) throws -> TLSContext {
+        try clientTLS(certificate: withCertificate ? "client" : nil)
+    }
+
+    /// A client presenting the development certificate `certificate` ("client", "gateway"), or none.
+    func clientTLS(certificate: String?) throws -> TLSContext {
         try TLSContext(
             .client(
                 trustRootsPath: "\(directory)/ca.pem",
-                certificateChainPath: withCertificate ? "\(directory)/client.pem" : nil,
-                privateKeyPath: withCertificate ? "\(directory)/client-key.pem" : nil))
+                certificateChainPath: certificate.map { "\(directory)/\($0).pem" },
+                privateKeyPath: certificate.map { "\(directory)/\($0)-key.pem" }))
     }
 }
 

@@ -44,8 +44,8 @@ import Testing
 
 @Suite struct PostgresErrorBridgeTests {
     @Test(arguments: [
-        ("23505", StatusCode.alreadyExists), ("23514", .failedPrecondition), ("23503", .failedPrecondition),
-        ("40001", .aborted), ("40P01", .aborted),
+        ("23505", StatusCode.alreadyExists), ("23514", .invalidArgument), ("23502", .invalidArgument),
+        ("23503", .failedPrecondition), ("22001", .invalidArgument), ("40001", .aborted), ("40P01", .aborted),
     ])
     func serverErrorsMapBySQLState(sqlState: String, code: StatusCode) {
         let error = PostgresError(.server, "duplicate key", sqlState: sqlState, constraint: "users_email_key")
@@ -56,6 +56,25 @@ import Testing
         #expect(RPCError(mapping: PostgresError.poolExhausted, requestID: "r").code == .resourceExhausted)
         #expect(RPCError(mapping: PostgresError.connectionClosed, requestID: "r").code == .unavailable)
         #expect(RPCError(mapping: PostgresError(.queryTimeout, "slow"), requestID: "r").code == .deadlineExceeded)
+    }
+
+    /// Whatever the status, the message is ours: not the server's text, not a constraint or table name, not
+    /// libpq's connection detail.
+    @Test(arguments: [
+        "23505", "23514", "23502", "23503", "22001", "22003", "22P02", "22021", "40001", "57014", "57P01", "08006",
+        "53300", "22P03",
+    ])
+    func messagesNeverCarryDatabaseText(sqlState: String) {
+        let error = PostgresError(
+            .server, "new row for relation \"users\" violates check constraint \"users_display_name_check\"",
+            sqlState: sqlState, detail: "Failing row contains (secret, data).", constraint: "users_display_name_check")
+        let status = RPCError(mapping: error, requestID: "r")
+        for leaked in ["users", "relation", "constraint", "secret", "Failing", "violates"] {
+            #expect(!status.message.contains(leaked), "\(sqlState): \(status.message)")
+        }
+        let lost = PostgresError(
+            .connectionFailed, "connection to server at \"db.internal\" (10.0.0.7), port 5432 failed")
+        #expect(RPCError(mapping: lost, requestID: "r").message == "the database is unavailable; retry later")
     }
 
     @Test func internalErrorsHideTheirDetail() {

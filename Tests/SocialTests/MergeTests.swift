@@ -70,9 +70,11 @@ struct MergeTests {
             #expect(contacts.contacts.map(\.key) == ["phonebook:friend@example.test"])
             let sharedContacts = try await harness.player.queryContacts(.init(), context: shared.context)
             #expect(sharedContacts.contacts.map(\.userId) == [target.id])
-            let sourceLeft = try await harness.internalHandlers.friendIds(
+            // The source's id is the target now: asked under it, the friends are the target's; no row names it.
+            let underSource = try await harness.internalHandlers.friendIds(
                 .init(userId: source.id, appId: harness.appID), context: SocialHarness.serviceContext)
-            #expect(sourceLeft.userIds.isEmpty)
+            #expect(Set(underSource.userIds) == [shared.id, onlySource.id])
+            #expect(try await harness.rows(of: source) == 0)
 
             let again = try await harness.merge.mergeUsers(request, context: SocialHarness.serviceContext)
             #expect(again.alreadyApplied)

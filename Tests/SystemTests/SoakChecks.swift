@@ -11,16 +11,19 @@ struct SoakChecks {
     static func run(_ stack: SystemStack, players: [PlayerLoad], merges: MergeLoad) async throws -> SoakChecks {
         var checks = SoakChecks()
         guard let reader = players.first?.caller else { return checks }
-        try await checks.scores(players, reader: reader)
-        for player in players { try await checks.bets(player) }
-        if stack.hasGifts { try await checks.gifts(players) }
         try await checks.merges(merges, admin: IdentityV1.IdentityAdminClient(caller: stack.admin))
+        try await checks.scores(players, merges: merges, reader: reader)
+        for player in players { try await checks.bets(player) }
+        try await checks.mergedBets(merges, stack: stack)
+        if stack.hasGifts { try await checks.gifts(players, merges: merges) }
+        try await checks.nothingUnderSources(merges, stack: stack)
         try await checks.ledger(stack)
         return checks
     }
 
-    /// Each player has one entry on the board, at least their best acknowledged score, and a score they sent.
-    mutating func scores(_ players: [PlayerLoad], reader: SoakCaller) async throws {
+    /// Each player has one entry on the board, at least their best acknowledged score, and a score they sent; each
+    /// merged pair has one entry, the target's, at least the best either account had acknowledged.
+    mutating func scores(_ players: [PlayerLoad], merges: MergeLoad, reader: SoakCaller) async throws {
         var entries: [String: [Int64]] = [:]
         var page: Int32 = 1
         while true {
@@ -42,6 +45,79 @@ struct SoakChecks {
                 problems.append(
                     "board shows \(best) for \(player.userID); acknowledged best \(player.bestAcknowledgedScore)")
             }
+        }
+        for merge in merges.merges {
+            let united = PlayerLoad.united(merge.loads)
+            let found = entries[merge.targetID] ?? []
+            counts["merged accounts' scores acknowledged", default: 0] += united.acknowledged
+            if let left = entries[merge.sourceID] {
+                problems.append("merged-away \(merge.sourceID) is still on the board with \(left)")
+            }
+            if found.count > 1 { problems.append("score of \(merge.targetID) is on the board \(found.count) times") }
+            if united.best > 0 && found.isEmpty {
+                problems.append("acknowledged score \(united.best) of merged pair \(merge.targetID) is lost")
+            }
+            if let best = found.first, best < united.best || !united.attempted.contains(best) {
+                problems.append(
+                    "board shows \(best) for \(merge.targetID); the pair's acknowledged best \(united.best)")
+            }
+        }
+    }
+
+    /// Every bet either merged account saw settle (before, during or after the merge, under either token) is the
+    /// target's once, with one wager; failed bets none; no other bet is either's.
+    mutating func mergedBets(_ load: MergeLoad, stack: SystemStack) async throws {
+        let wallet = try await stack.connect(to: "wallet")
+        defer { wallet.close() }
+        for merge in load.merges {
+            let seen = merge.sourceLoad.bets.merging(merge.targetLoad.bets) { first, _ in first }
+            let rows = try await wallet.query(
+                PostgresQuery(
+                    """
+                    SELECT b.bet_id, b.user_id,
+                        (SELECT count(*) FROM transfers t WHERE t.bet_id = b.bet_id AND t.code = 'bet_wager') AS wagers
+                    FROM bets b WHERE b.user_id = ANY($1::uuid[])
+                    """, [PostgresArrayParameter([merge.sourceID, merge.targetID].compactMap { RaveID($0) })]))
+            var stored: [String: (user: String, wagers: Int64)] = [:]
+            for row in rows {
+                let betID = try row.decode(RaveID.self, column: "bet_id").hex
+                if stored[betID] != nil { problems.append("bet \(betID) of a merged pair is stored twice") }
+                stored[betID] = (
+                    try row.decode(RaveID.self, column: "user_id").hex, try row.decode(Int64.self, column: "wagers")
+                )
+            }
+            for (betID, status) in seen {
+                counts["merged accounts' bets \(status == .settled ? "settled" : "failed")", default: 0] += 1
+                guard let bet = stored[betID] else {
+                    problems.append("bet \(betID) (\(status)) of a merged pair is lost")
+                    continue
+                }
+                if bet.user != merge.targetID { problems.append("bet \(betID) is held by \(bet.user), not the target") }
+                if bet.wagers != (status == .settled ? 1 : 0) {
+                    problems.append("bet \(betID) (\(status)) of a merged pair has \(bet.wagers) wagers")
+                }
+            }
+            for betID in Set(stored.keys).subtracting(seen.keys) {
+                problems.append("bet \(betID) is a merged pair's but no client placed it")
+            }
+        }
+    }
+
+    /// Nothing is left under a merged-away id: no balance, no score, no gift sent.
+    mutating func nothingUnderSources(_ load: MergeLoad, stack: SystemStack) async throws {
+        let sources = PostgresArrayParameter(load.merges.compactMap { RaveID($0.sourceID) })
+        var queries = [
+            ("wallet", "SELECT count(*) AS left FROM accounts WHERE user_id = ANY($1::uuid[]) AND balance <> 0"),
+            ("leaderboards", "SELECT count(*) AS left FROM scores WHERE user_id = ANY($1::uuid[])"),
+        ]
+        if stack.hasGifts {
+            queries.append(("gifts", "SELECT count(*) AS left FROM gifts WHERE sender_id = ANY($1::uuid[])"))
+        }
+        for (service, sql) in queries {
+            let database = try await stack.connect(to: service)
+            defer { database.close() }
+            let left = try await database.query(PostgresQuery(sql, [sources]))[0].decode(Int64.self, column: "left")
+            if left != 0 { problems.append("\(left) rows of \(service) are still under merged-away ids") }
         }
     }
 
@@ -79,12 +155,23 @@ struct SoakChecks {
         }
     }
 
-    /// Every acknowledged gift is pending at its recipient exactly once, and nothing else is.
-    mutating func gifts(_ players: [PlayerLoad]) async throws {
+    /// Every acknowledged gift is pending at its recipient exactly once, and nothing else is; a merged pair's gifts
+    /// (sent under either token, the source's after the merge too) name the target as their sender.
+    mutating func gifts(_ players: [PlayerLoad], merges: MergeLoad) async throws {
         var expected: [String: Set<String>] = [:]
+        var senders: [String: String] = [:]
         for player in players {
             for (gift, recipient) in player.gifts { expected[recipient, default: []].insert(gift) }
         }
+        for merge in merges.merges {
+            for load in merge.loads {
+                for (gift, recipient) in load.gifts {
+                    expected[recipient, default: []].insert(gift)
+                    senders[gift] = merge.targetID
+                }
+            }
+        }
+        counts["merged accounts' gifts acknowledged", default: 0] += senders.count
         for player in players {
             var received: [String] = []
             var token = ""
@@ -93,6 +180,9 @@ struct SoakChecks {
                     try await player.caller.gifts.listGifts(.init(pageSize: 100, pageToken: token))
                 }
                 received += page.gifts.map(\.giftId)
+                for gift in page.gifts where senders[gift.giftId].map({ $0 != gift.senderId }) == true {
+                    problems.append("gift \(gift.giftId) names \(gift.senderId), not the merge target")
+                }
                 token = page.nextPageToken
             } while !token.isEmpty
             let wanted = expected[player.userID] ?? []

@@ -32,7 +32,8 @@ struct SoakTests {
             let chaos = Task { try await SoakChaos.run(stack, connections: setup.connections, until: deadline) }
             let merges = Task {
                 var load = setup.merges
-                await load.run(until: deadline)
+                await load.run(
+                    recipients: setup.players.map(\.userID), withGifts: stack.hasGifts, until: deadline)
                 return load
             }
             var players = await withTaskGroup(of: PlayerLoad.self) { group in
@@ -110,7 +111,7 @@ struct SoakSetup {
         }
         let merges = MergeLoad(
             caller: SoakCaller(connection: try connection(), accessToken: "", tally: tally), appID: appID,
-            providers: stack.providers)
+            providers: stack.providers, admin: stack.admin)
         return SoakSetup(players: players, merges: merges, connections: connections, tally: tally)
     }
 }

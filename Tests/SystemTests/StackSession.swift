@@ -88,6 +88,15 @@ extension SystemStack {
         return PlayerSession(gateway: gateway, login: login, deviceID: session.deviceID)
     }
 
+    /// `session` after RefreshSession: a new access token whose scopes follow the account's state now.
+    func refreshed(_ session: PlayerSession) async throws -> PlayerSession {
+        guard case .tokens(let tokens)? = session.login.outcome else { throw StackError("the session has no tokens") }
+        let refreshed = try await anonymousIdentity.refreshSession(.init(refreshToken: tokens.refreshToken))
+        var login = session.login
+        login.outcome = refreshed.tokens.map { .tokens($0) }
+        return PlayerSession(gateway: gateway, login: login, deviceID: session.deviceID)
+    }
+
     private func device(_ deviceID: String) -> IdentityV1.DeviceInfo {
         IdentityV1.DeviceInfo(deviceId: deviceID, name: "test device", platform: "ios")
     }

@@ -59,8 +59,13 @@ final class SystemStack: @unchecked Sendable {
     ///
     /// `leaderboardsReplicas` > 1 adds processes "leaderboards-2", … running the leaderboards executable on the
     /// same database, each advertising its own address, all behind the one gateway (board ownership by lease).
-    static func with(leaderboardsReplicas: Int = 1, _ body: (SystemStack) async throws -> Void) async throws {
-        let stack = try await SystemStack(leaderboardsReplicas: leaderboardsReplicas)
+    /// `gatewayMergeCacheTTL` is how long the gateway keeps a token subject's merge resolution (1 s unless a story
+    /// needs the production default, 30 s).
+    static func with(
+        leaderboardsReplicas: Int = 1, gatewayMergeCacheTTL: String = "1s", _ body: (SystemStack) async throws -> Void
+    ) async throws {
+        let stack = try await SystemStack(
+            leaderboardsReplicas: leaderboardsReplicas, gatewayMergeCacheTTL: gatewayMergeCacheTTL)
         var failure: (any Error)?
         do {
             try await stack.startAll()
@@ -88,7 +93,7 @@ final class SystemStack: @unchecked Sendable {
         return StackError(lines.joined(separator: "\n"))
     }
 
-    private init(leaderboardsReplicas: Int) async throws {
+    private init(leaderboardsReplicas: Int, gatewayMergeCacheTTL: String) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-system-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         certificates = directory.appendingPathComponent("certs").path
@@ -150,7 +155,7 @@ final class SystemStack: @unchecked Sendable {
                         ([address(service)] + replicaAddresses).joined(separator: ",")
                 }
                 environment["RAVE_GATEWAY_HEALTH_INTERVAL"] = "500ms"
-                environment["RAVE_GATEWAY_MERGE_CACHE_TTL"] = "1s"
+                environment["RAVE_GATEWAY_MERGE_CACHE_TTL"] = gatewayMergeCacheTTL
             default:
                 break
             }

@@ -149,7 +149,7 @@ struct SeededGenerator: RandomNumberGenerator {
                 token = page.nextPageToken
             } while !token.isEmpty
             #expect(amounts == ["5.00", "4.00", "3.00", "2.00", "1.00"])
-            await expectStatus(.invalidArgument, "page_size must be 1…100, got 500") {
+            await expectStatus(.invalidArgument, "page_size must be 1…100 (0 means 20), got 500") {
                 try await fixture.service.listTransactions(
                     WalletV1.ListTransactionsRequest(pageSize: 500), context: context)
             }
@@ -159,6 +159,7 @@ struct SeededGenerator: RandomNumberGenerator {
     @Test func operatorDepositIsIdempotentByOperationId() async throws {
         try await WalletFixture.with { fixture in
             let user = RaveID.random()
+            fixture.identity.add(user)
             let transfer = WalletV1.OperatorTransfer(
                 operationId: "op-1", userId: user.hex, currency: "USD", economy: .real, amount: "2.50")
             let context = WalletFixture.adminContext()

@@ -28,9 +28,10 @@ struct WalletCrashTests {
         try await WalletNetworkHarness.withDatabase(prefix: "rave_wallet_crash_") { url in
             let certificates = try WalletNetworkHarness.certificates(services: ["wallet", "gateway"])
             defer { try? FileManager.default.removeItem(atPath: certificates) }
+            let identity = try IdentityPeer(certificates: certificates)
             let environment = [
                 "RAVE_CERT_DIR": certificates, "RAVE_DATABASE_URL": url, "RAVE_LOG_LEVEL": "warning",
-                "RAVE_DB_POOL_SIZE": "8", "RAVE_EVENT_LOOPS": "2",
+                "RAVE_DB_POOL_SIZE": "8", "RAVE_EVENT_LOOPS": "2", "RAVE_WALLET_IDENTITY_ADDRESS": identity.address,
             ]
             let group = try EventLoopGroup(loopCount: 1)
             defer { group.shutdown() }
@@ -42,7 +43,9 @@ struct WalletCrashTests {
             let admin = WalletV1.WalletAdminClient(caller: firstClient)
             try await WalletNetworkHarness.setUpCatalog(admin)
             let players = (0..<Self.players).map { _ in RaveID.random() }
-            for player in players { try await WalletNetworkHarness.deposit("100.00", to: player, admin: admin) }
+            for player in players {
+                try await WalletNetworkHarness.deposit("100.00", to: player, admin: admin, identity: identity.identity)
+            }
 
             let sent = try await Self.loadUntilKilled(WalletV1.WalletClient(caller: firstClient), players, first)
             firstClient.close()
@@ -53,7 +56,7 @@ struct WalletCrashTests {
 
             let pool = try PostgresPool(configuration: .init(connectionString: url), group: WalletFixture.group)
             defer { pool.shutdown() }
-            let ledger = WalletFixture(pool: pool, dependencies: WalletDependencies(pool: pool))
+            let ledger = WalletFixture(pool: pool, dependencies: WalletFixture.dependencies(pool: pool))
             try await Self.expectAcknowledgedStored(acknowledged, pool: pool)
             try await Self.expectEveryBetComplete(pool: pool)
             try await ledger.expectLedgerInvariants()
@@ -79,6 +82,7 @@ struct WalletCrashTests {
             try await Self.expectAcknowledgedStored(acknowledged, pool: pool)
             try await Self.expectEveryBetComplete(pool: pool)
             try await ledger.expectLedgerInvariants()
+            await identity.shutdown()
         }
     }
 

@@ -20,11 +20,12 @@ enum WalletNetworkHarness {
         try await ScratchDatabase.with(prefix: prefix, body)
     }
 
-    /// A fresh directory with a development CA and a certificate per name.
+    /// A fresh directory with a development CA and a certificate per name ("identity" is added for the stand-in
+    /// identity the wallet asks about users).
     static func certificates(services: [String]) throws -> String {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("rave-wallet-certs-\(RaveID.random().hex.prefix(12))").path
-        try DevelopmentCertificates.write(to: directory, services: services)
+        try DevelopmentCertificates.write(to: directory, services: Array(Set(services + ["identity"])))
         return directory
     }
 
@@ -35,12 +36,12 @@ enum WalletNetworkHarness {
                 privateKeyPath: "\(certificates)/\(name)-key.pem"))
     }
 
-    /// The metadata the gateway sets for an authenticated player of app "app1".
+    /// The metadata the gateway sets for an authenticated player of `WalletFixture.appID`.
     static func asPlayer(_ user: RaveID) -> CallOptions {
         CallOptions(
             timeout: .seconds(20),
             metadata: [
-                MetadataKey.callerUserID: user.hex, MetadataKey.callerAppID: "app1",
+                MetadataKey.callerUserID: user.hex, MetadataKey.callerAppID: WalletFixture.appID,
                 MetadataKey.callerScopes: "player \(PreparedBet.authenticatedScope)",
             ])
     }
@@ -49,17 +50,23 @@ enum WalletNetworkHarness {
         timeout: .seconds(20),
         metadata: [MetadataKey.callerUserID: "operator", MetadataKey.callerScopes: Caller.adminScope])
 
-    /// USD, the "dice" odds game, and real money for app1 in GB, as `WalletFixture` sets them up in-process.
+    /// USD, the "dice" odds game, and real money for the fixture's app in GB, as `WalletFixture` sets them up
+    /// in-process.
     static func setUpCatalog(_ admin: WalletV1.WalletAdminClient) async throws {
         _ = try await admin.createCurrency(.init(code: "USD", decimals: 2), options: asAdmin)
         let dice = WalletV1.OddsDefinition(
             sides: 6, winningNumbers: 3, multiplierNumerator: 19, multiplierDenominator: 10)
         _ = try await admin.createGame(
             .init(game: WalletV1.Game(gameId: "dice", name: "Dice", math: .odds(dice))), options: asAdmin)
-        _ = try await admin.setEligibility(.init(appId: "app1", realMoneyCountries: ["GB"]), options: asAdmin)
+        _ = try await admin.setEligibility(
+            .init(appId: WalletFixture.appID, realMoneyCountries: ["GB"]), options: asAdmin)
     }
 
-    static func deposit(_ amount: String, to user: RaveID, admin: WalletV1.WalletAdminClient) async throws {
+    /// Deposits `amount` USD to `user`, made known to `identity` first.
+    static func deposit(
+        _ amount: String, to user: RaveID, admin: WalletV1.WalletAdminClient, identity: StandInIdentity
+    ) async throws {
+        identity.add(user)
         let transfer = WalletV1.OperatorTransfer(
             operationId: RaveID.random().hex, userId: user.hex, currency: "USD", economy: .real, amount: amount)
         _ = try await admin.deposit(.init(transfer: transfer), options: asAdmin)

@@ -17,15 +17,17 @@ struct WalletRuntimeTests {
         try await WalletNetworkHarness.withDatabase(prefix: "rave_wallet_runtime_") { url in
             let certificates = try WalletNetworkHarness.certificates(services: ["wallet", "gateway"])
             defer { try? FileManager.default.removeItem(atPath: certificates) }
+            let identity = try IdentityPeer(certificates: certificates)
             let runtime = try await ServiceRuntime.start(
                 name: "wallet",
                 environment: [
                     "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
                     "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "warning", "RAVE_SHUTDOWN_GRACE": "1s",
                     "RAVE_DATABASE_URL": url, "RAVE_DB_POOL_SIZE": "4",
+                    "RAVE_WALLET_IDENTITY_ADDRESS": identity.address,
                 ], migrations: .directory(WalletMain.migrationsDirectory)
             ) { context in
-                WalletDependencies(pool: context.pool).services()
+                try WalletMain.services(context: context)
             }
             let running = Task { try await runtime.run() }
             let clientGroup = try EventLoopGroup(loopCount: 1)
@@ -37,7 +39,15 @@ struct WalletRuntimeTests {
                 let wallet = WalletV1.WalletClient(caller: connection)
                 try await WalletNetworkHarness.setUpCatalog(admin)
                 let player = RaveID.random()
-                try await WalletNetworkHarness.deposit("10.00", to: player, admin: admin)
+                try await WalletNetworkHarness.deposit("10.00", to: player, admin: admin, identity: identity.identity)
+                // Identity is asked over mTLS with the wallet's certificate: a user it does not know gets nothing.
+                let stranger = await WalletNetworkHarness.status {
+                    let transfer = WalletV1.OperatorTransfer(
+                        operationId: RaveID.random().hex, userId: RaveID.random().hex, currency: "USD",
+                        economy: .real, amount: "1.00")
+                    _ = try await admin.deposit(.init(transfer: transfer), options: WalletNetworkHarness.asAdmin)
+                }
+                #expect(stranger == .notFound)
 
                 let bet = WalletFixture.bet("1.00")
                 let placed = try await wallet.placeBet(
@@ -78,9 +88,11 @@ struct WalletRuntimeTests {
             runtime.triggerShutdown()
             try await running.value
             clientGroup.shutdown()
+            await identity.shutdown()
             let pool = try PostgresPool(configuration: .init(connectionString: url), group: WalletFixture.group)
             defer { pool.shutdown() }
-            try await WalletFixture(pool: pool, dependencies: WalletDependencies(pool: pool)).expectLedgerInvariants()
+            try await WalletFixture(pool: pool, dependencies: WalletFixture.dependencies(pool: pool))
+                .expectLedgerInvariants()
         }
     }
 }

@@ -27,7 +27,8 @@ struct WalletFixture {
     /// an odds game "dice"; drops the database afterwards.
     ///
     /// `migratedUpTo` stops after that migration version, so a test can write data in an older schema and then
-    /// run the remaining migrations itself.
+    /// run the remaining migrations itself; `merged_users` is created whatever the version, since every handler
+    /// resolves ids through it.
     static func with<Result>(
         migratedUpTo lastVersion: Int64? = nil, _ body: (WalletFixture) async throws -> Result
     ) async throws -> Result {
@@ -35,13 +36,27 @@ struct WalletFixture {
             let pool = try ScratchDatabase.pool(url: url)
             defer { pool.shutdown() }
             let shipped = try Migrator(pool: pool, directory: WalletMain.migrationsDirectory).migrations
-            _ = try await Migrator(pool: pool, migrations: shipped.filter { $0.version <= lastVersion ?? .max })
-                .migrate()
-            let fixture = WalletFixture(pool: pool, dependencies: WalletDependencies(pool: pool))
+            _ = try await Migrator(
+                pool: pool,
+                migrations: shipped.filter { $0.version <= lastVersion ?? .max || $0.name == "merged_users" }
+            )
+            .migrate()
+            let fixture = WalletFixture(pool: pool, dependencies: Self.dependencies(pool: pool))
             try await fixture.setUpCatalog()
             return try await body(fixture)
         }
     }
+
+    /// The wallet's dependencies on `pool`, asking the shared stand-in identity whether users exist.
+    static func dependencies(pool: PostgresPool) -> WalletDependencies {
+        WalletDependencies(pool: pool, users: IdentityPeer.shared.directory)
+    }
+
+    /// The stand-in identity operator transfers ask; `deposit` makes its user known there first.
+    var identity: StandInIdentity { IdentityPeer.shared.identity }
+
+    /// The app every player context plays in, spelled as the protocol writes ids.
+    static let appID = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
 
     func setUpCatalog() async throws {
         let context = Self.adminContext()
@@ -56,7 +71,7 @@ struct WalletFixture {
             WalletV1.CreateGameRequest(game: WalletV1.Game(gameId: "dice", name: "Dice", math: .odds(dice))),
             context: context)
         _ = try await admin.setEligibility(
-            WalletV1.SetEligibilityRequest(appId: "app1", realMoneyCountries: ["GB"]), context: context)
+            WalletV1.SetEligibilityRequest(appId: Self.appID, realMoneyCountries: ["GB"]), context: context)
     }
 
     static func adminContext() -> RequestContext {
@@ -65,7 +80,7 @@ struct WalletFixture {
 
     static func playerContext(_ user: RaveID, scopes: Set<String> = [PreparedBet.authenticatedScope]) -> RequestContext
     {
-        context(caller: Caller(userID: user.hex, appID: "app1", sessionID: "s", scopes: scopes))
+        context(caller: Caller(userID: user.hex, appID: appID, sessionID: "s", scopes: scopes))
     }
 
     static func serviceContext() -> RequestContext {
@@ -81,13 +96,15 @@ struct WalletFixture {
             logger: Logger(label: "wallet-test"))
     }
 
-    /// Deposits `amount` USD (real economy) to `user` under a fresh operation id.
+    /// Deposits `amount` USD (real economy) to `user` under a fresh operation id, making the user known to
+    /// identity first.
     @discardableResult
     func deposit(
         _ amount: String, to user: RaveID, economy: WalletV1.Economy = .real, game: String = ""
     ) async throws
         -> WalletV1.OperatorTransferResponse
     {
+        identity.add(user)
         let transfer = WalletV1.OperatorTransfer(
             operationId: RaveID.random().hex, userId: user.hex, currency: "USD", economy: economy,
             amount: amount, gameId: game)

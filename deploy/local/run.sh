@@ -9,8 +9,11 @@ cd "$(dirname "$0")/../.."
 bin=.build/release
 export RAVE_CERT_DIR=$(pwd)/.run/certs
 # How the services find each other locally (DESIGN.md §10 ports): identity checks blocks with social and drives
-# merges on every data-owning service; every service sends its events to push and gifts (docs/events.md).
+# merges on every data-owning service; every service sends its events to push and gifts (docs/events.md); the
+# wallet asks identity whether an operator transfer's user exists (social, leaderboards and gifts reach identity
+# at its default address, 127.0.0.1:7501, too).
 export RAVE_IDENTITY_SOCIAL_ADDRESS=${RAVE_IDENTITY_SOCIAL_ADDRESS:-127.0.0.1:7502}
+export RAVE_WALLET_IDENTITY_ADDRESS=${RAVE_WALLET_IDENTITY_ADDRESS:-127.0.0.1:7501}
 export RAVE_IDENTITY_MERGE_PARTICIPANTS=${RAVE_IDENTITY_MERGE_PARTICIPANTS:-social=127.0.0.1:7502,leaderboards=127.0.0.1:7503,gifts=127.0.0.1:7504,push=127.0.0.1:7505,wallet=127.0.0.1:7506}
 export RAVE_EVENT_SINKS=${RAVE_EVENT_SINKS:-push=127.0.0.1:7505,gifts=127.0.0.1:7504}
 mkdir -p .run/logs
@@ -24,11 +27,14 @@ export PGPASSFILE=$(pwd)/.run/pgpass
 # (or .run/postgres is deleted to start afresh).
 export RAVE_SECRET_KEY_FILE=${RAVE_SECRET_KEY_FILE:-$(pwd)/.run/secret-keys}
 if [ ! -f "$RAVE_SECRET_KEY_FILE" ]; then
+    # The umask must hold where the file is opened: inside the subshell, around the redirection.
     (
         umask 077
-        printf '# Keys that seal secrets at rest: "<key id> <base64 of 32 random bytes>"; the first seals new ones.\n'
-        printf 'local-%s %s\n' "$(date -u +%Y%m%d%H%M%S)" "$(openssl rand -base64 32)"
-    ) >"$RAVE_SECRET_KEY_FILE"
+        {
+            printf '# Keys that seal secrets at rest: "<key id> <base64 of 32 random bytes>"; the first seals new ones.\n'
+            printf 'local-%s %s\n' "$(date -u +%Y%m%d%H%M%S)" "$(openssl rand -base64 32)"
+        } >"$RAVE_SECRET_KEY_FILE"
+    )
 fi
 
 # name, protocol port, admin port (DESIGN.md §10); a service runs only if its executable exists.

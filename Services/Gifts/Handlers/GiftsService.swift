@@ -1,4 +1,5 @@
 import RaveEvents
+import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -16,9 +17,14 @@ final class GiftsService: Sendable {
     let shares: ShareStore
     let idempotency: IdempotentCalls
     let merges: MergeStore
+    /// Merged-away players and their targets: every caller and player id is resolved through it.
+    let mergedUsers: MergedUsers
 
-    init(pool: PostgresPool, directory: any PlayerDirectory, logger: Logger) {
+    /// `mergedUsers` defaults to one that listens to nothing (tools and tests), which resolves every id from the
+    /// database.
+    init(pool: PostgresPool, directory: any PlayerDirectory, logger: Logger, mergedUsers: MergedUsers? = nil) {
         self.pool = pool
+        self.mergedUsers = mergedUsers ?? MergedUsers(pool: pool, loop: nil, logger: logger)
         self.directory = directory
         self.logger = logger
         types = GiftTypeStore(pool: pool)
@@ -27,13 +33,17 @@ final class GiftsService: Sendable {
         shares = ShareStore(pool: pool, gifts: gifts)
         idempotency = IdempotentCalls(pool: pool)
         merges = MergeStore(pool: pool)
+        // Merges another gifts process applied: move what calls here wrote under the source meanwhile.
+        let merges = self.merges
+        self.mergedUsers.onSweep { source, target in try await merges.sweep(source: source, target: target) }
     }
 
-    /// Every RPC service gifts serves, the event sink for identity's provider links included.
+    /// Every RPC service gifts serves, the event sink for identity's provider links included; the calls of those
+    /// that name players count for merges' drains (the merge participant's must not).
     var rpcServices: [any RPCService] {
         [
-            PlayerHandlers(service: self), InstallHandlers(service: self), AdminHandlers(service: self),
-            MergeHandler(service: self), providerLinkSink,
+            mergedUsers.track(PlayerHandlers(service: self)), InstallHandlers(service: self),
+            AdminHandlers(service: self), MergeHandler(service: self), mergedUsers.track(providerLinkSink),
         ]
     }
 
@@ -51,10 +61,11 @@ final class GiftsService: Sendable {
         var appID: RaveID
     }
 
-    func player(_ context: RequestContext) throws -> Player {
+    /// The caller: the account its token's user is now (a merged-away id resolves to its target).
+    func player(_ context: RequestContext) async throws -> Player {
         let caller = try context.requireUser()
         return Player(
-            userID: try RequestLimits.id(caller.userID, field: "caller user id"),
+            userID: try await mergedUsers.resolve(RequestLimits.id(caller.userID, field: "caller user id")),
             appID: try RequestLimits.id(caller.appID, field: "caller app id"))
     }
 
@@ -112,11 +123,13 @@ final class GiftsService: Sendable {
     {
         // A payload that cannot be read would fail every redelivery too: it is logged and skipped.
         guard let linked = try? IdentityV1.ProviderLinkedEvent(protobufBytes: event.payload),
-            let user = RaveID(linked.userId), !linked.subject.isEmpty
+            let linkedUser = RaveID(linked.userId), !linked.subject.isEmpty
         else {
             logger.warning("unreadable provider link event; ignored", [("event_id", event.eventId)])
             return false
         }
+        // The player may have been merged away since the link was made.
+        let user = try await mergedUsers.resolve(linkedUser)
         let subject = ExternalSubject(provider: linked.provider.rawValue, subject: linked.subject)
         // Names first, outside the locks: they only decorate the gift received events.
         var names: [RaveID: String] = [:]

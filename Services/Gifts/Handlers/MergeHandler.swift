@@ -21,7 +21,11 @@ final class MergeHandler: MergeV1.MergeParticipantHandler {
         let source = try RequestLimits.id(request.sourceUserId, field: "source_user_id")
         let target = try RequestLimits.id(request.targetUserId, field: "target_user_id")
         guard source != target else { throw GiftsError.invalidArgument("cannot merge a user into itself") }
-        let applied = try await service.merges.merge(mergeID: request.mergeId, source: source, target: target)
+        // From here the source resolves to the target in this process; the rows move once every call that resolved
+        // it earlier has finished, so none of their gifts is left behind.
+        await service.mergedUsers.redirect(source: source, target: target)
+        let applied = try await service.merges.merge(
+            mergeID: request.mergeId, source: source, target: target, merges: service.mergedUsers)
         return MergeV1.MergeUsersResponse(alreadyApplied: !applied)
     }
 }

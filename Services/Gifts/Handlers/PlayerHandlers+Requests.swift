@@ -7,7 +7,7 @@ extension PlayerHandlers {
     func requestGifts(
         _ request: GiftsV1.RequestGiftsRequest, context: RequestContext
     ) async throws -> GiftsV1.RequestGiftsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let key = try RequestLimits.giftTypeKey(request.giftTypeKey)
         let recipients = try RequestLimits.recipients(request.recipientIds)
         let idempotencyKey = try RequestLimits.idempotencyKey(request.idempotencyKey, context: context)
@@ -44,7 +44,7 @@ extension PlayerHandlers {
     func listGiftRequests(
         _ request: GiftsV1.ListGiftRequestsRequest, context: RequestContext
     ) async throws -> GiftsV1.ListGiftRequestsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let limit = try RequestLimits.pageSize(request.pageSize)
         let cursor = try PageCursor.parse(request.pageToken)
         let (requests, next) = try await service.requests.pending(
@@ -55,7 +55,7 @@ extension PlayerHandlers {
     func getGiftRequestById(
         _ request: GiftsV1.GetGiftRequestByIdRequest, context: RequestContext
     ) async throws -> GiftsV1.GetGiftRequestByIdResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let id = try RequestLimits.id(request.requestId, field: "request_id")
         let found = try await service.requests.request(id, appID: player.appID)
         guard found.requesterId == player.userID.hex || found.recipientId == player.userID.hex else {
@@ -67,7 +67,7 @@ extension PlayerHandlers {
     func grantGiftRequest(
         _ request: GiftsV1.GrantGiftRequestRequest, context: RequestContext
     ) async throws -> GiftsV1.GrantGiftRequestResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let id = try RequestLimits.id(request.requestId, field: "request_id")
         async let name = service.directory.displayName(of: player.userID, appID: player.appID)
         // A block made since the request refuses the grant, as it refuses a send. Social is asked before the
@@ -89,7 +89,7 @@ extension PlayerHandlers {
     func ignoreGiftRequest(
         _ request: GiftsV1.IgnoreGiftRequestRequest, context: RequestContext
     ) async throws -> GiftsV1.IgnoreGiftRequestResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let id = try RequestLimits.id(request.requestId, field: "request_id")
         return GiftsV1.IgnoreGiftRequestResponse(
             request: try await service.requests.ignore(id, by: player.userID, appID: player.appID))

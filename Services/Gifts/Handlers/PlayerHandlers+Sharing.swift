@@ -15,7 +15,7 @@ extension PlayerHandlers {
     func attachGiftToInvitations(
         _ request: GiftsV1.AttachGiftToInvitationsRequest, context: RequestContext
     ) async throws -> GiftsV1.AttachGiftToInvitationsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let key = try RequestLimits.giftTypeKey(request.giftTypeKey)
         let invitations = try Self.invitations(request.invitations)
         let type = try await service.types.find(key, appID: player.appID)
@@ -77,7 +77,7 @@ extension PlayerHandlers {
     func detachExternalGift(
         _ request: GiftsV1.DetachExternalGiftRequest, context: RequestContext
     ) async throws -> GiftsV1.DetachExternalGiftResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let requestID = try RequestLimits.externalID(request.requestId, field: "request_id")
         let (key, count) = try await service.shares.detach(requestID: requestID, appID: player.appID)
         return GiftsV1.DetachExternalGiftResponse(giftTypeKey: key, detached: UInt32(clamping: count))
@@ -86,7 +86,7 @@ extension PlayerHandlers {
     func createInstallLink(
         _ request: GiftsV1.CreateInstallLinkRequest, context: RequestContext
     ) async throws -> GiftsV1.CreateInstallLinkResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let key = try RequestLimits.giftTypeKey(request.giftTypeKey)
         guard request.requestId.utf8.count <= RequestLimits.externalIDLengths.upperBound else {
             throw GiftsError.invalidArgument("request_id must be at most 256 bytes")

@@ -15,7 +15,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
     func listGiftTypes(
         _ request: GiftsV1.ListGiftTypesRequest, context: RequestContext
     ) async throws -> GiftsV1.ListGiftTypesResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         return GiftsV1.ListGiftTypesResponse(giftTypes: try await service.types.all(appID: player.appID).map(\.message))
     }
 
@@ -24,7 +24,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
     func sendGifts(
         _ request: GiftsV1.SendGiftsRequest, context: RequestContext
     ) async throws -> GiftsV1.SendGiftsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let key = try RequestLimits.giftTypeKey(request.giftTypeKey)
         let recipients = try RequestLimits.recipients(request.recipientIds)
         guard let idempotencyKey = try RequestLimits.idempotencyKey(request.idempotencyKey, context: context) else {
@@ -87,7 +87,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
     func listGifts(
         _ request: GiftsV1.ListGiftsRequest, context: RequestContext
     ) async throws -> GiftsV1.ListGiftsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let limit = try RequestLimits.pageSize(request.pageSize)
         let cursor = try PageCursor.parse(request.pageToken)
         let (gifts, next) = try await service.gifts.pending(
@@ -96,7 +96,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
     }
 
     func getGift(_ request: GiftsV1.GetGiftRequest, context: RequestContext) async throws -> GiftsV1.GetGiftResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let gift = try await service.gifts.gift(
             try RequestLimits.id(request.giftId, field: "gift_id"), appID: player.appID)
         // Only the two players it concerns see a gift; anyone else learns nothing, not even that it exists.
@@ -109,7 +109,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
     func acceptGift(
         _ request: GiftsV1.AcceptGiftRequest, context: RequestContext
     ) async throws -> GiftsV1.AcceptGiftResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let id = try RequestLimits.id(request.giftId, field: "gift_id")
         return GiftsV1.AcceptGiftResponse(
             gift: try await service.gifts.answer(id, accept: true, recipient: player.userID, appID: player.appID))
@@ -118,7 +118,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
     func rejectGift(
         _ request: GiftsV1.RejectGiftRequest, context: RequestContext
     ) async throws -> GiftsV1.RejectGiftResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let id = try RequestLimits.id(request.giftId, field: "gift_id")
         return GiftsV1.RejectGiftResponse(
             gift: try await service.gifts.answer(id, accept: false, recipient: player.userID, appID: player.appID))

@@ -1,3 +1,4 @@
+import RaveMerges
 import RavePostgres
 
 /// Unites a merged-away user's gifts into the target's (DESIGN.md §7), once per merge id.
@@ -48,14 +49,23 @@ struct MergeStore: Sendable {
                 """),
     ]
 
-    /// Applies the merge; false when this merge id was applied before (nothing changes then).
-    func merge(mergeID: String, source: RaveID, target: RaveID) async throws -> Bool {
+    /// Applies the merge and records it in `merged_users`; false when this merge id was applied before (nothing
+    /// changes then).
+    func merge(mergeID: String, source: RaveID, target: RaveID, merges: MergedUsers) async throws -> Bool {
         try await pool.transaction { transaction in
             guard try await !transaction.execute(Self.recordMerge, [mergeID, source, target]).isEmpty else {
                 return false
             }
+            let target = try await merges.record(mergeID: mergeID, source: source, target: target, in: transaction)
             for statement in Self.moves { try await transaction.execute(statement, [source, target]) }
             return true
+        }
+    }
+
+    /// Moves whatever the source still holds (rows a call wrote under the source while the merge ran elsewhere).
+    func sweep(source: RaveID, target: RaveID) async throws {
+        try await pool.transaction { transaction in
+            for statement in Self.moves { try await transaction.execute(statement, [source, target]) }
         }
     }
 }

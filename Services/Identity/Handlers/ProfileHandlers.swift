@@ -22,7 +22,7 @@ extension PlayerHandlers {
         var changes = ProfileStore.Changes()
         changes.username = try request.username.map { try Self.cleared($0.value) { try Validation.username($0) } }
         let displayName = try request.displayName.map {
-            try Self.cleared($0.value) { try Validation.text($0, field: "display_name", maximum: 64) }
+            try Self.cleared($0.value) { try Validation.displayName($0) }
         }
         let pictureURL = try request.pictureUrl.map { try Self.cleared($0.value) { try Validation.pictureURL($0) } }
         if application.settings.displayNameScope == .application {
@@ -84,8 +84,7 @@ extension PlayerHandlers {
         _ request: IdentityV1.GetRandomUsersRequest, context: RequestContext
     ) async throws -> IdentityV1.GetRandomUsersResponse {
         let (userID, appID) = try await service.player(context)
-        let limit = request.limit == 0 ? 10 : Int(request.limit)
-        guard (1...50).contains(limit) else { throw RPCError.invalidArgument("limit must be 1…50, got \(limit)") }
+        let limit = try RequestLimits.randomUsers.check(request.limit)
         let ids = try await DeviceLoginStore(database: service.pool).randomUsers(
             appID: appID, excluding: userID, limit: limit)
         let users = try await UserStore(database: service.pool).users(ids, appID: appID)
@@ -141,9 +140,9 @@ extension PlayerHandlers {
         sql: "SELECT source_user_id FROM merged_identities WHERE target_user_id = $1 ORDER BY merged_at")
 
     /// An empty value clears the field; anything else must pass `validate`.
-    private static func cleared(
-        _ value: String, _ validate: (String) throws -> String
-    ) throws -> String? {
+    private static func cleared<Value>(
+        _ value: String, _ validate: (String) throws -> Value
+    ) throws -> Value? {
         value.isEmpty ? nil : try validate(value)
     }
 }

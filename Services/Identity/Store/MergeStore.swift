@@ -220,7 +220,7 @@ struct MergeStore: Sendable {
             FROM (SELECT * FROM users WHERE id = $1) AS old
             WHERE u.id = $1
             RETURNING old.username, old.display_name, old.picture_url, old.email, old.email_verified,
-                old.birth_date::text AS birth_date, old.birth_year, old.gender, old.country
+                old.birth_date, old.birth_year, old.gender, old.country
             """)
     static let fillTarget = PostgresStatement(
         name: "identity_merge_fill_target",
@@ -228,7 +228,7 @@ struct MergeStore: Sendable {
             UPDATE users SET username = coalesce(username, $2), display_name = coalesce(display_name, $3),
                 picture_url = coalesce(picture_url, $4),
                 email_verified = CASE WHEN email IS NULL THEN $6 ELSE email_verified END,
-                email = coalesce(email, $5), birth_date = coalesce(birth_date, $7::date),
+                email = coalesce(email, $5), birth_date = coalesce(birth_date, $7),
                 birth_year = coalesce(birth_year, $8), gender = coalesce(gender, $9), country = coalesce(country, $10),
                 updated_at = now()
             WHERE id = $1
@@ -257,7 +257,7 @@ struct MergeStore: Sendable {
             values.append(try old.decode(String?.self, column: column))
         }
         values.append(try old.decode(Bool.self, column: "email_verified"))
-        values.append(try old.decode(String?.self, column: "birth_date"))
+        values.append(try old.decode(PostgresDate?.self, column: "birth_date"))
         values.append(try old.decode(Int32?.self, column: "birth_year"))
         values.append(try old.decode(String?.self, column: "gender"))
         values.append(try old.decode(String?.self, column: "country"))

@@ -2,6 +2,7 @@ import Foundation
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 
 /// Writes to a user's personal data, global or app-scoped.
 struct ProfileStore: Sendable {
@@ -24,7 +25,7 @@ struct ProfileStore: Sendable {
                 picture_url = CASE WHEN $6 THEN $7 ELSE picture_url END,
                 email = CASE WHEN $8 THEN $9 ELSE email END,
                 email_verified = CASE WHEN $8 THEN false ELSE email_verified END,
-                birth_date = CASE WHEN $10 THEN $11::date ELSE birth_date END,
+                birth_date = CASE WHEN $10 THEN $11 ELSE birth_date END,
                 gender = CASE WHEN $12 THEN $13 ELSE gender END,
                 country = CASE WHEN $14 THEN $15 ELSE country END,
                 updated_at = now()
@@ -72,13 +73,14 @@ struct ProfileStore: Sendable {
 
     /// A change to one field: nil leaves it alone, `.some(nil)` clears it.
     typealias Change = String??
+    typealias DateChange = PostgresDate??
 
     struct Changes: Sendable {
         var username: Change = nil
         var displayName: Change = nil
         var pictureURL: Change = nil
         var email: Change = nil
-        var birthDate: Change = nil
+        var birthDate: DateChange = nil
         var gender: Change = nil
         var country: Change = nil
         /// App-scoped values, written to `user_app_profiles` instead of the user.
@@ -88,11 +90,11 @@ struct ProfileStore: Sendable {
 
     /// Sets the display name, picture and verified email from a provider's ID token where the user has none.
     ///
-    /// Values that would not pass UpdateCurrentUser's checks are skipped (a long name is cut to 64 characters).
-    /// `verifiedEmail` is the ID token's email when the provider asserts it is verified, else nil.
+    /// Values that would not pass UpdateCurrentUser's checks are skipped (a name is fitted to
+    /// `TextRule.displayName`: control characters become spaces, a long one is cut). `verifiedEmail` is the ID
+    /// token's email when the provider asserts it is verified, else nil.
     func fillFromProvider(userID: RaveID, name: String?, picture: String?, verifiedEmail: String?) async throws {
-        let trimmed = name?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-        let displayName = trimmed.isEmpty ? nil : String(trimmed.prefix(64))
+        let displayName = name.flatMap { TextRule.displayName.fitting($0) }
         let pictureURL = picture.flatMap { try? Validation.pictureURL($0) }
         let email = verifiedEmail.flatMap { try? Validation.email($0) }
         guard displayName != nil || pictureURL != nil || email != nil else { return }
@@ -102,13 +104,14 @@ struct ProfileStore: Sendable {
     }
 
     func update(userID: RaveID, appID: RaveID, changes: Changes) async throws {
-        func pair(_ change: Change) -> [(any PostgresEncodable)?] { [change != nil, change ?? nil] }
-        let global: [Change] = [
-            changes.username, changes.displayName, changes.pictureURL, changes.email, changes.birthDate, changes.gender,
-            changes.country,
-        ]
+        func pair<Value: PostgresEncodable>(_ change: Value??) -> [(any PostgresEncodable)?] {
+            [change != nil, change ?? nil]
+        }
+        let global: [(any PostgresEncodable)?] =
+            pair(changes.username) + pair(changes.displayName) + pair(changes.pictureURL) + pair(changes.email)
+            + pair(changes.birthDate) + pair(changes.gender) + pair(changes.country)
         try await translatingConflicts {
-            _ = try await database.execute(Self.updateGlobal, [userID] + global.flatMap(pair))
+            _ = try await database.execute(Self.updateGlobal, [userID] + global)
             if changes.appDisplayName != nil || changes.appPictureURL != nil {
                 _ = try await database.execute(
                     Self.upsertAppProfile, [userID, appID] + pair(changes.appDisplayName) + pair(changes.appPictureURL))

@@ -92,7 +92,7 @@ struct UserStore: Sendable {
             ELSE u.display_name END AS display_name,
         CASE WHEN a.picture_scope = 'application' THEN coalesce(p.picture_url, u.picture_url)
             ELSE u.picture_url END AS picture_url,
-        u.email, u.email_verified, u.birth_date::text AS birth_date, u.birth_year, u.gender, u.country,
+        u.email, u.email_verified, u.birth_date, u.birth_year, u.gender, u.country,
         u.created_at, u.updated_at,
         EXISTS (SELECT 1 FROM password_credentials c WHERE c.user_id = u.id) AS has_password,
         ARRAY(SELECT l.provider FROM provider_links l WHERE l.user_id = u.id ORDER BY l.provider) AS providers,
@@ -178,7 +178,8 @@ struct UserStore: Sendable {
             id: try row.decode(column: "id"), username: try row.decode(column: "username"),
             displayName: try row.decode(column: "display_name"), pictureURL: try row.decode(column: "picture_url"),
             email: try row.decode(column: "email"), emailVerified: try row.decode(column: "email_verified"),
-            birthDate: try row.decode(column: "birth_date"), birthYear: try row.decode(column: "birth_year"),
+            birthDate: try row.decode(PostgresDate?.self, column: "birth_date")?.iso,
+            birthYear: try row.decode(column: "birth_year"),
             gender: try row.decode(column: "gender"), country: try row.decode(column: "country"),
             hasPassword: try row.decode(column: "has_password"), providers: try row.decode(column: "providers"),
             twoFactorEnabled: try row.decode(column: "two_factor"), createdAt: try row.decode(column: "created_at"),

@@ -2,60 +2,34 @@ import Foundation
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 
 /// Checks of client input, each failing with INVALID_ARGUMENT and a message that says what is allowed.
 enum Validation {
-    /// A Rave ID (user, app, publisher, session, merge): 32 lowercase hex digits.
+    /// A Rave ID (user, app, publisher, session, merge): 32 lowercase hex digits, as every service reads them.
     static func raveID(_ text: String, field: @autoclosure () -> String) throws(RPCError) -> RaveID {
-        guard let id = lowercaseHexID(text) else {
-            throw .invalidArgument("\(field()) must be 32 lowercase hex digits, got \(quoted(text))")
-        }
-        return id
-    }
-
-    /// Parses exactly 32 lowercase hex digits in one pass over the UTF-8 bytes: ResolveUsers and friends parse up
-    /// to a thousand ids per call, and the generic `RaveID(_:)` (any `StringProtocol`, dashes allowed) is
-    /// several times slower.
-    private static func lowercaseHexID(_ text: String) -> RaveID? {
-        var text = text
-        return text.withUTF8 { bytes -> RaveID? in
-            guard bytes.count == 32 else { return nil }
-            var high: UInt64 = 0
-            var low: UInt64 = 0
-            for index in 0..<32 {
-                let byte = bytes[index]
-                let digit: UInt64
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte &- UInt8(ascii: "0"))
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(byte &- UInt8(ascii: "a") &+ 10)
-                default: return nil
-                }
-                if index < 16 { high = high << 4 | digit } else { low = low << 4 | digit }
-            }
-            return RaveID(high: high, low: low)
-        }
+        try RequestChecks.raveID(text, field: field())
     }
 
     /// A list of Rave IDs, at most `limit` long.
     static func raveIDs(_ texts: [String], field: String, limit: Int = 1000) throws(RPCError) -> [RaveID] {
-        guard texts.count <= limit else {
-            throw .invalidArgument("\(field) may hold at most \(limit) ids, got \(texts.count)")
-        }
-        var ids: [RaveID] = []
-        ids.reserveCapacity(texts.count)
-        for (index, text) in texts.enumerated() {
-            ids.append(try raveID(text, field: "\(field)[\(index)]"))
-        }
-        return ids
+        try RequestChecks.raveIDs(texts, field: field, maximum: limit)
     }
 
-    /// Text of 1…`maximum` characters (or empty when `allowEmpty`).
+    /// A display name (global or app-scoped): `TextRule.displayName`, the rule every service applies.
+    static func displayName(_ value: String) throws(RPCError) -> String {
+        try TextRule.displayName.check(value, field: "display_name")
+    }
+
+    /// Text of 1…`maximum` characters (or empty when `allowEmpty`), counted as the database's `length()`
+    /// counts them (Unicode code points), so the table's check never refuses what passed here.
     static func text(
         _ value: String, field: String, maximum: Int, allowEmpty: Bool = false
     ) throws(RPCError) -> String {
         if value.isEmpty, allowEmpty { return value }
-        guard !value.isEmpty, value.count <= maximum else {
-            throw .invalidArgument("\(field) must be 1…\(maximum) characters, got \(value.count)")
+        let count = value.unicodeScalars.count
+        guard count > 0, count <= maximum else {
+            throw .invalidArgument("\(field) must be 1…\(maximum) characters (Unicode code points), got \(count)")
         }
         return value
     }
@@ -64,9 +38,10 @@ enum Validation {
     static func email(_ value: String) throws(RPCError) -> String {
         let parts = value.split(separator: "@", omittingEmptySubsequences: false)
         let valid =
-            value.count <= 254 && parts.count == 2 && !parts[0].isEmpty && parts[0].count <= 64
-            && parts[1].contains(".") && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".")
-            && !value.contains(where: { $0.isWhitespace })
+            (3...254).contains(value.unicodeScalars.count) && parts.count == 2 && !parts[0].isEmpty
+            && parts[0].unicodeScalars.count <= 64 && parts[1].contains(".") && !parts[1].hasPrefix(".")
+            && !parts[1].hasSuffix(".") && !value.contains(where: { $0.isWhitespace })
+            && !value.unicodeScalars.contains(where: TextRule.isControl)
         guard valid else {
             throw .invalidArgument("email must be an address like name@example.com, got \(quoted(value))")
         }
@@ -110,17 +85,18 @@ enum Validation {
         return value
     }
 
-    /// A date "YYYY-MM-DD" that exists, between 1900-01-01 and today.
-    static func birthDate(_ value: String) throws(RPCError) -> String {
-        let parts = value.split(separator: "-")
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        guard value.count == 10, parts.count == 3, let year = Int(parts[0]), let month = Int(parts[1]),
-            let day = Int(parts[2]),
-            let date = calendar.date(from: DateComponents(year: year, month: month, day: day)),
-            calendar.component(.day, from: date) == day, year >= 1900, date <= Date()
-        else { throw .invalidArgument("birth_date must be a past date written YYYY-MM-DD, got \(quoted(value))") }
-        return value
+    /// A date "YYYY-MM-DD" that exists, between 1900-01-01 and today (UTC), checked here so that nothing the
+    /// database would refuse reaches it.
+    static func birthDate(_ value: String, now: Date = Date()) throws(RPCError) -> PostgresDate {
+        guard let date = PostgresDate(iso: value) else {
+            throw .invalidArgument("birth_date must be a date written YYYY-MM-DD that exists, got \(quoted(value))")
+        }
+        let earliest = PostgresDate(year: 1900, month: 1, day: 1)!
+        let today = PostgresDate(now)
+        guard date >= earliest, date <= today else {
+            throw .invalidArgument("birth_date must be \(earliest.iso)…\(today.iso), got \(quoted(value))")
+        }
+        return date
     }
 
     /// A picture URL: http(s), at most 1024 characters.
@@ -140,9 +116,10 @@ enum Validation {
         return device
     }
 
-    /// The value for an error message: quoted, and cut short so a megabyte of input does not echo back.
+    /// The value for an error message: quoted, control characters escaped, cut short so a megabyte of input
+    /// does not echo back.
     static func quoted(_ value: String) -> String {
-        value.count <= 64 ? "\"\(value)\"" : "\"\(value.prefix(64))…\" (\(value.count) characters)"
+        RequestChecks.quoted(value)
     }
 }
 

@@ -1,4 +1,6 @@
+import RaveMerges
 import RavePostgres
+import RaveTelemetry
 import Synchronization
 
 /// A page of scores with what the response reports about it.
@@ -24,6 +26,8 @@ final class LeaderboardEngine: Sendable {
     let scores: ScoreStore
     let indexes: BoardIndexes
     let clock: WallClock
+    /// Merged-away players and their targets: every caller and player id is resolved through it.
+    let merges: MergedUsers
     private let batcher: SubmitBatcher
     private let boardCache = Mutex<[BoardName: CachedBoard]>([:])
 
@@ -41,8 +45,13 @@ final class LeaderboardEngine: Sendable {
     }
 
     /// `concurrentCommits`: group commits running at once; `concurrentBatch`: writes waiting before a commit starts
-    /// beside running ones (`SubmitBatcher`).
-    init(pool: PostgresPool, clock: WallClock = .system, concurrentCommits: Int = 4, concurrentBatch: Int = 16) {
+    /// beside running ones (`SubmitBatcher`); `merges` defaults to one that listens to nothing (tools and tests),
+    /// which resolves every id from the database.
+    init(
+        pool: PostgresPool, clock: WallClock = .system, concurrentCommits: Int = 4, concurrentBatch: Int = 16,
+        merges: MergedUsers? = nil
+    ) {
+        self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: Logger(label: "leaderboards"))
         definitions = DefinitionStore(pool: pool)
         let scores = ScoreStore(pool: pool)
         self.scores = scores

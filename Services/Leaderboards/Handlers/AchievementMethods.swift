@@ -6,7 +6,7 @@ extension LeaderboardsService {
         _ request: LeaderboardsV1.ListAchievementsRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.ListAchievementsResponse {
         let caller = try context.requireCaller()
-        let userID = Self.optionalUserID(of: caller) ?? Self.nobody
+        let userID = try await optionalPlayerID(of: caller) ?? Self.nobody
         let progress = try await achievements.progress(appID: caller.appID, userID: userID)
         return LeaderboardsV1.ListAchievementsResponse(achievements: progress.map(\.message))
     }
@@ -19,7 +19,7 @@ extension LeaderboardsService {
         guard !caller.scopes.contains(Self.guestScope) else {
             throw LeaderboardsError.failedPrecondition("anonymous players cannot unlock achievements; sign in first")
         }
-        let userID = try Self.userID(of: caller)
+        let userID = try await playerID(of: caller)
         let key = try RequestLimits.key(request.achievementKey, field: "achievement_key")
         let (progress, newlyUnlocked) = try await achievements.unlock(
             appID: caller.appID, key: key, userID: userID, at: engine.clock.now())

@@ -47,7 +47,7 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
         guard let message = request.definition else {
             throw LeaderboardsError.invalidArgument("definition is required")
         }
-        guard !request.appId.isEmpty else { throw LeaderboardsError.invalidArgument("app_id is required") }
+        _ = try RequestLimits.id(request.appId, field: "app_id")
         let definition = AchievementDefinition(
             appID: request.appId, key: try RequestLimits.key(message.key, field: "key"), name: message.name,
             description: message.description, imageURL: message.imageUrl)
@@ -59,6 +59,7 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
         _ request: LeaderboardsV1.RebuildIndexRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.RebuildIndexResponse {
         _ = try context.requireAdmin()
+        _ = try RequestLimits.id(request.appId, field: "app_id")
         let board = try await engine.board(appID: request.appId, key: request.leaderboardKey)
         try await ownership.acquire(board)
         return LeaderboardsV1.RebuildIndexResponse(entryCount: Int64(try await engine.rebuildIndex(of: board)))

@@ -38,7 +38,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         guard !caller.scopes.contains(Self.guestScope) else {
             throw LeaderboardsError.failedPrecondition("anonymous players cannot submit scores; sign in first")
         }
-        let userID = try Self.userID(of: caller)
+        let userID = try await playerID(of: caller)
         let board = try await board(request.leaderboardKey, caller: caller)
         let outcome = try await engine.submit(score: request.score, userID: userID, to: board)
         // A lease that lapsed while the write committed may already have a successor whose index missed it: do not
@@ -58,7 +58,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
     ) async throws -> LeaderboardsV1.ListLeaderboardsResponse {
         let caller = try context.requireCaller()
         let boards = try await engine.definitions.activeBoards(appID: caller.appID)
-        let userID = Self.optionalUserID(of: caller)
+        let userID = try await optionalPlayerID(of: caller)
         let friendIDs = try await friendIDs(of: userID, caller: caller)
         var result: [LeaderboardsV1.Leaderboard] = []
         for board in boards {
@@ -72,7 +72,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
     ) async throws -> LeaderboardsV1.GetLeaderboardResponse {
         let caller = try context.requireCaller()
         let board = try await board(request.leaderboardKey, caller: caller)
-        let userID = Self.optionalUserID(of: caller)
+        let userID = try await optionalPlayerID(of: caller)
         let friendIDs = try await friendIDs(of: userID, caller: caller)
         return LeaderboardsV1.GetLeaderboardResponse(
             leaderboard: try await describe(board, userID: userID, friendIDs: friendIDs))
@@ -101,7 +101,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         let caller = try context.requireCaller()
         let pageSize = try RequestLimits.pageSize(request.pageSize)
         let board = try await board(request.leaderboardKey, caller: caller)
-        let userID = Self.optionalUserID(of: caller) ?? Self.nobody
+        let userID = try await optionalPlayerID(of: caller) ?? Self.nobody
         return await response(try await engine.pageOfPlayer(userID, in: board, pageSize: pageSize), appID: caller.appID)
     }
 
@@ -111,7 +111,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         let caller = try context.requireCaller()
         let adjacent = try RequestLimits.adjacent(request.adjacent)
         let board = try await board(request.leaderboardKey, caller: caller)
-        let userID = Self.optionalUserID(of: caller) ?? Self.nobody
+        let userID = try await optionalPlayerID(of: caller) ?? Self.nobody
         return await response(try await engine.scoresAround(userID, in: board, adjacent: adjacent), appID: caller.appID)
     }
 
@@ -136,7 +136,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         let caller = try context.requireCaller()
         let pageSize = try RequestLimits.pageSize(request.pageSize)
         let (ranked, version) = try await friendsRanking(request.leaderboardKey, caller: caller)
-        let userID = Self.optionalUserID(of: caller)
+        let userID = try await optionalPlayerID(of: caller)
         let anchor = ranked.first { $0.userID == userID }?.position ?? max(ranked.count, 1)
         let page = (anchor - 1) / pageSize + 1
         let start = min((page - 1) * pageSize, ranked.count)
@@ -151,7 +151,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         let caller = try context.requireCaller()
         let adjacent = try RequestLimits.adjacent(request.adjacent)
         let (ranked, version) = try await friendsRanking(request.leaderboardKey, caller: caller)
-        let userID = Self.optionalUserID(of: caller)
+        let userID = try await optionalPlayerID(of: caller)
         // Without a score the player counts as the worst: just after the last friend.
         let position = ranked.first { $0.userID == userID }?.position ?? ranked.count + 1
         let first = max(1, position - adjacent)
@@ -166,15 +166,15 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
     /// Stands for a caller without a Rave ID (a guest reading a board): nobody has this ID, so no score.
     static let nobody = RaveID(high: 0, low: 0)
 
-    static func userID(of caller: Caller) throws(LeaderboardsError) -> RaveID {
-        guard let id = RaveID(caller.userID) else {
-            throw .invalidArgument("caller user id \"\(caller.userID)\" is not a Rave ID")
-        }
-        return id
+    /// The caller's player: the account its token's user is now (a merged-away id resolves to its target).
+    func playerID(of caller: Caller) async throws -> RaveID {
+        try await engine.merges.resolve(try RequestLimits.id(caller.userID, field: "caller user id"))
     }
 
-    static func optionalUserID(of caller: Caller) -> RaveID? {
-        caller.userID.isEmpty ? nil : RaveID(caller.userID)
+    /// `playerID(of:)` for callers that may have no user (a guest reading a board).
+    func optionalPlayerID(of caller: Caller) async throws -> RaveID? {
+        guard !caller.userID.isEmpty, let id = RaveID(wire: caller.userID) else { return nil }
+        return try await engine.merges.resolve(id)
     }
 
     /// The board, once this instance holds its lease (taking it on first use).
@@ -186,12 +186,13 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
 
     private func friendIDs(of userID: RaveID?, caller: Caller) async throws -> [RaveID] {
         guard let userID else { return [] }
-        return try await friends.friendIDs(of: userID, appID: caller.appID)
+        // Social may name a friend merged away since: the friend's scores are under the target.
+        return try await engine.merges.resolve(try await friends.friendIDs(of: userID, appID: caller.appID))
     }
 
     private func friendsRanking(_ key: String, caller: Caller) async throws -> ([RankedScore], Int) {
         let board = try await board(key, caller: caller)
-        let userID = Self.optionalUserID(of: caller) ?? Self.nobody
+        let userID = try await optionalPlayerID(of: caller) ?? Self.nobody
         let friendIDs = try await friendIDs(of: userID, caller: caller)
         let result = try await engine.friendsRanking(of: userID, friends: friendIDs, in: board)
         return (result.scores, result.version)

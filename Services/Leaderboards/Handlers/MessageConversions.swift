@@ -15,7 +15,7 @@ extension BoardDefinition {
 
     /// A definition from an admin request, validated; the board id and version start come from the table.
     init(appID: String, message: LeaderboardsV1.LeaderboardDefinition) throws(LeaderboardsError) {
-        guard !appID.isEmpty else { throw .invalidArgument("app_id is required") }
+        _ = try RequestLimits.id(appID, field: "app_id")
         _ = try RequestLimits.key(message.key, field: "key")
         guard case let period? = ResetPeriod(rawValue: Int16(truncatingIfNeeded: message.resetInterval.rawValue)),
             message.resetInterval.rawValue <= 4

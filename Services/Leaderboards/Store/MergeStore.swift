@@ -1,3 +1,4 @@
+import RaveMerges
 import RavePostgres
 
 /// One board version's best after a merge, for updating the loaded index.
@@ -47,20 +48,36 @@ struct MergeStore: Sendable {
         name: "leaderboards_delete_source_unlocks", sql: "DELETE FROM achievement_unlocks WHERE user_id = $1")
 
     /// Applies the merge once; returns the target's scores afterwards, or nil when `mergeID` was applied before.
-    func merge(mergeID: String, source: RaveID, target: RaveID) async throws -> [MergedScore]? {
+    ///
+    /// The merge is recorded in `merged_users` in the same transaction, so every later call naming the source
+    /// lands on the target.
+    func merge(mergeID: String, source: RaveID, target: RaveID, merges: MergedUsers) async throws -> [MergedScore]? {
         try await pool.transaction { transaction in
             let recorded = try await transaction.execute(Self.recordMerge, [mergeID, source, target])
             guard !recorded.isEmpty else { return nil }
-            _ = try await transaction.execute(Self.mergeScores, [source, target])
-            _ = try await transaction.execute(Self.deleteSourceScores, [source])
-            _ = try await transaction.execute(Self.mergeUnlocks, [source, target])
-            _ = try await transaction.execute(Self.deleteSourceUnlocks, [source])
-            return try await transaction.execute(Self.selectTargetScores, [target]).map { row in
-                MergedScore(
-                    boardID: try row.decode(Int64.self, at: 0), version: Int(try row.decode(Int64.self, at: 1)),
-                    score: try row.decode(Int64.self, at: 2),
-                    achievedAt: try row.decode(PostgresTimestamp.self, at: 3).microsecondsSinceEpoch)
-            }
+            let target = try await merges.record(mergeID: mergeID, source: source, target: target, in: transaction)
+            return try await move(source, into: target, in: transaction)
+        }
+    }
+
+    /// Moves whatever the source still holds (rows a call wrote under the source while the merge ran elsewhere);
+    /// returns the target's scores afterwards.
+    func sweep(source: RaveID, target: RaveID) async throws -> [MergedScore] {
+        try await pool.transaction { transaction in try await move(source, into: target, in: transaction) }
+    }
+
+    private func move(
+        _ source: RaveID, into target: RaveID, in transaction: PostgresTransaction
+    ) async throws -> [MergedScore] {
+        _ = try await transaction.execute(Self.mergeScores, [source, target])
+        _ = try await transaction.execute(Self.deleteSourceScores, [source])
+        _ = try await transaction.execute(Self.mergeUnlocks, [source, target])
+        _ = try await transaction.execute(Self.deleteSourceUnlocks, [source])
+        return try await transaction.execute(Self.selectTargetScores, [target]).map { row in
+            MergedScore(
+                boardID: try row.decode(Int64.self, at: 0), version: Int(try row.decode(Int64.self, at: 1)),
+                score: try row.decode(Int64.self, at: 2),
+                achievedAt: try row.decode(PostgresTimestamp.self, at: 3).microsecondsSinceEpoch)
         }
     }
 }

@@ -31,24 +31,26 @@ enum FanoutBenchmark {
             let pool = try PostgresPool(configuration: poolConfiguration, group: group)
             _ = try await Migrator(pool: pool, directory: PushMain.migrationsDirectory).migrate()
             let seed = RaveID.random().hex
+            // The app id as the protocol writes ids: SendNotification refuses any other spelling.
+            let appID = RaveID(high: 0x5eed_0000_0000_0005, low: 5).hex
             try await pool.query(
                 """
                 INSERT INTO device_tokens (token_id, app_id, user_id, platform, token, sandbox, consent_push,
                     consent_advertising, consent_night_advertising, option_foreground, option_badge, option_sound,
                     country, language, time_zone, registered_at)
-                SELECT md5('t' || i || $1)::uuid, 'bench', md5('u' || (i % $2) || $1)::uuid, 1,
+                SELECT md5('t' || i || $1)::uuid, $4, md5('u' || (i % $2) || $1)::uuid, 1,
                     'bench-ok-' || $1 || '-' || i, false, true, true, true, false, true, true, 'US', 'en', 'UTC', now()
                 FROM generate_series(1, $3::bigint) AS i
-                """, [seed, recipients, devices])
+                """, [seed, recipients, devices, appID])
             let users = try await pool.query(
-                "SELECT DISTINCT user_id FROM device_tokens WHERE app_id = 'bench' AND token LIKE $1",
-                ["bench-ok-\(seed)-%"]
+                "SELECT DISTINCT user_id FROM device_tokens WHERE app_id = $2 AND token LIKE $1",
+                ["bench-ok-\(seed)-%", appID]
             ).map { try $0.decode(RaveID.self, at: 0).hex }
             let clock = SystemClock()
             let worker = try configuration.makeWorker(pool: pool, clock: clock, logger: logger)
             let sender = NotificationSender(dependencies: PushDependencies(pool: pool, clock: clock))
             let request = PushV1.SendNotificationRequest(
-                appId: "bench", userIds: users, notification: PushV1.Notification(title: "Bench", body: "fan-out"))
+                appId: appID, userIds: users, notification: PushV1.Notification(title: "Bench", body: "fan-out"))
             let enqueueStart = ContinuousClock.now
             let sent = try await sender.send(request)
             let enqueueSeconds = seconds(ContinuousClock.now - enqueueStart)

@@ -1,7 +1,9 @@
 import Foundation
+import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveTelemetry
 
 /// Everything the handlers share: the pool, the stores, the clock and the hook that wakes delivery workers.
@@ -14,30 +16,39 @@ struct PushDependencies: Sendable {
     let templates = TemplateStore()
     /// Called after a send commits, so idle delivery workers start at once instead of at their next poll.
     let deliveriesQueued: @Sendable () -> Void
+    /// Merged-away players and their targets: every caller and recipient id is resolved through it.
+    let merges: MergedUsers
 
+    /// `merges` defaults to one that listens to nothing (tools and tests), which resolves every id from the database.
     init(
-        pool: PostgresPool, clock: any PushClock = SystemClock(), deliveriesQueued: @escaping @Sendable () -> Void = {}
+        pool: PostgresPool, clock: any PushClock = SystemClock(), deliveriesQueued: @escaping @Sendable () -> Void = {},
+        merges: MergedUsers? = nil
     ) {
         self.pool = pool
+        self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: Logger(label: "push"))
         self.clock = clock
         self.deliveriesQueued = deliveriesQueued
     }
 
     /// The services the push process serves: player, operator and internal methods, the merge participant, and
-    /// the event sink.
+    /// the event sink (all but the participant count for merges' drains).
     func services(logger: Logger = Logger(label: "push")) -> [any RPCService] {
         [
-            PushService(dependencies: self), PushAdminService(dependencies: self),
-            PushInternalService(dependencies: self), PushMergeService(dependencies: self),
-            PushEventSink(dependencies: self, logger: logger),
+            merges.track(PushService(dependencies: self)), merges.track(PushAdminService(dependencies: self)),
+            merges.track(PushInternalService(dependencies: self)), PushMergeService(dependencies: self),
+            merges.track(PushEventSink(dependencies: self, logger: logger)),
         ]
     }
 
+    /// The account `id` is now (a merged-away id resolves to its target).
+    func player(_ text: String, field: String) async throws -> RaveID {
+        try await merges.resolve(Self.raveID(text, field: field))
+    }
+
+    /// An id on the wire: 32 lowercase hex digits, as every service reads them; another spelling is refused.
     static func raveID(_ text: String, field: String) throws(PushError) -> RaveID {
-        guard text.utf8.count == 32, text.utf8.allSatisfy({ !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
-            let id = RaveID(text)
-        else {
-            throw .invalidArgument("\(field) must be 32 lowercase hex digits, got \"\(text)\"")
+        guard let id = RaveID(wire: text) else {
+            throw .invalidArgument(RequestChecks.raveIDProblem(field: field, text: text))
         }
         return id
     }

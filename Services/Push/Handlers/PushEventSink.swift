@@ -79,7 +79,8 @@ struct EventNotifications: Sendable {
 
     /// Stores one recipient's notification, worded by the app's templates in the recipient's device languages.
     private func notify(_ facts: Facts, in transaction: PostgresTransaction) async throws {
-        let recipient = try PushDependencies.raveID(facts.recipient, field: "recipient")
+        // The recipient may have been merged away since the event was published: its devices are the target's.
+        let recipient = try await dependencies.player(facts.recipient, field: "recipient")
         let context = try await dependencies.templates.forEvent(
             appID: facts.appID, topic: facts.topic, user: recipient, on: transaction)
         guard

@@ -8,13 +8,10 @@ import RaveServices
 struct PushService: PushV1.PushHandler {
     let dependencies: PushDependencies
 
-    static let defaultPageSize = 20
-    static let maximumPageSize = 100
-
     func registerToken(
         _ request: PushV1.RegisterTokenRequest, context: RequestContext
     ) async throws -> PushV1.RegisterTokenResponse {
-        let (caller, user) = try Self.player(context)
+        let (caller, user) = try await player(context)
         let registration = TokenRegistration(
             appID: caller.appID, userID: user, platform: try TokenValidation.platform(request.platform),
             token: try TokenValidation.token(request.token), sandbox: request.sandbox,
@@ -32,7 +29,7 @@ struct PushService: PushV1.PushHandler {
     func getTokenInfo(
         _ request: PushV1.GetTokenInfoRequest, context: RequestContext
     ) async throws -> PushV1.GetTokenInfoResponse {
-        let (caller, user) = try Self.player(context)
+        let (caller, user) = try await player(context)
         let tokens = try await dependencies.tokens.tokens(app: caller.appID, user: user, on: dependencies.pool)
         guard !tokens.isEmpty else { throw PushError.notFound("no push token is registered for this user") }
         return PushV1.GetTokenInfoResponse(tokens: tokens)
@@ -41,7 +38,7 @@ struct PushService: PushV1.PushHandler {
     func updateConsent(
         _ request: PushV1.UpdateConsentRequest, context: RequestContext
     ) async throws -> PushV1.UpdateConsentResponse {
-        let (caller, user) = try Self.player(context)
+        let (caller, user) = try await player(context)
         guard let consent = request.consent else { throw PushError.invalidArgument("consent is required") }
         let updated = try await dependencies.tokens.updateConsent(
             app: caller.appID, user: user, token: request.token, consent: consent, on: dependencies.pool)
@@ -52,7 +49,7 @@ struct PushService: PushV1.PushHandler {
     func unregisterToken(
         _ request: PushV1.UnregisterTokenRequest, context: RequestContext
     ) async throws -> PushV1.UnregisterTokenResponse {
-        let (caller, user) = try Self.player(context)
+        let (caller, user) = try await player(context)
         let removed = try await dependencies.tokens.unregister(
             app: caller.appID, user: user, token: request.token, on: dependencies.pool)
         return PushV1.UnregisterTokenResponse(removed: Int32(removed))
@@ -61,18 +58,15 @@ struct PushService: PushV1.PushHandler {
     func listInbox(
         _ request: PushV1.ListInboxRequest, context: RequestContext
     ) async throws -> PushV1.ListInboxResponse {
-        let (caller, user) = try Self.player(context)
-        let size = request.pageSize == 0 ? Self.defaultPageSize : Int(request.pageSize)
-        guard (1...Self.maximumPageSize).contains(size) else {
-            throw PushError.invalidArgument("page_size must be 1…\(Self.maximumPageSize), got \(request.pageSize)")
-        }
-        guard request.offset >= 0 else { throw PushError.invalidArgument("offset must not be negative") }
+        let (caller, user) = try await player(context)
+        let size = try RequestLimits.inboxPageSizes.check(request.pageSize, orThrow: PushError.invalidArgument)
+        let offset = try RequestLimits.inboxOffsets.check(request.offset, orThrow: PushError.invalidArgument)
         return try await dependencies.inbox.page(
-            user: user, app: caller.appID, size: size, offset: Int(request.offset), on: dependencies.pool)
+            user: user, app: caller.appID, size: size, offset: offset, on: dependencies.pool)
     }
 
     func markRead(_ request: PushV1.MarkReadRequest, context: RequestContext) async throws -> PushV1.MarkReadResponse {
-        let (caller, user) = try Self.player(context)
+        let (caller, user) = try await player(context)
         var ids: [RaveID] = []
         for text in request.notificationIds {
             ids.append(try PushDependencies.raveID(text, field: "notification_ids"))
@@ -82,9 +76,10 @@ struct PushService: PushV1.PushHandler {
         return PushV1.MarkReadResponse(marked: Int32(marked))
     }
 
-    private static func player(_ context: RequestContext) throws -> (Caller, RaveID) {
+    /// The caller and its player: the account its token's user is now (a merged-away id resolves to its target).
+    private func player(_ context: RequestContext) async throws -> (Caller, RaveID) {
         let caller = try context.requireUser()
         guard !caller.appID.isEmpty else { throw PushError.invalidArgument("the caller has no application id") }
-        return (caller, try PushDependencies.raveID(caller.userID, field: "caller user id"))
+        return (caller, try await dependencies.player(caller.userID, field: "caller user id"))
     }
 }

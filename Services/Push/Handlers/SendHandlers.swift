@@ -21,14 +21,17 @@ struct NotificationSender: Sendable {
     func send(
         _ request: PushV1.SendNotificationRequest, in transaction: PostgresTransaction?
     ) async throws -> PushV1.SendNotificationResponse {
-        guard !request.appId.isEmpty else { throw PushError.invalidArgument("app_id is required") }
+        _ = try PushDependencies.raveID(request.appId, field: "app_id")
         guard (1...Self.maximumRecipients).contains(request.userIds.count) else {
             throw PushError.invalidArgument(
                 "user_ids must hold 1…\(Self.maximumRecipients) users, got \(request.userIds.count)")
         }
-        var users: [RaveID] = []
-        users.reserveCapacity(request.userIds.count)
-        for text in request.userIds { users.append(try PushDependencies.raveID(text, field: "user_ids")) }
+        var named: [RaveID] = []
+        named.reserveCapacity(request.userIds.count)
+        for text in request.userIds { named.append(try PushDependencies.raveID(text, field: "user_ids")) }
+        // Merged-away recipients are their targets now; one named twice that way is notified once.
+        var seen: Set<RaveID> = []
+        let users = try await dependencies.merges.resolve(named).filter { seen.insert($0).inserted }
         guard let notification = request.notification else {
             throw PushError.invalidArgument("notification is required")
         }

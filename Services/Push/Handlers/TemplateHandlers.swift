@@ -69,8 +69,7 @@ extension PushAdminService {
     }
 
     private static func appID(_ appID: String) throws(PushError) -> String {
-        guard !appID.isEmpty else { throw .invalidArgument("app_id is required") }
-        return appID
+        try PushDependencies.raveID(appID, field: "app_id").hex
     }
 
     private static func topic(_ topic: String) throws(PushError) -> String {

@@ -27,13 +27,11 @@ final class AdminHandlers: SocialV1.SocialAdminHandler {
         case .global: global = true
         case .unspecified, .unrecognized: throw SocialError.invalidArgument("scope must be application or global")
         }
-        guard request.maxMembers <= 1_000_000 else {
-            throw SocialError.invalidArgument("max_members must be 0…1000000, got \(request.maxMembers)")
-        }
+        let maxMembers = try RequestLimits.maxMembers.check(request.maxMembers, orThrow: SocialError.invalidArgument)
         let list = try await service.withinDeadline(of: context) {
             try await service.lists.create(
                 key: request.key, kind: kind, global: global, appID: appID,
-                maxMembers: request.maxMembers == 0 ? nil : Int(request.maxMembers))
+                maxMembers: maxMembers == 0 ? nil : maxMembers)
         }
         return SocialV1.CreateListResponse(list: list.message)
     }

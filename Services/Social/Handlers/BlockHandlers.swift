@@ -7,7 +7,7 @@ extension PlayerHandlers {
     func blockUser(
         _ request: SocialV1.BlockUserRequest, context: RequestContext
     ) async throws -> SocialV1.BlockUserResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let target = try await service.target(request.target, player: player)
         try await service.withinDeadline(of: context) {
             try await service.blocks.block(target.userID, by: player.userID)
@@ -19,8 +19,8 @@ extension PlayerHandlers {
     func unblockUser(
         _ request: SocialV1.UnblockUserRequest, context: RequestContext
     ) async throws -> SocialV1.UnblockUserResponse {
-        let player = try service.player(context)
-        let blocked = try RequestLimits.userID(request.userId, field: "user_id")
+        let player = try await service.player(context)
+        let blocked = try await service.user(request.userId, field: "user_id")
         guard try await service.blocks.unblock(blocked, by: player.userID) else {
             throw SocialError.notFound("you have not blocked \(blocked.hex)")
         }
@@ -30,7 +30,7 @@ extension PlayerHandlers {
     func listBlockedUsers(
         _ request: SocialV1.ListBlockedUsersRequest, context: RequestContext
     ) async throws -> SocialV1.ListBlockedUsersResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let limit = try RequestLimits.pageSize(request.limit)
         let offset = try RequestLimits.offset(request.offset)
         let (rows, total) = try await service.queries.blockedUsers(by: player.userID, offset: offset, limit: limit)

@@ -1,6 +1,7 @@
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 
 /// Contacts: players a user knows, from Rave itself, the phonebook, or a social network, matched to Rave users
 /// through identity when possible.
@@ -8,7 +9,7 @@ extension PlayerHandlers {
     func addContactsByUsername(
         _ request: SocialV1.AddContactsByUsernameRequest, context: RequestContext
     ) async throws -> SocialV1.AddContactsByUsernameResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let range = 1...RequestLimits.maximumUsernamesPerCall
         guard range.contains(request.usernames.count) else {
             throw SocialError.invalidArgument(
@@ -40,11 +41,12 @@ extension PlayerHandlers {
     func addContactByEmail(
         _ request: SocialV1.AddContactByEmailRequest, context: RequestContext
     ) async throws -> SocialV1.AddContactByEmailResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         guard (3...254).contains(request.email.utf8.count), request.email.contains("@") else {
             throw SocialError.invalidArgument("email must be an email address")
         }
-        let external = SocialV1.ExternalContact(externalId: request.email, displayName: request.displayName)
+        let name = try RequestLimits.contactName.check(request.displayName, field: "display_name")
+        let external = SocialV1.ExternalContact(externalId: request.email, displayName: name)
         guard let entry = try await matchedEntries(source: .phonebook, thirdParty: "", [external], player: player).first
         else { throw SocialError.invalidArgument("email is the caller's own") }
         try await service.contacts.add([entry], owner: player.userID)
@@ -54,7 +56,7 @@ extension PlayerHandlers {
     func deleteContact(
         _ request: SocialV1.DeleteContactRequest, context: RequestContext
     ) async throws -> SocialV1.DeleteContactResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         guard (1...512).contains(request.key.utf8.count) else {
             throw SocialError.invalidArgument("key must be 1…512 bytes")
         }
@@ -67,7 +69,7 @@ extension PlayerHandlers {
     func syncContacts(
         _ request: SocialV1.SyncContactsRequest, context: RequestContext
     ) async throws -> SocialV1.SyncContactsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let thirdParty = try Self.validateSource(request.source, thirdParty: request.thirdPartySource)
         let entries = try await matchedEntries(
             source: request.source, thirdParty: thirdParty, request.contacts, player: player)
@@ -81,7 +83,7 @@ extension PlayerHandlers {
     func queryContacts(
         _ request: SocialV1.QueryContactsRequest, context: RequestContext
     ) async throws -> SocialV1.QueryContactsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let limit = try RequestLimits.pageSize(request.limit)
         let offset = try RequestLimits.offset(request.offset)
         let records = try await filtered(
@@ -102,7 +104,7 @@ extension PlayerHandlers {
     func fetchExternalContacts(
         _ request: SocialV1.FetchExternalContactsRequest, context: RequestContext
     ) async throws -> SocialV1.FetchExternalContactsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let thirdParty = try Self.validateSource(request.source, thirdParty: request.thirdPartySource)
         let entries = try await matchedEntries(
             source: request.source, thirdParty: thirdParty, request.contacts, player: player)
@@ -128,10 +130,12 @@ extension PlayerHandlers {
                 "contacts must hold at most \(RequestLimits.maximumContactsPerSync), got \(contacts.count)")
         }
         var identifiers: [ExternalIdentifier?] = []
-        for contact in contacts {
-            guard (1...256).contains(contact.externalId.utf8.count), contact.displayName.utf8.count <= 256,
-                contact.pictureUrl.utf8.count <= 2048
-            else { throw SocialError.invalidArgument("every contact needs an external_id of 1…256 bytes") }
+        for (index, contact) in contacts.enumerated() {
+            guard (1...256).contains(contact.externalId.utf8.count), contact.pictureUrl.utf8.count <= 2048 else {
+                throw SocialError.invalidArgument(
+                    "every contact needs an external_id of 1…256 bytes and a picture_url of at most 2048")
+            }
+            try RequestLimits.contactName.check(contact.displayName, field: "contacts[\(index)].display_name")
             identifiers.append(Self.identifier(source: source, externalID: contact.externalId))
         }
         let matches = try await service.directory.match(Array(Set(identifiers.compactMap { $0 })))

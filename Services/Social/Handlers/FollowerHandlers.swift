@@ -5,7 +5,7 @@ import RaveRPC
 /// Followers: one-way relationships; following back makes a second relationship, never a friendship.
 extension PlayerHandlers {
     func follow(_ request: SocialV1.FollowRequest, context: RequestContext) async throws -> SocialV1.FollowResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .followers)
         let target = try await service.target(request.target, player: player)
         let names = try await service.profiles.sortNames(of: [player.userID, target.userID], list: list)
@@ -17,9 +17,9 @@ extension PlayerHandlers {
     func unfollow(
         _ request: SocialV1.UnfollowRequest, context: RequestContext
     ) async throws -> SocialV1.UnfollowResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .followers)
-        let followee = try RequestLimits.userID(request.userId, field: "user_id")
+        let followee = try await service.user(request.userId, field: "user_id")
         guard try await service.relationships.unfollow(list: list, follower: player.userID, followee: followee) else {
             throw SocialError.notFound("you do not follow \(followee.hex) in list \"\(list.key)\"")
         }
@@ -29,7 +29,7 @@ extension PlayerHandlers {
     func queryFollowers(
         _ request: SocialV1.QueryFollowersRequest, context: RequestContext
     ) async throws -> SocialV1.QueryFollowersResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         return SocialV1.QueryFollowersResponse(
             page: try await service.page(request.query, kind: .followers, direction: .follower, player: player))
     }
@@ -37,7 +37,7 @@ extension PlayerHandlers {
     func queryFollowing(
         _ request: SocialV1.QueryFollowingRequest, context: RequestContext
     ) async throws -> SocialV1.QueryFollowingResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         return SocialV1.QueryFollowingResponse(
             page: try await service.page(request.query, kind: .followers, direction: .following, player: player))
     }
@@ -45,8 +45,9 @@ extension PlayerHandlers {
     func getRelationshipCounts(
         _ request: SocialV1.GetRelationshipCountsRequest, context: RequestContext
     ) async throws -> SocialV1.GetRelationshipCountsResponse {
-        let player = try service.player(context)
-        let user = request.userId.isEmpty ? player.userID : try RequestLimits.userID(request.userId, field: "user_id")
+        let player = try await service.player(context)
+        var user = player.userID
+        if !request.userId.isEmpty { user = try await service.user(request.userId, field: "user_id") }
         let list = try await service.lists.resolve(request.listKey, appID: player.appID)
         let store = service.relationships
         switch list.kind {

@@ -16,7 +16,7 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func sendFriendRequest(
         _ request: SocialV1.SendFriendRequestRequest, context: RequestContext
     ) async throws -> SocialV1.SendFriendRequestResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
         let target = try await service.target(request.target, player: player)
         let profiles = try await service.directory.profiles(of: [player.userID, target.userID], appID: list.appID)
@@ -39,9 +39,9 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func acceptFriendRequest(
         _ request: SocialV1.AcceptFriendRequestRequest, context: RequestContext
     ) async throws -> SocialV1.AcceptFriendRequestResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let sender = try RequestLimits.userID(request.userId, field: "user_id")
+        let sender = try await service.user(request.userId, field: "user_id")
         let names = try await service.profiles.sortNames(of: [sender, player.userID], list: list)
         try await service.withinDeadline(of: context) {
             try await service.relationships.acceptFriendRequest(
@@ -54,9 +54,9 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func rejectFriendRequest(
         _ request: SocialV1.RejectFriendRequestRequest, context: RequestContext
     ) async throws -> SocialV1.RejectFriendRequestResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let sender = try RequestLimits.userID(request.userId, field: "user_id")
+        let sender = try await service.user(request.userId, field: "user_id")
         guard try await service.relationships.deleteFriendRequest(list: list, sender: sender, recipient: player.userID)
         else {
             throw SocialError.notFound("no pending friend request from \(sender.hex) in list \"\(list.key)\"")
@@ -67,9 +67,9 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func cancelFriendRequest(
         _ request: SocialV1.CancelFriendRequestRequest, context: RequestContext
     ) async throws -> SocialV1.CancelFriendRequestResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let recipient = try RequestLimits.userID(request.userId, field: "user_id")
+        let recipient = try await service.user(request.userId, field: "user_id")
         guard
             try await service.relationships.deleteFriendRequest(list: list, sender: player.userID, recipient: recipient)
         else {
@@ -81,9 +81,9 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func removeFriend(
         _ request: SocialV1.RemoveFriendRequest, context: RequestContext
     ) async throws -> SocialV1.RemoveFriendResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let friend = try RequestLimits.userID(request.userId, field: "user_id")
+        let friend = try await service.user(request.userId, field: "user_id")
         guard try await service.relationships.removeFriend(list: list, user: player.userID, friend: friend) else {
             throw SocialError.notFound("\(friend.hex) is not a friend in list \"\(list.key)\"")
         }
@@ -94,7 +94,7 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func listFriendRequests(
         _ request: SocialV1.ListFriendRequestsRequest, context: RequestContext
     ) async throws -> SocialV1.ListFriendRequestsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         let limit = try RequestLimits.pageSize(request.limit)
         let offset = try RequestLimits.offset(request.offset)
         let incoming: Bool
@@ -113,7 +113,7 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func queryFriends(
         _ request: SocialV1.QueryFriendsRequest, context: RequestContext
     ) async throws -> SocialV1.QueryFriendsResponse {
-        let player = try service.player(context)
+        let player = try await service.player(context)
         return SocialV1.QueryFriendsResponse(
             page: try await service.page(request.query, kind: .friends, direction: .friend, player: player))
     }

@@ -13,7 +13,7 @@ final class InternalHandlers: SocialV1.SocialInternalHandler {
     func friendIds(
         _ request: SocialV1.FriendIdsRequest, context: RequestContext
     ) async throws -> SocialV1.FriendIdsResponse {
-        let owner = try RequestLimits.userID(request.userId, field: "user_id")
+        let owner = try await service.user(request.userId, field: "user_id")
         let appID = try RequestLimits.userID(request.appId, field: "app_id")
         let list = try await service.lists.resolve(
             request.listKey.isEmpty ? "friends" : request.listKey, appID: appID, kind: .friends)
@@ -26,7 +26,7 @@ final class InternalHandlers: SocialV1.SocialInternalHandler {
     func followingIds(
         _ request: SocialV1.FollowingIdsRequest, context: RequestContext
     ) async throws -> SocialV1.FollowingIdsResponse {
-        let owner = try RequestLimits.userID(request.userId, field: "user_id")
+        let owner = try await service.user(request.userId, field: "user_id")
         let appID = try RequestLimits.userID(request.appId, field: "app_id")
         let list = try await service.lists.resolve(
             request.listKey.isEmpty ? "followers" : request.listKey, appID: appID, kind: .followers)
@@ -38,8 +38,8 @@ final class InternalHandlers: SocialV1.SocialInternalHandler {
     func isBlocked(
         _ request: SocialV1.IsBlockedRequest, context: RequestContext
     ) async throws -> SocialV1.IsBlockedResponse {
-        let user = try RequestLimits.userID(request.userId, field: "user_id")
-        let other = try RequestLimits.userID(request.otherUserId, field: "other_user_id")
+        let user = try await service.user(request.userId, field: "user_id")
+        let other = try await service.user(request.otherUserId, field: "other_user_id")
         let (userBlocked, otherBlocked) = try await service.blocks.blocks(between: user, and: other)
         return SocialV1.IsBlockedResponse(
             blocked: userBlocked || otherBlocked, userBlockedOther: userBlocked, otherBlockedUser: otherBlocked)

@@ -22,7 +22,11 @@ final class MergeHandler: MergeV1.MergeParticipantHandler {
         let source = try RequestLimits.userID(request.sourceUserId, field: "source_user_id")
         let target = try RequestLimits.userID(request.targetUserId, field: "target_user_id")
         guard source != target else { throw SocialError.invalidArgument("cannot merge a user into itself") }
-        let applied = try await service.merges.merge(mergeID: request.mergeId, source: source, target: target)
+        // From here the source resolves to the target in this process; the rows move once every call that resolved
+        // it earlier has finished, so none of their relationships is left behind.
+        await service.mergedUsers.redirect(source: source, target: target)
+        let applied = try await service.merges.merge(
+            mergeID: request.mergeId, source: source, target: target, merges: service.mergedUsers)
         if applied { service.friendIDs.invalidateAll() }
         return MergeV1.MergeUsersResponse(alreadyApplied: !applied)
     }

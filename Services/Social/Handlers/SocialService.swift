@@ -1,3 +1,4 @@
+import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -18,6 +19,9 @@ final class SocialService: Sendable {
     let merges: MergeStore
     /// FriendIds from memory; `SocialMain` runs it as a background service (until then it reads the database).
     let friendIDs: FriendIDCache
+    /// Merged-away users and their targets, through which every caller and user id is resolved; `SocialMain` runs
+    /// it as a background service (until then every id is resolved from the database).
+    let mergedUsers: MergedUsers
 
     init(
         pool: PostgresPool, directory: any UserDirectory, configuration: SocialConfiguration, loop: EventLoop,
@@ -35,12 +39,17 @@ final class SocialService: Sendable {
         profiles = ProfileStore(pool: pool, directory: directory)
         contacts = ContactStore(pool: pool)
         merges = MergeStore(pool: pool)
+        mergedUsers = MergedUsers(pool: pool, loop: loop, logger: logger)
+        // Merges another social process applied: move what calls here wrote under the source meanwhile.
+        let merges = self.merges
+        mergedUsers.onSweep { source, target in try await merges.sweep(source: source, target: target) }
     }
 
+    /// The RPC services; the calls of those that name users count for merges' drains (the participant's must not).
     var rpcServices: [any RPCService] {
         [
-            PlayerHandlers(service: self), AdminHandlers(service: self), InternalHandlers(service: self),
-            MergeHandler(service: self),
+            mergedUsers.track(PlayerHandlers(service: self)), AdminHandlers(service: self),
+            mergedUsers.track(InternalHandlers(service: self)), MergeHandler(service: self),
         ]
     }
 
@@ -51,11 +60,17 @@ final class SocialService: Sendable {
         var caller: Caller
     }
 
-    func player(_ context: RequestContext) throws -> Player {
+    /// The caller: the account its token's user is now (a merged-away id resolves to its target).
+    func player(_ context: RequestContext) async throws -> Player {
         let caller = try context.requireUser()
         return Player(
-            userID: try RequestLimits.userID(caller.userID, field: "caller user id"),
+            userID: try await user(caller.userID, field: "caller user id"),
             appID: try RequestLimits.userID(caller.appID, field: "caller app id"), caller: caller)
+    }
+
+    /// A user named in a request (`field`): the account that id is now.
+    func user(_ text: String, field: String) async throws -> RaveID {
+        try await mergedUsers.resolve(RequestLimits.userID(text, field: field))
     }
 
     /// Runs a handler's transactional work knowing when the caller stops waiting, so a transaction that conflicts

@@ -1,3 +1,4 @@
+import RaveMerges
 import RavePostgres
 
 /// Unites a merged-away user's graph into the target's (DESIGN.md §7), once per merge id.
@@ -133,34 +134,50 @@ struct MergeStore: Sendable {
         name: "social_merge_delete_contacts",
         sql: "DELETE FROM contacts WHERE owner_id = $1 OR user_id = $1 OR (owner_id = $2 AND user_id = $2)")
 
-    /// Applies the merge; false when this merge id was applied before (nothing changes then).
-    func merge(mergeID: String, source: RaveID, target: RaveID) async throws -> Bool {
+    /// Applies the merge and records it in `merged_users`; false when this merge id was applied before (nothing
+    /// changes then).
+    func merge(mergeID: String, source: RaveID, target: RaveID, merges: MergedUsers) async throws -> Bool {
         try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
             // Requests, acceptances and blocks of either user (read-committed, under these locks) wait for the merge.
             try await RelationshipLocks.lock([source, target], in: transaction)
             guard try await !transaction.execute(Self.recordMerge, [mergeID, source, target]).isEmpty else {
                 return false
             }
-            var affected = try await transaction.execute(Self.affectedUsers, [source, target]).map {
-                try $0.decode(RaveID.self, column: "owner_id")
-            }
-            affected.append(contentsOf: [source, target])
-            try await transaction.execute(Self.moveBlocks, [source, target])
-            try await transaction.execute(Self.moveEdges, [source, target])
-            try await transaction.execute(Self.moveRequests, [source, target])
-            try await transaction.execute(Self.applyTargetBlocks, [target])
-            try await transaction.execute(Self.dropAnsweredRequests, [target])
-            try await transaction.execute(Self.clearCounts, [affected])
-            try await transaction.execute(Self.recount, [affected])
-            try await transaction.execute(Self.moveOwnContacts, [source, target])
-            try await transaction.execute(Self.moveOwnSources, [source, target])
-            let targetKey = "rave:" + target.hex
-            try await transaction.execute(Self.rekeyContacts, [source, target, targetKey])
-            try await transaction.execute(Self.rekeySources, [source, target, targetKey])
-            try await transaction.execute(Self.deleteSourceContacts, [source, target])
-            // The affected users may be thousands, more than a notification carries: every cache starts over.
-            try await RelationshipStore.announceFriendsChanged(of: nil, in: transaction)
+            let final = try await merges.record(mergeID: mergeID, source: source, target: target, in: transaction)
+            if final != target { try await RelationshipLocks.lock([final], in: transaction) }
+            try await move(source, into: final, in: transaction)
             return true
         }
+    }
+
+    /// Moves whatever the source still holds (relationships a call made under the source while the merge ran in
+    /// another process), by the merge's rules.
+    func sweep(source: RaveID, target: RaveID) async throws {
+        try await pool.transaction(isolation: .serializable, retryOnSerializationFailure: true) { transaction in
+            try await RelationshipLocks.lock([source, target], in: transaction)
+            try await move(source, into: target, in: transaction)
+        }
+    }
+
+    private func move(_ source: RaveID, into target: RaveID, in transaction: PostgresTransaction) async throws {
+        var affected = try await transaction.execute(Self.affectedUsers, [source, target]).map {
+            try $0.decode(RaveID.self, column: "owner_id")
+        }
+        affected.append(contentsOf: [source, target])
+        try await transaction.execute(Self.moveBlocks, [source, target])
+        try await transaction.execute(Self.moveEdges, [source, target])
+        try await transaction.execute(Self.moveRequests, [source, target])
+        try await transaction.execute(Self.applyTargetBlocks, [target])
+        try await transaction.execute(Self.dropAnsweredRequests, [target])
+        try await transaction.execute(Self.clearCounts, [affected])
+        try await transaction.execute(Self.recount, [affected])
+        try await transaction.execute(Self.moveOwnContacts, [source, target])
+        try await transaction.execute(Self.moveOwnSources, [source, target])
+        let targetKey = "rave:" + target.hex
+        try await transaction.execute(Self.rekeyContacts, [source, target, targetKey])
+        try await transaction.execute(Self.rekeySources, [source, target, targetKey])
+        try await transaction.execute(Self.deleteSourceContacts, [source, target])
+        // The affected users may be thousands, more than a notification carries: every cache starts over.
+        try await RelationshipStore.announceFriendsChanged(of: nil, in: transaction)
     }
 }

@@ -26,7 +26,8 @@ struct WalletBenchmark: Sendable {
     let dependencies: WalletDependencies
     let parameters: Parameters
 
-    static let appID = "bench-app"
+    /// An app id as the protocol writes them (the wallet refuses other spellings).
+    static let appID = RaveID(high: 0x5eed_0000_0000_0006, low: 6).hex
     static let gameID = "bench-slot"
 
     /// Creates the currency, the game and the eligibility the bets need; safe to repeat.

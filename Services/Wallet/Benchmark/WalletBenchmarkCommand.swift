@@ -1,4 +1,5 @@
 import Foundation
+import RaveMerges
 import RavePostgres
 import RaveTelemetry
 import RaveTransport
@@ -44,47 +45,62 @@ enum WalletBenchmarkCommand {
             let pool = try PostgresPool(configuration: configuration, group: group)
             defer { pool.shutdown() }
             _ = try await Migrator(pool: pool, directory: WalletMain.migrationsDirectory).migrate()
-            let dependencies = WalletDependencies(pool: pool, laneCount: WalletMain.laneCount(environment))
-            let benchmark = WalletBenchmark(dependencies: dependencies, parameters: parameters)
-            try await benchmark.setUp()
-            if environment["RAVE_BENCH_ONLY"] == "batches" {
-                return try await batchesOnly(benchmark, runs: runCount, concurrency: parameters.batchConcurrency)
+            // Listening as the service does, so resolving a bettor's id costs what it costs in production.
+            let merges = MergedUsers(pool: pool, loop: group.next(), logger: Logger(label: "wallet-bench"))
+            return try await merges.listening {
+                try await measure(
+                    pool: pool, url: url, merges: merges, environment: environment, parameters: parameters,
+                    runCount: runCount)
             }
-            _ = try await pgbench(["-i", "-s", "10", "-q", url])
-            var runs: [Run] = []
-            for index in 1...runCount {
-                let output = try await pgbench([
-                    "-N", "-c", "16", "-j", "2", "-T", String(Int(parameters.seconds)), url,
-                ])
-                let single = try await benchmark.measureSingleBets()
-                let batches = try await benchmark.measureBatches()
-                let run = Run(pgbenchTPS: tps(in: output), single: single, batches: batches)
-                print(
-                    "run \(index)/\(runCount): pgbench -N \(Int(run.pgbenchTPS)) tps; "
-                        + single.load.summaryLine(concurrency: parameters.singleConcurrency) + ", "
-                        + single.perBetLine + "; "
-                        + batches.load.summaryLine(concurrency: parameters.batchConcurrency) + ", "
-                        + batches.perBetLine)
-                runs.append(run)
-            }
-            let problems = try await benchmark.ledgerProblems()
-            let fallbacks = dependencies.committer.unitByUnitRounds.load(ordering: .relaxed)
-            print(summary(runs))
-            print("rounds settled unit by unit: \(fallbacks); ledger: \(problems ?? "balanced")")
-            let path = environment["RAVE_BENCH_OUT"] ?? ".bench/wallet.json"
-            try FileManager.default.createDirectory(
-                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try json(
-                runs, parameters: parameters, lanes: dependencies.committer.laneCount,
-                fallbacks: fallbacks
-            ).write(
-                toFile: path, atomically: true, encoding: .utf8)
-            let failed = runs.contains { $0.single.load.errors > 0 || $0.batches.load.errors > 0 }
-            return failed || problems != nil ? 1 : 0
         } catch {
             print("wallet bench failed: \(error)")
             return 1
         }
+    }
+
+    /// Seeds, then measures `runCount` runs with the pgbench baseline; the process's exit status.
+    private static func measure(
+        pool: PostgresPool, url: String, merges: MergedUsers, environment: [String: String],
+        parameters: WalletBenchmark.Parameters, runCount: Int
+    ) async throws -> Int32 {
+        let dependencies = WalletDependencies(
+            pool: pool, users: BenchmarkPlayers(), laneCount: WalletMain.laneCount(environment), merges: merges)
+        let benchmark = WalletBenchmark(dependencies: dependencies, parameters: parameters)
+        try await benchmark.setUp()
+        if environment["RAVE_BENCH_ONLY"] == "batches" {
+            return try await batchesOnly(benchmark, runs: runCount, concurrency: parameters.batchConcurrency)
+        }
+        _ = try await pgbench(["-i", "-s", "10", "-q", url])
+        var runs: [Run] = []
+        for index in 1...runCount {
+            let output = try await pgbench([
+                "-N", "-c", "16", "-j", "2", "-T", String(Int(parameters.seconds)), url,
+            ])
+            let single = try await benchmark.measureSingleBets()
+            let batches = try await benchmark.measureBatches()
+            let run = Run(pgbenchTPS: tps(in: output), single: single, batches: batches)
+            print(
+                "run \(index)/\(runCount): pgbench -N \(Int(run.pgbenchTPS)) tps; "
+                    + single.load.summaryLine(concurrency: parameters.singleConcurrency) + ", "
+                    + single.perBetLine + "; "
+                    + batches.load.summaryLine(concurrency: parameters.batchConcurrency) + ", "
+                    + batches.perBetLine)
+            runs.append(run)
+        }
+        let problems = try await benchmark.ledgerProblems()
+        let fallbacks = dependencies.committer.unitByUnitRounds.load(ordering: .relaxed)
+        print(summary(runs))
+        print("rounds settled unit by unit: \(fallbacks); ledger: \(problems ?? "balanced")")
+        let path = environment["RAVE_BENCH_OUT"] ?? ".bench/wallet.json"
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try json(
+            runs, parameters: parameters, lanes: dependencies.committer.laneCount,
+            fallbacks: fallbacks
+        ).write(
+            toFile: path, atomically: true, encoding: .utf8)
+        let failed = runs.contains { $0.single.load.errors > 0 || $0.batches.load.errors > 0 }
+        return failed || problems != nil ? 1 : 0
     }
 
     /// `RAVE_BENCH_ONLY=batches`: only the batch measurement, without pgbench or single bets, to profile it alone.

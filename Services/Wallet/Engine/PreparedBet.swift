@@ -52,12 +52,10 @@ struct PreparedBet: Sendable {
         _ bet: WalletV1.Bet, caller: Caller, callerID: RaveID? = nil, catalog: CatalogStore,
         database: some PostgresQueryable
     ) async throws -> PreparedBet {
-        guard let userID = callerID ?? RaveID(caller.userID) else {
+        guard let userID = callerID ?? RaveID(wire: caller.userID) else {
             throw RPCError.unauthenticated("the caller has no user id")
         }
-        guard bet.betId.utf8.count == 32, let betID = RaveID(bet.betId) else {
-            throw WalletError.invalidArgument("bet_id must be 32 lowercase hex digits, got \"\(bet.betId)\"")
-        }
+        let betID = try WalletDependencies.userID(bet.betId, field: "bet_id")
         guard bet.economy == .real || bet.economy == .sandbox else {
             throw WalletError.invalidArgument("economy must be ECONOMY_REAL or ECONOMY_SANDBOX")
         }

@@ -21,11 +21,9 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
         guard Currency.isValidCode(request.code) else {
             throw WalletError.invalidArgument("code must be 2…12 upper-case letters or digits, got \"\(request.code)\"")
         }
-        guard (0...Currency.maximumDecimals).contains(Int(request.decimals)) else {
-            throw WalletError.invalidArgument("decimals must be 0…\(Currency.maximumDecimals), got \(request.decimals)")
-        }
+        let decimals = try RequestLimits.currencyDecimals.check(request.decimals, orThrow: WalletError.invalidArgument)
         try await dependencies.catalog.createCurrency(
-            Currency(code: request.code, decimals: Int(request.decimals)), on: dependencies.pool)
+            Currency(code: request.code, decimals: decimals), on: dependencies.pool)
         return WalletV1.CreateCurrencyResponse()
     }
 
@@ -44,6 +42,7 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
         _ request: WalletV1.SetEligibilityRequest, context: RequestContext
     ) async throws -> WalletV1.SetEligibilityResponse {
         _ = try context.requireAdmin()
+        _ = try WalletDependencies.userID(request.appId, field: "app_id")
         for country in request.realMoneyCountries
         where country.utf8.count != 2 || !country.utf8.allSatisfy({ (65...90).contains($0) }) {
             throw WalletError.invalidArgument("countries are ISO 3166-1 alpha-2 codes like \"GB\", got \"\(country)\"")
@@ -78,21 +77,24 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
         _ request: WalletV1.GetUserWalletRequest, context: RequestContext
     ) async throws -> WalletV1.GetWalletResponse {
         _ = try context.requireAdmin()
-        let user = try WalletDependencies.userID(request.userId, field: "user_id")
+        let user = try await dependencies.playerID(request.userId, field: "user_id")
         return WalletV1.GetWalletResponse(
             balances: try await dependencies.queries.balances(user: user, game: "", on: dependencies.pool))
     }
 
     /// Moves money between the outside world and a player, once per operation id.
     ///
-    /// `sign` 1 deposits, -1 withdraws, 0 adjusts by the sign of the amount.
+    /// `sign` 1 deposits, -1 withdraws, 0 adjusts by the sign of the amount. The player must be a user identity
+    /// knows (NOT_FOUND otherwise) and not a merged source (FAILED_PRECONDITION naming the target): money on an
+    /// account no player can reach is money lost. A replay of a recorded operation is answered first, whatever
+    /// became of the user since.
     private func move(
         _ transfer: WalletV1.OperatorTransfer?, kind: String, sign: Int
     ) async throws -> WalletV1.OperatorTransferResponse {
         guard let transfer, (1...128).contains(transfer.operationId.utf8.count) else {
             throw WalletError.invalidArgument("transfer with an operation_id of 1…128 bytes is required")
         }
-        let user = try WalletDependencies.userID(transfer.userId, field: "user_id")
+        let user = try await dependencies.playerID(transfer.userId, field: "user_id")
         guard transfer.economy == .real || transfer.economy == .sandbox else {
             throw WalletError.invalidArgument("economy must be ECONOMY_REAL or ECONOMY_SANDBOX")
         }
@@ -107,6 +109,13 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
                 "\(kind)|\(transfer.userId)|\(currency.code)|\(transfer.economy.rawValue)|\(amount)|\(transfer.gameId)")
         )
         if let replay = try await storedOperation(transfer.operationId, hash: hash) { return replay }
+        switch try await dependencies.users.standing(of: user) {
+        case .active: break
+        case .unknown: throw WalletError.notFound("no user \(user.hex): operator transfers need an existing user")
+        case .mergedInto(let target):
+            throw WalletError(
+                .failedPrecondition, "user \(user.hex) was merged into \(target.hex); move the money to that user")
+        }
 
         let ledger = dependencies.ledger
         let playerKey = AccountKey(

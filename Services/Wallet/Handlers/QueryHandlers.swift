@@ -7,7 +7,7 @@ extension WalletService {
     func getWallet(
         _ request: WalletV1.GetWalletRequest, context: RequestContext
     ) async throws -> WalletV1.GetWalletResponse {
-        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
+        let user = try await dependencies.playerID(of: try context.requireUser())
         return WalletV1.GetWalletResponse(
             balances: try await dependencies.queries.balances(user: user, game: request.gameId, on: dependencies.pool))
     }
@@ -16,7 +16,7 @@ extension WalletService {
         _ request: WalletV1.GetAccountRequest, context: RequestContext
     ) async throws -> WalletV1.GetAccountResponse {
         let caller = try context.requireUser()
-        let user = try WalletDependencies.userID(caller.userID, field: "caller user id")
+        let user = try await dependencies.playerID(of: caller)
         var response = WalletV1.GetAccountResponse()
         response.userId = user.hex
         response.authenticated = caller.scopes.contains(PreparedBet.authenticatedScope)
@@ -31,11 +31,8 @@ extension WalletService {
     func listTransactions(
         _ request: WalletV1.ListTransactionsRequest, context: RequestContext
     ) async throws -> WalletV1.ListTransactionsResponse {
-        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
-        let size = request.pageSize == 0 ? 20 : Int(request.pageSize)
-        guard (1...100).contains(size) else {
-            throw WalletError.invalidArgument("page_size must be 1…100, got \(size)")
-        }
+        let user = try await dependencies.playerID(of: try context.requireUser())
+        let size = try RequestLimits.transactionPageSizes.check(request.pageSize, orThrow: WalletError.invalidArgument)
         var before = Int64.max
         if !request.pageToken.isEmpty {
             guard let token = Int64(request.pageToken), token > 0 else {
@@ -59,7 +56,7 @@ extension WalletService {
     func getServerSeed(
         _ request: WalletV1.GetServerSeedRequest, context: RequestContext
     ) async throws -> WalletV1.GetServerSeedResponse {
-        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
+        let user = try await dependencies.playerID(of: try context.requireUser())
         let seed = try await dependencies.bets.activeSeed(user: user, on: dependencies.pool)
         return WalletV1.GetServerSeedResponse(serverSeedHash: seed.hash, nextNonce: seed.nonce)
     }
@@ -67,7 +64,7 @@ extension WalletService {
     func rotateServerSeed(
         _ request: WalletV1.RotateServerSeedRequest, context: RequestContext
     ) async throws -> WalletV1.RotateServerSeedResponse {
-        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
+        let user = try await dependencies.playerID(of: try context.requireUser())
         let rotated = try await dependencies.bets.rotateSeed(user: user, on: dependencies.pool)
         return WalletV1.RotateServerSeedResponse(revealed: rotated.revealed, nextServerSeedHash: rotated.next)
     }
@@ -75,7 +72,7 @@ extension WalletService {
     func verifyBet(
         _ request: WalletV1.VerifyBetRequest, context: RequestContext
     ) async throws -> WalletV1.VerifyBetResponse {
-        let user = try WalletDependencies.userID(try context.requireUser().userID, field: "caller user id")
+        let user = try await dependencies.playerID(of: try context.requireUser())
         let betID = try WalletDependencies.userID(request.betId, field: "bet_id")
         guard let row = try await dependencies.pool.execute(BetStore.selectBetForVerify, [user, betID]).first else {
             throw WalletError.notFound("no settled bet \(request.betId) of the caller")

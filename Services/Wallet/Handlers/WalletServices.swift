@@ -1,7 +1,10 @@
+import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveServices
+import RaveTelemetry
 
 /// Everything the handlers share: the pool, the stores and the group committer.
 struct WalletDependencies: Sendable {
@@ -11,9 +14,17 @@ struct WalletDependencies: Sendable {
     let bets: BetStore
     let queries: QueryStore
     let committer: GroupCommitter
+    /// Merged-away players and their targets: every caller and player id is resolved through it.
+    let merges: MergedUsers
+    /// Identity's answer to "does this user exist?", asked before an operator moves money.
+    let users: any UserDirectory
 
-    init(pool: PostgresPool, laneCount: Int = 4) {
+    /// `merges` defaults to one that listens to nothing (tools and tests), which resolves every id from the
+    /// database.
+    init(pool: PostgresPool, users: any UserDirectory, laneCount: Int = 4, merges: MergedUsers? = nil) {
         self.pool = pool
+        self.users = users
+        self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: Logger(label: "wallet"))
         catalog = CatalogStore()
         ledger = LedgerStore()
         bets = BetStore()
@@ -22,17 +33,29 @@ struct WalletDependencies: Sendable {
             pool: pool, engine: BetEngine(ledger: ledger, bets: bets), laneCount: laneCount)
     }
 
-    /// The services the wallet serves: player methods, operator methods and the merge participant.
+    /// The services the wallet serves: player methods, operator methods and the merge participant (the calls of
+    /// the first two count for merges' drains; the participant's must not).
     func services() -> [any RPCService] {
         [
-            WalletService(dependencies: self), WalletAdminService(dependencies: self),
+            merges.track(WalletService(dependencies: self)), merges.track(WalletAdminService(dependencies: self)),
             WalletMergeService(dependencies: self),
         ]
     }
 
+    /// The caller's player: the account its token's user is now (a merged-away id resolves to its target).
+    func playerID(of caller: Caller) async throws -> RaveID {
+        try await merges.resolve(Self.userID(caller.userID, field: "caller user id"))
+    }
+
+    /// A player named in a request (`field`), resolved like the caller.
+    func playerID(_ text: String, field: String) async throws -> RaveID {
+        try await merges.resolve(Self.userID(text, field: field))
+    }
+
+    /// An id on the wire: 32 lowercase hex digits, as every service reads them; another spelling is refused.
     static func userID(_ text: String, field: String) throws(WalletError) -> RaveID {
-        guard text.utf8.count == 32, let id = RaveID(text) else {
-            throw .invalidArgument("\(field) must be 32 lowercase hex digits, got \"\(text)\"")
+        guard let id = RaveID(wire: text) else {
+            throw .invalidArgument(RequestChecks.raveIDProblem(field: field, text: text))
         }
         return id
     }
@@ -50,7 +73,7 @@ struct WalletService: WalletV1.WalletHandler {
     ) async throws -> WalletV1.PlaceBetResponse {
         let caller = try context.requireUser()
         guard let bet = request.bet else { throw WalletError.invalidArgument("bet is required") }
-        let prepared = try await prepare(bet, caller: caller)
+        let prepared = try await prepare(bet, caller: caller, callerID: try await dependencies.playerID(of: caller))
         guard let result = try await dependencies.committer.settle([prepared]).first else {
             throw RPCError.internalError("the bet produced no result")
         }
@@ -84,7 +107,7 @@ struct WalletService: WalletV1.WalletHandler {
                 units.append([index])
             }
         }
-        let callerID = RaveID(caller.userID)
+        let callerID = try await dependencies.playerID(of: caller)
         var results = [WalletV1.BetResult](repeating: WalletV1.BetResult(), count: request.bets.count)
         // Prepared in order in this task (the catalog is cached, so this rarely waits), then every unit whose input
         // holds goes to the committer in one call: a task and a suspension per unit cost more than the bet's math.
@@ -131,7 +154,7 @@ struct WalletService: WalletV1.WalletHandler {
         }
     }
 
-    private func prepare(_ bet: WalletV1.Bet, caller: Caller, callerID: RaveID? = nil) async throws -> PreparedBet {
+    private func prepare(_ bet: WalletV1.Bet, caller: Caller, callerID: RaveID) async throws -> PreparedBet {
         let prepared = try await PreparedBet.prepare(
             bet, caller: caller, callerID: callerID, catalog: dependencies.catalog, database: dependencies.pool)
         if prepared.kind.movesMoney {

@@ -541,7 +541,8 @@ extension IdentityV1.StringValue {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__StringValue.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -583,7 +584,8 @@ extension IdentityV1.BoolValue {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__BoolValue.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -625,7 +627,8 @@ extension IdentityV1.UserProfile {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__UserProfile.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -675,7 +678,8 @@ extension IdentityV1.User {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__User.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -744,7 +748,8 @@ extension IdentityV1.SignUpData {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__SignUpData.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -790,7 +795,8 @@ extension IdentityV1.SessionTokens {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__SessionTokens.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -838,7 +844,8 @@ extension IdentityV1.TwoFactorChallenge {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__TwoFactorChallenge.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -882,7 +889,8 @@ extension IdentityV1.Session {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__Session.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -934,7 +942,8 @@ extension IdentityV1.Device {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__Device.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -984,7 +993,8 @@ extension IdentityV1.ApplicationSettings {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ApplicationSettings.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1037,7 +1047,8 @@ extension IdentityV1.Publisher {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__Publisher.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1083,7 +1094,8 @@ extension IdentityV1.Application {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__Application.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1133,7 +1145,8 @@ extension IdentityV1.Merge {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__Merge.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 

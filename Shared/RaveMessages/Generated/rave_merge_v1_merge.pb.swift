@@ -56,7 +56,8 @@ extension MergeV1.MergeUsersRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Merge__V1__MergeUsersRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -104,7 +105,8 @@ extension MergeV1.MergeUsersResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Merge__V1__MergeUsersResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 

@@ -76,7 +76,8 @@ extension RpcV1.HealthCheckRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Rpc__V1__HealthCheckRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -118,7 +119,8 @@ extension RpcV1.HealthCheckResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Rpc__V1__HealthCheckResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 

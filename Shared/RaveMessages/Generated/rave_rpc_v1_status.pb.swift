@@ -108,7 +108,8 @@ extension RpcV1.Status {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Rpc__V1__Status.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 

@@ -52,7 +52,8 @@ extension SocialV1.FriendRequestReceivedEvent {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__FriendRequestReceivedEvent.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 

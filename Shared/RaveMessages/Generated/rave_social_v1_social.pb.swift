@@ -194,6 +194,7 @@ extension SocialV1 {
 
         public var direction: SocialV1.RequestDirection = .incoming
 
+        /// 0…100000.
         public var offset: UInt32 = 0
 
         /// 1…100; 0 means 25.
@@ -465,8 +466,10 @@ extension SocialV1 {
     public struct ListBlockedUsersRequest: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.social.v1.ListBlockedUsersRequest"
 
+        /// 0…100000.
         public var offset: UInt32 = 0
 
+        /// 1…100; 0 means 25.
         public var limit: UInt32 = 0
 
         /// A message with every field at its default.
@@ -644,8 +647,10 @@ extension SocialV1 {
 
         public var filter: SocialV1.ContactFilter = .all
 
+        /// 0…100000.
         public var offset: UInt32 = 0
 
+        /// 1…100; 0 means 25.
         public var limit: UInt32 = 0
 
         /// A message with every field at its default.
@@ -730,7 +735,7 @@ extension SocialV1 {
 
         public var scope: SocialV1.ListScope = .unspecified
 
-        /// 0 means the service default (5000).
+        /// 0…1000000; 0 means the service default (5000).
         public var maxMembers: UInt32 = 0
 
         /// A message with every field at its default.
@@ -912,7 +917,8 @@ extension SocialV1.SendFriendRequestRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__SendFriendRequestRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -956,7 +962,8 @@ extension SocialV1.SendFriendRequestResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__SendFriendRequestResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1001,7 +1008,8 @@ extension SocialV1.AcceptFriendRequestRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__AcceptFriendRequestRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1046,7 +1054,8 @@ extension SocialV1.AcceptFriendRequestResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__AcceptFriendRequestResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1087,7 +1096,8 @@ extension SocialV1.RejectFriendRequestRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__RejectFriendRequestRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1132,7 +1142,8 @@ extension SocialV1.RejectFriendRequestResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__RejectFriendRequestResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1173,7 +1184,8 @@ extension SocialV1.CancelFriendRequestRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__CancelFriendRequestRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1218,7 +1230,8 @@ extension SocialV1.CancelFriendRequestResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__CancelFriendRequestResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1259,7 +1272,8 @@ extension SocialV1.RemoveFriendRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__RemoveFriendRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1303,7 +1317,8 @@ extension SocialV1.RemoveFriendResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__RemoveFriendResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1342,7 +1357,8 @@ extension SocialV1.ListFriendRequestsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__ListFriendRequestsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1391,7 +1407,8 @@ extension SocialV1.ListFriendRequestsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__ListFriendRequestsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1446,7 +1463,8 @@ extension SocialV1.QueryFriendsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__QueryFriendsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1488,7 +1506,8 @@ extension SocialV1.QueryFriendsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__QueryFriendsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1530,7 +1549,8 @@ extension SocialV1.FollowRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__FollowRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1574,7 +1594,8 @@ extension SocialV1.FollowResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__FollowResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1618,7 +1639,8 @@ extension SocialV1.UnfollowRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__UnfollowRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1662,7 +1684,8 @@ extension SocialV1.UnfollowResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__UnfollowResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1701,7 +1724,8 @@ extension SocialV1.QueryFollowersRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__QueryFollowersRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1743,7 +1767,8 @@ extension SocialV1.QueryFollowersResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__QueryFollowersResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1785,7 +1810,8 @@ extension SocialV1.QueryFollowingRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__QueryFollowingRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1827,7 +1853,8 @@ extension SocialV1.QueryFollowingResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__QueryFollowingResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1869,7 +1896,8 @@ extension SocialV1.GetRelationshipCountsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__GetRelationshipCountsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1915,7 +1943,8 @@ extension SocialV1.GetRelationshipCountsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__GetRelationshipCountsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1963,7 +1992,8 @@ extension SocialV1.BlockUserRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__BlockUserRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2005,7 +2035,8 @@ extension SocialV1.BlockUserResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__BlockUserResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2047,7 +2078,8 @@ extension SocialV1.UnblockUserRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__UnblockUserRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2089,7 +2121,8 @@ extension SocialV1.UnblockUserResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__UnblockUserResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2128,7 +2161,8 @@ extension SocialV1.ListBlockedUsersRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__ListBlockedUsersRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2172,7 +2206,8 @@ extension SocialV1.ListBlockedUsersResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__ListBlockedUsersResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2226,7 +2261,8 @@ extension SocialV1.AddContactsByUsernameRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__AddContactsByUsernameRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2274,7 +2310,8 @@ extension SocialV1.UsernameResult {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__UsernameResult.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2318,7 +2355,8 @@ extension SocialV1.AddContactsByUsernameResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__AddContactsByUsernameResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2372,7 +2410,8 @@ extension SocialV1.AddContactByEmailRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__AddContactByEmailRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2416,7 +2455,8 @@ extension SocialV1.AddContactByEmailResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__AddContactByEmailResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2459,7 +2499,8 @@ extension SocialV1.DeleteContactRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__DeleteContactRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2501,7 +2542,8 @@ extension SocialV1.DeleteContactResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__DeleteContactResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2540,7 +2582,8 @@ extension SocialV1.SyncContactsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__SyncContactsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2597,7 +2640,8 @@ extension SocialV1.SyncContactsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__SyncContactsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2641,7 +2685,8 @@ extension SocialV1.QueryContactsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__QueryContactsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2687,7 +2732,8 @@ extension SocialV1.QueryContactsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__QueryContactsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2741,7 +2787,8 @@ extension SocialV1.FetchExternalContactsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__FetchExternalContactsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2802,7 +2849,8 @@ extension SocialV1.FetchExternalContactsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__FetchExternalContactsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2856,7 +2904,8 @@ extension SocialV1.CreateListRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__CreateListRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2906,7 +2955,8 @@ extension SocialV1.CreateListResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__CreateListResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2948,7 +2998,8 @@ extension SocialV1.GetListsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__GetListsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -2990,7 +3041,8 @@ extension SocialV1.GetListsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__GetListsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -3042,7 +3094,8 @@ extension SocialV1.FriendIdsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__FriendIdsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -3088,7 +3141,8 @@ extension SocialV1.FriendIdsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__FriendIdsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -3133,7 +3187,8 @@ extension SocialV1.FollowingIdsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__FollowingIdsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -3179,7 +3234,8 @@ extension SocialV1.FollowingIdsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__FollowingIdsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -3224,7 +3280,8 @@ extension SocialV1.IsBlockedRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__IsBlockedRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -3268,7 +3325,8 @@ extension SocialV1.IsBlockedResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__IsBlockedResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 

@@ -139,7 +139,7 @@ extension WalletV1 {
 
         public var economy: WalletV1.Economy = .unspecified
 
-        /// 1…100, default 20.
+        /// 1…100; 0 means 20.
         public var pageSize: Int32 = 0
 
         /// From the previous page's next_page_token; empty for the first page.
@@ -301,7 +301,7 @@ extension WalletV1 {
         /// "USD", "GOLD": 2…12 upper-case letters or digits.
         public var code: String = ""
 
-        /// Digits after the decimal point, 0…8.
+        /// 0…8 digits after the decimal point.
         public var decimals: Int32 = 0
 
         /// A message with every field at its default.
@@ -460,7 +460,8 @@ extension WalletV1.PlaceBetRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__PlaceBetRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -502,7 +503,8 @@ extension WalletV1.PlaceBetResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__PlaceBetResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -544,7 +546,8 @@ extension WalletV1.PlaceBetsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__PlaceBetsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -595,7 +598,8 @@ extension WalletV1.PlaceBetsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__PlaceBetsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -647,7 +651,8 @@ extension WalletV1.GetWalletRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__GetWalletRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -689,7 +694,8 @@ extension WalletV1.GetWalletResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__GetWalletResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -741,7 +747,8 @@ extension WalletV1.GetAccountRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__GetAccountRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -783,7 +790,8 @@ extension WalletV1.GetAccountResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__GetAccountResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -841,7 +849,8 @@ extension WalletV1.ListTransactionsRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__ListTransactionsRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -889,7 +898,8 @@ extension WalletV1.ListTransactionsResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__ListTransactionsResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -944,7 +954,8 @@ extension WalletV1.ListGamesRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__ListGamesRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -983,7 +994,8 @@ extension WalletV1.ListGamesResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__ListGamesResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1034,7 +1046,8 @@ extension WalletV1.GetServerSeedRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__GetServerSeedRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1073,7 +1086,8 @@ extension WalletV1.GetServerSeedResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__GetServerSeedResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1118,7 +1132,8 @@ extension WalletV1.RotateServerSeedRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__RotateServerSeedRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1157,7 +1172,8 @@ extension WalletV1.RotateServerSeedResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__RotateServerSeedResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1202,7 +1218,8 @@ extension WalletV1.VerifyBetRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__VerifyBetRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1244,7 +1261,8 @@ extension WalletV1.VerifyBetResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__VerifyBetResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1296,7 +1314,8 @@ extension WalletV1.CreateCurrencyRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__CreateCurrencyRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1340,7 +1359,8 @@ extension WalletV1.CreateCurrencyResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__CreateCurrencyResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1379,7 +1399,8 @@ extension WalletV1.CreateGameRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__CreateGameRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1421,7 +1442,8 @@ extension WalletV1.CreateGameResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__CreateGameResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1463,7 +1485,8 @@ extension WalletV1.SetEligibilityRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__SetEligibilityRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1511,7 +1534,8 @@ extension WalletV1.SetEligibilityResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__SetEligibilityResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: false
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1550,7 +1574,8 @@ extension WalletV1.DepositRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__DepositRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1592,7 +1617,8 @@ extension WalletV1.WithdrawRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__WithdrawRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1634,7 +1660,8 @@ extension WalletV1.AdjustRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__AdjustRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1676,7 +1703,8 @@ extension WalletV1.OperatorTransferResponse {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__OperatorTransferResponse.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1720,7 +1748,8 @@ extension WalletV1.GetUserWalletRequest {
     public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__GetUserWalletRequest.self,
-            messageName: Self.protoMessageName
+            messageName: Self.protoMessageName,
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 

@@ -478,6 +478,9 @@ struct  Rave__Gifts__V1__RequestGiftsResponse
 struct  Rave__Gifts__V1__ListGiftRequestsRequest
 {
   ProtobufCMessage base;
+  /*
+   * 1…100, 0 means 25.
+   */
   uint32_t page_size;
   char *page_token;
 };

@@ -243,7 +243,7 @@ struct  Rave__Leaderboards__V1__GetGlobalScoresRequest
   ProtobufCMessage base;
   char *leaderboard_key;
   /*
-   * 1-based.
+   * 1…2147483647, 1-based.
    */
   int32_t page;
   /*
@@ -264,7 +264,13 @@ struct  Rave__Leaderboards__V1__GetFriendsScoresRequest
 {
   ProtobufCMessage base;
   char *leaderboard_key;
+  /*
+   * 1…2147483647, 1-based.
+   */
   int32_t page;
+  /*
+   * 1…200.
+   */
   int32_t page_size;
 };
 #define RAVE__LEADERBOARDS__V1__GET_FRIENDS_SCORES_REQUEST__INIT \
@@ -276,6 +282,9 @@ struct  Rave__Leaderboards__V1__GetMyScoresRequest
 {
   ProtobufCMessage base;
   char *leaderboard_key;
+  /*
+   * 1…200.
+   */
   int32_t page_size;
 };
 #define RAVE__LEADERBOARDS__V1__GET_MY_SCORES_REQUEST__INIT \

@@ -418,6 +418,9 @@ struct  Rave__Push__V1__ListInboxRequest
    * 1…100; 0 means 20.
    */
   int32_t page_size;
+  /*
+   * 0…100000.
+   */
   int32_t offset;
 };
 #define RAVE__PUSH__V1__LIST_INBOX_REQUEST__INIT \

@@ -203,6 +203,9 @@ struct  Rave__Social__V1__ListFriendRequestsRequest
   ProtobufCMessage base;
   char *list_key;
   Rave__Social__V1__RequestDirection direction;
+  /*
+   * 0…100000.
+   */
   uint32_t offset;
   /*
    * 1…100; 0 means 25.
@@ -402,7 +405,13 @@ struct  Rave__Social__V1__UnblockUserResponse
 struct  Rave__Social__V1__ListBlockedUsersRequest
 {
   ProtobufCMessage base;
+  /*
+   * 0…100000.
+   */
   uint32_t offset;
+  /*
+   * 1…100; 0 means 25.
+   */
   uint32_t limit;
 };
 #define RAVE__SOCIAL__V1__LIST_BLOCKED_USERS_REQUEST__INIT \
@@ -541,7 +550,13 @@ struct  Rave__Social__V1__QueryContactsRequest
 {
   ProtobufCMessage base;
   Rave__Social__V1__ContactFilter filter;
+  /*
+   * 0…100000.
+   */
   uint32_t offset;
+  /*
+   * 1…100; 0 means 25.
+   */
   uint32_t limit;
 };
 #define RAVE__SOCIAL__V1__QUERY_CONTACTS_REQUEST__INIT \
@@ -603,7 +618,7 @@ struct  Rave__Social__V1__CreateListRequest
   Rave__Social__V1__ListKind kind;
   Rave__Social__V1__ListScope scope;
   /*
-   * 0 means the service default (5000).
+   * 0…1000000; 0 means the service default (5000).
    */
   uint32_t max_members;
 };

@@ -154,7 +154,7 @@ struct  Rave__Wallet__V1__ListTransactionsRequest
   char *currency;
   Rave__Wallet__V1__Economy economy;
   /*
-   * 1…100, default 20.
+   * 1…100; 0 means 20.
    */
   int32_t page_size;
   /*
@@ -284,7 +284,7 @@ struct  Rave__Wallet__V1__CreateCurrencyRequest
    */
   char *code;
   /*
-   * Digits after the decimal point, 0…8.
+   * 0…8 digits after the decimal point.
    */
   int32_t decimals;
 };

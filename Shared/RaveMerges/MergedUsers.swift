@@ -1,0 +1,401 @@
+import RavePostgres
+import RaveRPC
+import RaveRuntime
+import RaveTelemetry
+import RaveTransport
+import Synchronization
+
+/// A data service's record of merged-away users, and the one place its handlers turn an id into the account it
+/// now is (DESIGN.md §7: "the source's Rave ID resolves to the target forever").
+///
+/// **Recording.** A participant's `MergeUsers` calls `redirect` before its transaction and `record` inside it: the
+/// row `merged_users(source → target)` commits with the moved data, and a NOTIFY on `merged_users` announces it
+/// to every replica of the service.
+///
+/// **Resolving.** `resolve` answers from memory (`MergedUserCache`): a merge is true forever; "not merged" is held
+/// only while the listener is connected (a merge would have been announced) and read from the database on a
+/// miss, one statement for all the ids of a call. Without a listener every resolution reads the database.
+///
+/// **Nothing written under an old id is lost.** A call may resolve the source just before the redirect and write
+/// under it just after the merge moved the source's rows. So:
+/// - the replica that runs `MergeUsers` redirects first, then waits until every call that started before the
+///   redirect has finished (`CallTracker`, which counts the calls of the services passed through `track`), and
+///   only then moves the rows: every earlier write is in them, and every later call resolves to the target;
+/// - every other replica, on the notification (or, when its listener reconnects or starts, for the merges of the
+///   last `catchUpWindow` it may have missed), redirects, waits for its own earlier calls in the same way and then
+///   runs the service's `sweep(source, target)`: the merge's moves again, which take whatever such a call wrote
+///   under the source. Other replicas follow a merge within the notification's delay (milliseconds); until then
+///   they may read the source's (emptied) data, never lose a write.
+public final class MergedUsers: Service {
+    /// Moves whatever `source` still holds to `target`, as a merge does; must be safe to repeat.
+    public typealias Sweep = @Sendable (_ source: RaveID, _ target: RaveID) async throws -> Void
+
+    /// Tunables with the defaults the services use.
+    public struct Configuration: Sendable {
+        /// Ids held in memory (merged and not merged answers together).
+        public var capacity = 500_000
+        /// How long a "not merged" answer is served without reading the database again.
+        public var maxAge: Duration = .seconds(600)
+        /// How long a merge waits for earlier calls to finish before moving the rows anyway (then logged).
+        public var drainTimeout: Duration = .seconds(30)
+        /// At start-up and after the listener reconnects, merges recorded this long before the break (or before
+        /// start-up) are swept again, for writes of calls a crashed or deaf replica left behind.
+        public var catchUpWindow: Duration = .seconds(60)
+        /// Chain hops followed in memory before giving up (the table itself is always one hop).
+        public var maximumHops = 8
+
+        public init() {}
+    }
+
+    let configuration: Configuration
+    private let pool: PostgresPool
+    private let loop: EventLoop?
+    private let logger: Logger
+    private let cache: Mutex<MergedUserCache>
+    private let calls = CallTracker()
+    private let sweep = Mutex<Sweep?>(nil)
+    private let listener = Mutex<PostgresListener?>(nil)
+    /// Sources whose writes this process has accounted for (merged here or swept); bounded, oldest dropped first.
+    private let settled = Mutex(RecentSet(capacity: 10_000))
+    private let stopped = ShutdownLatch()
+
+    public var name: String { "merged-users" }
+
+    /// `loop` runs the listener; without one (tools, tests that build handlers alone) nothing listens and every
+    /// resolution reads the database.
+    public init(pool: PostgresPool, loop: EventLoop?, logger: Logger, configuration: Configuration = Configuration()) {
+        self.pool = pool
+        self.loop = loop
+        self.logger = logger.with("component", "merged-users")
+        self.configuration = configuration
+        cache = Mutex(MergedUserCache(capacity: configuration.capacity, maxAge: configuration.maxAge))
+    }
+
+    /// Sets what other replicas' merges run here (`run` calls it); set once, by the service that owns the data.
+    public func onSweep(_ body: @escaping Sweep) {
+        sweep.withLock { $0 = body }
+    }
+
+    // MARK: - Resolving
+
+    /// The account `id` is now: its merge target (at the end of a chain), or itself.
+    public func resolve(_ id: RaveID) async throws -> RaveID {
+        // The common case, without the arrays of the general path: a player known not to be merged.
+        let listening = listener.withLock { $0 }?.listeningGeneration
+        if let listening, cache.withLock({ $0.isKnownUnmerged(id, listening: listening, now: .now) }) { return id }
+        return try await resolve([id])[0]
+    }
+
+    /// `resolve` for each id, in order, with at most one database read per hop for all of them.
+    public func resolve(_ ids: [RaveID]) async throws -> [RaveID] {
+        var resolved = ids
+        var open = Array(ids.indices)
+        for _ in 0..<configuration.maximumHops {
+            guard !open.isEmpty else { return resolved }
+            let listening = listener.withLock { $0 }?.listeningGeneration
+            let now = ContinuousClock.now
+            var unknown: [RaveID: MergedUserCache.Lookup] = [:]
+            var next: [Int] = []
+            cache.withLock { cache in
+                for index in open {
+                    let id = resolved[index]
+                    if unknown[id] != nil {
+                        // Asked twice in one call: one read answers both (a second ticket would void the first).
+                        next.append(index)
+                        continue
+                    }
+                    let lookup = cache.lookup(id, listening: listening, now: now)
+                    switch lookup {
+                    case .hit(.notMerged): break
+                    case .hit(.merged(let target)):
+                        resolved[index] = target
+                        next.append(index)
+                    case .miss, .bypass:
+                        unknown[id] = lookup
+                        next.append(index)
+                    }
+                }
+            }
+            guard !unknown.isEmpty else {
+                open = next
+                continue
+            }
+            let found = try await read(unknown)
+            open = []
+            for index in next {
+                if unknown[resolved[index]] != nil {
+                    // Read just now: the table's targets are final, so this id is done.
+                    resolved[index] = found[resolved[index]] ?? resolved[index]
+                } else {
+                    open.append(index)
+                }
+            }
+        }
+        guard open.isEmpty else {
+            throw PostgresError(.client, "merged_users holds a chain longer than \(configuration.maximumHops) hops")
+        }
+        return resolved
+    }
+
+    /// Reads the targets of `lookups`' ids and offers the answers to the cache.
+    private func read(_ lookups: [RaveID: MergedUserCache.Lookup]) async throws -> [RaveID: RaveID] {
+        let ids = Array(lookups.keys)
+        let rows: PostgresRows
+        do {
+            rows = try await pool.execute(MergedUsersStore.lookup, [PostgresArrayParameter(ids)])
+        } catch {
+            cache.withLock { cache in
+                for case .miss(let ticket) in lookups.values { cache.abandon(ticket) }
+            }
+            throw error
+        }
+        var found: [RaveID: RaveID] = [:]
+        for row in rows {
+            found[try row.decode(RaveID.self, at: 0)] = try row.decode(RaveID.self, at: 1)
+        }
+        let listening = listener.withLock { $0 }?.listeningGeneration
+        let now = ContinuousClock.now
+        cache.withLock { cache in
+            for case (let id, .miss(let ticket)) in lookups {
+                let answer: MergedUserCache.Answer = found[id].map { .merged(into: $0) } ?? .notMerged
+                cache.store(answer, for: ticket, listening: listening, now: now)
+            }
+        }
+        return found
+    }
+
+    // MARK: - Merging
+
+    /// Before a merge's transaction: `source` resolves to `target` from now on in this process, and this returns
+    /// once every call that started earlier has finished (or the drain timeout passed, which is logged).
+    public func redirect(source: RaveID, target: RaveID) async {
+        let now = ContinuousClock.now
+        cache.withLock { $0.learn(source: source, target: target, now: now) }
+        // Settled here unless a call outlived the drain: then the merge's own announcement queues a sweep, which
+        // waits for that call again before moving what it wrote.
+        if await drain(source: source) { settled.withLock { $0.insert(source) } }
+    }
+
+    /// Inside the merge's transaction: records `source` → `target` and announces it after the commit; returns the
+    /// target rows should move to (the end of `target`'s own chain, normally `target` itself).
+    @discardableResult
+    public func record(
+        mergeID: String, source: RaveID, target: RaveID, in transaction: PostgresTransaction
+    ) async throws -> RaveID {
+        let rows = try await transaction.execute(MergedUsersStore.record, [mergeID, source, target])
+        guard let row = rows.first, let final = try row.decode(RaveID?.self, at: 0) else {
+            throw PostgresError(.client, "recording the merge of \(source.hex) returned no target")
+        }
+        if final != target {
+            let now = ContinuousClock.now
+            cache.withLock { $0.learn(source: source, target: final, now: now) }
+        }
+        return final
+    }
+
+    /// The ids merged into `target` (every source that resolves to it), for reads that unite their history.
+    public func sources(of target: RaveID, on database: some PostgresQueryable) async throws -> [RaveID] {
+        try await database.execute(MergedUsersStore.sources, [target]).map { try $0.decode(RaveID.self, at: 0) }
+    }
+
+    /// Wraps `service` so its calls count for the drain; every service that resolves ids must be passed through
+    /// this (the merge participant itself must not).
+    public func track<Base: RPCService>(_ service: Base) -> any RPCService {
+        TrackedService(service, calls: calls)
+    }
+
+    /// Runs `body` as a tracked call (for work that resolves ids outside an RPC service, and tests that call
+    /// handlers directly).
+    public func tracking<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+        let epoch = calls.begin()
+        defer { calls.end(epoch) }
+        return try await body()
+    }
+
+    /// Runs `body` while this instance listens (as the service's background service would), for tools and tests;
+    /// the listener stops afterwards.
+    public func listening<Result>(_ body: () async throws -> Result) async throws -> Result {
+        let running = Task { try await run() }
+        let result: Result
+        do {
+            _ = await waitUntilListening()
+            result = try await body()
+        } catch {
+            await shutdown()
+            _ = await running.result
+            throw error
+        }
+        await shutdown()
+        _ = await running.result
+        return result
+    }
+
+    /// Whether "not merged" answers are served from memory (the listener is on a connection that listens).
+    public var isListening: Bool { listener.withLock { $0 }?.listeningGeneration != nil }
+
+    /// Waits until `isListening` (true) or `timeout` passed (false): benchmarks and tests start measuring then.
+    public func waitUntilListening(timeout: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !isListening {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    /// Calls of tracked services being served, for tests.
+    public var runningCalls: Int { calls.runningCalls }
+
+    /// Waits for the calls that started before now; false (logged) when one outlived the drain timeout.
+    @discardableResult
+    private func drain(source: RaveID) async -> Bool {
+        if await calls.drain(timeout: configuration.drainTimeout) { return true }
+        logger.warning(
+            "calls that started before a merge are still running; moving the rows now and sweeping again later",
+            [("source", source.hex), ("timeout", "\(configuration.drainTimeout)")])
+        return false
+    }
+
+    // MARK: - Other replicas' merges
+
+    /// Listens for merges until shut down, sweeping those other replicas recorded.
+    public func run() async throws {
+        guard let loop else {
+            await stopped.wait()
+            return
+        }
+        var pause = Duration.milliseconds(100)
+        while !stopped.isOpen {
+            let listener = PostgresListener(
+                connectionString: pool.configuration.connectionString, loop: loop, logger: logger)
+            let notifications: AsyncStream<PostgresNotification>
+            do {
+                notifications = try await listener.notifications(channel: MergedUsersStore.channel)
+            } catch {
+                listener.shutdown()
+                logger.warning("cannot listen for merges; ids are resolved from the database", [("error", "\(error)")])
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(5))
+                continue
+            }
+            pause = .milliseconds(100)
+            self.listener.withLock { $0 = listener }
+            let (sweeps, queue) = AsyncStream.makeStream(of: (RaveID, RaveID).self)
+            let consumer = Task {
+                for await notification in notifications {
+                    guard let (source, target) = Self.parse(notification.payload) else {
+                        self.logger.warning("unreadable merge notification", [("payload", notification.payload)])
+                        continue
+                    }
+                    self.learn(source: source, target: target, queue: queue)
+                }
+            }
+            let sweeper = Task { for await (source, target) in sweeps { await self.sweep(source, into: target) } }
+            let watcher = Task { await self.catchUp(listener: listener, queue: queue) }
+            await stopped.wait()
+            self.listener.withLock { $0 = nil }
+            listener.shutdown()
+            await consumer.value
+            watcher.cancel()
+            await watcher.value
+            queue.finish()
+            await sweeper.value
+        }
+    }
+
+    public func shutdown() async {
+        stopped.open()
+    }
+
+    /// Takes in a merge another replica (or this one) recorded; queues a sweep unless this process settled it.
+    private func learn(source: RaveID, target: RaveID, queue: AsyncStream<(RaveID, RaveID)>.Continuation) {
+        let now = ContinuousClock.now
+        cache.withLock { $0.learn(source: source, target: target, now: now) }
+        if settled.withLock({ !$0.contains(source) }) { queue.yield((source, target)) }
+    }
+
+    /// Waits for earlier calls (a call stuck past several drain timeouts is given up on, logged), then runs the
+    /// service's sweep until it succeeds (or the process stops).
+    private func sweep(_ source: RaveID, into target: RaveID) async {
+        guard settled.withLock({ !$0.contains(source) }), let body = sweep.withLock({ $0 }) else { return }
+        for _ in 0..<Self.sweepDrainAttempts where !stopped.isOpen {
+            if await drain(source: source) { break }
+        }
+        var pause = Duration.milliseconds(50)
+        while !stopped.isOpen {
+            do {
+                try await body(source, target)
+                settled.withLock { $0.insert(source) }
+                logger.info("swept a merge recorded elsewhere", [("source", source.hex), ("target", target.hex)])
+                return
+            } catch {
+                logger.warning("sweeping a merge failed; retrying", [("source", source.hex), ("error", "\(error)")])
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// At every new listening connection (the first included), reads the merges of the time nobody listened plus
+    /// `catchUpWindow`, and learns them (queuing sweeps for those not settled here).
+    private func catchUp(listener: PostgresListener, queue: AsyncStream<(RaveID, RaveID)>.Continuation) async {
+        var seen: UInt64?
+        var lastListening = ContinuousClock.now
+        while !Task.isCancelled {
+            let generation = listener.listeningGeneration
+            if let generation, generation != seen {
+                let window = ContinuousClock.now - lastListening + configuration.catchUpWindow
+                do {
+                    let rows = try await pool.execute(
+                        MergedUsersStore.recent, [Int64(window.components.seconds * 1000 + 1000)])
+                    for row in rows {
+                        learn(
+                            source: try row.decode(RaveID.self, at: 0), target: try row.decode(RaveID.self, at: 1),
+                            queue: queue)
+                    }
+                    seen = generation
+                } catch {
+                    logger.warning("reading recent merges failed; retrying", [("error", "\(error)")])
+                }
+            }
+            if generation != nil { lastListening = ContinuousClock.now }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    /// Drain timeouts a sweep waits through before moving the rows without the calls still running.
+    static let sweepDrainAttempts = 10
+
+    static func parse(_ payload: String) -> (RaveID, RaveID)? {
+        let parts = payload.split(separator: " ")
+        guard parts.count == 2, let source = RaveID(parts[0]), let target = RaveID(parts[1]) else { return nil }
+        return (source, target)
+    }
+}
+
+/// A set that keeps only its `capacity` most recent members.
+struct RecentSet {
+    let capacity: Int
+    private var members: Set<RaveID> = []
+    private var order: [RaveID] = []
+    private var start = 0
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    func contains(_ id: RaveID) -> Bool { members.contains(id) }
+
+    mutating func insert(_ id: RaveID) {
+        guard members.insert(id).inserted else { return }
+        order.append(id)
+        if members.count > capacity {
+            members.remove(order[start])
+            start += 1
+            if start > capacity {
+                order.removeFirst(start)
+                start = 0
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import RavePostgres
+import Testing
+
+@testable import RaveMerges
+
+@Suite("What a process remembers of merged users")
+struct MergedUserCacheTests {
+    let source = RaveID.random()
+    let target = RaveID.random()
+    let start = ContinuousClock.now
+
+    @Test func notMergedIsServedOnlyWhileTheSameConnectionListens() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        #expect(cache.lookup(source, listening: nil, now: start) == .bypass)
+        guard case .miss(let ticket) = cache.lookup(source, listening: 1, now: start) else {
+            Issue.record("a listening cache must ask the database first")
+            return
+        }
+        cache.store(.notMerged, for: ticket, listening: 1, now: start)
+        #expect(cache.lookup(source, listening: 1, now: start) == .hit(.notMerged))
+        // Down, then a new connection: a merge may have gone unannounced meanwhile.
+        #expect(cache.lookup(source, listening: nil, now: start) == .bypass)
+        guard case .miss = cache.lookup(source, listening: 2, now: start) else {
+            Issue.record("a new connection must forget what was not merged")
+            return
+        }
+    }
+
+    @Test func aMergeLearnedDuringAReadVoidsItsNotMerged() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        guard case .miss(let ticket) = cache.lookup(source, listening: 1, now: start) else {
+            Issue.record("expected a miss")
+            return
+        }
+        // The read's snapshot predates the merge's commit; the notification arrives before the read returns.
+        cache.learn(source: source, target: target, now: start)
+        cache.store(.notMerged, for: ticket, listening: 1, now: start)
+        #expect(cache.lookup(source, listening: 1, now: start) == .hit(.merged(into: target)))
+    }
+
+    @Test func aReadUnderAnEarlierConnectionKeepsNothing() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        guard case .miss(let ticket) = cache.lookup(source, listening: 1, now: start) else {
+            Issue.record("expected a miss")
+            return
+        }
+        cache.store(.notMerged, for: ticket, listening: 2, now: start)
+        guard case .miss = cache.lookup(source, listening: 2, now: start) else {
+            Issue.record("an answer read while the listener reconnected must not be kept")
+            return
+        }
+    }
+
+    @Test func notMergedExpiresButMergedStays() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        let other = RaveID.random()
+        if case .miss(let ticket) = cache.lookup(other, listening: 1, now: start) {
+            cache.store(.notMerged, for: ticket, listening: 1, now: start)
+        }
+        cache.learn(source: source, target: target, now: start)
+        let later = start + .seconds(61)
+        guard case .miss = cache.lookup(other, listening: 1, now: later) else {
+            Issue.record("an old answer of not merged must be read again")
+            return
+        }
+        #expect(cache.lookup(source, listening: 1, now: later) == .hit(.merged(into: target)))
+        #expect(cache.lookup(source, listening: 7, now: later) == .hit(.merged(into: target)))
+        #expect(cache.lookup(source, listening: nil, now: later) == .hit(.merged(into: target)))
+    }
+
+    @Test func theFastPathServesOnlyWhatALookupWould() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        #expect(!cache.isKnownUnmerged(source, listening: 1, now: start), "nothing known yet")
+        if case .miss(let ticket) = cache.lookup(source, listening: 1, now: start) {
+            cache.store(.notMerged, for: ticket, listening: 1, now: start)
+        }
+        #expect(cache.isKnownUnmerged(source, listening: 1, now: start))
+        #expect(!cache.isKnownUnmerged(source, listening: 2, now: start), "another connection may have missed a merge")
+        #expect(!cache.isKnownUnmerged(source, listening: 1, now: start + .seconds(61)), "too old")
+        cache.learn(source: source, target: target, now: start)
+        #expect(!cache.isKnownUnmerged(source, listening: 1, now: start))
+    }
+
+    @Test func aFullCacheDropsNotMergedFirst() {
+        var cache = MergedUserCache(capacity: 4, maxAge: .seconds(60))
+        cache.learn(source: source, target: target, now: start)
+        for _ in 0..<10 {
+            if case .miss(let ticket) = cache.lookup(RaveID.random(), listening: 1, now: start) {
+                cache.store(.notMerged, for: ticket, listening: 1, now: start)
+            }
+        }
+        #expect(cache.count <= 4)
+        #expect(cache.lookup(source, listening: 1, now: start) == .hit(.merged(into: target)))
+    }
+}
+
+@Suite("Waiting for the calls that started before a merge")
+struct CallTrackerTests {
+    @Test func drainWaitsForEarlierCallsOnly() async {
+        let calls = CallTracker()
+        let earlier = calls.begin()
+        let drained = Task { await calls.drain(timeout: .seconds(30)) }
+        // A call that starts after the drain began is not waited for.
+        while calls.epoch == 0 { await Task.yield() }
+        let later = calls.begin()
+        #expect(calls.runningCalls == 2)
+        calls.end(earlier)
+        #expect(await drained.value)
+        calls.end(later)
+        #expect(calls.runningCalls == 0)
+    }
+
+    @Test func drainWithNothingRunningReturnsAtOnce() async {
+        let calls = CallTracker()
+        calls.end(calls.begin())
+        #expect(await calls.drain(timeout: .seconds(30)))
+    }
+
+    @Test func drainGivesUpAfterItsTimeout() async {
+        let calls = CallTracker()
+        let stuck = calls.begin()
+        #expect(await !calls.drain(timeout: .milliseconds(50)))
+        calls.end(stuck)
+    }
+
+    @Test func recentSetKeepsOnlyTheNewest() {
+        var set = RecentSet(capacity: 3)
+        let ids = (0..<5).map { _ in RaveID.random() }
+        for id in ids { set.insert(id) }
+        #expect(!set.contains(ids[0]) && !set.contains(ids[1]))
+        #expect(set.contains(ids[2]) && set.contains(ids[3]) && set.contains(ids[4]))
+    }
+}
