@@ -1,7 +1,7 @@
 import Foundation
 import RavePostgres
 
-/// The login throttle's counters (`login_throttle`, migration 0006); the arithmetic is `LoginThrottle`'s.
+/// The login throttle's counters (`login_throttle`, migration 0007); the arithmetic is `LoginThrottle`'s.
 ///
 /// Times come from the throttle's clock, never from PostgreSQL's `now()`, so tests can move time.
 struct LoginThrottleStore: Sendable {
