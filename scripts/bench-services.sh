@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The services' own bench modes against a throwaway PostgreSQL (part of `make bench`):
-#   identity bench: guest logins, token refreshes, ResolveUsers(100) — in-process handlers, real PostgreSQL;
+#   identity bench: guest logins, token refreshes, ResolveUsers(100), password logins, and guest logins and
+#                   refreshes during a password flood — in-process handlers, real PostgreSQL;
 #   social bench:   a page of 25 friends by name, follow/unfollow, FriendIds — same.
 #   gifts bench:    send to 20, list 25 pending, accept — same.
 #   wallet bench:   backed bets 50 × 1 and batches of 50, each run after a `pgbench -N` baseline on the same server.

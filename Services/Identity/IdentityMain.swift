@@ -17,7 +17,8 @@ enum IdentityMain {
         }
     }
 
-    /// The RPC services, plus the outbox delivery (merges and events) registered as a background service.
+    /// The RPC services, plus the outbox delivery (merges and events) and the login throttle's sweeper registered as
+    /// background services.
     static func services(context: ServiceContext) async throws -> [any RPCService] {
         let secretKeys = try IdentityConfiguration.secretKeys(environment: context.environment)
         context.logger.info(
@@ -32,6 +33,16 @@ enum IdentityMain {
             logger: context.logger)
         context.addBackgroundService(
             try MergeDelivery.forService(context: context, participants: configuration.mergeParticipants))
+        context.addBackgroundService(LoginThrottleSweeper(throttle: service.loginThrottle, logger: context.logger))
+        context.logger.info(
+            "password hashing and login throttle",
+            [
+                ("hashers", String(configuration.passwordHashers)), ("queue", String(configuration.passwordQueue)),
+                ("window_seconds", String(Int(configuration.loginThrottle.window))),
+                ("failures_per_pair", String(configuration.loginThrottle.perPair)),
+                ("failures_per_account", String(configuration.loginThrottle.perAccount)),
+                ("failures_per_address", String(configuration.loginThrottle.perAddress)),
+            ])
         return service.rpcServices
     }
 

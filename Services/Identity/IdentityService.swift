@@ -11,7 +11,10 @@ final class IdentityService: Sendable {
     let pool: PostgresPool
     let configuration: IdentityConfiguration
     let signer: AccessTokenSigner
-    let passwordHasher: PasswordHasher
+    /// Hashes and checks passwords on threads of their own, a bounded number at once.
+    let passwordHashers: PasswordHasherPool
+    /// Counts failed password and two-factor attempts per address and account.
+    let loginThrottle: LoginThrottle
     /// Verifies provider ID tokens against each configured provider's keys.
     let providerVerifier: OIDCVerifier
     /// Starts merges and enqueues their participant events.
@@ -36,9 +39,11 @@ final class IdentityService: Sendable {
 
     private init(
         pool: PostgresPool, configuration: IdentityConfiguration, signer: AccessTokenSigner,
-        blocks: (any BlockRegistry)?
+        passwordHashers: PasswordHasherPool, blocks: (any BlockRegistry)?, clock: @escaping @Sendable () -> Date
     ) {
         self.pool = pool
+        self.passwordHashers = passwordHashers
+        loginThrottle = LoginThrottle(pool: pool, policy: configuration.loginThrottle, clock: clock)
         applications = ApplicationCache(pool: pool)
         self.blocks = blocks
         lookups = LookupLimiter(
@@ -46,16 +51,17 @@ final class IdentityService: Sendable {
             perAddressPerMinute: 5 * configuration.findUserLookupsPerMinute)
         self.configuration = configuration
         self.signer = signer
-        passwordHasher = PasswordHasher(parameters: configuration.passwordParameters)
         providerVerifier = OIDCVerifier(configurations: configuration.providers)
         mergeSaga = MergeSaga(participants: configuration.mergeParticipants.map(\.name))
     }
 
-    /// Seals secrets left in plaintext by releases before migration 0004, then loads (or creates) the signing key;
-    /// the schema must be migrated.
+    /// Starts the service on a migrated schema.
+    ///
+    /// Seals secrets left in plaintext by releases before migration 0004, loads (or creates) the signing key and
+    /// starts the password hashing threads. `clock` is the login throttle's.
     static func start(
         pool: PostgresPool, configuration: IdentityConfiguration, blocks: (any BlockRegistry)? = nil,
-        logger: Logger? = nil
+        logger: Logger? = nil, clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> IdentityService {
         if let sealed = try await SecretSealing.sealPlaintextRows(pool: pool, secrets: configuration.secretKeys) {
             logger?.notice(
@@ -66,7 +72,13 @@ final class IdentityService: Sendable {
                 ])
         }
         let signer = try await SigningKeyStore(database: pool).activeSigner(secrets: configuration.secretKeys)
-        return IdentityService(pool: pool, configuration: configuration, signer: signer, blocks: blocks)
+        let passwordHashers = try PasswordHasherPool(
+            hasher: PasswordHasher(parameters: configuration.passwordParameters),
+            threads: configuration.passwordHashers,
+            queueLimit: configuration.passwordQueue)
+        return IdentityService(
+            pool: pool, configuration: configuration, signer: signer, passwordHashers: passwordHashers, blocks: blocks,
+            clock: clock)
     }
 
     /// The three RPC services, ready for the server.

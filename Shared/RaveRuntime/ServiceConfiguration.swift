@@ -42,7 +42,7 @@ public struct ServiceDefaults: Hashable, Sendable {
 /// | RAVE_MAX_FRAME_SIZE | 4MiB | largest frame accepted, 1KiB…64MiB |
 /// | RAVE_MAX_CONCURRENT_STREAMS | 1024 | in-flight requests per connection, 1…100000 |
 /// | RAVE_EVENT_LOOPS | cores | event loop threads, 1…256 |
-/// | RAVE_HANDLERS_ON_EVENT_LOOP | true (false for identity) | run handlers on the connection's loop (fast) or on Swift's pool (for CPU-heavy handlers) |
+/// | RAVE_HANDLERS_ON_EVENT_LOOP | true | run handlers on the connection's loop (fast) or on Swift's pool (for CPU-heavy handlers) |
 /// | RAVE_IDLE_TIMEOUT | 300s | idle connections are closed after this |
 /// | RAVE_SHUTDOWN_GRACE | 30s | on SIGTERM, how long in-flight work may take before connections close |
 /// | RAVE_HANDSHAKE_TIMEOUT | 10s | time from accept to the end of TLS, and again to the client's HANDSHAKE frame |
@@ -122,7 +122,7 @@ public struct ServiceConfiguration: Sendable {
         maxFrameSize = try reader.byteSize("RAVE_MAX_FRAME_SIZE", default: 4 << 20, range: 1024...(64 << 20))
         maxConcurrentStreams = try reader.integer("RAVE_MAX_CONCURRENT_STREAMS", default: 1024, range: 1...100_000)
         eventLoopCount = try reader.integer("RAVE_EVENT_LOOPS", default: max(1, coreCount), range: 1...256)
-        handlersOnEventLoop = try reader.boolean("RAVE_HANDLERS_ON_EVENT_LOOP", default: serviceName != "identity")
+        handlersOnEventLoop = try reader.boolean("RAVE_HANDLERS_ON_EVENT_LOOP", default: true)
         idleTimeout = try reader.duration(
             "RAVE_IDLE_TIMEOUT", default: .seconds(300), range: .seconds(1)...Duration.seconds(86_400))
         shutdownGracePeriod = try reader.duration(

@@ -6,6 +6,7 @@ import RaveRuntime
 import RaveServices
 import RaveTestSupport
 import RaveTransport
+import Synchronization
 import Testing
 
 @testable import Identity
@@ -17,38 +18,14 @@ struct IdentityRuntimeTests {
     /// Runtime, migrations, handlers and merge delivery, called with the gateway's certificate: guest login, then
     /// a refresh. The client certificate of the same CA reaches neither the public nor the internal methods.
     @Test func guestLoginAndRefreshThroughTheServiceRuntime() async throws {
-        let certificates = FileManager.default.temporaryDirectory.appendingPathComponent("rave-identity-\(UUID())").path
-        try DevelopmentCertificates.write(to: certificates, services: ["identity", "gateway", "client"])
-        defer { try? FileManager.default.removeItem(atPath: certificates) }
-        try await IdentityHarness.withDatabase { url in
-            let environment = [
-                "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
-                "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "warning", "RAVE_SHUTDOWN_GRACE": "2s",
-                "RAVE_DATABASE_URL": url, "RAVE_DB_POOL_SIZE": "4",
-                "RAVE_SECRET_KEY_FILE": try SecretKeyFile.write(in: certificates),
-            ]
-            let runtime = try await ServiceRuntime.start(
-                name: "identity", environment: environment,
-                migrations: .directory(IdentityHarness.migrationsDirectory)
-            ) { context in
-                try await IdentityMain.services(context: context)
-            }
-            let running = Task { try await runtime.run() }
+        try await Self.withRuntime { runtime, _, connect in
             let applications = ApplicationStore(database: runtime.context.pool)
             let publisher = try await applications.createPublisher(name: "Publisher")
             let app = try await applications.createApplication(
                 publisherID: try #require(RaveID(publisher.publisherId)), name: "Game",
                 settings: .init(crossAppLogin: true))
 
-            let clientGroup = try EventLoopGroup(loopCount: 1)
-            func connect(as name: String) throws -> RPCClient {
-                let tls = try TLSContext(
-                    .client(
-                        trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/\(name).pem",
-                        privateKeyPath: "\(certificates)/\(name)-key.pem"))
-                return RPCClient(host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: clientGroup)
-            }
-            let connection = try connect(as: "gateway")
+            let connection = try connect("gateway")
             let client = IdentityV1.IdentityClient(caller: connection)
             do {
                 let login = try await client.guestLogin(
@@ -68,7 +45,7 @@ struct IdentityRuntimeTests {
             } catch {
                 Issue.record("call failed: \(error)")
             }
-            let stranger = try connect(as: "client")
+            let stranger = try connect("client")
             let strangerLogin = await statusCode {
                 _ = try await IdentityV1.IdentityClient(caller: stranger).guestLogin(
                     .init(appId: app.id.hex, device: .init(deviceId: "stranger", platform: "android")))
@@ -80,9 +57,54 @@ struct IdentityRuntimeTests {
             #expect(strangerLookup?.code == .permissionDenied)
             stranger.close()
             connection.close()
+        }
+    }
+
+    /// Identity as `make run` starts it (`IdentityMain.services` in a `ServiceRuntime`, on a fresh database, with
+    /// development certificates), plus `environment`; `body` gets the runtime, the `IdentityService` it built, and a
+    /// connector by certificate name ("gateway", "client").
+    static func withRuntime(
+        environment extra: [String: String] = [:],
+        _ body: (ServiceRuntime, IdentityService, (_ certificate: String) throws -> RPCClient) async throws -> Void
+    ) async throws {
+        let certificates = FileManager.default.temporaryDirectory.appendingPathComponent("rave-identity-\(UUID())").path
+        try DevelopmentCertificates.write(to: certificates, services: ["identity", "gateway", "client"])
+        defer { try? FileManager.default.removeItem(atPath: certificates) }
+        try await IdentityHarness.withDatabase { url in
+            let environment = [
+                "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
+                "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "warning", "RAVE_SHUTDOWN_GRACE": "2s",
+                "RAVE_DATABASE_URL": url, "RAVE_DB_POOL_SIZE": "4",
+                "RAVE_SECRET_KEY_FILE": try SecretKeyFile.write(in: certificates),
+            ].merging(extra) { _, new in new }
+            let built = Mutex<IdentityService?>(nil)
+            let runtime = try await ServiceRuntime.start(
+                name: "identity", environment: environment,
+                migrations: .directory(IdentityHarness.migrationsDirectory)
+            ) { context in
+                let services = try await IdentityMain.services(context: context)
+                built.withLock { $0 = (services.first as? PlayerHandlers)?.service }
+                return services
+            }
+            let running = Task { try await runtime.run() }
+            let clientGroup = try EventLoopGroup(loopCount: 1)
+            func connect(as name: String) throws -> RPCClient {
+                let tls = try TLSContext(
+                    .client(
+                        trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/\(name).pem",
+                        privateKeyPath: "\(certificates)/\(name)-key.pem"))
+                return RPCClient(host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: clientGroup)
+            }
+            var failure: (any Error)?
+            do {
+                try await body(runtime, try #require(built.withLock { $0 }), connect)
+            } catch {
+                failure = error
+            }
             runtime.triggerShutdown()
             try await running.value
             clientGroup.shutdown()
+            if let failure { throw failure }
         }
     }
 }

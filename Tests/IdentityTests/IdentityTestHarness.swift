@@ -5,6 +5,7 @@ import RaveRPC
 import RaveTelemetry
 import RaveTestSupport
 import RaveTransport
+import Synchronization
 import Testing
 
 @testable import Identity
@@ -34,9 +35,11 @@ struct IdentityHarness {
     var admin: AdminHandlers { AdminHandlers(service: service) }
     var internalHandlers: InternalHandlers { InternalHandlers(service: service) }
 
-    /// Runs `body` against a fresh database (created, migrated, dropped afterwards).
+    /// Runs `body` against a fresh database (created, migrated, dropped afterwards); `clock` is the login
+    /// throttle's.
     static func with(
-        configure: (inout IdentityConfiguration) -> Void = { _ in }, _ body: (IdentityHarness) async throws -> Void
+        configure: (inout IdentityConfiguration) -> Void = { _ in }, clock: TestClock? = nil,
+        _ body: (IdentityHarness) async throws -> Void
     ) async throws {
         try await withDatabase { url in
             var configuration = PostgresPool.Configuration(connectionString: url)
@@ -48,7 +51,9 @@ struct IdentityHarness {
                 var identity = IdentityConfiguration(secretKeys: try SecretKeyFile.ring())
                 identity.passwordParameters = .testing
                 configure(&identity)
-                let service = try await IdentityService.start(pool: pool, configuration: identity)
+                let now: @Sendable () -> Date
+                if let clock { now = { clock.now } } else { now = { Date() } }
+                let service = try await IdentityService.start(pool: pool, configuration: identity, clock: now)
                 try await body(IdentityHarness(service: service, pool: pool))
             } catch {
                 failure = error
@@ -117,6 +122,21 @@ extension IdentityV1.LoginResponse {
     var sessionTokens: IdentityV1.SessionTokens? {
         if case .tokens(let tokens) = outcome { return tokens }
         return nil
+    }
+}
+
+/// A clock tests move by hand (the login throttle's), so windows pass without sleeping.
+final class TestClock: Sendable {
+    private let current: Mutex<Date>
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_900_000_000)) {
+        current = Mutex(start)
+    }
+
+    var now: Date { current.withLock { $0 } }
+
+    func advance(by seconds: TimeInterval) {
+        current.withLock { $0 = $0.addingTimeInterval(seconds) }
     }
 }
 

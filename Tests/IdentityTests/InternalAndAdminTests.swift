@@ -89,14 +89,18 @@ struct IdentityBenchmarkTests {
     @Test func benchmarkMeasuresEveryOperationWithoutErrors() async throws {
         try await IdentityHarness.with { harness in
             let parameters = IdentityBenchmark.Parameters(seconds: 0.3, concurrency: 4)
-            let measurements = try await IdentityBenchmark(service: harness.service, parameters: parameters).run()
+            let results = try await IdentityBenchmark(service: harness.service, parameters: parameters).run()
             #expect(
-                measurements.map(\.name) == [
+                results.measurements.map(\.name) == [
                     "guest_login_new_device", "guest_login_new_device_cross_app", "refresh_session",
-                    "resolve_users_100", "password_login",
+                    "resolve_users_100", "password_login", "guest_login_baseline", "refresh_session_baseline",
+                    "guest_login_during_flood", "refresh_session_during_flood",
                 ])
-            #expect(measurements.allSatisfy { $0.calls > 0 && $0.errors == 0 })
-            #expect(IdentityBenchmark.json(measurements, parameters: parameters).contains("\"resolve_users_100\""))
+            #expect(results.measurements.allSatisfy { $0.calls > 0 && $0.errors == 0 })
+            let flood = try #require(results.flood)
+            #expect(flood.checked > 0 && flood.failed == 0)
+            let json = IdentityBenchmark.json(results, parameters: parameters)
+            #expect(json.contains("\"resolve_users_100\"") && json.contains("\"password_flood\""))
         }
     }
 }

@@ -102,8 +102,9 @@ struct TwoFactorTests {
         }
     }
 
-    @Test func wrongCodesLockTheAccountOutWithGrowingWaits() async throws {
-        try await Harness.with { harness in
+    @Test func wrongCodesAreThrottledUntilTheyDrain() async throws {
+        let clock = TestClock()
+        try await Harness.with(clock: clock) { harness in
             let (app, _, totp, _) = try await enrolledAccount(harness)
             let challenge = try challengeID(try await passwordLogin(harness, appID: app.appId))
             let context = Harness.context(caller: nil, metadata: ["rave-client-address": "10.9.9.9"])
@@ -114,13 +115,17 @@ struct TwoFactorTests {
                 }
                 #expect(wrong?.code == .unauthenticated)
             }
-            // Locked now, even for the right code.
-            let locked = await statusCode {
+            // Refused now, even for the right code, for one drain step of the pair (5 per 15 minutes).
+            let throttled = await statusCode {
                 _ = try await harness.player.completeTwoFactorLogin(
-                    .init(challengeId: challenge, code: try totp.code(at: Date())), context: context)
+                    .init(challengeId: challenge, code: try unusedCode(totp)), context: context)
             }
-            #expect(locked?.code == .resourceExhausted)
-            #expect(locked?.message.contains("try again in") == true)
+            #expect(throttled?.code == .resourceExhausted)
+            #expect(throttled?.message == "too many wrong codes; try again in 180 s")
+            clock.advance(by: 180)
+            let login = try await harness.player.completeTwoFactorLogin(
+                .init(challengeId: challenge, code: try unusedCode(totp)), context: context)
+            #expect(login.sessionTokens != nil)
         }
     }
 

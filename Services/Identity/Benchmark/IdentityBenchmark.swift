@@ -7,7 +7,8 @@ import RaveTransport
 import Synchronization
 
 /// Throughput of identity's hot paths, called in-process against a real PostgreSQL (no RPC in the path): guest
-/// logins of new devices, token refreshes, and ResolveUsers with 100 ids.
+/// logins of new devices, token refreshes, ResolveUsers with 100 ids, password logins, and guest logins and
+/// refreshes while password logins flood the service at ten times its hashing capacity.
 ///
 /// `identity bench` runs it against `RAVE_DATABASE_URL` (a scratch database: it is migrated and filled), prints a
 /// summary and writes `.bench/identity.json`; tests run it briefly to keep it working.
@@ -20,22 +21,39 @@ struct IdentityBenchmark: Sendable {
         var concurrency = 32
         /// Which operations to measure (all by default); one alone lets a profiler attribute CPU to it.
         var operations: Set<String> = IdentityBenchmark.operationNames
+        /// Run every call on an event loop of `loops`, as the server does with `RAVE_HANDLERS_ON_EVENT_LOOP=true`
+        /// (empty: on Swift's cooperative pool, as identity's server does by default).
+        var loops: [EventLoop] = []
+        /// The password flood's rate, as a multiple of the password logins measured (or estimated) per second.
+        var floodMultiple: Double = 10
+        /// The flood's rate never exceeds this (with test-strength hashes the capacity is in the thousands).
+        var maximumFloodRate: Double = 2000
+        /// Where the flood's hashes run: `pool` (the service's hashing threads, as in production) or `cooperative`
+        /// (verified on the calling task, unbounded: where hashes ran before the hashing pool, for comparison).
+        var floodHashing = "pool"
     }
 
     /// The operations, in the order they run.
     static let operationNames: Set<String> = [
         "guest_login_new_device", "guest_login_new_device_cross_app", "refresh_session", "resolve_users_100",
-        "password_login",
+        "password_login", "password_flood",
     ]
 
     /// Calls per second and latency percentiles of one operation.
     typealias Measurement = LoadMeasurement
 
+    /// What one run measured.
+    struct Results: Sendable {
+        var measurements: [Measurement] = []
+        /// The password flood's own counts, when `password_flood` ran.
+        var flood: PasswordFlood.Outcome?
+    }
+
     let service: IdentityService
     let parameters: Parameters
 
-    /// Runs the three measurements one after another.
-    func run() async throws -> [Measurement] {
+    /// Runs the measurements one after another.
+    func run() async throws -> Results {
         let player = PlayerHandlers(service: service)
         let applications = ApplicationStore(database: service.pool)
         let publisher = try await applications.createPublisher(name: "Benchmark")
@@ -48,46 +66,105 @@ struct IdentityBenchmark: Sendable {
         let crossAppID = try await applications.createApplication(
             publisherID: publisherID, name: "Benchmark (cross-app)", settings: .init(crossAppLogin: true)
         ).id.hex
-        let anonymous = Self.context(caller: nil)
-
-        var measurements: [Measurement] = []
+        var results = Results()
         for (name, app) in [("guest_login_new_device", appID), ("guest_login_new_device_cross_app", crossAppID)]
         where parameters.operations.contains(name) {
-            measurements.append(
-                try await measure(name) { worker, iteration in
-                    _ = try await player.guestLogin(
-                        .init(
-                            appId: app, device: .init(deviceId: "bench-\(worker)-\(iteration)-\(UUID().uuidString)")),
-                        context: anonymous)
-                })
+            results.measurements.append(try await measureGuestLogins(name, player: player, appID: app))
         }
         if parameters.operations.contains("refresh_session") {
-            measurements.append(try await measureRefreshes(player: player, appID: appID))
+            results.measurements.append(try await measureRefreshes(player: player, appID: appID))
         }
         if parameters.operations.contains("resolve_users_100") {
-            measurements.append(try await measureResolves(player: player, appID: appID))
+            results.measurements.append(try await measureResolves(player: player, appID: appID))
         }
         if parameters.operations.contains("password_login") {
-            measurements.append(try await measurePasswordLogins(player: player, appID: appID))
+            results.measurements.append(try await measurePasswordLogins(player: player, appID: appID))
         }
-        return measurements
+        if parameters.operations.contains("password_flood") {
+            let (measurements, outcome) = try await measureUnderFlood(player: player, appID: appID)
+            results.measurements += measurements
+            results.flood = outcome
+        }
+        return results
+    }
+
+    private func measureGuestLogins(_ name: String, player: PlayerHandlers, appID: String) async throws -> Measurement {
+        let anonymous = Self.context(caller: nil)
+        return try await measure(name) { worker, iteration in
+            _ = try await player.guestLogin(
+                .init(appId: appID, device: .init(deviceId: "bench-\(worker)-\(iteration)-\(UUID().uuidString)")),
+                context: anonymous)
+        }
+    }
+
+    /// Guest logins and refreshes without, then with, a flood of password logins at `floodMultiple` times the
+    /// hashing capacity.
+    ///
+    /// The capacity is the hashers' nominal one: hashers per the time of one hash run at normal priority on an
+    /// otherwise idle core (the fastest of three). Measured password logins are lower on a busy machine, where the
+    /// hashing threads' low priority leaves them little CPU, and a flood scaled to that would be no flood.
+    private func measureUnderFlood(
+        player: PlayerHandlers, appID: String
+    ) async throws -> ([Measurement], PasswordFlood.Outcome) {
+        let hashers = service.passwordHashers
+        var fastest = Duration.seconds(60)
+        for _ in 0..<3 {
+            let start = ContinuousClock.now
+            _ = try hashers.hasher.verify("not the password", against: hashers.decoyHash)
+            fastest = min(fastest, ContinuousClock.now - start)
+        }
+        let capacity = Double(hashers.threads) / (Double(fastest / .microseconds(1)) / 1e6)
+        // Sessions for both rounds first: during the flood only the measured calls run.
+        let sessions = [
+            try await refreshSessions(player: player, appID: appID, round: 0),
+            try await refreshSessions(player: player, appID: appID, round: 1),
+        ]
+        var measurements: [Measurement] = []
+        for (round, suffix) in ["baseline", "during_flood"].enumerated() {
+            let flood =
+                round == 0
+                ? nil
+                : PasswordFlood(
+                    player: player, rate: min(parameters.maximumFloodRate, parameters.floodMultiple * capacity),
+                    cooperative: parameters.floodHashing == "cooperative", loops: parameters.loops, appID: appID)
+            flood?.start()
+            measurements.append(try await measureGuestLogins("guest_login_\(suffix)", player: player, appID: appID))
+            measurements.append(
+                try await measureRefreshes("refresh_session_\(suffix)", player: player, sessions: sessions[round]))
+            if let outcome = await flood?.stop() { return (measurements, outcome) }
+        }
+        preconditionFailure("the flood round always runs")
     }
 
     /// One session per worker, refreshed over and over with the token each refresh returns.
     private func measureRefreshes(player: PlayerHandlers, appID: String) async throws -> Measurement {
-        let anonymous = Self.context(caller: nil)
+        try await measureRefreshes(
+            "refresh_session", player: player, sessions: try await refreshSessions(player: player, appID: appID))
+    }
+
+    /// A new session per worker; its refresh token in the worker's slot.
+    private func refreshSessions(player: PlayerHandlers, appID: String, round: Int = 0) async throws -> TokenSlots {
         var tokens: [String] = []
         for worker in 0..<parameters.concurrency {
             let login = try await player.guestLogin(
-                .init(appId: appID, device: .init(deviceId: "bench-refresh-\(worker)")), context: anonymous)
+                .init(appId: appID, device: .init(deviceId: "bench-refresh-\(round)-\(worker)")),
+                context: Self.context(caller: nil))
             guard case .tokens(let issued) = login.outcome else { throw RPCError.internalError("no tokens") }
             tokens.append(issued.refreshToken)
         }
-        let latest = TokenSlots(tokens)
-        return try await measure("refresh_session") { worker, _ in
+        return TokenSlots(tokens)
+    }
+
+    private func measureRefreshes(
+        _ name: String, player: PlayerHandlers, sessions: TokenSlots
+    ) async throws
+        -> Measurement
+    {
+        let anonymous = Self.context(caller: nil)
+        return try await measure(name) { worker, _ in
             let response = try await player.refreshSession(
-                .init(refreshToken: latest[worker]), context: anonymous)
-            latest[worker] = response.tokens?.refreshToken ?? ""
+                .init(refreshToken: sessions[worker]), context: anonymous)
+            sessions[worker] = response.tokens?.refreshToken ?? ""
         }
     }
 
@@ -108,13 +185,18 @@ struct IdentityBenchmark: Sendable {
         }
     }
 
+    /// Password logins at the hashing pool's capacity.
+    ///
     /// One password account per worker, logged in to over and over: bound by scrypt (the service's hasher
-    /// parameters, `PasswordHasher.Parameters.default` unless configured otherwise), one hash per login.
+    /// parameters, `PasswordHasher.Parameters.default` unless configured otherwise), one hash per login. As many
+    /// workers as the hashing pool has slots (at most `concurrency`), so none is refused.
     private func measurePasswordLogins(player: PlayerHandlers, appID: String) async throws -> Measurement {
         let anonymous = Self.context(caller: nil)
         let run = UUID().uuidString.prefix(8).lowercased()
         let password = "correct horse battery staple"
-        for worker in 0..<parameters.concurrency {
+        let hashers = service.passwordHashers
+        let workers = min(parameters.concurrency, hashers.threads + hashers.queueLimit)
+        for worker in 0..<workers {
             _ = try await player.signUp(
                 .init(
                     appId: appID, device: .init(deviceId: "bench-password-\(worker)"),
@@ -122,7 +204,7 @@ struct IdentityBenchmark: Sendable {
                     country: "FR"),
                 context: anonymous)
         }
-        return try await measure("password_login") { worker, _ in
+        return try await measure("password_login", concurrency: workers) { worker, _ in
             _ = try await player.loginWithPassword(
                 .init(
                     appId: appID, device: .init(deviceId: "bench-password-\(worker)"),
@@ -131,25 +213,42 @@ struct IdentityBenchmark: Sendable {
         }
     }
 
-    /// Runs `operation` from `concurrency` workers for `seconds`.
+    /// Runs `operation` from `concurrency` workers (default: the parameters') for `seconds`, on the event loops
+    /// when `loops` names some.
     private func measure(
-        _ name: String, _ operation: @escaping @Sendable (Int, Int) async throws -> Void
+        _ name: String, concurrency: Int? = nil, _ operation: @escaping @Sendable (Int, Int) async throws -> Void
     ) async throws -> Measurement {
-        await ClosedLoopLoad.measure(
-            name, concurrency: parameters.concurrency, seconds: parameters.seconds, operation)
+        let loops = parameters.loops
+        return await ClosedLoopLoad.measure(
+            name, concurrency: concurrency ?? parameters.concurrency, seconds: parameters.seconds
+        ) { worker, iteration in
+            try await Self.onLoop(of: loops, index: worker) { try await operation(worker, iteration) }
+        }
+    }
+
+    /// Runs `body` on loop `index % loops.count`, or where it is when `loops` is empty.
+    static func onLoop(
+        of loops: [EventLoop], index: Int, _ body: @Sendable () async throws -> Void
+    ) async throws {
+        guard !loops.isEmpty else { return try await body() }
+        try await withTaskExecutorPreference(loops[index % loops.count], operation: body)
     }
 
     /// A human summary, one line per operation.
-    static func summary(_ measurements: [Measurement], parameters: Parameters) -> String {
-        measurements.map { $0.summaryLine(concurrency: parameters.concurrency) }.joined(separator: "\n")
+    static func summary(_ results: Results, parameters: Parameters) -> String {
+        var lines = results.measurements.map { $0.summaryLine(concurrency: parameters.concurrency) }
+        if let flood = results.flood { lines.append(flood.summaryLine) }
+        return lines.joined(separator: "\n")
     }
 
     /// The machine-readable results `make bench` collects.
-    static func json(_ measurements: [Measurement], parameters: Parameters) -> String {
-        let entries = measurements.map(\.jsonObject)
+    static func json(_ results: Results, parameters: Parameters) -> String {
+        let entries = results.measurements.map(\.jsonObject)
+        let flood = results.flood.map { ",\"password_flood\":\($0.jsonObject)" } ?? ""
         return "{\"benchmark\":\"identity\",\"mode\":\"in-process handlers, real PostgreSQL\","
-            + "\"parameters\":{\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency)},"
-            + "\"results\":[\(entries.joined(separator: ","))]}\n"
+            + "\"parameters\":{\"seconds\":\(parameters.seconds),\"concurrency\":\(parameters.concurrency),"
+            + "\"handlers_on_event_loop\":\(!parameters.loops.isEmpty)},"
+            + "\"results\":[\(entries.joined(separator: ","))]\(flood)}\n"
     }
 
     static func context(caller: Caller?, service: Bool = false) -> RequestContext {

@@ -5,9 +5,12 @@ import RaveTransport
 
 /// `identity bench`: runs `IdentityBenchmark` against the scratch database `RAVE_DATABASE_URL`.
 ///
-/// `RAVE_BENCH_SECONDS` (default 5), `RAVE_BENCH_CONCURRENCY` (default 32) and `RAVE_BENCH_OPERATIONS` (a
-/// comma-separated subset of `IdentityBenchmark.operationNames`) tune it; results go to stdout and
-/// `.bench/identity.json` (or `RAVE_BENCH_OUT`). Exits non-zero when a call failed.
+/// `RAVE_BENCH_SECONDS` (default 5), `RAVE_BENCH_CONCURRENCY` (default 32), `RAVE_BENCH_OPERATIONS` (a
+/// comma-separated subset of `IdentityBenchmark.operationNames`), `RAVE_BENCH_HANDLERS_ON_EVENT_LOOP` (true: calls
+/// run on the event loops), `RAVE_BENCH_FLOOD_MULTIPLE` (default 10) and `RAVE_BENCH_FLOOD_HASHING` (`pool` or
+/// `cooperative`) tune it, and identity's own settings apply (`RAVE_IDENTITY_PASSWORD_HASHERS`, …); results go to
+/// stdout and `.bench/identity.json` (or `RAVE_BENCH_OUT`). Exits non-zero when a measured call failed (the
+/// flood's refusals are its point, not failures).
 enum IdentityBenchmarkCommand {
     static func run(environment: [String: String]) async -> Int32 {
         guard let url = environment["RAVE_DATABASE_URL"] else {
@@ -29,6 +32,12 @@ enum IdentityBenchmarkCommand {
                 return 64
             }
         }
+        parameters.floodMultiple = environment["RAVE_BENCH_FLOOD_MULTIPLE"].flatMap(Double.init) ?? 10
+        parameters.floodHashing = environment["RAVE_BENCH_FLOOD_HASHING"] ?? "pool"
+        guard ["pool", "cooperative"].contains(parameters.floodHashing) else {
+            print("identity bench: RAVE_BENCH_FLOOD_HASHING must be pool or cooperative")
+            return 64
+        }
         do {
             let group = try EventLoopGroup(loopCount: 2)
             defer { group.shutdown() }
@@ -40,15 +49,16 @@ enum IdentityBenchmarkCommand {
             // A scratch database: a key that lives as long as the run seals its secrets.
             let secretKeys = try SecretKeyRing(entries: [.init(id: "bench", key: SymmetricKey())])
             let service = try await IdentityService.start(
-                pool: pool, configuration: IdentityConfiguration(secretKeys: secretKeys))
-            let measurements = try await IdentityBenchmark(service: service, parameters: parameters).run()
-            print(IdentityBenchmark.summary(measurements, parameters: parameters))
+                pool: pool, configuration: IdentityConfiguration(environment: environment, secretKeys: secretKeys))
+            if environment["RAVE_BENCH_HANDLERS_ON_EVENT_LOOP"] == "true" { parameters.loops = group.loops }
+            let results = try await IdentityBenchmark(service: service, parameters: parameters).run()
+            print(IdentityBenchmark.summary(results, parameters: parameters))
             let path = environment["RAVE_BENCH_OUT"] ?? ".bench/identity.json"
             try FileManager.default.createDirectory(
                 atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try IdentityBenchmark.json(measurements, parameters: parameters).write(
+            try IdentityBenchmark.json(results, parameters: parameters).write(
                 toFile: path, atomically: true, encoding: .utf8)
-            return measurements.allSatisfy { $0.errors == 0 } ? 0 : 1
+            return results.measurements.allSatisfy { $0.errors == 0 } ? 0 : 1
         } catch {
             print("identity bench failed: \(error)")
             return 1

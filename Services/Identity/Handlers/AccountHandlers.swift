@@ -31,7 +31,7 @@ extension PlayerHandlers {
         let country = try Validation.country(request.country)
         let username = request.username.isEmpty ? nil : try Validation.username(request.username)
         let application = try await service.applications.application(appID)
-        let hash = try service.passwordHasher.hash(password)
+        let hash = try await service.passwordHashers.withSlot { try await $0.hash(password) }
         // A signed-in guest becomes the new account instead of leaving an orphan behind.
         let current = context.caller.flatMap { $0.appID == application.id.hex ? RaveID($0.userID) : nil }
         return try await service.pool.transaction { transaction in
@@ -66,24 +66,22 @@ extension PlayerHandlers {
         let password = try Validation.text(request.password, field: "password", maximum: 128)
         _ = try await service.applications.application(appID)
         let credentials = CredentialStore(database: service.pool)
-        let accountKey = "account:" + email.lowercased()
-        var keys = [accountKey]
-        if let address = context.metadata["rave-client-address"], !address.isEmpty { keys.append("address:" + address) }
-        if let until = try await credentials.lockedUntil(keys: keys) {
-            let seconds = max(1, Int(until.timeIntervalSinceNow.rounded(.up)))
-            throw RPCError.resourceExhausted("too many failed logins; try again in \(seconds) s")
-        }
-        let stored = try await credentials.password(email: email)
-        // Hash even for an unknown email, so the answer's timing does not tell whether the account exists.
-        let verified = try service.passwordHasher.verify(password, against: stored?.hash ?? Self.decoyHash)
-        guard let stored, verified else {
-            try await credentials.recordFailure(keys: keys, configuration: service.configuration)
-            throw RPCError.unauthenticated("the email or password is wrong")
-        }
-        try await credentials.clearFailures(key: accountKey)
-        if service.passwordHasher.needsRehash(stored.hash) {
-            try await credentials.replacePassword(
-                userID: stored.userID, hash: try service.passwordHasher.hash(password))
+        let address = context.metadata["rave-client-address"]
+        // A hashing slot first (refused at capacity before anything else is spent), then the throttle's charge,
+        // and only then the hash.
+        let stored = try await service.passwordHashers.withSlot { hashing in
+            let verified = try await service.loginThrottle.attempt(
+                .password, account: email.lowercased(), address: address
+            ) { () async throws -> (userID: RaveID, hash: String)? in
+                let stored = try await credentials.password(email: email)
+                // An unknown email is hashed against a decoy, so the answer's timing does not tell whether it exists.
+                return try await hashing.verify(password, against: stored?.hash) ? stored : nil
+            }
+            guard let verified else { throw RPCError.unauthenticated("the email or password is wrong") }
+            if service.passwordHashers.hasher.needsRehash(verified.hash) {
+                try await credentials.replacePassword(userID: verified.userID, hash: try await hashing.hash(password))
+            }
+            return verified
         }
         // A signed-in guest of this app logging in to the account is merged into it, as with provider logins.
         let callerID = context.caller.flatMap { $0.appID == appID.hex ? RaveID($0.userID) : nil }
@@ -132,10 +130,4 @@ extension PlayerHandlers {
         return IdentityV1.SignUpData(
             passedCoppaCheck: passedCoppa, acceptedNewsletter: country == "CA" && newsletter, birthYear: birthYear)
     }
-
-    /// A valid hash of a random password, verified against when the email is unknown.
-    private static let decoyHash: String = {
-        let hasher = PasswordHasher()
-        return (try? hasher.hash(RaveID.random().hex)) ?? "scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAA"
-    }()
 }

@@ -6,8 +6,8 @@ import RaveServices
 
 /// TOTP two-factor (RFC 6238: SHA-1, 6 digits, 30 s, ±1 step): enrolment, backup codes and login challenges.
 ///
-/// Wrong codes count against the account and the client address with the password login's lockouts, under
-/// their own keys ("2fa:…"), so guessing codes cannot be spread over logins.
+/// Every code attempt is charged to the login throttle (`LoginThrottle`, scope "2fa": the address and user pair,
+/// the user, the address) before the code is checked, so guessing codes cannot be spread over logins.
 extension PlayerHandlers {
     func enableTwoFactor(
         _ request: IdentityV1.EnableTwoFactorRequest, context: RequestContext
@@ -38,47 +38,52 @@ extension PlayerHandlers {
         _ request: IdentityV1.ConfirmTwoFactorRequest, context: RequestContext
     ) async throws -> IdentityV1.ConfirmTwoFactorResponse {
         let (userID, _) = try await service.player(context)
-        let keys = rateLimitKeys(userID: userID, context: context)
-        try await checkNotLockedOut(keys)
         let codes = try Self.cryptoCall { () throws(CryptoError) in try BackupCodes.generate() }
-        let accepted: Bool = try await service.pool.transaction { transaction in
+        try await codeAttempt(userID: userID, context: context, failure: .invalidArgument(Self.wrongCode)) {
+            try await confirm(code: request.code, codes: codes, userID: userID, context: context)
+        }
+        return .init(backupCodes: codes)
+    }
+
+    /// Confirms the enrolment with `code`; nil when the code is wrong.
+    private func confirm(
+        code: String, codes: [String], userID: RaveID, context: RequestContext
+    ) async throws -> Void? {
+        try await service.pool.transaction { transaction in
             let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
             guard let state = try await store.state(userID: userID), !state.confirmed else {
                 throw RPCError.failedPrecondition("no two-factor enrolment is waiting; call EnableTwoFactor first")
             }
-            guard try await acceptTOTP(request.code, state: state, userID: userID, store: store) else { return false }
+            guard try await acceptTOTP(code, state: state, userID: userID, store: store) else { return nil }
             try await store.confirm(userID: userID)
             try await store.replaceBackupCodes(userID: userID, hashes: codes.compactMap(BackupCodes.hash))
             // Sessions opened without the second factor end; the caller's, which just gave it, goes on.
             try await SessionStore(database: transaction).revokeOthers(
                 userID: userID, keeping: RaveID(context.caller?.sessionID ?? ""), reason: "two_factor")
-            return true
+            return ()
         }
-        try await settleAttempt(accepted: accepted, keys: keys, failure: .invalidArgument(Self.wrongCode))
-        return .init(backupCodes: codes)
     }
 
     func disableTwoFactor(
         _ request: IdentityV1.DisableTwoFactorRequest, context: RequestContext
     ) async throws -> IdentityV1.DisableTwoFactorResponse {
         let (userID, _) = try await service.player(context)
-        let keys = rateLimitKeys(userID: userID, context: context)
-        try await checkNotLockedOut(keys)
-        let accepted: Bool = try await service.pool.transaction { transaction in
-            let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
-            guard let state = try await store.state(userID: userID), state.confirmed else {
-                throw RPCError.failedPrecondition("two-factor is not enabled")
+        try await codeAttempt(userID: userID, context: context, failure: .invalidArgument(Self.wrongCode)) {
+            try await service.pool.transaction { transaction -> Void? in
+                let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
+                guard let state = try await store.state(userID: userID), state.confirmed else {
+                    throw RPCError.failedPrecondition("two-factor is not enabled")
+                }
+                guard try await acceptSecondFactor(request.code, state: state, userID: userID, store: store) else {
+                    return nil
+                }
+                try await store.disable(userID: userID)
+                // A change of the account's protection ends every other session, as a password change does.
+                try await SessionStore(database: transaction).revokeOthers(
+                    userID: userID, keeping: RaveID(context.caller?.sessionID ?? ""), reason: "two_factor")
+                return ()
             }
-            guard try await acceptSecondFactor(request.code, state: state, userID: userID, store: store) else {
-                return false
-            }
-            try await store.disable(userID: userID)
-            // A change of the account's protection ends every other session, as a password change does.
-            try await SessionStore(database: transaction).revokeOthers(
-                userID: userID, keeping: RaveID(context.caller?.sessionID ?? ""), reason: "two_factor")
-            return true
         }
-        try await settleAttempt(accepted: accepted, keys: keys, failure: .invalidArgument(Self.wrongCode))
         return .init()
     }
 
@@ -92,14 +97,19 @@ extension PlayerHandlers {
         else {
             throw RPCError.unauthenticated(Self.challengeGone)
         }
-        let keys = rateLimitKeys(userID: owner, context: context)
-        try await checkNotLockedOut(keys)
-        let response: IdentityV1.LoginResponse? = try await service.pool.transaction { transaction in
+        return try await codeAttempt(userID: owner, context: context, failure: .unauthenticated(Self.wrongCode)) {
+            try await completeChallenge(challengeID, code: request.code)
+        }
+    }
+
+    /// Completes the challenge with `code` and logs in; nil when the code is wrong.
+    private func completeChallenge(_ challengeID: RaveID, code: String) async throws -> IdentityV1.LoginResponse? {
+        try await service.pool.transaction { transaction in
             let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
             guard let challenge = try await store.challenge(challengeID), challenge.isOpen,
                 let state = try await store.state(userID: challenge.userID), state.confirmed
             else { throw RPCError.unauthenticated(Self.challengeGone) }
-            guard try await acceptSecondFactor(request.code, state: state, userID: challenge.userID, store: store)
+            guard try await acceptSecondFactor(code, state: state, userID: challenge.userID, store: store)
             else { return nil }
             try await store.useChallenge(challengeID)
             var mergeID: RaveID? = nil
@@ -114,9 +124,6 @@ extension PlayerHandlers {
             response.mergeId = mergeID?.hex ?? ""
             return response
         }
-        try await settleAttempt(accepted: response != nil, keys: keys, failure: .unauthenticated(Self.wrongCode))
-        guard let response else { throw RPCError.unauthenticated(Self.wrongCode) }
-        return response
     }
 
     // MARK: - Login challenges
@@ -178,29 +185,15 @@ extension PlayerHandlers {
         return try await store.useBackupCode(userID: userID, hash: stored[index])
     }
 
-    private func rateLimitKeys(userID: RaveID, context: RequestContext) -> [String] {
-        var keys = ["2fa:account:" + userID.hex]
-        if let address = context.metadata["rave-client-address"], !address.isEmpty {
-            keys.append("2fa:address:" + address)
-        }
-        return keys
-    }
-
-    private func checkNotLockedOut(_ keys: [String]) async throws {
-        if let until = try await CredentialStore(database: service.pool).lockedUntil(keys: keys) {
-            let seconds = max(1, Int(until.timeIntervalSinceNow.rounded(.up)))
-            throw RPCError.resourceExhausted("too many wrong codes; try again in \(seconds) s")
-        }
-    }
-
-    /// Counts a wrong code (after its transaction, so the count survives the failure) or clears the account's count.
-    private func settleAttempt(accepted: Bool, keys: [String], failure: RPCError) async throws {
-        let credentials = CredentialStore(database: service.pool)
-        guard accepted else {
-            try await credentials.recordFailure(keys: keys, configuration: service.configuration)
-            throw failure
-        }
-        try await credentials.clearFailures(key: keys[0])
+    /// Runs `check` as a throttled code attempt of `userID` (`LoginThrottle.attempt`): nil from `check` (a wrong
+    /// code) throws `failure`.
+    private func codeAttempt<Result>(
+        userID: RaveID, context: RequestContext, failure: RPCError, _ check: () async throws -> Result?
+    ) async throws -> Result {
+        let result = try await service.loginThrottle.attempt(
+            .twoFactor, account: userID.hex, address: context.metadata["rave-client-address"], check)
+        guard let result else { throw failure }
+        return result
     }
 
     /// Runs a Crypto/ call, turning its error into INTERNAL (they fail only when OpenSSL does).

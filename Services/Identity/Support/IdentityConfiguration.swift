@@ -19,11 +19,12 @@ struct IdentityConfiguration: Sendable {
     var sessionLifetime: TimeInterval = 30 * 24 * 3600
     /// scrypt parameters for new password hashes.
     var passwordParameters: PasswordHasher.Parameters = .default
-    /// Failed logins allowed per account or client address before a lockout.
-    var failuresBeforeLockout: Int32 = 5
-    /// The first lockout; each further one doubles, up to `maximumLockout`.
-    var firstLockout: TimeInterval = 30
-    var maximumLockout: TimeInterval = 3600
+    /// Password hashes that run at once, each on a hashing thread of its own (`PasswordHasherPool`).
+    var passwordHashers = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Password attempts that may wait for a hashing thread; beyond them, RESOURCE_EXHAUSTED.
+    var passwordQueue = 2 * max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Failed password and two-factor attempts per window, per address and account (`LoginThrottle`).
+    var loginThrottle = LoginThrottle.Policy()
     /// Providers whose ID tokens log in; none unless configured.
     var providers: [OIDCProviderConfiguration] = []
     /// Services called with `MergeUsers` after every merge; none by default.
@@ -46,8 +47,9 @@ struct IdentityConfiguration: Sendable {
     }
 
     /// Reads `RAVE_IDENTITY_ACCESS_TOKEN_SECONDS`, `RAVE_IDENTITY_SESSION_DAYS`, `RAVE_IDENTITY_MERGE_PARTICIPANTS`,
-    /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE` and the providers'
-    /// `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
+    /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE`, the password hashing and login
+    /// throttle settings (`readPasswordSettings`) and the providers' `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`;
+    /// unset keeps the defaults.
     init(environment: [String: String], secretKeys: SecretKeyRing) throws(RPCError) {
         self.secretKeys = secretKeys
         if let text = environment["RAVE_IDENTITY_ACCESS_TOKEN_SECONDS"] {
@@ -68,6 +70,7 @@ struct IdentityConfiguration: Sendable {
             }
             findUserLookupsPerMinute = count
         }
+        try readPasswordSettings(environment)
         mergeParticipants = try Self.participants(environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] ?? "")
         if let text = environment["RAVE_IDENTITY_SOCIAL_ADDRESS"], !text.isEmpty {
             guard let address = SocketAddress(parsing: text) else {
@@ -98,6 +101,33 @@ struct IdentityConfiguration: Sendable {
         } catch {
             throw RuntimeError(.invalidConfiguration, "RAVE_SECRET_KEY_FILE: \(error.message)")
         }
+    }
+
+    /// `RAVE_IDENTITY_PASSWORD_HASHERS` (1…256), `RAVE_IDENTITY_PASSWORD_QUEUE` (0…10000, default twice the
+    /// hashers), `RAVE_IDENTITY_LOGIN_WINDOW_SECONDS` (60…86400) and `RAVE_IDENTITY_LOGIN_FAILURES_PER_{PAIR,
+    /// ACCOUNT,ADDRESS}` (1…100000).
+    private mutating func readPasswordSettings(_ environment: [String: String]) throws(RPCError) {
+        func integer(_ name: String, _ range: ClosedRange<Int>) throws(RPCError) -> Int? {
+            guard let text = environment[name] else { return nil }
+            guard let value = Int(text), range.contains(value) else {
+                throw .invalidArgument("\(name) must be \(range.lowerBound)…\(range.upperBound), got \"\(text)\"")
+            }
+            return value
+        }
+        if let hashers = try integer("RAVE_IDENTITY_PASSWORD_HASHERS", 1...256) {
+            passwordHashers = hashers
+            passwordQueue = 2 * hashers
+        }
+        passwordQueue = try integer("RAVE_IDENTITY_PASSWORD_QUEUE", 0...10_000) ?? passwordQueue
+        if let seconds = try integer("RAVE_IDENTITY_LOGIN_WINDOW_SECONDS", 60...86_400) {
+            loginThrottle.window = TimeInterval(seconds)
+        }
+        loginThrottle.perPair =
+            try integer("RAVE_IDENTITY_LOGIN_FAILURES_PER_PAIR", 1...100_000) ?? loginThrottle.perPair
+        loginThrottle.perAccount =
+            try integer("RAVE_IDENTITY_LOGIN_FAILURES_PER_ACCOUNT", 1...100_000) ?? loginThrottle.perAccount
+        loginThrottle.perAddress =
+            try integer("RAVE_IDENTITY_LOGIN_FAILURES_PER_ADDRESS", 1...100_000) ?? loginThrottle.perAddress
     }
 
     /// Parses "social=127.0.0.1:7502,leaderboards=127.0.0.1:7503"; names must be unique.
