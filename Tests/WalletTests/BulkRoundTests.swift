@@ -166,6 +166,36 @@ import Testing
         }
     }
 
+    /// A round the bulk path declines (the same bet id twice) is settled unit by unit under the same rules: the
+    /// first bet settles, the next takes the next nonce, the repeated id answers what the first stored, a bet short
+    /// of money is stored as failed, and the balances are the ones answered.
+    @Test func aDeclinedRoundSettlesUnitByUnitUnderTheSameRules() async throws {
+        try await WalletFixture.with { fixture in
+            let user = RaveID.random()
+            try await fixture.deposit("5.00", to: user)
+            let repeated = WalletFixture.bet("1.00")
+            let units = try await Self.prepare(
+                [[repeated], [WalletFixture.bet("0.50")], [repeated], [WalletFixture.bet("900.00")]], user: user,
+                fixture: fixture)
+            let committer = fixture.dependencies.committer
+            let results = try await committer.settle(units: units).map { try #require(try $0.get().first) }
+            #expect(committer.unitByUnitRounds.load(ordering: .relaxed) == 1)
+            #expect(results[0].status == .settled && results[1].status == .settled && results[2] == results[0])
+            #expect(results[1].nonce == results[0].nonce + 1)
+            #expect(results[3].status == .failed && results[3].errorMessage == "insufficient funds in USD")
+            let payouts = LedgerModelTests.cents(results[0].payout) + LedgerModelTests.cents(results[1].payout)
+            #expect(try await fixture.balance(of: user) == 500 - 150 + payouts)
+            #expect(LedgerModelTests.cents(results[1].balance) == 500 - 150 + payouts)
+            let stored = try await fixture.pool.query(
+                "SELECT status, count(*) FROM bets WHERE user_id = $1 GROUP BY status ORDER BY status", [user])
+            #expect(
+                try stored.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int64.self, at: 1))" } == [
+                    "failed 1", "settled 2",
+                ])
+            try await fixture.expectLedgerInvariants()
+        }
+    }
+
     /// A connection prepares the round's statements once: rounds of different sizes, and a round of replays, reuse
     /// the same named statements (fixed SQL text), so no later round sends SQL to parse and plan.
     @Test func roundsOfAnySizeReuseOneSetOfNamedStatements() async throws {
