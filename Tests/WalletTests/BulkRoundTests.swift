@@ -7,9 +7,15 @@ import Testing
 @testable import Wallet
 
 @Suite struct BulkRoundTests {
-    /// The bulk round and the unit-by-unit engine give the same answers for the same bets from the same seed:
-    /// wins and losses, a bet short of money, a failing chain, credit and unbacked bets, and a replay.
-    @Test func bulkRoundAnswersExactlyLikeTheUnitByUnitEngine() async throws {
+    /// Both engines leave the same rows and give the same answers for the same bets.
+    ///
+    /// They settle through `RoundPlay`: the same bets against the same seed and balances leave the same rows
+    /// (transfers with their sides and balances after, bet rows with status, payout, seed, nonce and stored result,
+    /// seeds' nonces, balances) and give the same answers. The first round holds wins and losses, a bet short of
+    /// money, a failing chain, credit and unbacked bets; the second exact replays, a conflicting replay, a chain
+    /// whose other bet was settled before and whose new bet could not be paid (nothing of it is stored), and a new
+    /// bet.
+    @Test func bothEnginesWriteTheSameRowsAndAnswersForTheSameBets() async throws {
         try await WalletFixture.with { fixture in
             let bulkUser = RaveID.random()
             let unitUser = RaveID.random()
@@ -21,30 +27,91 @@ import Testing
                     "INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce) VALUES ($1, $2, $3, 0)",
                     [user, seed, Hex.encode(Digest.sha256(seed))])
             }
-            let bets = Self.scenario()
+            let first = Self.scenario()
             let dependencies = fixture.dependencies
             let engine = BetEngine(ledger: dependencies.ledger, bets: dependencies.bets)
             let bulk = BulkRound(ledger: dependencies.ledger)
-
-            let bulkUnits = try await Self.prepare(bets, user: bulkUser, fixture: fixture)
-            let bulkOutcomes = try await fixture.pool.withConnection { try await bulk.settle(bulkUnits, on: $0) }
-            let unitUnits = try await Self.prepare(bets, user: unitUser, fixture: fixture)
-            let unitOutcomes = try await fixture.pool.transaction { transaction in
-                var outcomes: [[WalletV1.BetResult]] = []
-                for unit in unitUnits { outcomes.append(try await engine.settle(unit, on: transaction)) }
-                return outcomes
+            var answers: [[Answer]] = []
+            for units in [first, Self.replayScenario(after: first)] {
+                let bulkUnits = try await Self.prepare(units, user: bulkUser, fixture: fixture)
+                let bulkOutcomes = try await fixture.pool.withConnection { try await bulk.settle(bulkUnits, on: $0) }
+                let unitUnits = try await Self.prepare(units, user: unitUser, fixture: fixture)
+                let unitOutcomes = try await fixture.pool.transaction { transaction in
+                    var outcomes: [Result<[WalletV1.BetResult], any Error>] = []
+                    for unit in unitUnits {
+                        do {
+                            outcomes.append(.success(try await engine.settle(unit, on: transaction)))
+                        } catch {
+                            outcomes.append(.failure(error))
+                        }
+                    }
+                    return outcomes
+                }
+                #expect(bulkOutcomes.map(Answer.init) == unitOutcomes.map(Answer.init))
+                answers.append(bulkOutcomes.map(Answer.init))
             }
-            let bulkResults = try bulkOutcomes.map { try $0.get() }
-            #expect(bulkResults == unitOutcomes)
-            #expect(bulkResults.joined().contains { $0.status == .failed })
-            #expect(bulkResults.joined().contains { $0.status == .settled && $0.payout != "0.00" })
+            #expect(try await Self.rows(of: bulkUser, fixture: fixture) == Self.rows(of: unitUser, fixture: fixture))
 
-            // A second round replays the first one's ids: same answers, nothing moves.
-            let replayed = try await fixture.pool.withConnection { try await bulk.settle(bulkUnits, on: $0) }
-            #expect(try replayed.map { try $0.get() } == bulkResults)
-            #expect(try await fixture.balance(of: bulkUser) == fixture.balance(of: unitUser))
+            // The scenario reached every branch: wins, money short, a conflicting and a partial replay.
+            let results = answers.joined().flatMap(\.results)
+            #expect(results.contains { $0.status == .settled && $0.payout != "0.00" })
+            #expect(results.contains { $0.errorMessage == "chain chain failed: insufficient funds in USD" })
+            #expect(results.contains { $0.errorCode == StatusCode.aborted.rawValue })
+            #expect(answers[1].contains(.error(.conflictingReplay)))
+            // The replays answer what the first round answered.
+            #expect(Array(answers[1].prefix(5)) == [0, 4, 5, 6, 7].map { answers[0][$0] })
             try await fixture.expectLedgerInvariants()
         }
+    }
+
+    /// What an engine answered for a unit, comparable across engines.
+    enum Answer: Equatable {
+        case results([WalletV1.BetResult])
+        case error(WalletError.Kind)
+        case other(String)
+
+        init(_ outcome: Result<[WalletV1.BetResult], any Error>) {
+            switch outcome {
+            case .success(let results): self = .results(results)
+            case .failure(let error as WalletError): self = .error(error.kind)
+            case .failure(let error): self = .other("\(error)")
+            }
+        }
+
+        var results: [WalletV1.BetResult] {
+            if case .results(let results) = self { results } else { [] }
+        }
+    }
+
+    /// Every row a user's bets left, in a form two users' rows compare by: transfers in id order, bets by id, seeds
+    /// and the user's accounts.
+    static func rows(of user: RaveID, fixture: WalletFixture) async throws -> [String] {
+        let queries = [
+            """
+            SELECT ROW(t.code, f.kind, f.game_id, d.kind, d.game_id, t.amount, t.from_balance_after,
+                t.to_balance_after, t.bet_id)::text
+            FROM transfers t
+            JOIN accounts f ON f.account_id = t.from_account JOIN accounts d ON d.account_id = t.to_account
+            WHERE t.user_id = $1 AND t.code LIKE 'bet%' ORDER BY t.transfer_id
+            """,
+            """
+            SELECT ROW(b.bet_id, b.request_hash, b.game_id, b.kind, b.status, b.currency, b.economy, b.wager,
+                b.payout, s.seed_hash, b.nonce, b.client_seed, encode(b.result, 'hex'))::text
+            FROM bets b LEFT JOIN server_seeds s ON s.seed_id = b.seed_id WHERE b.user_id = $1 ORDER BY b.bet_id
+            """,
+            "SELECT ROW(seed_hash, next_nonce, revealed_at)::text FROM server_seeds WHERE user_id = $1 ORDER BY seed_id",
+            """
+            SELECT ROW(kind, game_id, currency, economy, balance)::text FROM accounts WHERE user_id = $1
+            ORDER BY kind, game_id, currency, economy
+            """,
+        ]
+        var rows: [String] = []
+        for query in queries {
+            for row in try await fixture.pool.query(query, [user]) {
+                rows.append(try row.decode(String.self, at: 0))
+            }
+        }
+        return rows
     }
 
     /// Many callers at once through the group committer: every round settles in bulk.
@@ -99,15 +166,34 @@ import Testing
         }
     }
 
-    /// A unit's checkpoint keeps its first seed and balance inline and any further ones after it, in order.
-    @Test func inlineFirstListsKeepEveryElementInOrder() {
-        var list = BulkRound.InlineFirst<Int>()
-        #expect(!list.contains { _ in true })
-        for value in [3, 1, 4] { list.append(value) }
-        var seen: [Int] = []
-        list.forEach { seen.append($0) }
-        #expect(seen == [3, 1, 4])
-        #expect(list.contains { $0 == 4 } && list.contains { $0 == 3 } && !list.contains { $0 == 2 })
+    /// A round the bulk path declines (the same bet id twice) is settled unit by unit under the same rules: the
+    /// first bet settles, the next takes the next nonce, the repeated id answers what the first stored, a bet short
+    /// of money is stored as failed, and the balances are the ones answered.
+    @Test func aDeclinedRoundSettlesUnitByUnitUnderTheSameRules() async throws {
+        try await WalletFixture.with { fixture in
+            let user = RaveID.random()
+            try await fixture.deposit("5.00", to: user)
+            let repeated = WalletFixture.bet("1.00")
+            let units = try await Self.prepare(
+                [[repeated], [WalletFixture.bet("0.50")], [repeated], [WalletFixture.bet("900.00")]], user: user,
+                fixture: fixture)
+            let committer = fixture.dependencies.committer
+            let results = try await committer.settle(units: units).map { try #require(try $0.get().first) }
+            #expect(committer.unitByUnitRounds.load(ordering: .relaxed) == 1)
+            #expect(results[0].status == .settled && results[1].status == .settled && results[2] == results[0])
+            #expect(results[1].nonce == results[0].nonce + 1)
+            #expect(results[3].status == .failed && results[3].errorMessage == "insufficient funds in USD")
+            let payouts = LedgerModelTests.cents(results[0].payout) + LedgerModelTests.cents(results[1].payout)
+            #expect(try await fixture.balance(of: user) == 500 - 150 + payouts)
+            #expect(LedgerModelTests.cents(results[1].balance) == 500 - 150 + payouts)
+            let stored = try await fixture.pool.query(
+                "SELECT status, count(*) FROM bets WHERE user_id = $1 GROUP BY status ORDER BY status", [user])
+            #expect(
+                try stored.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int64.self, at: 1))" } == [
+                    "failed 1", "settled 2",
+                ])
+            try await fixture.expectLedgerInvariants()
+        }
     }
 
     /// A connection prepares the round's statements once: rounds of different sizes, and a round of replays, reuse
@@ -163,6 +249,20 @@ import Testing
         unbacked.unbacked = true
         units.append([unbacked])
         units += (0..<4).map { _ in [WalletFixture.bet("0.20")] }
+        return units
+    }
+
+    /// A round after `first`: exact replays of units 0, 4, 5, 6 and 7, unit 1 again with another wager, a chain of a
+    /// new bet too big to pay with unit 11's bet (settled before), and a new bet.
+    static func replayScenario(after first: [[WalletV1.Bet]]) -> [[WalletV1.Bet]] {
+        var units = [0, 4, 5, 6, 7].map { first[$0] }
+        var conflicting = first[1][0]
+        conflicting.wager = "0.60"
+        units.append([conflicting])
+        var partlyUsed = [WalletFixture.bet("900.00"), first[11][0]]
+        for index in partlyUsed.indices { partlyUsed[index].chainId = "late" }
+        units.append(partlyUsed)
+        units.append([WalletFixture.bet("0.20")])
         return units
     }
 

@@ -4,6 +4,9 @@ import RaveRPC
 
 /// Runs bets inside a transaction the caller owns, each unit (one bet, or a linked chain) under a savepoint so a
 /// failing unit is rolled back alone and the transaction carries on with the others.
+///
+/// The unit-by-unit path: a statement per row, for the rounds the bulk path does not take. It locks and reads what
+/// a unit plays against, lets `RoundPlay` decide (the rules `BulkRound` applies too), and writes the rows it decided.
 struct BetEngine: Sendable {
     let ledger: LedgerStore
     let bets: BetStore
@@ -11,32 +14,30 @@ struct BetEngine: Sendable {
     /// Settles `unit` (one bet, or the bets of one chain, all-or-nothing) and returns one result per bet.
     ///
     /// A bet that fails on money is stored as failed, so its id can never succeed later; in a chain every bet is
-    /// stored as failed when one fails. A replayed id returns what was stored, whatever the balances are now.
+    /// stored as failed when one fails. A unit holding an id used before answers from what is stored, whatever the
+    /// balances are now.
     func settle(_ unit: [PreparedBet], on transaction: PostgresTransaction) async throws -> [WalletV1.BetResult] {
         try await transaction.query("SAVEPOINT bet_unit")
         do {
-            var results: [WalletV1.BetResult] = []
-            for bet in unit {
-                guard let result = try await settleOne(bet, on: transaction) else {
-                    // Some id of the unit was used before: undo this attempt and answer from what is stored.
-                    try await transaction.query("ROLLBACK TO SAVEPOINT bet_unit")
-                    results = try await replay(unit, on: transaction)
-                    break
-                }
-                results.append(result)
-            }
-            try await transaction.query("RELEASE SAVEPOINT bet_unit")
-            return results
-        } catch let error as WalletError where error.kind == .insufficientFunds {
-            try await transaction.query("ROLLBACK TO SAVEPOINT bet_unit")
+            var round = try await lockedRound(of: unit, on: transaction)
+            let results: [WalletV1.BetResult]
             do {
-                let results = try await recordFailure(unit, error: error, on: transaction)
+                results = try round.play(unit)
+            } catch let declined as RoundPlay.Declined {
+                throw PostgresError(.client, declined.reason)
+            }
+            if try await write(unit, round, on: transaction) {
                 try await transaction.query("RELEASE SAVEPOINT bet_unit")
                 return results
-            } catch {
-                try await transaction.query("ROLLBACK TO SAVEPOINT bet_unit")
-                throw error
             }
+            // Some id of the unit was used before: undo this attempt and answer from what is stored.
+            try await transaction.query("ROLLBACK TO SAVEPOINT bet_unit")
+            var replayed: [WalletV1.BetResult] = []
+            for bet in unit {
+                replayed.append(try RoundPlay.replay(bet, stored: try await bets.stored(bet, on: transaction)))
+            }
+            try await transaction.query("RELEASE SAVEPOINT bet_unit")
+            return replayed
         } catch {
             // Nothing of this unit may remain; the transaction goes on with the other units.
             try await transaction.query("ROLLBACK TO SAVEPOINT bet_unit")
@@ -44,96 +45,63 @@ struct BetEngine: Sendable {
         }
     }
 
-    /// Plays and books one bet; nil when its id is already taken.
-    private func settleOne(_ bet: PreparedBet, on transaction: PostgresTransaction) async throws -> WalletV1.BetResult?
-    {
-        let draw = try await bets.reserveDraw(user: bet.userID, on: transaction)
-        var random = FairRandom(serverSeed: draw.seed, clientSeed: bet.clientSeed, nonce: draw.nonce)
-        let play = try bet.math.play(wager: bet.wager, lines: bet.lines, random: &random)
-        var result = Self.baseResult(bet)
-        result.status = .settled
-        result.outcome = GameMath.outcome(play, currency: bet.currency)
-        result.payout = MoneyFormat.format(play.payout, currency: bet.currency)
-        result.serverSeedHash = draw.seedHash
-        result.nonce = draw.nonce
-        if bet.kind.movesMoney {
-            guard let player = try await ledger.findAccount(bet.playerAccount, on: transaction) else {
-                throw Self.noFunds(bet)
-            }
-            let house = try await ledger.findAccount(bet.houseAccount, on: transaction)
-            guard let house else { throw PostgresError(.client, "the house account of \(bet.gameID) is missing") }
-            var balance: Int64?
-            do {
-                balance = try await ledger.transfer(
-                    code: "bet_wager", from: player, to: house, amount: bet.wager, userID: bet.userID,
-                    betID: bet.betID, on: transaction
-                ).debitBalance
-            } catch let error as WalletError where error.kind == .insufficientFunds {
-                throw Self.noFunds(bet)
-            }
-            if play.payout > 0 {
-                balance = try await ledger.transfer(
-                    code: "bet_payout", from: house, to: player, amount: play.payout, userID: bet.userID,
-                    betID: bet.betID, on: transaction
-                ).creditBalance
-            }
-            result.balance = balance.map { MoneyFormat.format($0, currency: bet.currency) } ?? ""
-        }
-        let inserted = try await bets.insert(
-            bet, status: "settled", payout: play.payout, draw: draw, result: result, on: transaction)
-        return inserted ? result : nil
-    }
-
-    private func recordFailure(
-        _ unit: [PreparedBet], error: WalletError, on transaction: PostgresTransaction
-    ) async throws -> [WalletV1.BetResult] {
-        var results: [WalletV1.BetResult] = []
+    /// Locks and reads what `unit` plays against: its user's active seed (created on first use; the row lock orders
+    /// concurrent bets of one user) and the balance of each player account it draws on (locked as the transfer's own
+    /// update would lock it), with the house accounts' ids.
+    private func lockedRound(of unit: [PreparedBet], on transaction: PostgresTransaction) async throws -> RoundPlay {
+        var round = RoundPlay()
         for bet in unit {
-            var result = Self.baseResult(bet)
-            result.status = .failed
-            result.errorCode = error.statusCode.rawValue
-            result.errorMessage = unit.count > 1 ? "chain \(bet.chainID) failed: \(error.message)" : error.message
-            if try await bets.insert(bet, status: "failed", payout: 0, draw: nil, result: result, on: transaction) {
-                results.append(result)
-            } else {
-                results.append(try await bets.storedResult(of: bet, on: transaction))
+            if round.seeds[bet.userID] == nil {
+                round.seeds[bet.userID] = try await bets.lockSeed(user: bet.userID, on: transaction)
+            }
+            guard bet.kind.movesMoney else { continue }
+            if round.playerAccounts[bet.playerAccount] == nil,
+                let account = try await ledger.findAccount(bet.playerAccount, on: transaction)
+            {
+                round.playerAccounts[bet.playerAccount] = account
+                round.balances[account] = try await ledger.lockBalance(of: account, on: transaction)
+            }
+            if round.houseAccounts[bet.houseAccount] == nil,
+                let house = try await ledger.findAccount(bet.houseAccount, on: transaction)
+            {
+                round.houseAccounts[bet.houseAccount] = house
             }
         }
-        return results
+        return round
     }
 
-    private func replay(_ unit: [PreparedBet], on transaction: PostgresTransaction) async throws -> [WalletV1.BetResult]
+    /// Writes the rows `round` decided for `unit`: the seeds' nonces, the transfers in order, the bet rows; false
+    /// (and the caller rolls back) when one of the unit's bet ids was stored before.
+    private func write(
+        _ unit: [PreparedBet], _ round: RoundPlay, on transaction: PostgresTransaction
+    ) async throws
+        -> Bool
     {
-        var results: [WalletV1.BetResult] = []
-        for bet in unit {
-            do {
-                results.append(try await bets.storedResult(of: bet, on: transaction))
-            } catch let error as PostgresError where error.code == .client {
-                // Part of a chain replayed while another part was never stored: the first attempt failed as a
-                // whole elsewhere, so this id is new; report it as not settled rather than settle half a chain.
-                var result = Self.baseResult(bet)
-                result.status = .failed
-                result.errorCode = StatusCode.aborted.rawValue
-                result.errorMessage = "the chain's bet ids were partly used before; nothing was settled"
-                results.append(result)
+        for seed in round.seeds.values where seed.nextNonce != seed.startNonce {
+            try await bets.advanceNonce(seedID: seed.id, to: seed.nextNonce, on: transaction)
+        }
+        let transfers = round.transfers
+        for row in 0..<transfers.count {
+            let after = try await ledger.transfer(
+                code: transfers.codes[row], from: transfers.fromAccounts[row], to: transfers.toAccounts[row],
+                amount: transfers.amounts[row], userID: transfers.userIDs[row], betID: transfers.betIDs[row],
+                on: transaction)
+            // The player rows were locked when read, so the ledger reaches exactly the balances the unit played with.
+            guard after.debitBalance ?? -1 == transfers.fromBalancesAfter[row],
+                after.creditBalance ?? -1 == transfers.toBalancesAfter[row]
+            else {
+                throw PostgresError(
+                    .client, "a \(transfers.codes[row]) transfer reached a balance other than the locked one predicted")
             }
         }
-        return results
-    }
-
-    static func noFunds(_ bet: PreparedBet) -> WalletError {
-        bet.kind == .credit
-            ? WalletError(.insufficientFunds, "not enough credits of game \(bet.creditGameID) for this bet")
-            : WalletError(.insufficientFunds, "insufficient funds in \(bet.currency.code)")
-    }
-
-    static func baseResult(_ bet: PreparedBet) -> WalletV1.BetResult {
-        var result = WalletV1.BetResult()
-        result.betId = bet.betIDText
-        result.wager = MoneyFormat.format(bet.wager, currency: bet.currency)
-        result.currency = bet.currency.code
-        result.economy = bet.economy
-        result.clientSeed = bet.clientSeed
-        return result
+        let rows = round.bets
+        precondition(rows.count == unit.count, "a unit played writes one bet row per bet")
+        for (row, bet) in unit.enumerated() {
+            let inserted = try await bets.insert(
+                bet, status: rows.statuses[row], payout: rows.payouts[row], seedID: rows.seedID(at: row),
+                nonce: rows.nonce(at: row), result: rows.result(at: row), on: transaction)
+            guard inserted else { return false }
+        }
+        return true
     }
 }

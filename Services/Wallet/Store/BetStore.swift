@@ -4,23 +4,18 @@ import RavePostgres
 
 /// Bets and the provably fair server seeds they draw from.
 struct BetStore: Sendable {
-    /// A reserved draw: the seed's id and bytes, its public hash, and the nonce this bet uses.
-    struct Draw: Sendable {
-        var seedID: Int64
-        var seed: [UInt8]
-        var seedHash: String
-        var nonce: Int64
-    }
-
-    /// Takes the next nonce of the user's active seed, creating the seed on first use; the row lock this takes
+    /// Locks the user's active seed, creating it on first use, and reads it with its next nonce; the row lock
     /// orders concurrent bets of one user.
-    static let reserveNonce = PostgresStatement(
-        name: "wallet_reserve_nonce",
+    static let lockSeed = PostgresStatement(
+        name: "wallet_lock_seed",
         sql: """
-            INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce) VALUES ($1, $2, $3, 1)
-            ON CONFLICT (user_id) WHERE revealed_at IS NULL DO UPDATE SET next_nonce = server_seeds.next_nonce + 1
-            RETURNING seed_id, seed, seed_hash, next_nonce - 1
+            INSERT INTO server_seeds (user_id, seed, seed_hash, next_nonce) VALUES ($1, $2, $3, 0)
+            ON CONFLICT (user_id) WHERE revealed_at IS NULL DO UPDATE SET next_nonce = server_seeds.next_nonce
+            RETURNING seed_id, seed, seed_hash, next_nonce
             """)
+    /// Moves a locked seed's next nonce past the nonces its bets took.
+    static let advanceNonce = PostgresStatement(
+        name: "wallet_advance_nonce", sql: "UPDATE server_seeds SET next_nonce = $2 WHERE seed_id = $1")
     static let activeSeed = PostgresStatement(
         name: "wallet_active_seed",
         sql: """
@@ -62,13 +57,18 @@ struct BetStore: Sendable {
         return (seed, Hex.encode(Digest.sha256(seed)))
     }
 
-    func reserveDraw(user: RaveID, on database: some PostgresQueryable) async throws -> Draw {
+    /// The user's active seed, locked until the transaction ends (created on first use).
+    func lockSeed(user: RaveID, on database: some PostgresQueryable) async throws -> RoundPlay.Seed {
         let fresh = try Self.newSeed()
-        let rows = try await database.execute(Self.reserveNonce, [user, fresh.seed, fresh.hash])
-        guard let row = rows.first else { throw PostgresError(.client, "reserving a nonce returned no row") }
-        return Draw(
-            seedID: try row.decode(at: 0), seed: try row.decode(at: 1), seedHash: try row.decode(at: 2),
-            nonce: try row.decode(at: 3))
+        let rows = try await database.execute(Self.lockSeed, [user, fresh.seed, fresh.hash])
+        guard let row = rows.first else { throw PostgresError(.client, "locking the active seed returned no row") }
+        return RoundPlay.Seed(
+            id: try row.decode(at: 0), bytes: try row.decode(at: 1), hash: try row.decode(at: 2),
+            nextNonce: try row.decode(at: 3))
+    }
+
+    func advanceNonce(seedID: Int64, to nextNonce: Int64, on database: some PostgresQueryable) async throws {
+        _ = try await database.execute(Self.advanceNonce, [seedID, nextNonce])
     }
 
     /// The hash of the user's active seed and its next nonce (creating the seed on first use).
@@ -94,30 +94,24 @@ struct BetStore: Sendable {
         }
     }
 
-    /// Inserts the bet row; false when the id was already taken (the caller reads the stored bet instead).
+    /// Inserts the bet row (`seedID` and `nonce` nil for a bet that drew nothing); false when the id was already
+    /// taken (the caller reads the stored bet instead).
     func insert(
-        _ bet: PreparedBet, status: String, payout: Int64, draw: Draw?, result: WalletV1.BetResult,
+        _ bet: PreparedBet, status: String, payout: Int64, seedID: Int64?, nonce: Int64?, result: [UInt8],
         on database: some PostgresQueryable
     ) async throws -> Bool {
         let rows = try await database.execute(
             Self.insertBet,
             [
                 bet.userID, bet.betID, bet.requestHash, bet.gameID, bet.kind.rawValue, status, bet.currency.code,
-                bet.economy.rawValue, bet.wager, payout, draw?.seedID, draw?.nonce, bet.clientSeed,
-                result.protobufBytes(),
+                bet.economy.rawValue, bet.wager, payout, seedID, nonce, bet.clientSeed, result,
             ])
         return !rows.isEmpty
     }
 
-    /// The stored result of a bet id, checking that the replay asks for the same bet.
-    func storedResult(of bet: PreparedBet, on database: some PostgresQueryable) async throws -> WalletV1.BetResult {
-        guard let row = try await database.execute(Self.selectBet, [bet.userID, bet.betID]).first else {
-            throw PostgresError(.client, "bet \(bet.betID) vanished")
-        }
-        guard try row.decode([UInt8].self, at: 0) == bet.requestHash else {
-            throw WalletError(.conflictingReplay, "bet id \(bet.betIDText) was already used for a different bet")
-        }
-        let bytes = try row.decode([UInt8].self, at: 1)
-        return try bytes.withUnsafeBytes { try WalletV1.BetResult(protobufBytes: $0) }
+    /// The stored request hash and result of `bet`'s id, or nil when the id was never stored.
+    func stored(_ bet: PreparedBet, on database: some PostgresQueryable) async throws -> RoundPlay.StoredBet? {
+        guard let row = try await database.execute(Self.selectBet, [bet.userID, bet.betID]).first else { return nil }
+        return (try row.decode(at: 0), try row.decode(at: 1))
     }
 }

@@ -64,6 +64,11 @@ final class LedgerStore: Sendable {
             WHERE kind = $1 AND user_id = $2 AND game_id = $3 AND currency = $4 AND economy = $5
             """)
 
+    /// Locks a player account's row as a transfer's update of it would, and reads its balance.
+    static let lockBalanceStatement = PostgresStatement(
+        name: "wallet_lock_balance",
+        sql: "SELECT balance FROM accounts WHERE account_id = $1 AND balance IS NOT NULL FOR NO KEY UPDATE")
+
     /// Both balances move and the transfer row (both sides of the movement) is written in one statement; house
     /// and external accounts have a NULL balance, which the updates skip and the row keeps as NULL.
     static let transferStatement = PostgresStatement(
@@ -102,6 +107,14 @@ final class LedgerStore: Sendable {
         if let id = accountIDs.withLock({ $0[key] }) { return id }
         let rows = try await database.execute(Self.findAccountStatement, parameters(key))
         return try rows.first?.decode(Int64.self, at: 0)
+    }
+
+    /// The balance of player account `id`, whose row stays locked until the transaction ends.
+    func lockBalance(of id: Int64, on database: some PostgresQueryable) async throws -> Int64 {
+        guard let row = try await database.execute(Self.lockBalanceStatement, [id]).first else {
+            throw PostgresError(.client, "player account \(id) has no balance to lock")
+        }
+        return try row.decode(Int64.self, at: 0)
     }
 
     /// Moves `amount` (> 0) from one account to another.

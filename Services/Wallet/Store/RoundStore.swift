@@ -174,6 +174,18 @@ enum RoundStore {
             results.append(contentsOf: result)
         }
 
+        /// Row `row`'s seed id; nil for a bet that drew nothing.
+        func seedID(at row: Int) -> Int64? { seedIDs[row] == -1 ? nil : seedIDs[row] }
+
+        /// Row `row`'s nonce; nil for a bet that drew nothing.
+        func nonce(at row: Int) -> Int64? { nonces[row] == -1 ? nil : nonces[row] }
+
+        /// Row `row`'s encoded BetResult.
+        func result(at row: Int) -> [UInt8] {
+            let start = Int(resultStarts[row]) - 1
+            return Array(results[start..<start + Int(resultLengths[row])])
+        }
+
         mutating func removeLast(_ count: Int) {
             userIDs.removeLast(count)
             betIDs.removeLast(count)
