@@ -10,13 +10,11 @@ enum WalletMain {
             exit(await WalletBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
         }
         await RaveServiceMain.run(name: "wallet", migrations: .directory(WalletMain.migrationsDirectory)) {
-            context in WalletDependencies(pool: context.pool, laneCount: laneCount(context.environment)).services()
+            context in
+            let configuration = try WalletConfiguration(environment: context.environment)
+            context.logger.info("wallet settings", configuration.settings)
+            return WalletDependencies(pool: context.pool, laneCount: configuration.laneCount).services()
         }
-    }
-
-    /// Group-commit lanes (`RAVE_WALLET_LANES`, default 4): rounds that commit at once, each on its own connection.
-    static func laneCount(_ environment: [String: String]) -> Int {
-        min(max(environment["RAVE_WALLET_LANES"].flatMap(Int.init) ?? 4, 1), 64)
     }
 
     /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.

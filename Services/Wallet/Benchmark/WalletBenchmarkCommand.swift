@@ -44,7 +44,8 @@ enum WalletBenchmarkCommand {
             let pool = try PostgresPool(configuration: configuration, group: group)
             defer { pool.shutdown() }
             _ = try await Migrator(pool: pool, directory: WalletMain.migrationsDirectory).migrate()
-            let dependencies = WalletDependencies(pool: pool, laneCount: WalletMain.laneCount(environment))
+            let dependencies = WalletDependencies(
+                pool: pool, laneCount: try WalletConfiguration(environment: environment).laneCount)
             let benchmark = WalletBenchmark(dependencies: dependencies, parameters: parameters)
             try await benchmark.setUp()
             if environment["RAVE_BENCH_ONLY"] == "batches" {
