@@ -1,5 +1,6 @@
 import RaveRPC
 import RaveServices
+import RaveTransport
 import RaveWire
 import Testing
 
@@ -74,10 +75,15 @@ struct InputLimitTests {
         await server.stop()
     }
 
-    @Test func peerWithAClientCertificateMaySendLargeRequestsAtOnce() async throws {
+    @Test func peerWithAServiceCertificateMaySendLargeRequestsAtOnce() async throws {
         let server = try TestServer(mutualTLS: true)
-        let client = try await RawFrameClient.connect(
-            port: server.port, tls: try server.certificates.clientTLS(withCertificate: true), group: server.group)
+        // A service's role (rave://service/echo) vouches for the peer; a rave://client certificate would not.
+        let directory = server.certificates.directory
+        let tls = try TLSContext(
+            .client(
+                trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/echo.pem",
+                privateKeyPath: "\(directory)/echo-key.pem"))
+        let client = try await RawFrameClient.connect(port: server.port, tls: tls, group: server.group)
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
         client.send(bytes: Self.echoRequest(streamID: 1, size: 1 << 20))
