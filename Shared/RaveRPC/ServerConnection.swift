@@ -287,6 +287,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 loop.execute { self.finishCall(streamID: streamID, sequence: sequence, response: response) }
             }
         }
+        // A handler's task is owned by the stream table: a cancel, the deadline, the drain grace period or the
+        // connection closing cancels it, and `RPCServer.drain()` returns only once every connection has closed.
         guard configuration.runsHandlersOnEventLoop else {
             let task = Task(operation: operation)
             machine.updateCall(on: streamID, sequence: sequence) { $0.task = task }
@@ -355,7 +357,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 ("method", MethodNames.printable(call.method)), ("status", "\(response.code)"),
                 ("latency_us", String(elapsed / 1000)), ("request_id", call.requestID),
             ])
-        machine.callAnswered(code: response.code, isHealthCheck: call.method == HealthCheck.methodName)
+        machine.callAnswered(method: call.method, code: response.code)
         // Only calls still in flight are answered: a closed connection has none (its `.close` comes after the
         // answers the machine decided on, and writes them).
         sendResponse(streamID: streamID, response)

@@ -311,10 +311,11 @@ struct ServerConnectionStateMachine<Call> {
         return stream.call
     }
 
-    /// A call was answered with `code`: an OK answer to a call other than Health/Check proves the peer may send
-    /// large frames.
-    mutating func callAnswered(code: StatusCode, isHealthCheck: Bool) {
-        if code == .ok && !isHealthCheck { mayBufferLargeFrames = true }
+    /// A call of `method` was answered with `code`: an OK answer to a call other than Health/Check proves the
+    /// peer may send large frames.
+    mutating func callAnswered(method: String, code: StatusCode) {
+        // Cheapest test first: nearly every call is answered on a connection that already proved itself.
+        if !mayBufferLargeFrames && code == .ok && method != HealthCheck.methodName { mayBufferLargeFrames = true }
     }
 
     /// Closes a connection that is going away once its last call is answered; call after answering a call.

@@ -289,9 +289,9 @@ import Testing
         #expect(refusal.notProcessed)
         #expect(refusal.message.contains("once a call on this connection has succeeded"))
         // A Health check proves nothing; another successful call does.
-        machine.callAnswered(code: .ok, isHealthCheck: true)
+        machine.callAnswered(method: HealthCheck.methodName, code: .ok)
         #expect(machine.largeFrameReservation(type: .request, wireSize: 100_000) == nil)
-        machine.callAnswered(code: .ok, isHealthCheck: false)
+        machine.callAnswered(method: "rave.echo.v1.Echo/Echo", code: .ok)
         #expect(machine.largeFrameReservation(type: .request, wireSize: 100_000) == 100_000)
         #expect(machine.largeFrameReservation(type: .ping, wireSize: 100_000) == nil)
     }
