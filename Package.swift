@@ -88,7 +88,8 @@ let package = Package(
 
         // Helpers shared by the test targets (not shipped).
         .target(
-            name: "RaveTestSupport", dependencies: ["RavePostgres", "RaveRPC", "RaveTransport", "RaveCrypto"],
+            name: "RaveTestSupport",
+            dependencies: ["RavePostgres", "RaveRPC", "RaveRuntime", "RaveTransport", "RaveCrypto"],
             path: "Tests/RaveTestSupport"),
 
         // MARK: - Executables
