@@ -27,7 +27,13 @@ enum IdentityMain {
                 ("secret_key_ids", secretKeys.entries.map(\.id).joined(separator: ",")),
                 ("sealing_key_id", secretKeys.primaryKeyID),
             ])
-        let configuration = try IdentityConfiguration(environment: context.environment, secretKeys: secretKeys)
+        let configuration: IdentityConfiguration
+        do {
+            configuration = try IdentityConfiguration(environment: context.environment, secretKeys: secretKeys)
+        } catch {
+            // A setting, not a request: stop start-up as a configuration error (exit status 78) naming it.
+            throw RuntimeError(.invalidConfiguration, error.message)
+        }
         let service = try await IdentityService.start(
             pool: context.pool, configuration: configuration, blocks: try socialBlocks(context: context, configuration),
             logger: context.logger)

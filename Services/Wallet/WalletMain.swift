@@ -26,13 +26,8 @@ enum WalletMain {
         context.addBackgroundService(merges)
         return WalletDependencies(
             pool: context.pool, users: IdentityUserDirectory(identity: identity),
-            laneCount: laneCount(context.environment), merges: merges
+            laneCount: configuration.laneCount, merges: merges
         ).services()
-    }
-
-    /// Group-commit lanes (`RAVE_WALLET_LANES`, default 4): rounds that commit at once, each on its own connection.
-    static func laneCount(_ environment: [String: String]) -> Int {
-        min(max(environment["RAVE_WALLET_LANES"].flatMap(Int.init) ?? 4, 1), 64)
     }
 
     /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.

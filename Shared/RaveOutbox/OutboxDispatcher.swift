@@ -76,6 +76,7 @@ public final class OutboxDispatcher: Sendable {
                 await sleepUntilWoken()
             }
             listener?.shutdown()
+            await listener?.waitForBackgroundWork()
             await wakeup.shutdown()
             group.cancelAll()
         }

@@ -2,13 +2,14 @@ import RaveTransport
 
 /// The loop side of `PostgresConnection`: connecting, the statement queue, and feeding libpq from epoll events.
 ///
-/// Everything here runs on the connection's event loop.
+/// Everything here runs on the connection's event loop; each entry point asserts it (debug builds only).
 extension PostgresConnection {
     // MARK: - Loop: connecting
 
     func startConnecting(
         _ connectionString: String, timeout: Duration, _ continuation: CheckedContinuation<Void, any Error>
     ) {
+        assert(loop.isInLoop, "PostgresConnection.startConnecting must run on the connection's loop")
         let connection: LibPQConnection
         do {
             connection = try LibPQConnection(connectionString: connectionString)
@@ -46,6 +47,7 @@ extension PostgresConnection {
 
     /// Points epoll at libpq's current socket with `events`; libpq may switch sockets while connecting.
     func watch(_ events: IOEvents) {
+        assert(loop.isInLoop, "PostgresConnection.watch must run on the connection's loop")
         guard let libpq else { return }
         let socket = libpq.socket
         do {
@@ -67,6 +69,7 @@ extension PostgresConnection {
     // MARK: - Loop: operations
 
     func enqueue(_ operation: PostgresOperation) {
+        assert(loop.isInLoop, "PostgresConnection.enqueue must run on the connection's loop")
         if operation.cancelFlag.isSet {
             operation.finish(.failure(PostgresError(.cancelled, "the task was cancelled")))
             return
@@ -86,6 +89,7 @@ extension PostgresConnection {
     }
 
     func cancel(operationID: UInt64, reason: PostgresError) {
+        assert(loop.isInLoop, "PostgresConnection.cancel must run on the connection's loop")
         if let running, running.id == operationID {
             guard running.cancelReason == nil else { return }
             running.cancelReason = reason
@@ -167,6 +171,7 @@ extension PostgresConnection {
     }
 
     func flushOutput() {
+        assert(loop.isInLoop, "PostgresConnection.flushOutput must run on the connection's loop")
         guard let libpq else { return }
         switch libpq.flush() {
         case .done: watch(.readable)
@@ -269,6 +274,7 @@ extension PostgresConnection {
     }
 
     func finishRunning(_ operation: PostgresOperation) {
+        assert(loop.isInLoop, "PostgresConnection.finishRunning must run on the connection's loop")
         running = nil
         if let error = operation.error {
             // Our own cancel request comes back as 57014; report why we sent it instead.
@@ -281,6 +287,7 @@ extension PostgresConnection {
     }
 
     func complete(_ operation: PostgresOperation, _ result: Result<[PostgresRows], any Error>) {
+        assert(loop.isInLoop, "PostgresConnection.complete must run on the connection's loop")
         if let timer = operation.timer { loop.cancelTimer(timer) }
         operation.timer = nil
         operation.finish(result)
@@ -288,6 +295,7 @@ extension PostgresConnection {
 
     /// Breaks the connection: everything waiting fails with `error`, the socket is released.
     func fail(with error: PostgresError) {
+        assert(loop.isInLoop, "PostgresConnection.fail must run on the connection's loop")
         guard libpq != nil || connectContinuation != nil else { return }
         closedFlag.store(true, ordering: .releasing)
         if let registration { loop.deregister(registration) }

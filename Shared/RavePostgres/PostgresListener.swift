@@ -19,6 +19,8 @@ public final class PostgresListener: Sendable {
     private let loop: EventLoop
     private let logger: Logger
     private let state = Mutex(State())
+    /// The reconnect loop, when one runs.
+    private let background = OwnedTasks()
 
     public init(connectionString: String, loop: EventLoop, logger: Logger = Logger(label: "postgres-listener")) {
         self.connectionString = connectionString
@@ -56,6 +58,12 @@ public final class PostgresListener: Sendable {
         }
         connection?.close()
         for continuation in continuations { continuation.finish() }
+        background.cancelAll()
+    }
+
+    /// Returns once a reconnect loop the listener was running has ended; call after `shutdown()`.
+    public func waitForBackgroundWork() async {
+        await background.waitUntilDone()
     }
 
     private func currentConnection() async throws -> PostgresConnection {
@@ -98,7 +106,9 @@ public final class PostgresListener: Sendable {
 
     /// Reconnects with a growing pause until the server is back, then LISTENs on every channel again.
     private func reconnectSoon() {
-        Task {
+        // Owned by the listener: `shutdown()` cancels it (its pause ends at once) and `waitForBackgroundWork()`
+        // awaits it.
+        background.spawn { [self] in
             var pause = Duration.milliseconds(100)
             while !state.withLock({ $0.isShutDown }) {
                 do {

@@ -48,6 +48,8 @@ public final class PostgresPool: PostgresQueryable, Sendable {
     private let ownsGroup: Bool
     private let clock: @Sendable () -> UInt64
     private let state: Mutex<State>
+    /// Connection attempts and health checks: owned here, so shutdown can stop and await them.
+    private let background = OwnedTasks()
 
     /// Creates a pool whose connections open when first needed; pass `group` to share loops with others.
     public init(
@@ -69,9 +71,13 @@ public final class PostgresPool: PostgresQueryable, Sendable {
     }
 
     /// Closes idle connections, fails waiters, and stops the pool's own loops once leased connections return.
+    ///
+    /// A connection attempt waiting out its backoff stops at once; one dialling ends within `connectTimeout`.
+    /// `waitForBackgroundWork()` returns when both have.
     public func shutdown() {
         let effects = state.withLock { state in Self.resolve(state.machine.shutdown(), in: &state) }
         run(effects)
+        background.cancelAll()
         if ownsGroup {
             let group = self.group
             // The loops run the queued closes before stopping; joining them must not block a pool thread.
@@ -80,6 +86,15 @@ public final class PostgresPool: PostgresQueryable, Sendable {
             thread.start()
         }
     }
+
+    /// Returns once the pool's own tasks (connection attempts, health checks) have ended; call after
+    /// `shutdown()`, so that nothing of the pool runs once its owner's `run()` has returned.
+    public func waitForBackgroundWork() async {
+        await background.waitUntilDone()
+    }
+
+    /// Connection attempts and health checks the pool is running (zero once shut down and waited for).
+    public var backgroundTaskCount: Int { background.count }
 
     /// Borrows a connection for `body`; it returns to the pool afterwards (or is dropped if it broke).
     public func withConnection<Result>(
@@ -195,7 +210,7 @@ public final class PostgresPool: PostgresQueryable, Sendable {
         let configuration = configuration
         let loop = group.next()
         let logger = logger
-        Task {
+        background.spawn { [self] in
             if delay > 0 { try? await Task.sleep(for: .nanoseconds(Int64(delay))) }
             if state.withLock({ $0.machine.isShutDown }) {
                 // Shut down during the backoff: give the slot back without dialling the database.
@@ -232,7 +247,7 @@ public final class PostgresPool: PostgresQueryable, Sendable {
     }
 
     private func check(_ connection: PostgresConnection) {
-        Task {
+        background.spawn { [self] in
             _ = try? await connection.query(PostgresQuery("SELECT 1"), timeout: configuration.connectTimeout)
             release(connection)
         }

@@ -51,9 +51,16 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
         self.logger = logger
     }
 
+    /// Checks this class's threading rule (debug builds only): once the channel is known, every entry point runs
+    /// on its loop.
+    private func assertOnLoop(_ function: StaticString = #function) {
+        assert(channel?.loop.isInLoop ?? true, "ClientConnectionHandler.\(function) must run on the channel's loop")
+    }
+
     // MARK: - Calls
 
     func start(_ call: OutgoingCall, cancellation: CallCancellation?, completion: Completion) {
+        assertOnLoop()
         if let cancellation, cancellation.isCancelled.load(ordering: .acquiring) {
             completion.resume(returning: .failure(RPCError(.cancelled, "the calling task was cancelled")))
             return
@@ -77,6 +84,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
 
     /// Gives up on a call locally and tells the server with CANCEL.
     func cancel(streamID: UInt32, code: StatusCode) {
+        assertOnLoop()
         guard let call = pending.removeValue(forKey: streamID) else { return }
         let message =
             code == .deadlineExceeded ? "the call's deadline passed" : "the calling task was cancelled"
@@ -96,6 +104,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     }
 
     func ping(_ continuation: SignalCompletion) {
+        assertOnLoop()
         guard !closed else {
             continuation.resume(returning: .failure(.unavailable("the connection is closed")))
             return
@@ -109,6 +118,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
 
     /// Resumes once the server's HANDSHAKE arrived, or fails after `timeout` nanoseconds without one.
     func waitForHandshake(_ continuation: SignalCompletion, on loop: EventLoop, timeout: UInt64) {
+        assert(loop.isInLoop, "waitForHandshake must run on the connection's loop")
         if let handshakeResult {
             continuation.resume(returning: handshakeResult)
             return
@@ -124,6 +134,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     // MARK: - Channel events
 
     func channelActive(_ channel: Channel) {
+        assert(channel.loop.isInLoop, "channel events run on the channel's loop")
         self.channel = channel
         var handshake = RpcV1.Handshake()
         handshake.protocolVersion = Frame.protocolVersion
@@ -133,6 +144,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     }
 
     func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
+        assert(channel.loop.isInLoop, "channel events run on the channel's loop")
         guard !closed else { return }
         decoder.append(bytes)
         do {
@@ -147,6 +159,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     }
 
     func channelInactive(_ channel: Channel, error: TransportError?) {
+        assert(channel.loop.isInLoop, "channel events run on the channel's loop")
         closed = true
         isUsable.store(false, ordering: .releasing)
         let reason = error.map { "the connection failed: \($0)" } ?? "the connection closed"

@@ -3,28 +3,26 @@ import RaveTelemetry
 import RaveTransport
 import RaveWire
 
-/// The server side of one connection: handshake, stream table, deadlines, drain, idle timeout.
+/// The server side of one connection: carries out what its `ServerConnectionStateMachine` decides on the channel.
 ///
-/// All methods run on the channel's event loop. Request handlers run as Tasks elsewhere and come back with
-/// `loop.execute`; responses are appended to `output` and leave in one flush at the end of the iteration.
+/// The machine keeps the protocol's state (handshake, stream table, drain, deadlines, idle and stalled frames,
+/// the input budget share); this class decodes frames and envelopes, routes calls, starts handlers, keeps
+/// metrics and logs, and owns the channel, the timers and the output buffer.
+///
+/// All methods run on the channel's event loop (asserted). Request handlers run as Tasks elsewhere and come back
+/// with `loop.execute`; responses are appended to `output` and leave in one flush at the end of the iteration.
 final class ServerConnection: ChannelHandler, @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `channel.loop`; other threads reach it via loop.execute.
 
-    private enum State {
-        case open
-        case goingAway
-        case closed
-    }
+    typealias Machine = ServerConnectionStateMachine<InFlightCall>
 
-    /// One request being handled; `sequence` tells a late completion from a reused stream id.
-    private struct InFlightCall {
-        var sequence: UInt64
+    /// What the connection keeps for a call in flight (the machine keeps its stream id, sequence and deadline).
+    struct InFlightCall {
         var method: String
         /// `method` as metrics name it: from a closed set (see `RPCServerObserver`).
         var label: String
         var requestID: String
         var startedAt: UInt64
-        var deadline: UInt64
         var task: Task<Void, Never>?
         /// Cancels a call served by the router's loop fallback (which runs no Task).
         var cancelLoopCall: (() -> Void)?
@@ -40,13 +38,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private let registry: ConnectionRegistry
     private let logger: Logger
     private var decoder: FrameDecoder
-    private var state = State.open
-    /// Whether the client's HANDSHAKE arrived; until then no other frame is allowed.
-    private var handshakeReceived = false
-    private var calls: [UInt32: InFlightCall] = [:]
-    private var nextSequence: UInt64 = 0
-    private var highestStreamID: UInt32 = 0
-    private var peerMaxFrameSize = Frame.defaultMaxFrameSize
+    private var machine: Machine
+    private var timers: [TimerHandle?] = Array(repeating: nil, count: Machine.Timer.allCases.count)
     private var output: [UInt8] = []
     private var flushScheduled = false
     /// The metadata of a recent request and the caller read from it: a gateway sends a player's calls (a batch,
@@ -56,24 +49,10 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// The last caller-scopes value and its parsed set: the gateway's calls for many players mostly carry the same
     /// scopes, so splitting the text and building a set is done when it changes, not per call.
     private var lastScopes: (text: String, scopes: Set<String>)?
-    private var deadlines = ConnectionDeadlines()
-    private var lastActivity: UInt64 = 0
-    private var idleTimer: TimerHandle?
-    private var graceTimer: TimerHandle?
     /// Who the peer is, from its verified certificate; set once the channel is active.
     private var peer: PeerIdentity
-    /// Closes the connection when its HANDSHAKE frame has not arrived `handshakeTimeout` after activation.
-    private var handshakeTimer: TimerHandle?
-
-    // Input accounting (docs/PROTOCOL.md §11): this connection's share of the server's input budget, the size
-    // reserved for the large frame being received, and whether it may send frames over the early limit.
+    /// The server's input budget this connection takes its share of (docs/PROTOCOL.md §11).
     private let inputBudget: InputBudget
-    private var inputCharge = 0
-    private var largeFrameReservation = 0
-    /// True once the peer presented a client certificate or a call other than Health/Check was answered OK.
-    private var mayBufferLargeFrames = false
-    /// Watches a frame that has begun to arrive; see `RPCServerConfiguration.stalledFrameTimeout`.
-    private var stallTimer: TimerHandle?
 
     /// Metadata larger than this is decoded for every request rather than kept.
     private static let knownMetadataLimit = 4096
@@ -87,6 +66,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         self.decoder = FrameDecoder(
             maxFrameSize: configuration.maxFrameSize,
             admissionThreshold: min(configuration.earlyMaxFrameSize, configuration.maxFrameSize))
+        self.machine = Machine(settings: Machine.Settings(configuration))
         self.inputBudget = registry.inputBudget
         self.peer = PeerIdentity(address: channel.remoteAddress, certificateCommonName: nil)
     }
@@ -96,44 +76,31 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     // MARK: - Channel events
 
     func channelActive(_ channel: Channel) {
+        assert(channel.loop.isInLoop, "ServerConnection runs on its channel's loop")
         peer = PeerIdentity(
             address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName,
             role: PeerRole(certificate: channel.peerCertificate))
         router.observer.connectionCountChanged(to: registry.add(self))
         // The gateway and our services may send large frames at once; a certificate without such a role proves
         // nothing more than a connection without one.
-        mayBufferLargeFrames = peer.role == .gateway || peer.role?.serviceName != nil
-        let handshakeTimeout = configuration.handshakeTimeout
-        handshakeTimer = channel.loop.scheduleTimer(after: handshakeTimeout.nanoseconds) { [self] in
-            handshakeTimer = nil
-            guard state != .closed, !handshakeReceived else { return }
-            failConnection(
-                code: .deadlineExceeded, "no HANDSHAKE frame arrived within \(handshakeTimeout) of connecting")
-        }
-        var handshake = RpcV1.Handshake()
-        handshake.protocolVersion = Frame.protocolVersion
-        handshake.maxFrameSize = UInt32(clamping: configuration.maxFrameSize)
-        handshake.maxConcurrentStreams = UInt32(clamping: configuration.maxConcurrentStreams)
-        handshake.agent = configuration.agent
-        send(type: .handshake, streamID: 0, body: handshake.protobufBytes())
-        lastActivity = monotonicNanoseconds()
-        scheduleIdleCheck(at: lastActivity + configuration.idleTimeout.nanoseconds)
-        if router.isDraining { startDraining() }
+        let trusted = peer.role == .gateway || peer.role?.serviceName != nil
+        perform(machine.activated(now: monotonicNanoseconds(), trustedPeer: trusted, draining: router.isDraining))
     }
 
     func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
-        guard state != .closed else { return }
+        assert(channel.loop.isInLoop, "ServerConnection runs on its channel's loop")
+        guard !machine.isClosed else { return }
         decoder.append(bytes)
         do {
             try handleBufferedFrames()
         } catch {
             failConnection(code: error.code, error.message)
         }
-        settleInputCharge()
+        inputBudget.adjust(by: machine.settleInput(buffered: decoder.bufferedByteCount))
     }
 
     private func handleBufferedFrames() throws(RPCError) {
-        while state != .closed {
+        while !machine.isClosed {
             let decoded: FrameDecoder.Decoded
             do {
                 guard let next = try decoder.next(admitting: admitLargeFrame) else { return }
@@ -143,113 +110,48 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             }
             switch decoded {
             case .frame(let frame):
-                // Frames arrive one after another: the one that completes is the one the reservation was for.
-                largeFrameReservation = 0
+                machine.frameCompleted()
                 do { try frame.validate() } catch { throw .invalidArgument(error.message) }
                 try handle(frame)
             case .refused(let header):
-                try refuse(header)
+                let refusal = try machine.refusal(
+                    type: header.type, streamID: header.streamID, length: header.length,
+                    earlyLimit: decoder.admissionThreshold, budgetLimit: inputBudget.limit)
+                reject(streamID: header.streamID, method: "", refusal)
             }
         }
     }
 
     func channelReadComplete(_ channel: Channel) {
-        lastActivity = monotonicNanoseconds()
-        if stallTimer == nil && state != .closed && decoder.hasPartialFrame { scheduleStallCheck() }
+        if let action = machine.readCompleted(now: monotonicNanoseconds(), hasPartialFrame: decoder.hasPartialFrame) {
+            perform([action])
+        }
     }
 
     func channelWritabilityChanged(_ channel: Channel) {
         // While the server does not read (back pressure), an unfinished frame is not the client's fault.
-        if channel.isWritable { lastActivity = monotonicNanoseconds() }
-    }
-
-    // MARK: - Input budget
-
-    /// Whether the frame of `header`, longer than the early limit, may be buffered; reserves its size if so.
-    private func admitLargeFrame(_ header: FrameHeader) -> Bool {
-        guard mayBufferLargeFrames, handshakeReceived, header.type == .request else { return false }
-        let extra = max(0, header.wireSize - inputCharge)
-        guard inputBudget.reserve(extra) else { return false }
-        inputCharge += extra
-        largeFrameReservation = header.wireSize
-        return true
-    }
-
-    /// Answers a REQUEST the decoder skipped RESOURCE_EXHAUSTED + not processed; any other skipped frame is a
-    /// protocol error.
-    private func refuse(_ header: FrameHeader) throws(RPCError) {
-        let earlyLimit = decoder.admissionThreshold
-        guard header.type == .request, handshakeReceived else {
-            throw RPCError(
-                .resourceExhausted,
-                "a \(header.type) frame may be at most \(earlyLimit) bytes long, got \(header.length)")
-        }
-        guard header.streamID != 0, calls[header.streamID] == nil else {
-            throw .invalidArgument("stream id \(header.streamID) is zero or already in flight")
-        }
-        let message =
-            mayBufferLargeFrames
-            ? "the server is receiving too many large requests at once (\(inputBudget.limit) bytes); retry shortly"
-            : "requests over \(earlyLimit) bytes are accepted once a call on this connection has succeeded; "
-                + "this one has \(header.length)"
-        reject(
-            streamID: header.streamID, method: "", RPCError(.resourceExhausted, message, notProcessed: true))
-    }
-
-    /// Brings this connection's share of the input budget in line with what it holds now.
-    private func settleInputCharge() {
-        guard state != .closed else { return }
-        let holding = max(decoder.bufferedByteCount, largeFrameReservation)
-        inputBudget.adjust(by: holding - inputCharge)
-        inputCharge = holding
-    }
-
-    /// Gives the connection's whole share back (it closed).
-    private func releaseInput() {
-        inputBudget.adjust(by: -inputCharge)
-        inputCharge = 0
-        largeFrameReservation = 0
-    }
-
-    /// Closes the connection when an unfinished frame gets no byte for `stalledFrameTimeout`.
-    private func scheduleStallCheck() {
-        let timeout = configuration.stalledFrameTimeout
-        let deadline = lastActivity + timeout.nanoseconds
-        stallTimer = channel.loop.scheduleTimer(at: deadline) { [self] in
-            stallTimer = nil
-            guard state != .closed, decoder.hasPartialFrame else { return }
-            let now = monotonicNanoseconds()
-            if !channel.isWritable { lastActivity = now }
-            guard now >= lastActivity + timeout.nanoseconds else {
-                scheduleStallCheck()
-                return
-            }
-            failConnection(code: .deadlineExceeded, "a frame was left unfinished: no byte of it arrived for \(timeout)")
-        }
+        if channel.isWritable { machine.activity(now: monotonicNanoseconds()) }
     }
 
     func channelInactive(_ channel: Channel, error: TransportError?) {
-        state = .closed
-        deadlines.cancel(on: channel.loop)
-        for (_, call) in calls {
-            call.cancelWork()
-            // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
-            router.observer.callFinished(
-                method: call.label, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
-        }
-        calls.removeAll()
-        cancelTimers()
-        releaseInput()
+        perform(machine.channelInactive())
         router.observer.connectionCountChanged(to: registry.remove(self))
+    }
+
+    /// Whether the frame of `header`, longer than the early limit, may be buffered; reserves its size if so.
+    private func admitLargeFrame(_ header: FrameHeader) -> Bool {
+        guard let extra = machine.largeFrameReservation(type: header.type, wireSize: header.wireSize),
+            inputBudget.reserve(extra)
+        else { return false }
+        machine.largeFrameAdmitted(extra: extra, wireSize: header.wireSize)
+        return true
     }
 
     // MARK: - Frames
 
     private func handle(_ frame: Frame) throws(RPCError) {
-        if !handshakeReceived {
-            guard frame.type == .handshake else {
-                throw .invalidArgument("the first frame must be HANDSHAKE, got \(frame.type)")
-            }
+        switch try machine.frameReceived(type: frame.type) {
+        case .handshake:
             let handshake: RpcV1.Handshake
             do { handshake = try RpcV1.Handshake(protobufBytes: frame.body) } catch {
                 throw .invalidArgument("the handshake does not parse: \(error)")
@@ -259,44 +161,28 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                     .failedPrecondition,
                     "protocol version \(handshake.protocolVersion) is not supported; this server speaks 1")
             }
-            if handshake.maxFrameSize >= UInt32(Frame.headerSize) {
-                peerMaxFrameSize = Int(handshake.maxFrameSize)
-            }
-            handshakeReceived = true
-            if let handshakeTimer { channel.loop.cancelTimer(handshakeTimer) }
-            handshakeTimer = nil
-            return
-        }
-        switch frame.type {
+            perform(machine.handshakeReceived(maxFrameSize: handshake.maxFrameSize))
         case .request:
             try receiveRequest(streamID: frame.streamID, body: frame.body)
         case .cancel:
-            cancelCall(streamID: frame.streamID, code: .cancelled, message: "the client cancelled the call")
-        case .ping:
-            send(type: .pong, streamID: 0, body: frame.body)
+            perform(machine.cancelReceived(streamID: frame.streamID))
         case .pong:
-            break
+            send(type: .pong, streamID: 0, body: frame.body)
         case .goAway:
             do { _ = try RpcV1.GoAway(protobufBytes: frame.body) } catch {
                 throw .invalidArgument("the GOAWAY body does not parse: \(error)")
             }
-            // The client leaves: answer what is in flight, then close.
-            state = .goingAway
-            closeIfDrained()
-        case .error:
+            perform(machine.goAwayReceived())
+        case .peerError:
             logger.warning("peer reported a protocol error", [("body_bytes", String(frame.body.count))])
-            closeConnection()
-        case .handshake:
-            throw .invalidArgument("a second HANDSHAKE frame")
-        case .response:
-            throw .invalidArgument("a client must not send RESPONSE frames")
+            perform(machine.closeRequested())
+        case .ignore:
+            break
         }
     }
 
     private func receiveRequest(streamID: UInt32, body: [UInt8]) throws(RPCError) {
-        guard calls[streamID] == nil else {
-            throw .invalidArgument("stream id \(streamID) is already in flight")
-        }
+        try machine.requestArrived(streamID: streamID)
         let request: EnvelopeCodec.Request
         let caller: Caller?
         switch EnvelopeCodec.decodeRequest(body, known: knownMetadata) {
@@ -328,19 +214,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 RPCError(.invalidArgument, "the request envelope does not parse: \(error.message)"))
             return
         }
-        if state == .goingAway {
-            reject(
-                streamID: streamID, method: request.method,
-                .unavailable("the server is draining; retry on another connection", notProcessed: true))
-            return
-        }
-        guard calls.count < configuration.maxConcurrentStreams else {
-            reject(
-                streamID: streamID, method: request.method,
-                RPCError(
-                    .resourceExhausted,
-                    "at most \(configuration.maxConcurrentStreams) calls may be in flight on one connection",
-                    notProcessed: true))
+        if let refusal = machine.admission() {
+            reject(streamID: streamID, method: request.method, refusal)
             return
         }
         let served = router.methods[request.method]
@@ -357,7 +232,6 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 AccessPolicy.refusal(method: request.method, role: peer.role, rule: rule))
             return
         }
-        highestStreamID = max(highestStreamID, streamID)
         // The built-in Health check always runs as written; every other method may be served on the loop.
         start(
             streamID: streamID, request: request, caller: caller, handler: handler,
@@ -371,20 +245,13 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let label = self.label(of: request.method)
         router.observer.callStarted(method: label)
         let now = monotonicNanoseconds()
-        let timeout =
-            request.timeoutMs == 0
-            ? configuration.defaultTimeout.nanoseconds
-            : min(UInt64(request.timeoutMs) * 1_000_000, configuration.maxTimeout.nanoseconds)
-        let deadline = now + timeout
-        nextSequence += 1
-        let sequence = nextSequence
+        let deadline = machine.deadline(now: now, timeoutMilliseconds: request.timeoutMs)
         let requestID = router.nextRequestID()
-        calls[streamID] = InFlightCall(
-            sequence: sequence, method: request.method, label: label, requestID: requestID, startedAt: now,
-            deadline: deadline, task: nil)
-        if deadlines.needsArming(for: deadline) {
-            deadlines.arm(at: deadline, on: channel.loop) { [self] in expireCalls() }
-        }
+        let started = machine.callStarted(
+            streamID: streamID, deadline: deadline,
+            call: InFlightCall(method: request.method, label: label, requestID: requestID, startedAt: now))
+        let sequence = started.sequence
+        if started.armDeadlineTimer { arm(.deadline, at: deadline) }
 
         let context = RequestContext(
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
@@ -403,7 +270,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             }
             if let cancel = loopHandler(payload, context, loop, finish) {
                 // The completion may already have run; then the call is gone and this does nothing.
-                calls[streamID]?.cancelLoopCall = cancel
+                machine.updateCall(on: streamID, sequence: sequence) { $0.cancelLoopCall = cancel }
                 return
             }
         }
@@ -420,16 +287,19 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 loop.execute { self.finishCall(streamID: streamID, sequence: sequence, response: response) }
             }
         }
+        // A handler's task is owned by the stream table: a cancel, the deadline, the drain grace period or the
+        // connection closing cancels it, and `RPCServer.drain()` returns only once every connection has closed.
         guard configuration.runsHandlersOnEventLoop else {
-            calls[streamID]?.task = Task(operation: operation)
+            let task = Task(operation: operation)
+            machine.updateCall(on: streamID, sequence: sequence) { $0.task = task }
             return
         }
         // The handler starts right here on the loop thread and, if it suspends, resumes on the loop: no wake-up
         // of another thread to start the call or to hand the response back, and no trip through the loop's job
         // queue. A handler that never suspends has answered before this returns, and its call is gone then.
-        // (Made before the assignment: the handler may already change `calls`.)
+        // (Made before the assignment: the handler may already have finished the call.)
         let task = Task.immediateDetached(executorPreference: loop, operation: operation)
-        calls[streamID]?.task = task
+        machine.updateCall(on: streamID, sequence: sequence) { $0.task = task }
     }
 
     private static func success(_ payload: [UInt8]) -> RpcV1.Response {
@@ -472,32 +342,13 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     // MARK: - Completion
 
     private func finishCall(streamID: UInt32, sequence: UInt64, response: RpcV1.Response) {
-        guard let call = calls[streamID], call.sequence == sequence else { return }
-        calls[streamID] = nil
-        complete(streamID: streamID, call: call, response: response)
+        guard let call = machine.callFinished(streamID: streamID, sequence: sequence) else { return }
+        answer(streamID: streamID, call: call, response: response)
+        perform(machine.closeIfDrained())
     }
 
-    /// Answers DEADLINE_EXCEEDED for the calls whose deadline passed, then arms the connection's timer for the
-    /// earliest deadline left.
-    private func expireCalls() {
-        deadlines.fired()
-        for streamID in ConnectionDeadlines.due(in: calls, deadline: \.deadline) {
-            cancelCall(
-                streamID: streamID, code: .deadlineExceeded, message: "the deadline passed before the call finished")
-        }
-        guard state != .closed else { return }
-        deadlines.arm(forEarliestOf: calls.values.lazy.map(\.deadline), on: channel.loop) { [self] in expireCalls() }
-    }
-
-    private func cancelCall(streamID: UInt32, code: StatusCode, message: String) {
-        guard let call = calls.removeValue(forKey: streamID) else { return }
-        call.cancelWork()
-        complete(
-            streamID: streamID, call: call,
-            response: RpcV1.Response(code: code, message: message, details: [], notProcessed: false, payload: []))
-    }
-
-    private func complete(streamID: UInt32, call: InFlightCall, response: RpcV1.Response) {
+    /// Records the call's end in metrics and the log, and sends its response while the connection is open.
+    private func answer(streamID: UInt32, call: InFlightCall, response: RpcV1.Response) {
         let elapsed = monotonicNanoseconds() &- call.startedAt
         router.observer.callFinished(method: call.label, code: response.code, nanoseconds: elapsed)
         logger.log(
@@ -506,12 +357,10 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 ("method", MethodNames.printable(call.method)), ("status", "\(response.code)"),
                 ("latency_us", String(elapsed / 1000)), ("request_id", call.requestID),
             ])
-        if response.code == .ok && !mayBufferLargeFrames && call.method != HealthCheck.methodName {
-            mayBufferLargeFrames = true
-        }
-        guard state != .closed else { return }
+        machine.callAnswered(method: call.method, code: response.code)
+        // Only calls still in flight are answered: a closed connection has none (its `.close` comes after the
+        // answers the machine decided on, and writes them).
         sendResponse(streamID: streamID, response)
-        closeIfDrained()
     }
 
     private func reject(streamID: UInt32, method: String, _ error: RPCError) {
@@ -539,7 +388,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let size = EnvelopeCodec.responseBodySize(
             code: response.code, message: response.message, details: response.details,
             notProcessed: response.notProcessed, payload: response.payload)
-        if Frame.headerSize + size > peerMaxFrameSize {
+        if Frame.headerSize + size > machine.peerMaxFrameSize {
             EnvelopeCodec.appendResponse(
                 streamID: streamID, code: .resourceExhausted,
                 message: "the response (\(size) bytes) exceeds the client's maximum frame size", details: [],
@@ -566,93 +415,122 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     private func flushOutput() {
         flushScheduled = false
-        guard !output.isEmpty, state != .closed else { return }
+        guard !output.isEmpty, !machine.isClosed else { return }
         channel.write(output)
         output.removeAll(keepingCapacity: true)
         channel.flush()
     }
 
-    // MARK: - Drain, idle, errors
+    // MARK: - Actions
+
+    /// Carries out what the machine decided, in order.
+    private func perform(_ actions: [Machine.Action]) {
+        for action in actions {
+            switch action {
+            case .sendHandshake:
+                var handshake = RpcV1.Handshake()
+                handshake.protocolVersion = Frame.protocolVersion
+                handshake.maxFrameSize = UInt32(clamping: configuration.maxFrameSize)
+                handshake.maxConcurrentStreams = UInt32(clamping: configuration.maxConcurrentStreams)
+                handshake.agent = configuration.agent
+                send(type: .handshake, streamID: 0, body: handshake.protobufBytes())
+            case .sendGoAway(let lastStreamID):
+                var goAway = RpcV1.GoAway()
+                goAway.lastStreamId = lastStreamID
+                goAway.reason = "server draining"
+                send(type: .goAway, streamID: 0, body: goAway.protobufBytes())
+            case .answer(let streamID, let call, let code, let message):
+                call.cancelWork()
+                answer(
+                    streamID: streamID, call: call,
+                    response: RpcV1.Response(
+                        code: code, message: message, details: [], notProcessed: false, payload: []))
+            case .abandon(let call):
+                call.cancelWork()
+                // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
+                router.observer.callFinished(
+                    method: call.label, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
+            case .armTimer(let timer, let deadline):
+                arm(timer, at: deadline)
+            case .cancelTimer(let timer):
+                if let handle = timers[timer.rawValue] { channel.loop.cancelTimer(handle) }
+                timers[timer.rawValue] = nil
+            case .failConnection(let code, let message):
+                failConnection(code: code, message)
+            case .releaseInput(let bytes):
+                inputBudget.adjust(by: -bytes)
+            case .close:
+                if !output.isEmpty {
+                    channel.write(output)
+                    output.removeAll()
+                }
+                channel.close()
+            }
+        }
+    }
+
+    /// Arms `timer` for `deadline`, replacing the one armed before; its firing goes back to the machine.
+    private func arm(_ timer: Machine.Timer, at deadline: UInt64) {
+        if let handle = timers[timer.rawValue] { channel.loop.cancelTimer(handle) }
+        timers[timer.rawValue] = channel.loop.scheduleTimer(at: deadline) { [self] in
+            timers[timer.rawValue] = nil
+            timerFired(timer)
+        }
+    }
+
+    private func timerFired(_ timer: Machine.Timer) {
+        let now = monotonicNanoseconds()
+        switch timer {
+        case .handshake:
+            perform(machine.handshakeTimerFired())
+        case .idle:
+            let wasOpen = machine.phase == .open
+            let actions = machine.idleTimerFired(now: now)
+            if wasOpen && machine.phase != .open { logger.debug("closing idle connection") }
+            perform(actions)
+        case .grace:
+            if machine.callCount > 0 {
+                logger.warning(
+                    "drain grace period over; answering the calls still running UNAVAILABLE",
+                    [("calls", String(machine.callCount))])
+            }
+            perform(machine.graceTimerFired())
+        case .stall:
+            perform(
+                machine.stallTimerFired(
+                    now: now, hasPartialFrame: decoder.hasPartialFrame, isWritable: channel.isWritable))
+        case .deadline:
+            perform(machine.deadlineTimerFired(now: now))
+        }
+    }
+
+    // MARK: - Drain and errors
 
     /// Sends GOAWAY; in-flight calls finish, later requests are refused, the connection closes when idle.
     func startDraining() {
-        guard state == .open else { return }
-        state = .goingAway
-        var goAway = RpcV1.GoAway()
-        goAway.lastStreamId = highestStreamID
-        goAway.reason = "server draining"
-        send(type: .goAway, streamID: 0, body: goAway.protobufBytes())
-        graceTimer = channel.loop.scheduleTimer(after: configuration.drainGracePeriod.nanoseconds) { [self] in
-            graceTimer = nil
-            logger.warning(
-                "drain grace period over; answering the calls still running UNAVAILABLE",
-                [("calls", String(calls.count))])
-            // Each call still running gets an answer (it may have had an effect, so not "not processed"); the
-            // last answer closes the connection.
-            for streamID in Array(calls.keys) {
-                cancelCall(
-                    streamID: streamID, code: .unavailable,
-                    message: "the server shut down before the call finished (drain grace period over)")
-            }
-            closeConnection()
-        }
-        closeIfDrained()
-    }
-
-    private func closeIfDrained() {
-        if state == .goingAway && calls.isEmpty { closeConnection() }
-    }
-
-    private func scheduleIdleCheck(at deadline: UInt64) {
-        idleTimer = channel.loop.scheduleTimer(at: deadline) { [self] in
-            guard state != .closed else { return }
-            let idleUntil = lastActivity + configuration.idleTimeout.nanoseconds
-            if calls.isEmpty && monotonicNanoseconds() >= idleUntil {
-                logger.debug("closing idle connection")
-                startDraining()
-            } else {
-                scheduleIdleCheck(
-                    at: max(idleUntil, monotonicNanoseconds() + configuration.idleTimeout.nanoseconds / 4))
-            }
-        }
+        assert(channel.loop.isInLoop, "ServerConnection runs on its channel's loop")
+        perform(machine.drainRequested(now: monotonicNanoseconds()))
     }
 
     private func failConnection(code: StatusCode, _ message: String) {
+        guard !machine.isClosed else { return }
         logger.warning("protocol error; closing the connection", [("error", message)])
         var error = RpcV1.ProtocolError()
         error.code = code
         error.message = message
         send(type: .error, streamID: 0, body: error.protobufBytes())
-        closeConnection()
+        perform(machine.closeRequested())
     }
+}
 
-    private func closeConnection() {
-        guard state != .closed else { return }
-        if !output.isEmpty {
-            channel.write(output)
-            output.removeAll()
-        }
-        state = .closed
-        deadlines.cancel(on: channel.loop)
-        for (_, call) in calls {
-            call.cancelWork()
-            // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
-            router.observer.callFinished(
-                method: call.label, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
-        }
-        calls.removeAll()
-        cancelTimers()
-        releaseInput()
-        channel.close()
-    }
-
-    private func cancelTimers() {
-        for timer in [idleTimer, graceTimer, handshakeTimer, stallTimer] {
-            if let timer { channel.loop.cancelTimer(timer) }
-        }
-        idleTimer = nil
-        graceTimer = nil
-        handshakeTimer = nil
-        stallTimer = nil
+extension ServerConnectionStateMachine.Settings {
+    init(_ configuration: RPCServerConfiguration) {
+        self.init(
+            maxConcurrentStreams: configuration.maxConcurrentStreams,
+            idleTimeout: configuration.idleTimeout.nanoseconds,
+            handshakeTimeout: configuration.handshakeTimeout.nanoseconds,
+            drainGracePeriod: configuration.drainGracePeriod.nanoseconds,
+            stalledFrameTimeout: configuration.stalledFrameTimeout.nanoseconds,
+            defaultTimeout: configuration.defaultTimeout.nanoseconds, maxTimeout: configuration.maxTimeout.nanoseconds)
     }
 }

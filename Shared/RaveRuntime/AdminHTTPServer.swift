@@ -181,6 +181,7 @@ final class AdminHTTPConnection: ChannelHandler, @unchecked Sendable {
             send(response, for: request, to: channel)
         case .deferred(let produce):
             answering = true
+            // Bounded: a deferred answer is the readiness report, whose checks each give up after their timeout.
             Task.detached {
                 let response = await produce()
                 channel.loop.execute { [self] in

@@ -29,16 +29,26 @@ public enum RaveServiceMain {
         name: String, migrations: MigrationSource = .none,
         services makeServices: @escaping @Sendable (ServiceContext) async throws -> [any RPCService]
     ) async -> Never {
+        await run(name: name, options: RuntimeOptions(migrations: migrations)) { context in
+            RPCServing(services: try await makeServices(context))
+        }
+    }
+
+    /// The `main` of any process, the gateway included: `options` and `makeServing` as in `ServiceRuntime.start`.
+    public static func run(
+        name: String, options: RuntimeOptions,
+        serving makeServing: @escaping @Sendable (ServiceContext) async throws -> RPCServing
+    ) async -> Never {
         // First, before anything starts a thread: every thread must block the signals the watcher waits for.
         SignalWatcher.blockSignals()
         let environment = ProcessInfo.processInfo.environment
-        if CommandLine.arguments.dropFirst().first == "migrate" {
-            await migrateAndExit(name: name, environment: environment, migrations: migrations)
+        if options.usesDatabase && CommandLine.arguments.dropFirst().first == "migrate" {
+            await migrateAndExit(name: name, environment: environment, migrations: options.migrations)
         }
         let runtime: ServiceRuntime
         do {
             runtime = try await ServiceRuntime.start(
-                name: name, environment: environment, migrations: migrations, services: makeServices)
+                name: name, environment: environment, options: options, serving: makeServing)
         } catch let error as RuntimeError where error.kind == .invalidConfiguration {
             Logger(label: name).critical("configuration error: \(error.message)")
             exit(configurationErrorStatus)
@@ -47,8 +57,13 @@ public enum RaveServiceMain {
             exit(1)
         }
         let logger = runtime.logger
+        let limit = runtime.shutdownLimit
+        let watchdog = ShutdownWatchdog(limit: limit) {
+            logger.critical("shutdown did not finish within \(limit); exiting")
+            exit(1)
+        }
         do {
-            try SignalWatcher.start { signal in handle(signal, runtime: runtime) }
+            try SignalWatcher.start { signal in handle(signal, runtime: runtime, watchdog: watchdog) }
             try await runtime.run()
             logger.notice("stopped cleanly")
             exit(0)
@@ -58,7 +73,7 @@ public enum RaveServiceMain {
         }
     }
 
-    private static func handle(_ signal: ProcessSignal, runtime: ServiceRuntime) {
+    private static func handle(_ signal: ProcessSignal, runtime: ServiceRuntime, watchdog: ShutdownWatchdog) {
         let logger = runtime.logger
         switch signal {
         case .terminate, .interrupt:
@@ -67,8 +82,7 @@ public enum RaveServiceMain {
                 exit(1)
             }
             logger.notice("received \(signal.name); shutting down")
-            runtime.triggerShutdown()
-            startWatchdog(after: runtime.configuration.shutdownGracePeriod * 2 + .seconds(10), logger: logger)
+            runtime.triggerShutdown(watchdog: watchdog)
         case .hangup:
             do {
                 try runtime.reloadCertificates()
@@ -96,17 +110,5 @@ public enum RaveServiceMain {
             Logger(label: name).critical("migration failed", [("error", "\(error)")])
             exit(1)
         }
-    }
-
-    /// Ends the process if shutdown hangs: a stuck service must not keep a terminated process alive forever.
-    private static func startWatchdog(after limit: Duration, logger: Logger) {
-        let thread = Thread {
-            let (seconds, attoseconds) = limit.components
-            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) * 1e-18)
-            logger.critical("shutdown did not finish within \(limit); exiting")
-            exit(1)
-        }
-        thread.name = "rave-shutdown-watchdog"
-        thread.start()
     }
 }

@@ -48,6 +48,8 @@ public final class DatabaseService: Service {
     public func run() async throws {
         await stopped.wait()
         pool.shutdown()
+        // The pool's own attempts and checks end before the runtime stops the event loops they use.
+        await pool.waitForBackgroundWork()
     }
 
     public func shutdown() async {

@@ -23,7 +23,19 @@ public final class ServiceRuntime: Sendable {
     /// begins at once, `run()` then waits for shutdown.
     public static func start(
         name: String, environment: [String: String], migrations: MigrationSource = .none,
-        services makeServices: @Sendable (ServiceContext) async throws -> [any RPCService]
+        services makeServices: @escaping @Sendable (ServiceContext) async throws -> [any RPCService]
+    ) async throws -> ServiceRuntime {
+        try await start(name: name, environment: environment, options: RuntimeOptions(migrations: migrations)) {
+            context in RPCServing(services: try await makeServices(context))
+        }
+    }
+
+    /// Starts any process of the project, the gateway included: `options` say whether it has a database and how
+    /// its TLS server asks for client certificates, and `makeServing` says what its RPC server serves and whom
+    /// it admits.
+    public static func start(
+        name: String, environment: [String: String], options: RuntimeOptions,
+        serving makeServing: @Sendable (ServiceContext) async throws -> RPCServing
     ) async throws -> ServiceRuntime {
         let configuration = try ServiceConfiguration(
             serviceName: name, environment: environment, coreCount: System.coreCount)
@@ -33,8 +45,8 @@ public final class ServiceRuntime: Sendable {
         let group = try EventLoopGroup(loopCount: configuration.eventLoopCount)
         do {
             return try await ServiceRuntime(
-                configuration: configuration, environment: environment, migrations: migrations, logger: logger,
-                group: group, makeServices: makeServices)
+                configuration: configuration, environment: environment, options: options, logger: logger,
+                group: group, makeServing: makeServing)
         } catch {
             group.shutdown()
             throw error
@@ -42,8 +54,8 @@ public final class ServiceRuntime: Sendable {
     }
 
     private init(
-        configuration: ServiceConfiguration, environment: [String: String], migrations: MigrationSource,
-        logger: Logger, group: EventLoopGroup, makeServices: @Sendable (ServiceContext) async throws -> [any RPCService]
+        configuration: ServiceConfiguration, environment: [String: String], options: RuntimeOptions,
+        logger: Logger, group: EventLoopGroup, makeServing: @Sendable (ServiceContext) async throws -> RPCServing
     ) async throws {
         self.configuration = configuration
         self.logger = logger
@@ -57,7 +69,7 @@ public final class ServiceRuntime: Sendable {
         self.admin = admin
 
         var database: PostgresPool?
-        if let url = configuration.databaseURL {
+        if options.usesDatabase, let url = configuration.databaseURL {
             var poolConfiguration = PostgresPool.Configuration(connectionString: url)
             poolConfiguration.size = configuration.databasePoolSize
             let pool = try PostgresPool(
@@ -68,7 +80,7 @@ public final class ServiceRuntime: Sendable {
             let migrated = Flag()
             readiness.add("migrations") { migrated.isSet ? nil : "not applied yet" }
             do {
-                try await Self.migrate(pool, migrations, environment: environment, logger: logger)
+                try await Self.migrate(pool, options.migrations, environment: environment, logger: logger)
             } catch {
                 pool.shutdown()
                 admin.closeNow()
@@ -82,18 +94,20 @@ public final class ServiceRuntime: Sendable {
             readiness: readiness, database: database)
         self.context = context
         do {
-            let tls = try TLSContext(
-                .server(
-                    certificateChainPath: configuration.tlsCertificatePath,
-                    privateKeyPath: configuration.tlsPrivateKeyPath,
-                    trustRootsPath: configuration.tlsCertificateAuthorityPath,
-                    requireClientCertificate: configuration.requireClientCertificate))
-            let handlers = try await makeServices(context)
+            var tlsConfiguration = TLSConfiguration.server(
+                certificateChainPath: configuration.tlsCertificatePath,
+                privateKeyPath: configuration.tlsPrivateKeyPath,
+                trustRootsPath: configuration.tlsCertificateAuthorityPath,
+                requireClientCertificate: configuration.requireClientCertificate)
+            if options.requestClientCertificate { tlsConfiguration.requestClientCertificate = true }
+            let tls = try TLSContext(tlsConfiguration)
+            let serving = try await makeServing(context)
             let server = RPCServer(
-                configuration: configuration.rpcServerConfiguration,
-                services: handlers, access: TrustModel.backend, tls: tls, group: group,
+                configuration: serving.configuration ?? configuration.rpcServerConfiguration,
+                services: serving.services, access: serving.access, tls: tls, group: group,
                 logger: logger.with("component", "rpc"),
-                observer: RPCMetrics(registry: metrics))
+                observer: RPCMetrics(registry: metrics), fallback: serving.fallback,
+                loopFallback: serving.loopFallback)
             metrics.registerGauges(for: server)
             let rpc = RPCServerService(server: server)
             try rpc.bind()
@@ -140,6 +154,19 @@ public final class ServiceRuntime: Sendable {
     public func triggerShutdown() {
         serviceGroup.triggerShutdown()
     }
+
+    /// Begins a graceful shutdown and arms `watchdog`, which ends the process if the shutdown hangs.
+    ///
+    /// A stuck part must not keep a terminated process alive forever. The watchdog is armed once, however often
+    /// this is called.
+    public func triggerShutdown(watchdog: ShutdownWatchdog) {
+        serviceGroup.triggerShutdown()
+        watchdog.arm()
+    }
+
+    /// How long a shutdown may take before the watchdog of `RaveServiceMain` ends the process: twice the grace
+    /// period (each stage may use it) and ten seconds more.
+    public var shutdownLimit: Duration { configuration.shutdownGracePeriod * 2 + .seconds(10) }
 
     /// Re-reads the TLS files (what SIGHUP does); new connections use them, established ones keep theirs.
     public func reloadCertificates() throws(TransportError) {

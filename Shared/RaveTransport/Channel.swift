@@ -250,6 +250,7 @@ public final class Channel: @unchecked Sendable {
 
 extension Channel: IOHandler {
     public func handleEvents(_ events: IOEvents) {
+        assert(loop.isInLoop, "handleEvents must run on the channel's loop")
         switch state {
         case .closed:
             return

@@ -5,6 +5,7 @@ import RavePostgres
 import RaveRPC
 import RaveRuntime
 import RaveServices
+import RaveTestSupport
 import RaveTransport
 import Testing
 
@@ -15,32 +16,20 @@ struct RuntimeTests {
     @Test("gift types, a send, its event at the sink, accept, install links and provider links through the runtime")
     func giftsOverMutualTLS() async throws {
         let database = try await TestDatabase.create()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-gifts-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["gifts", "identity", "gateway"])
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try ServiceUnderTest.makeCertificates(for: "gifts", peers: ["identity", "gateway"])
         let peers = try PeerHarness(certificates: directory)
-        let environment = [
-            "RAVE_CERT_DIR": directory, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
-            "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "warning", "RAVE_SHUTDOWN_GRACE": "2s",
-            "RAVE_DATABASE_URL": database.url, "RAVE_DB_POOL_SIZE": "4",
-            "RAVE_GIFTS_IDENTITY_ADDRESS": "127.0.0.1:\(peers.port)",
-            "RAVE_GIFTS_SOCIAL_ADDRESS": "127.0.0.1:\(peers.port)",
-            "RAVE_EVENT_SINKS": "push=127.0.0.1:\(peers.port)",
-        ]
-        let runtime = try await ServiceRuntime.start(
-            name: "gifts", environment: environment, migrations: .directory(GiftsMain.migrationsDirectory)
+        let service = try await ServiceUnderTest.start(
+            "gifts", certificates: directory, databaseURL: database.url,
+            migrations: .directory(GiftsMain.migrationsDirectory),
+            environment: [
+                "RAVE_GIFTS_IDENTITY_ADDRESS": "127.0.0.1:\(peers.port)",
+                "RAVE_GIFTS_SOCIAL_ADDRESS": "127.0.0.1:\(peers.port)",
+                "RAVE_EVENT_SINKS": "push=127.0.0.1:\(peers.port)",
+            ]
         ) { context in
             try await GiftsMain.services(context: context)
         }
-        let running = Task { try await runtime.run() }
-        let clientGroup = try EventLoopGroup(loopCount: 1)
-        let connection = RPCClient(
-            host: "127.0.0.1", port: runtime.rpcPort,
-            tls: try TLSContext(
-                .client(
-                    trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/gateway.pem",
-                    privateKeyPath: "\(directory)/gateway-key.pem")),
-            group: clientGroup)
+        let connection = try service.client(as: "gateway")
         let app = RaveID.random().hex
         func options(user: String = "", scopes: String = "player") -> CallOptions {
             CallOptions(
@@ -87,13 +76,7 @@ struct RuntimeTests {
             #expect(fetched.giftTypeKey == "life")
 
             // Identity's publisher delivers a provider link to gifts' sink over mTLS (the identity certificate).
-            let identityConnection = RPCClient(
-                host: "127.0.0.1", port: runtime.rpcPort,
-                tls: try TLSContext(
-                    .client(
-                        trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/identity.pem",
-                        privateKeyPath: "\(directory)/identity-key.pem")),
-                group: clientGroup)
+            let identityConnection = try service.client(as: "identity")
             let newcomer = peers.identity.addUser()
             let linked = IdentityV1.ProviderLinkedEvent(
                 userId: newcomer.hex, appId: app, provider: .google, subject: "g-1", linkedAtUnixMs: 1)
@@ -123,9 +106,7 @@ struct RuntimeTests {
             Issue.record("call failed: \(error)")
         }
         connection.close()
-        runtime.triggerShutdown()
-        try await running.value
-        clientGroup.shutdown()
+        try await service.stop()
         await peers.shutdown()
         try await database.drop()
     }

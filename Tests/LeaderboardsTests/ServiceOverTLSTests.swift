@@ -4,6 +4,7 @@ import RavePostgres
 import RaveRPC
 import RaveRuntime
 import RaveServices
+import RaveTestSupport
 import RaveTransport
 import Testing
 
@@ -14,31 +15,20 @@ struct ServiceOverTLSTests {
     @Test("a player submits and reads ranks through the real runtime")
     func submitAndReadOverMutualTLS() async throws {
         let database = try await TestDatabase.create()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rave-lb-\(UUID())").path
-        try DevelopmentCertificates.write(to: directory, services: ["leaderboards", "gateway", "social"])
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try ServiceUnderTest.makeCertificates(for: "leaderboards", peers: ["gateway", "social"])
         // Social and identity stand in on one port; the service reaches them with its production wiring.
         let peers = try PeerHarness(certificates: directory)
-        let environment = [
-            "RAVE_CERT_DIR": directory, "RAVE_LISTEN": "127.0.0.1:0", "RAVE_ADMIN_LISTEN": "127.0.0.1:0",
-            "RAVE_EVENT_LOOPS": "1", "RAVE_LOG_LEVEL": "warning", "RAVE_SHUTDOWN_GRACE": "2s",
-            "RAVE_DATABASE_URL": database.url,
-            "RAVE_LEADERBOARDS_SOCIAL_ADDRESS": "127.0.0.1:\(peers.port)",
-            "RAVE_LEADERBOARDS_IDENTITY_ADDRESS": "127.0.0.1:\(peers.port)",
-        ]
-        let runtime = try await ServiceRuntime.start(
-            name: "leaderboards", environment: environment,
-            migrations: .directory(LeaderboardsMain.migrationsDirectory)
+        let service = try await ServiceUnderTest.start(
+            "leaderboards", certificates: directory, databaseURL: database.url,
+            migrations: .directory(LeaderboardsMain.migrationsDirectory),
+            environment: [
+                "RAVE_LEADERBOARDS_SOCIAL_ADDRESS": "127.0.0.1:\(peers.port)",
+                "RAVE_LEADERBOARDS_IDENTITY_ADDRESS": "127.0.0.1:\(peers.port)",
+            ]
         ) { context in
             try await LeaderboardsMain.services(context: context)
         }
-        let running = Task { try await runtime.run() }
-        let clientGroup = try EventLoopGroup(loopCount: 1)
-        let tls = try TLSContext(
-            .client(
-                trustRootsPath: "\(directory)/ca.pem", certificateChainPath: "\(directory)/gateway.pem",
-                privateKeyPath: "\(directory)/gateway-key.pem"))
-        let connection = RPCClient(host: "127.0.0.1", port: runtime.rpcPort, tls: tls, group: clientGroup)
+        let connection = try service.client(as: "gateway")
         let app = uniqueApp()
         let player = RaveID.random()
         peers.identity.setName("Player One", of: player)
@@ -81,9 +71,7 @@ struct ServiceOverTLSTests {
             Issue.record("call failed: \(error)")
         }
         connection.close()
-        runtime.triggerShutdown()
-        try await running.value
-        clientGroup.shutdown()
+        try await service.stop()
         await peers.shutdown()
         try await database.drop()
     }

@@ -190,3 +190,20 @@ actor Rendezvous {
         await withCheckedContinuation { waiting.append($0) }
     }
 }
+
+/// The pool's own tasks (connection attempts, health checks) have an owner: shutdown stops them, and the pool's
+/// owner can wait for them before the event loops they use stop.
+@Suite struct PostgresPoolOwnershipTests {
+    @Test(.timeLimit(.minutes(1))) func shutdownEndsAConnectionAttemptWaitingOutItsBackoff() async throws {
+        var configuration = PostgresPool.Configuration(connectionString: "postgresql://rave@127.0.0.1:1/none")
+        configuration.size = 1
+        configuration.acquireTimeout = .milliseconds(200)
+        configuration.connectTimeout = .seconds(2)
+        let pool = try PostgresPool(configuration: configuration)
+        // Nothing listens on port 1: the first attempt fails, and the pool keeps trying with a pause between.
+        _ = try? await pool.query(PostgresQuery("SELECT 1"))
+        pool.shutdown()
+        await pool.waitForBackgroundWork()
+        #expect(pool.backgroundTaskCount == 0)
+    }
+}

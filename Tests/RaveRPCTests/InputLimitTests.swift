@@ -1,5 +1,6 @@
 import RaveRPC
 import RaveServices
+import RaveTransport
 import RaveWire
 import Testing
 

@@ -96,3 +96,19 @@ struct WalletRuntimeTests {
         }
     }
 }
+
+@Suite struct WalletConfigurationTests {
+    @Test func lanesDefaultToFour() throws {
+        #expect(try WalletConfiguration(environment: [:]).laneCount == 4)
+    }
+
+    @Test(arguments: ["abc", "0", "65", ""])
+    func lanesOutOfRangeStopStartUpNamingTheVariable(value: String) {
+        #expect {
+            _ = try WalletConfiguration(environment: ["RAVE_WALLET_LANES": value])
+        } throws: { error in
+            guard let error = error as? RuntimeError else { return false }
+            return error.kind == .invalidConfiguration && error.message.contains("RAVE_WALLET_LANES")
+        }
+    }
+}

@@ -2,176 +2,145 @@ import RaveRPC
 import RaveRuntime
 import RaveTelemetry
 import RaveTransport
+import Synchronization
 
-/// The gateway process, assembled: event loops, the client-facing TLS server (client certificates requested,
-/// not required), mTLS connections to every service, identity's signing keys, the admin HTTP server, and the
-/// service group that runs and stops them.
+/// The gateway's own parts, assembled inside the runtime every process shares (`ServiceRuntime`): mTLS
+/// connections to every service, identity's signing keys and revocation feed, the call pipeline, and what its
+/// RPC server serves.
 ///
-/// Built like `ServiceRuntime`, but without a database and with an RPC server whose fallback routes every
-/// method it does not serve itself. `GatewayMain` adds signals; tests drive it with `triggerShutdown()`.
-final class GatewayRuntime: Sendable {
-    let configuration: ServiceConfiguration
-    let gateway: GatewayConfiguration
-    let logger: Logger
+/// The runtime brings the rest, as for any service: event loops, the client-facing TLS server (client
+/// certificates requested, not required), the admin HTTP server, signals, the shutdown watchdog, and the
+/// service group that runs and stops it all. The gateway has no database.
+final class Gateway: Sendable {
+    /// How the gateway uses the runtime: no database, client certificates requested (admin and service peers
+    /// present one).
+    static let runtimeOptions = RuntimeOptions(usesDatabase: false, requestClientCertificate: true)
+
+    let settings: GatewayConfiguration
     let pipeline: CallPipeline
     let signingKeys: SigningKeyStore
     /// Sessions identity has ended, whose tokens are refused.
     let revocations: RevocationFeed
-    /// What `/readyz` reports (signing keys fetched, a healthy backend per service, not shutting down).
-    let readiness: ReadinessChecks
-    private let group: EventLoopGroup
-    private let serverTLS: TLSContext
-    private let rpc: RPCServerService
-    private let admin: AdminHTTPServer
-    private let serviceGroup: ServiceGroup
+    /// What the RPC server serves: the gateway's own methods, every other one proxied.
+    let serving: RPCServing
+
+    /// Reads the gateway's settings and builds its parts, registering their readiness checks and background
+    /// services with `context`.
+    init(context: ServiceContext) throws {
+        let settings = try GatewayConfiguration(environment: context.environment, service: context.configuration)
+        context.logger.info("gateway settings", settings.effectiveSettings)
+        self.settings = settings
+        let logger = context.logger
+        let readiness = context.readiness
+        let backendTLS = try TLSContext(
+            .client(
+                trustRootsPath: settings.certificateAuthorityPath,
+                certificateChainPath: settings.backendCertificatePath,
+                privateKeyPath: settings.backendPrivateKeyPath))
+        let directory = BackendDirectory(
+            backends: settings.backends, tls: backendTLS, group: context.group,
+            connectionsPerBackend: settings.backendConnections, healthCheckInterval: settings.healthCheckInterval,
+            logger: logger.with("component", "backends"))
+        guard let identityPool = directory.pools["identity"] else {
+            throw RuntimeError.invalidValue(
+                "RAVE_GATEWAY_IDENTITY_ADDRESSES", "", allowed: "at least one identity address")
+        }
+        let identity = ServiceCaller(pool: identityPool)
+        let signingKeys = SigningKeyStore(
+            identity: identity, interval: settings.keyRefreshInterval, minimumGap: settings.keyRefreshMinimumGap,
+            logger: logger.with("component", "signing-keys"))
+        readiness.add("backends") {
+            let missing = directory.servicesWithoutHealthyBackend
+            return missing.isEmpty ? nil : "no healthy backend yet for " + missing.joined(separator: ", ")
+        }
+        readiness.add("signing-keys") { signingKeys.verifier == nil ? "not fetched from identity yet" : nil }
+        let revocations = RevocationFeed(
+            identity: identity, interval: settings.revocationPollInterval,
+            maximumStaleness: settings.revocationMaximumStaleness, logger: logger.with("component", "revocations"))
+        readiness.add("revocations") {
+            revocations.isCurrent ? nil : "identity's revocation feed not read (recently enough)"
+        }
+        let authenticator = Authenticator(
+            keys: signingKeys, revocations: revocations, identity: identity,
+            tokenCacheCapacity: settings.tokenCacheCapacity, mergeCacheLifetime: settings.mergeCacheLifetime,
+            logger: logger.with("component", "auth"))
+        let protection = Protection(
+            maxInFlight: settings.maxInFlight, addressRate: settings.addressRate, userRate: settings.userRate,
+            maxRequestBytes: settings.maxRequestBytes)
+        let boardOwners = directory.pools[BoardOwners.service].map { pool in
+            BoardOwners(pool: pool, logger: logger.with("component", "board-owners"))
+        }
+        let pipeline = CallPipeline(
+            authenticator: authenticator, pools: directory.pools, protection: protection,
+            deadlineMargin: settings.deadlineMargin, boardOwners: boardOwners)
+        // Started before the RPC server, stopped after it has drained.
+        context.addBackgroundService(signingKeys)
+        context.addBackgroundService(revocations)
+        context.addBackgroundService(directory)
+        if let boardOwners { context.addBackgroundService(boardOwners) }
+
+        var rpcConfiguration = context.configuration.rpcServerConfiguration
+        // One client cannot hold the gateway's descriptors and TLS memory: its connections are bounded.
+        rpcConfiguration.maxConnectionsPerAddress = settings.maxConnectionsPerAddress
+        // Metrics name the methods the gateway routes; any other name a client sends is "unknown".
+        rpcConfiguration.fallbackMethodNames = MethodRoute.knownMethods
+        serving = RPCServing(
+            services: [GatewayHandler(pipeline: pipeline)], access: .open,
+            fallback: { request, context in try await pipeline.proxy(request: request, context: context) },
+            loopFallback: { request, context, loop, completion in
+                pipeline.startProxy(request: request, context: context, loop: loop, completion: completion)
+            },
+            configuration: rpcConfiguration)
+        self.pipeline = pipeline
+        self.signingKeys = signingKeys
+        self.revocations = revocations
+    }
+}
+
+/// A gateway process started in-process (tests, `gateway bench`): the shared runtime with the gateway's parts.
+final class GatewayRuntime: Sendable {
+    let runtime: ServiceRuntime
+    let gateway: Gateway
 
     /// Reads the configuration and binds both ports; serving begins at once, `run()` then waits for shutdown.
     static func start(environment: [String: String]) async throws -> GatewayRuntime {
-        let configuration = try ServiceConfiguration(
-            serviceName: "gateway", environment: environment, coreCount: System.coreCount)
-        let gateway = try GatewayConfiguration(environment: environment, service: configuration)
-        let logger = Logger(label: "gateway", level: configuration.logLevel)
-        logger.info("starting", configuration.effectiveSettings + gateway.effectiveSettings)
-        MemoryTrimmer.configureAllocator()
-        let group = try EventLoopGroup(loopCount: configuration.eventLoopCount)
-        do {
-            return try GatewayRuntime(configuration: configuration, gateway: gateway, logger: logger, group: group)
-        } catch {
-            group.shutdown()
-            throw error
+        let assembled = Mutex<Gateway?>(nil)
+        let runtime = try await ServiceRuntime.start(
+            name: "gateway", environment: environment, options: Gateway.runtimeOptions
+        ) { context in
+            let gateway = try Gateway(context: context)
+            assembled.withLock { $0 = gateway }
+            return gateway.serving
         }
+        guard let gateway = assembled.withLock({ $0 }) else {
+            preconditionFailure("ServiceRuntime.start returned without running the gateway's setup")
+        }
+        return GatewayRuntime(runtime: runtime, gateway: gateway)
     }
 
-    private init(
-        configuration: ServiceConfiguration, gateway: GatewayConfiguration, logger: Logger, group: EventLoopGroup
-    ) throws {
-        self.configuration = configuration
+    private init(runtime: ServiceRuntime, gateway: Gateway) {
+        self.runtime = runtime
         self.gateway = gateway
-        self.logger = logger
-        self.group = group
-        let metrics = MetricsRegistry.shared
-        let readiness = ReadinessChecks()
-        self.readiness = readiness
-        let admin = AdminHTTPServer(
-            address: configuration.adminListen, group: group, metrics: metrics, readiness: readiness,
-            logger: logger.with("component", "admin"), maxConnections: configuration.adminMaxConnections)
-        try admin.bind()
-        self.admin = admin
-
-        do {
-            var serverConfiguration = TLSConfiguration.server(
-                certificateChainPath: configuration.tlsCertificatePath, privateKeyPath: configuration.tlsPrivateKeyPath,
-                trustRootsPath: configuration.tlsCertificateAuthorityPath,
-                requireClientCertificate: configuration.requireClientCertificate)
-            serverConfiguration.requestClientCertificate = true
-            let serverTLS = try TLSContext(serverConfiguration)
-            let backendTLS = try TLSContext(
-                .client(
-                    trustRootsPath: gateway.certificateAuthorityPath,
-                    certificateChainPath: gateway.backendCertificatePath,
-                    privateKeyPath: gateway.backendPrivateKeyPath))
-            let directory = BackendDirectory(
-                backends: gateway.backends, tls: backendTLS, group: group,
-                connectionsPerBackend: gateway.backendConnections, healthCheckInterval: gateway.healthCheckInterval,
-                logger: logger.with("component", "backends"))
-            guard let identityPool = directory.pools["identity"] else {
-                throw RuntimeError.invalidValue(
-                    "RAVE_GATEWAY_IDENTITY_ADDRESSES", "", allowed: "at least one identity address")
-            }
-            let identity = ServiceCaller(pool: identityPool)
-            let signingKeys = SigningKeyStore(
-                identity: identity, interval: gateway.keyRefreshInterval, minimumGap: gateway.keyRefreshMinimumGap,
-                logger: logger.with("component", "signing-keys"))
-            readiness.add("backends") {
-                let missing = directory.servicesWithoutHealthyBackend
-                return missing.isEmpty ? nil : "no healthy backend yet for " + missing.joined(separator: ", ")
-            }
-            readiness.add("signing-keys") { signingKeys.verifier == nil ? "not fetched from identity yet" : nil }
-            let revocations = RevocationFeed(
-                identity: identity, interval: gateway.revocationPollInterval,
-                maximumStaleness: gateway.revocationMaximumStaleness, logger: logger.with("component", "revocations"))
-            readiness.add("revocations") {
-                revocations.isCurrent ? nil : "identity's revocation feed not read (recently enough)"
-            }
-            let authenticator = Authenticator(
-                keys: signingKeys, revocations: revocations, identity: identity,
-                tokenCacheCapacity: gateway.tokenCacheCapacity, mergeCacheLifetime: gateway.mergeCacheLifetime,
-                logger: logger.with("component", "auth"))
-            let protection = Protection(
-                maxInFlight: gateway.maxInFlight, addressRate: gateway.addressRate, userRate: gateway.userRate,
-                maxRequestBytes: gateway.maxRequestBytes)
-            let boardOwners = directory.pools[BoardOwners.service].map { pool in
-                BoardOwners(pool: pool, logger: logger.with("component", "board-owners"))
-            }
-            let pipeline = CallPipeline(
-                authenticator: authenticator, pools: directory.pools, protection: protection,
-                deadlineMargin: gateway.deadlineMargin,
-                boardOwners: boardOwners)
-            var rpcConfiguration = configuration.rpcServerConfiguration
-            // One client cannot hold the gateway's descriptors and TLS memory: its connections are bounded.
-            rpcConfiguration.maxConnectionsPerAddress = gateway.maxConnectionsPerAddress
-            // Metrics name the methods the gateway routes; any other name a client sends is "unknown".
-            rpcConfiguration.fallbackMethodNames = MethodRoute.knownMethods
-            let server = RPCServer(
-                configuration: rpcConfiguration,
-                services: [GatewayHandler(pipeline: pipeline)], access: .open, tls: serverTLS, group: group,
-                logger: logger.with("component", "rpc"), observer: RPCMetrics(registry: metrics),
-                fallback: { request, context in try await pipeline.proxy(request: request, context: context) },
-                loopFallback: { request, context, loop, completion in
-                    pipeline.startProxy(request: request, context: context, loop: loop, completion: completion)
-                })
-            metrics.registerGauges(for: server)
-            let rpc = RPCServerService(server: server)
-            try rpc.bind()
-            self.serverTLS = serverTLS
-            self.rpc = rpc
-            self.pipeline = pipeline
-            self.signingKeys = signingKeys
-            self.revocations = revocations
-            // Stopped in reverse: the RPC server drains first, then background work, the admin server last.
-            var services: [any Service] = [
-                admin,
-                MemoryTrimmer(
-                    interval: configuration.memoryTrimInterval, logger: logger.with("component", "memory")),
-                signingKeys, revocations, directory,
-            ]
-            if let boardOwners { services.append(boardOwners) }
-            services.append(rpc)
-            let serviceGroup = ServiceGroup(
-                services: services,
-                gracePeriod: configuration.shutdownGracePeriod + .seconds(5),
-                logger: logger)
-            self.serviceGroup = serviceGroup
-            readiness.add("accepting") { serviceGroup.isShuttingDown ? "shutting down" : nil }
-            readiness.finishStartup()
-        } catch {
-            admin.closeNow()
-            throw error
-        }
     }
 
+    var pipeline: CallPipeline { gateway.pipeline }
+    var signingKeys: SigningKeyStore { gateway.signingKeys }
+    var revocations: RevocationFeed { gateway.revocations }
+    /// What `/readyz` reports (signing keys fetched, a healthy backend per service, not shutting down).
+    var readiness: ReadinessChecks { runtime.context.readiness }
+    var logger: Logger { runtime.logger }
     /// The RPC port actually bound.
-    var rpcPort: Int { rpc.server.localPort }
-
+    var rpcPort: Int { runtime.rpcPort }
     /// The admin port actually bound.
-    var adminPort: Int { admin.localPort ?? 0 }
-
-    /// Whether shutdown has begun.
-    var isShuttingDown: Bool { serviceGroup.isShuttingDown }
+    var adminPort: Int { runtime.adminPort }
 
     /// Serves until shutdown, then stops everything in reverse order and stops the event loops.
     func run() async throws {
-        defer { group.shutdown() }
-        try await serviceGroup.run()
+        try await runtime.run()
     }
 
     /// Begins a graceful shutdown (what SIGTERM does); safe from any thread, any number of times.
     func triggerShutdown() {
-        serviceGroup.triggerShutdown()
-    }
-
-    /// Re-reads the client-facing TLS files (what SIGHUP does).
-    func reloadCertificates() throws(TransportError) {
-        try serverTLS.reload()
+        runtime.triggerShutdown()
     }
 }

@@ -55,6 +55,9 @@ final class SubmitBatcher: Sendable {
                 pending.commitsRunning += 1
                 return Self.take(&pending)
             }
+            // Unowned on purpose, and bounded: the commit loop runs only while submitters wait on it (they are
+            // suspended here) and ends when nothing is queued; the RPC server drains every call before the pool
+            // closes.
             if let batch { Task { await self.commitUntilIdle(batch) } }
         }
     }

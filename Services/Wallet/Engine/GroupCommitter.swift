@@ -111,6 +111,9 @@ final class GroupCommitter: Sendable {
             }
             return started
         }
+        // Unowned on purpose, and bounded: a lane's round runs only while callers wait for its results (they are
+        // suspended in `settle`), and ends when the lane's queue is empty. The RPC server drains every call before
+        // the pool closes, so no round outlives the callers that own it.
         for index in idle { Task { await self.drain(lane: index) } }
     }
 
