@@ -40,7 +40,7 @@ test: deps proto-check lint
 bench: deps
 	scripts/bench.sh
 
-## soak: the failure test of issue 11 under mixed load (RAVE_SOAK_SECONDS, default 300); report in .bench/soak.json.
+## soak: the failure test, the whole stack under load while processes die (RAVE_SOAK_SECONDS, default 300); .bench/soak.json.
 soak: deps
 	scripts/soak.sh
 

@@ -7,7 +7,7 @@
 #   wallet bench:   backed bets 50 × 1 and batches of 50, each run after a `pgbench -N` baseline on the same server.
 #   push bench:     fan-out of one notification to many devices and delivery to a local HTTP/2 sink (nghttpd).
 # Each writes .bench/<service>.json (push: .bench/push-fanout.json). Sizes: RAVE_BENCH_SOCIAL_USERS (default 2000) × RAVE_BENCH_FRIENDS (1000),
-# RAVE_PUSH_BENCH_DEVICES (default 10000).
+# RAVE_PUSH_BENCH_DEVICES (default 100000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

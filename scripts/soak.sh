@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make soak`: the failure test of issue 11. Builds the executables and tests, starts a throwaway PostgreSQL
+# `make soak`: the failure test of the whole stack. Builds the executables and tests, starts a throwaway PostgreSQL
 # (scripts/with-postgres.sh), and runs Tests/SystemTests/SoakTests.swift: the whole stack under a mixed load
 # through the gateway while each service is killed with SIGKILL in turn and restarted, PostgreSQL restarts, and
 # client connections drop at random. Then it checks that no acknowledged score, gift, bet or merge was lost or

@@ -21,14 +21,14 @@ struct GiftsError: Error, Hashable, RPCStatusConvertible, CustomStringConvertibl
     static func unknownGiftType(_ key: String) -> Self { .notFound("no gift type \"\(key)\" in this application") }
 }
 
-/// The limits of the "bad input" list, checked in one place so every method words them alike.
+/// The limits on request fields, checked in one place so every method words them alike.
 enum RequestLimits {
     static let maximumRecipients = 20
     static let maximumInvitations = 50
     static let idempotencyKeyLengths = 1...128
     static let externalIDLengths = 1...256
     static let maximumChannelLength = 32
-    /// 14 days, the default expiry after sending.
+    /// 14 days, the default expiry after sending.
     static let defaultExpirySeconds: Int64 = 14 * 24 * 3600
     static let pageSizes = RequestRange("page_size", 1...100, zeroMeans: 25)
 

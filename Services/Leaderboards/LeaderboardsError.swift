@@ -23,7 +23,7 @@ struct LeaderboardsError: Error, Hashable, RPCStatusConvertible, CustomStringCon
     static func unknownAchievement(_ key: String) -> Self { .notFound("no achievement with key \"\(key)\"") }
 }
 
-/// The limits of the "bad input" list, checked in one place so every method words them alike.
+/// The limits on request fields, checked in one place so every method words them alike.
 enum RequestLimits {
     static let keyLength = 1...128
     static let pages = RequestRange("page", 1...Int64(Int32.max))

@@ -22,7 +22,7 @@ struct SocialError: Error, Hashable, RPCStatusConvertible, CustomStringConvertib
     static let blocked = permissionDenied("one of the two users blocked the other")
 }
 
-/// The limits of the "bad input" list, checked in one place so every method words them alike.
+/// The limits on request fields, checked in one place so every method words them alike.
 enum RequestLimits {
     static let maximumPrefixLength = 64
     static let maximumUsernamesPerCall = 100

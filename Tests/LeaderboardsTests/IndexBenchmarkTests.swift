@@ -5,7 +5,7 @@ import Testing
 
 @Suite("Index benchmark")
 struct IndexBenchmarkTests {
-    /// `RAVE_BENCH_INDEX_ENTRIES` raises the size (1000000 for the measurement, in a release build).
+    /// `RAVE_BENCH_INDEX_ENTRIES` raises the size (1000000 for the 1M-entry measurement, in a release build).
     @Test("memory per entry stays under 100 bytes")
     func memoryPerEntryStaysCompact() {
         let entries = ProcessInfo.processInfo.environment["RAVE_BENCH_INDEX_ENTRIES"].flatMap(Int.init) ?? 100_000

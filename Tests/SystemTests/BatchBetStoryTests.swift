@@ -4,7 +4,7 @@ import RavePostgres
 import RaveRPC
 import Testing
 
-/// Story 4 of issue 11: a client sends a batch of bets plus a wallet query that depends on them, through the real
+/// Story 4 of the end-to-end stories (docs/TESTING.md): a client sends a batch of bets plus a wallet query that depends on them, through the real
 /// gateway and wallet executables; the balances and the ledger agree.
 @Suite("System: batch bets", .timeLimit(.minutes(3)))
 struct BatchBetStoryTests {

@@ -3,7 +3,7 @@ import RaveMessages
 import RaveRPC
 import Testing
 
-/// Stories 2 and 3 of issue 11, which need the gifts service and the events between services (RaveEvents): a
+/// Stories 2 and 3 of the end-to-end stories (docs/TESTING.md), which need the gifts service and the events between services (RaveEvents): a
 /// gift between friends reaches the recipient's phone through push and a fake APNs; a gift attached to a Facebook
 /// invitation waits for the invited person to join.
 @Suite("System: friends, gifts and shares", .timeLimit(.minutes(3)))

@@ -3,7 +3,7 @@ import RaveMessages
 import RaveRPC
 import Testing
 
-/// Story 1 of issue 11, the seed's merge story, through the gateway and the real identity, social, leaderboards,
+/// Story 1 of the end-to-end stories (docs/TESTING.md), the seed's merge story, through the gateway and the real identity, social, leaderboards,
 /// push and wallet executables: two devices, two accounts, one Facebook identity; the accounts become one.
 @Suite("System: the seed's merge story", .timeLimit(.minutes(3)))
 struct MergeStoryTests {
