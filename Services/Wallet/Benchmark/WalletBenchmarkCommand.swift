@@ -64,7 +64,8 @@ enum WalletBenchmarkCommand {
         parameters: WalletBenchmark.Parameters, runCount: Int
     ) async throws -> Int32 {
         let dependencies = WalletDependencies(
-            pool: pool, users: BenchmarkPlayers(), laneCount: try WalletConfiguration(environment: environment).laneCount, merges: merges)
+            pool: pool, users: BenchmarkPlayers(),
+            laneCount: try WalletConfiguration(environment: environment).laneCount, merges: merges)
         let benchmark = WalletBenchmark(dependencies: dependencies, parameters: parameters)
         try await benchmark.setUp()
         if environment["RAVE_BENCH_ONLY"] == "batches" {
