@@ -1,5 +1,6 @@
 import Foundation
 import RaveMessages
+import RavePostgres
 import RaveRPC
 import Testing
 
@@ -32,6 +33,38 @@ struct SessionRevocationTests {
     {
         try await harness.internalHandlers.listRevocations(
             .init(afterCursor: cursor, limit: limit), context: Harness.serviceContext)
+    }
+
+    /// The sessions one statement ends share a cursor, so a page never ends inside them: a page stops before the
+    /// group its limit would cut, and a group larger than the limit comes whole (a reader that paged with the
+    /// group's cursor would otherwise never see the rest of it).
+    @Test func aPageNeverSplitsTheSessionsOneStatementEnded() async throws {
+        try await Harness.with { harness in
+            let app = try await harness.makeApplication()
+            let lone = try await harness.guestLogin(appID: app.appId, deviceID: "lone")
+            let (phone, _) = try await twoDevices(harness, app: app, email: "many@example.com")
+            for device in 2..<5 {
+                _ = try await harness.player.loginWithPassword(
+                    .init(
+                        appId: app.appId, device: .init(deviceId: "device-\(device)"), email: "many@example.com",
+                        password: "correct horse"),
+                    context: Harness.anonymous)
+            }
+            let userID = try #require(phone.user?.profile?.userId)
+            let user = try #require(RaveID(wire: userID))
+            _ = try await harness.player.logout(.init(), context: Harness.playerContext(lone, appID: app.appId))
+            let ended = try await SessionStore(database: harness.service.pool).revokeOthers(
+                userID: user, keeping: nil, reason: "two_factor")
+            #expect(ended == 5)
+
+            let first = try await feed(harness, limit: 3)
+            #expect(first.revocations.map(\.sessionId) == [lone.sessionTokens?.sessionId ?? "-"] && first.more)
+            let group = try await feed(harness, after: first.cursor, limit: 3)
+            #expect(group.revocations.count == 5 && !group.more)
+            #expect(Set(group.revocations.map(\.sessionId)).count == 5)
+            let all = try await feed(harness)
+            #expect(all.revocations.count == 6 && all.cursor == group.cursor)
+        }
     }
 
     /// A call straight to identity (no gateway, no deny-set) with an ended session's token is refused too.

@@ -88,9 +88,8 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
             throw RPCError.invalidArgument("limit must be 1…\(Self.maximumRevocations), got \(request.limit)")
         }
         let horizon = service.revocationHorizon
-        let found = try await SessionStore(database: service.pool).revocations(
-            after: request.afterCursor, horizon: horizon, limit: limit + 1)
-        let page = found.prefix(limit)
+        let (page, more) = try await SessionStore(database: service.pool).revocationPage(
+            after: request.afterCursor, horizon: horizon, limit: limit)
         return IdentityV1.ListRevocationsResponse(
             revocations: page.map { revocation in
                 IdentityV1.Revocation(
@@ -98,7 +97,7 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
                     expiresAtUnixMs: revocation.revokedAt.addingTimeInterval(TimeInterval(horizon)).unixMilliseconds,
                     mergedUserId: revocation.mergedUserID?.hex ?? "")
             },
-            cursor: page.last?.cursor ?? request.afterCursor, more: found.count > limit)
+            cursor: page.last?.cursor ?? request.afterCursor, more: more)
     }
 
     static let selectLink = PostgresStatement(

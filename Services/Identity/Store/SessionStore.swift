@@ -128,16 +128,16 @@ struct SessionStore: Sendable {
             ), \(revocationFeed)
             SELECT count(*) AS ended FROM ended
             """)
-    /// The feed after a cursor: revocations whose access tokens may still be live (ended less than `$2` seconds
-    /// ago) and recent merge notices, in commit order.
+    /// The feed after a cursor (through `$4` when not NULL): revocations whose access tokens may still be live
+    /// (ended less than `$2` seconds ago) and recent merge notices, in commit order; `$3` NULL is no limit.
     static let selectRevocations = PostgresStatement(
         name: "identity_select_revocations",
         sql: """
             SELECT seq, session_id, NULL::uuid AS merged_user_id, revoked_at FROM session_revocations
-            WHERE seq > $1 AND revoked_at > now() - make_interval(secs => $2)
+            WHERE seq > $1 AND seq <= coalesce($4, seq) AND revoked_at > now() - make_interval(secs => $2)
             UNION ALL
             SELECT seq, NULL::uuid, user_id, noted_at FROM merge_notices
-            WHERE seq > $1 AND noted_at > now() - make_interval(secs => $2)
+            WHERE seq > $1 AND seq <= coalesce($4, seq) AND noted_at > now() - make_interval(secs => $2)
             ORDER BY seq LIMIT $3
             """)
     /// Whether a session has ended, read with the caller's canonical user id (every player method asks).
@@ -248,10 +248,34 @@ struct SessionStore: Sendable {
         var revokedAt: Date
     }
 
-    /// Up to `limit` feed entries after `cursor` from less than `horizon` seconds ago, in commit order.
-    func revocations(after cursor: UInt64, horizon: Int64, limit: Int) async throws -> [Revocation] {
+    /// A page of the feed after `cursor`, in commit order, and whether more follows.
+    ///
+    /// The sessions one statement ended share a number, and a reader's next cursor is the page's last number, so a
+    /// page never ends inside such a group: it stops before the group the limit cuts, or, when that group alone
+    /// is larger than `limit` (a user signed in on more devices than a page holds), it is that whole group.
+    func revocationPage(
+        after cursor: UInt64, horizon: Int64, limit: Int
+    ) async throws -> (revocations: [Revocation], more: Bool) {
+        let found = try await revocations(after: cursor, through: nil, horizon: horizon, limit: limit + 1)
+        guard found.count > limit else { return (found, false) }
+        let cut = found[limit].cursor
+        let complete = found.prefix { $0.cursor != cut }
+        if !complete.isEmpty { return (Array(complete), true) }
+        let group = try await revocations(after: cursor, through: cut, horizon: horizon, limit: nil)
+        let next = try await revocations(after: cut, through: nil, horizon: horizon, limit: 1)
+        return (group, !next.isEmpty)
+    }
+
+    /// Feed entries after `cursor` (up to `through`, when given) from less than `horizon` seconds ago.
+    private func revocations(
+        after cursor: UInt64, through last: UInt64?, horizon: Int64, limit: Int?
+    ) async throws -> [Revocation] {
         let rows = try await database.execute(
-            Self.selectRevocations, [Int64(clamping: cursor), Double(horizon), Int64(limit)])
+            Self.selectRevocations,
+            [
+                Int64(clamping: cursor), Double(horizon), limit.map { Int64($0) },
+                last.map { Int64(clamping: $0) },
+            ])
         return try rows.map { row in
             Revocation(
                 cursor: UInt64(try row.decode(Int64.self, column: "seq")),

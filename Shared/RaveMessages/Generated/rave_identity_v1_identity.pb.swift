@@ -1279,7 +1279,8 @@ extension IdentityV1 {
         /// 0 for every revocation whose access tokens may still be live; afterwards the previous response's `cursor`.
         public var afterCursor: UInt64 = 0
 
-        /// At most this many revocations (1…10000; 0 means 1000).
+        /// At most this many revocations (1…10000; 0 means 1000), except that a page never splits the sessions one
+        /// statement ended (they share a cursor): a group larger than the limit comes whole, alone on its page.
         public var limit: UInt32 = 0
 
         /// A message with every field at its default.

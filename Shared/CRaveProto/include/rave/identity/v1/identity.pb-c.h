@@ -1116,7 +1116,8 @@ struct  Rave__Identity__V1__ListRevocationsRequest
    */
   uint64_t after_cursor;
   /*
-   * At most this many revocations (1…10000; 0 means 1000).
+   * At most this many revocations (1…10000; 0 means 1000), except that a page never splits the sessions one
+   * statement ended (they share a cursor): a group larger than the limit comes whole, alone on its page.
    */
   uint32_t limit;
 };
