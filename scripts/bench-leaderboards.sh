@@ -90,7 +90,11 @@ for operation in $operations; do
         ticks_postgres=$(( $(postgres_ticks) - before_postgres ))
         tester_seconds=$(awk '{ print $1 + $2 }' "$work/tester-time")
         run_commits=$(( $(commits) - commits_before ))
-        python3 -c "import json; calls = max(1, sum(second['calls'] for second in json.load(open('$out'))['timeline'])); \
+        python3 -c "import json; result = json.load(open('$out')); \
+calls = max(1, sum(second['calls'] for second in result['timeline'])); \
+result['cpu_us_per_call'] = {'service': $ticks * 10_000 / calls, 'postgres': $ticks_postgres * 10_000 / calls, \
+    'load_tester': $tester_seconds * 1_000_000 / calls}; \
+json.dump(result, open('$out', 'w'), indent=2); \
 print(f'CPU per call (user + system, warm-up included): service {$ticks * 10_000 / calls:.1f} µs, ' \
       f'PostgreSQL {$ticks_postgres * 10_000 / calls:.1f} µs, load tester {$tester_seconds * 1_000_000 / calls:.1f} µs; ' \
       f'{$run_commits} commits, {calls / max(1, $run_commits):.1f} calls per commit')"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make bench`: release build, then
+#   0. Redis over TLS on the same machine (scripts/bench-redis.sh), the baseline of step 4's table;
 #   1. RPC over TLS 1.3: `ravectl serve-echo` in one process, `ravectl bench rpc` in another, Echo with a
 #      32-byte payload, at 50 connections × 1 in flight and 16 × 64; 3 runs each, medians.
 #   2. PostgreSQL client vs pgbench on the same throwaway server (scripts/bench-postgres.sh), if present.
 #   3. Every service's own bench mode (scripts/bench-services.sh), leaderboards under `ravectl loadtest`
-#      (scripts/bench-leaderboards.sh), and the gateway against stand-in backends (`gateway bench`).
+#      (scripts/bench-leaderboards.sh), and the gateway against stand-in backends (`gateway bench`);
+#   4. our rows next to Redis's of this run, with both servers' CPU per call (scripts/bench-against-redis.py).
 # Results: a human summary on stdout, machine-readable JSON in .bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Redis over TLS on the same machine, measured in this run: the baseline of the "against Redis" table below.
+scripts/bench-redis.sh
 "$ravectl" certs --out "$certs" >/dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 "$ravectl" serve-echo --listen "127.0.0.1:$port" --cert "$certs/identity.pem" --key "$certs/identity-key.pem" \
@@ -29,13 +33,25 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 server_pid=$!
 for _ in $(seq 50); do "$ravectl" ping "127.0.0.1:$port" --ca "$certs/ca.pem" >/dev/null 2>&1 && break; sleep 0.1; done
 
+# The server's user + system clock ticks so far (for its CPU per call, as Redis's is measured).
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
 bench_rpc() {
-    local name=$1 connections=$2 in_flight=$3
+    local name=$1 connections=$2 in_flight=$3 before out
     for run in $(seq "$runs"); do
         echo "== rpc $name run $run/$runs: $connections connections × $in_flight in flight, ${duration}s"
+        out=.bench/rpc-$name-$run.json
+        before=$(server_ticks)
         "$ravectl" bench rpc --target "127.0.0.1:$port" --ca "$certs/ca.pem" --connections "$connections" \
-            --in-flight "$in_flight" --duration "$duration" --payload 32 --out ".bench/rpc-$name-$run.json" |
+            --in-flight "$in_flight" --duration "$duration" --payload 32 --out "$out" |
             grep -v '^\[' || true
+        python3 - "$out" "$(( $(server_ticks) - before ))" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+path, ticks, hertz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+result = json.load(open(path))
+result["server_cpu_us_per_call"] = ticks * 1_000_000 / hertz / max(1, result["calls"])
+json.dump(result, open(path, "w"), indent=2)
+print(f"server CPU per call: {result['server_cpu_us_per_call']:.2f} µs")
+PY
     done
 }
 bench_rpc 50x1 50 1
@@ -52,6 +68,7 @@ for name in ("50x1", "16x64"):
         "median_throughput_calls_per_second": median["throughput_calls_per_second"],
         "all_throughputs": [r["throughput_calls_per_second"] for r in results],
         "median_run_latency_us": median["latency_us"],
+        "median_server_cpu_us_per_call": statistics.median(r["server_cpu_us_per_call"] for r in results),
         "parameters": median["parameters"],
     }
     print(f"rpc {name}: median {median['throughput_calls_per_second']} calls/s "
@@ -74,3 +91,4 @@ scripts/bench-services.sh
 scripts/bench-leaderboards.sh
 echo "== gateway bench (stand-in backends, in one process)"
 RAVE_BENCH_OUT=.bench/gateway.json .build/release/gateway bench
+scripts/bench-against-redis.py
