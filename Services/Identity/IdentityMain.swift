@@ -12,10 +12,21 @@ enum IdentityMain {
         case "reseal-secrets": exit(await SecretResealCommand.run(environment: ProcessInfo.processInfo.environment))
         default: break
         }
-        await RaveServiceMain.run(name: "identity", migrations: .directory(migrationsDirectory)) { context in
-            try await services(context: context)
+        await RaveServiceMain.run(
+            name: "identity", options: RuntimeOptions(migrations: .directory(migrationsDirectory))
+        ) {
+            context in
+            var configuration = context.configuration.rpcServerConfiguration
+            configuration.quietMethods.formUnion(polledMethods)
+            return RPCServing(services: try await services(context: context), configuration: configuration)
         }
     }
+
+    /// What every gateway polls (the revocation feed every 250 ms, the signing keys every minute): their OK answers
+    /// are logged at debug, so identity's log shows calls, not polls.
+    static let polledMethods: Set<String> = [
+        "rave.identity.v1.IdentityInternal/ListRevocations", "rave.identity.v1.IdentityInternal/SigningKeys",
+    ]
 
     /// The RPC services, plus the outbox delivery (merges and events) and the login throttle's sweeper registered as
     /// background services.

@@ -102,7 +102,19 @@ public final class RPCServer: Sendable {
 
 /// Routes method names to handlers and carries what every connection of a server shares.
 final class RPCRouter: Sendable {
-    let methods: [String: RPCMethod.Handler]
+    /// What the server knows of one method name it serves or its fallback routes, found with one lookup per call.
+    struct Route: Sendable {
+        /// Nil for a name the fallback serves (`RPCServerConfiguration.fallbackMethodNames`).
+        let handler: RPCMethod.Handler?
+        /// Who may call it (`access`'s rule, decided once here).
+        let rule: AccessPolicy.Peers
+        /// Whether an OK answer is logged at debug (`RPCServerConfiguration.quietMethods`).
+        let quietWhenOK: Bool
+    }
+
+    /// Every method served, and every name the fallback lists; any other name is unknown (and its metric label is
+    /// `RPCServerConfiguration.unknownMethodLabel`).
+    let routes: [String: Route]
     /// Serves methods not in `methods` (the gateway's proxy); the method name is in `RequestContext.method`.
     let fallback: RPCMethod.Handler?
     /// Tried first for every call but the Health check, on the connection's loop; saves a Task and two thread
@@ -110,8 +122,6 @@ final class RPCRouter: Sendable {
     let loopFallback: RPCLoopHandler?
     let serviceNames: Set<String>
     let access: AccessPolicy
-    /// `access`'s rule for each served method, looked up once here instead of per call.
-    private let rules: [String: AccessPolicy.Peers]
     let configuration: RPCServerConfiguration
     let logger: Logger
     let observer: any RPCServerObserver
@@ -140,14 +150,15 @@ final class RPCRouter: Sendable {
         let health = HealthState(serviceNames: names)
         methods[HealthCheck.methodName] = HealthCheck.handler(health: health)
         self.health = health
-        self.methods = methods
         self.access = access
-        self.rules = methods.keys.reduce(into: [:]) { rules, method in rules[method] = access.peers(forMethod: method) }
-    }
-
-    /// Who may call `method` on this server.
-    func rule(forMethod method: String) -> AccessPolicy.Peers {
-        rules[method] ?? access.peers(forMethod: method)
+        func route(_ method: String, _ handler: RPCMethod.Handler?) -> Route {
+            Route(
+                handler: handler, rule: access.peers(forMethod: method),
+                quietWhenOK: configuration.quietMethods.contains(method))
+        }
+        var routes = Dictionary(uniqueKeysWithValues: configuration.fallbackMethodNames.map { ($0, route($0, nil)) })
+        for (method, handler) in methods { routes[method] = route(method, handler) }
+        self.routes = routes
     }
 
     var isDraining: Bool { health.isDraining.load(ordering: .acquiring) }

@@ -68,6 +68,11 @@ public struct RPCServerConfiguration: Sendable {
 
     /// The metric label of every method the server neither serves nor lists in `fallbackMethodNames`.
     public static let unknownMethodLabel = "unknown"
+    /// Methods peers call on a timer (health checks, a gateway's revocation feed), logged only when they fail.
+    ///
+    /// An OK answer to one is logged at debug instead of `requestLogLevel`, so polls every 250 ms do not fill the
+    /// log; a failure is logged as any call's. Default: the Health check.
+    public var quietMethods: Set<String> = [HealthCheck.methodName]
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, maxFrameSize: Int = Frame.defaultMaxFrameSize,

@@ -23,6 +23,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         var label: String
         var requestID: String
         var startedAt: UInt64
+        /// An OK answer is logged at debug (a method peers poll; `RPCServerConfiguration.quietMethods`).
+        var quietWhenOK = false
         var task: Task<Void, Never>?
         /// Cancels a call served by the router's loop fallback (which runs no Task).
         var cancelLoopCall: (() -> Void)?
@@ -218,14 +220,15 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             reject(streamID: streamID, method: request.method, refusal)
             return
         }
-        let served = router.methods[request.method]
-        guard let handler = served ?? router.fallback else {
+        let route = router.routes[request.method]
+        guard let handler = route?.handler ?? router.fallback else {
             reject(
                 streamID: streamID, method: request.method,
                 .unimplemented("method \"\(request.method)\" is not served here"))
             return
         }
-        let rule = router.rule(forMethod: request.method)
+        // A name the fallback does not list has no route; its rule is worked out here (the fallback may refuse it).
+        let rule = route?.rule ?? router.access.peers(forMethod: request.method)
         guard rule.admits(peer.role) else {
             reject(
                 streamID: streamID, method: request.method,
@@ -234,22 +237,24 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         }
         // The built-in Health check always runs as written; every other method may be served on the loop.
         start(
-            streamID: streamID, request: request, caller: caller, handler: handler,
+            streamID: streamID, request: request, route: route, caller: caller, handler: handler,
             loopHandler: request.method == HealthCheck.methodName ? nil : router.loopFallback)
     }
 
     private func start(
-        streamID: UInt32, request: EnvelopeCodec.Request, caller: Caller?, handler: @escaping RPCMethod.Handler,
-        loopHandler: RPCLoopHandler?
+        streamID: UInt32, request: EnvelopeCodec.Request, route: RPCRouter.Route?, caller: Caller?,
+        handler: @escaping RPCMethod.Handler, loopHandler: RPCLoopHandler?
     ) {
-        let label = self.label(of: request.method)
+        let label = route == nil ? RPCServerConfiguration.unknownMethodLabel : request.method
         router.observer.callStarted(method: label)
         let now = monotonicNanoseconds()
         let deadline = machine.deadline(now: now, timeoutMilliseconds: request.timeoutMs)
         let requestID = router.nextRequestID()
         let started = machine.callStarted(
             streamID: streamID, deadline: deadline,
-            call: InFlightCall(method: request.method, label: label, requestID: requestID, startedAt: now))
+            call: InFlightCall(
+                method: request.method, label: label, requestID: requestID, startedAt: now,
+                quietWhenOK: route?.quietWhenOK ?? false))
         let sequence = started.sequence
         if started.armDeadlineTimer { arm(.deadline, at: deadline) }
 
@@ -352,7 +357,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let elapsed = monotonicNanoseconds() &- call.startedAt
         router.observer.callFinished(method: call.label, code: response.code, nanoseconds: elapsed)
         logger.log(
-            configuration.requestLogLevel, "call finished",
+            call.quietWhenOK && response.code == .ok ? .debug : configuration.requestLogLevel, "call finished",
             [
                 ("method", MethodNames.printable(call.method)), ("status", "\(response.code)"),
                 ("latency_us", String(elapsed / 1000)), ("request_id", call.requestID),
@@ -377,8 +382,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// The metric label of `method`: its name when the server serves it or the fallback lists it, else
     /// `unknownMethodLabel`, so no client can add series by inventing names.
     private func label(of method: String) -> String {
-        router.methods[method] != nil || configuration.fallbackMethodNames.contains(method)
-            ? method : RPCServerConfiguration.unknownMethodLabel
+        router.routes[method] == nil ? RPCServerConfiguration.unknownMethodLabel : method
     }
 
     // MARK: - Output
