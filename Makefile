@@ -48,7 +48,7 @@ fuzz: deps
 	scripts/fuzz.sh
 
 # Hand-written Swift; generated code is formatted by scripts/generate-proto.sh and checked by proto-check.
-SWIFT_SOURCES = Package.swift $(shell find Shared Services Tests Fuzz -name '*.swift' -not -path '*/Generated/*' | sort)
+SWIFT_SOURCES = Package.swift $(shell find Shared Services Tools Tests Fuzz -name '*.swift' -not -path '*/Generated/*' | sort)
 
 fmt:
 	@echo "swift format --in-place (hand-written Swift)"

@@ -1,10 +1,8 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Rave Backend: one executable per service, built from the shared modules below.
-// Layering (lowest first): C targets → RaveCrypto/RaveHTTPClient/RaveProtobuf/RaveWire/RaveTransport
-// → RaveMessages → RaveRPC → RaveServices → RavePostgres/RaveRuntime → Services. Services reach OpenSSL's
-// crypto only through RaveCrypto and libcurl only through RaveHTTPClient.
+// Rave Backend: one executable per service, built from the shared modules below. The folders show the layers
+// (Shared/System → Core → Transport → Wire → RPC → Data → Runtime → Services/); docs/ARCHITECTURE.md, "Modules".
 
 let package = Package(
     name: "RaveBackend",
@@ -22,74 +20,85 @@ let package = Package(
         .executable(name: "gifts", targets: ["Gifts"]),
     ],
     targets: [
-        // MARK: - C libraries and shims
-        .systemLibrary(name: "CProtobufC", path: "Shared/CProtobufC", pkgConfig: "libprotobuf-c"),
-        .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", pkgConfig: "openssl"),
-        .systemLibrary(name: "CLibPQ", path: "Shared/CLibPQ", pkgConfig: "libpq"),
-        .target(name: "CRaveSystem", path: "Shared/CRaveSystem"),
-        .systemLibrary(name: "CCurl", path: "Shared/CCurl", pkgConfig: "libcurl"),
-        .target(name: "CRaveTLS", dependencies: ["COpenSSL"], path: "Shared/CRaveTLS"),
-        .target(name: "CRaveProto", dependencies: ["CProtobufC"], path: "Shared/CRaveProto"),
+        // MARK: - Shared/System: C libraries (pkg-config) and C shims
+        .systemLibrary(name: "CProtobufC", path: "Shared/System/CProtobufC", pkgConfig: "libprotobuf-c"),
+        .systemLibrary(name: "COpenSSL", path: "Shared/System/COpenSSL", pkgConfig: "openssl"),
+        .systemLibrary(name: "CLibPQ", path: "Shared/System/CLibPQ", pkgConfig: "libpq"),
+        .systemLibrary(name: "CCurl", path: "Shared/System/CCurl", pkgConfig: "libcurl"),
+        .target(name: "CRaveSystem", path: "Shared/System/CRaveSystem"),
+        .target(name: "CRaveTLS", dependencies: ["COpenSSL"], path: "Shared/System/CRaveTLS"),
 
-        // MARK: - Shared Swift modules
-        .target(name: "RaveCrypto", dependencies: ["COpenSSL"], path: "Shared/RaveCrypto"),
-        .target(name: "RaveHTTPClient", dependencies: ["CCurl"], path: "Shared/RaveHTTPClient"),
-        .target(name: "RaveProtobuf", dependencies: ["CProtobufC"], path: "Shared/RaveProtobuf"),
-        .target(
-            name: "RaveMessages",
-            dependencies: ["RaveProtobuf", "CRaveProto", "CProtobufC"],
-            path: "Shared/RaveMessages"
-        ),
-        .target(name: "RaveDynamic", dependencies: ["CRaveProto", "CProtobufC"], path: "Shared/RaveDynamic"),
-        .target(name: "RaveTelemetry", path: "Shared/RaveTelemetry"),
-        .target(name: "RaveWire", path: "Shared/RaveWire"),
+        // MARK: - Shared/Core: crypto, tokens, outbound HTTP, logs and metrics
+        .target(name: "RaveCrypto", dependencies: ["COpenSSL"], path: "Shared/Core/RaveCrypto"),
+        .target(name: "RaveAuth", dependencies: ["RaveCrypto"], path: "Shared/Core/RaveAuth"),
+        .target(name: "RaveHTTPClient", dependencies: ["CCurl"], path: "Shared/Core/RaveHTTPClient"),
+        .target(name: "RaveTelemetry", path: "Shared/Core/RaveTelemetry"),
+
+        // MARK: - Shared/Transport: event loops, TCP, TLS
         .target(
             name: "RaveTransport",
             dependencies: ["CRaveSystem", "CRaveTLS", "COpenSSL", "RaveTelemetry"],
-            path: "Shared/RaveTransport"
+            path: "Shared/Transport/RaveTransport"
         ),
+
+        // MARK: - Shared/Wire: frames and protobuf
+        .target(name: "RaveWire", path: "Shared/Wire/RaveWire"),
+        .target(name: "RaveProtobuf", dependencies: ["CProtobufC"], path: "Shared/Wire/RaveProtobuf"),
+        .target(name: "RaveDynamic", dependencies: ["CRaveProto", "CProtobufC"], path: "Shared/Wire/RaveDynamic"),
+
+        // MARK: - Shared/Generated: made from Proto/ by scripts/generate-proto.sh (committed, never edited)
+        .target(name: "CRaveProto", dependencies: ["CProtobufC"], path: "Shared/Generated/CRaveProto"),
+        .target(
+            name: "RaveMessages",
+            dependencies: ["RaveProtobuf", "CRaveProto", "CProtobufC"],
+            path: "Shared/Generated/RaveMessages"
+        ),
+
+        // MARK: - Shared/RPC: connections, calls, servers, typed service APIs, the client library
         .target(
             name: "RaveRPC",
             dependencies: ["RaveWire", "RaveTransport", "RaveMessages", "RaveProtobuf", "RaveTelemetry"],
-            path: "Shared/RaveRPC"
+            path: "Shared/RPC/RaveRPC"
         ),
         .target(
             name: "RaveServices",
             dependencies: ["RaveRPC", "RaveMessages", "RaveProtobuf"],
-            path: "Shared/RaveServices"
+            path: "Shared/RPC/RaveServices"
         ),
+        .target(
+            name: "RaveClient", dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveTransport"],
+            path: "Shared/RPC/RaveClient"),
+
+        // MARK: - Shared/Data: PostgreSQL and the transactional outbox
         .target(
             name: "RavePostgres",
             dependencies: ["CLibPQ", "RaveCrypto", "RaveTransport", "CRaveSystem", "RaveTelemetry"],
-            path: "Shared/RavePostgres"
+            path: "Shared/Data/RavePostgres"
         ),
         .target(
             name: "RaveOutbox",
             dependencies: ["RavePostgres", "RaveTelemetry", "RaveTransport"],
-            path: "Shared/RaveOutbox"
+            path: "Shared/Data/RaveOutbox"
         ),
-        .target(name: "RaveAuth", dependencies: ["RaveCrypto"], path: "Shared/RaveAuth"),
+
+        // MARK: - Shared/Runtime: the service process, events between services, merged ids
         .target(
-            name: "RaveClient", dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveTransport"],
-            path: "Shared/RaveClient"),
+            name: "RaveRuntime",
+            dependencies: ["RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "RaveTelemetry", "CRaveSystem"],
+            path: "Shared/Runtime/RaveRuntime"
+        ),
         .target(
             name: "RaveEvents",
             dependencies: [
                 "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RavePostgres",
                 "RaveTelemetry", "RaveTransport",
             ],
-            path: "Shared/RaveEvents"
+            path: "Shared/Runtime/RaveEvents"
         ),
-        .target(
-            name: "RaveRuntime",
-            dependencies: ["RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "RaveTelemetry", "CRaveSystem"],
-            path: "Shared/RaveRuntime"
-        ),
-
         .target(
             name: "RaveMerges",
             dependencies: ["RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
-            path: "Shared/RaveMerges"
+            path: "Shared/Runtime/RaveMerges"
         ),
 
         // Helpers shared by the test targets (not shipped).
@@ -101,8 +110,10 @@ let package = Package(
             ],
             path: "Tests/RaveTestSupport"),
 
+        // MARK: - Tools: the code generator
+        .executableTarget(name: "RaveProtoGen", path: "Tools/RaveProtoGen"),
+
         // MARK: - Executables
-        .executableTarget(name: "RaveProtoGen", path: "Shared/RaveProtoGen"),
         .executableTarget(
             name: "Ravectl",
             dependencies: [

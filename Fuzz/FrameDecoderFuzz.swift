@@ -1,5 +1,5 @@
 // libFuzzer entry point for RaveWire's FrameDecoder; scripts/fuzz.sh compiles it together with
-// Shared/RaveWire/*.swift into one module, which is why nothing is imported.
+// Shared/Wire/RaveWire/*.swift into one module, which is why nothing is imported.
 
 /// One fuzz input: byte 0 picks the maximum frame size, byte 1 seeds how the rest is cut into reads.
 ///

@@ -1,5 +1,5 @@
 // Writes the seed corpora under Fuzz/corpus from real messages and frames (`scripts/fuzz.sh --seeds`).
-// Compiled with Shared/RaveWire/*.swift into one module, so Frame needs no import.
+// Compiled with Shared/Wire/RaveWire/*.swift into one module, so Frame needs no import.
 import Foundation
 import RaveMessages
 

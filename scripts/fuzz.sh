@@ -19,7 +19,7 @@ seconds=${RAVE_FUZZ_SECONDS:-60}
 out=.fuzz
 build=$out/build
 sanitize=(-sanitize=fuzzer,address -parse-as-library -O -g)
-includes=(-I "$build" -I Shared/CProtobufC -I Shared/CRaveProto/include)
+includes=(-I "$build" -I Shared/System/CProtobufC -I Shared/Generated/CRaveProto/include)
 mkdir -p "$out/bin" "$build" "$out/logs"
 
 # Instrumented objects for the C message descriptors, RaveProtobuf and RaveMessages.
@@ -27,22 +27,22 @@ build_message_modules() {
     local source object
     rm -f "$build"/*.o
     while IFS= read -r source; do
-        object=${source#Shared/CRaveProto/}
+        object=${source#Shared/Generated/CRaveProto/}
         object="$build/${object//\//_}.o"
-        clang -c -O1 -g -fsanitize=fuzzer-no-link,address -I Shared/CRaveProto/include "$source" -o "$object"
-    done < <(find Shared/CRaveProto/rave -name '*.pb-c.c' | sort)
+        clang -c -O1 -g -fsanitize=fuzzer-no-link,address -I Shared/Generated/CRaveProto/include "$source" -o "$object"
+    done < <(find Shared/Generated/CRaveProto/rave -name '*.pb-c.c' | sort)
     swiftc -c -wmo "${sanitize[@]}" -module-name RaveProtobuf -emit-module \
         -emit-module-path "$build/RaveProtobuf.swiftmodule" "${includes[@]}" \
-        Shared/RaveProtobuf/*.swift -o "$build/RaveProtobuf.o"
+        Shared/Wire/RaveProtobuf/*.swift -o "$build/RaveProtobuf.o"
     swiftc -c -wmo "${sanitize[@]}" -module-name RaveMessages -emit-module \
         -emit-module-path "$build/RaveMessages.swiftmodule" "${includes[@]}" \
-        Shared/RaveMessages/*.swift Shared/RaveMessages/Generated/*.swift -o "$build/RaveMessages.o"
+        Shared/Generated/RaveMessages/*.swift -o "$build/RaveMessages.o"
 }
 
 build_all() {
     echo "fuzz: building (swiftc -sanitize=fuzzer,address)"
     swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzFrames \
-        Fuzz/FrameDecoderFuzz.swift Shared/RaveWire/*.swift -o "$out/bin/frame-decoder"
+        Fuzz/FrameDecoderFuzz.swift Shared/Wire/RaveWire/*.swift -o "$out/bin/frame-decoder"
     build_message_modules
     swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzEnvelopes "${includes[@]}" \
         Fuzz/EnvelopeFuzz.swift "$build"/*.o -lprotobuf-c -o "$out/bin/envelope"
@@ -54,7 +54,7 @@ build_all() {
 write_seeds() {
     build_message_modules
     swiftc -sanitize=address -O -use-ld=lld -module-name FuzzSeeds "${includes[@]}" \
-        Fuzz/SeedCorpus.swift Shared/RaveWire/*.swift "$build"/*.o -lprotobuf-c -o "$out/bin/seed-corpus"
+        Fuzz/SeedCorpus.swift Shared/Wire/RaveWire/*.swift "$build"/*.o -lprotobuf-c -o "$out/bin/seed-corpus"
     mkdir -p Fuzz/corpus/frames Fuzz/corpus/envelopes Fuzz/corpus/strings
     "$out/bin/seed-corpus" Fuzz/corpus
     echo "fuzz: wrote $(find Fuzz/corpus -type f | wc -l) seed files under Fuzz/corpus"

@@ -1,3 +1,3 @@
-// The token, key and primitive types moved to Shared/RaveAuth so the gateway can verify tokens without importing
+// The token, key and primitive types moved to Shared/Core/RaveAuth so the gateway can verify tokens without importing
 // this service; re-exporting keeps every identity file compiling unchanged.
 @_exported import RaveAuth

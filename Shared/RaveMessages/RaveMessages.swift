@@ -1,2 +1,0 @@
-// Messages generated from Proto/ live in Generated/ (see scripts/generate-proto.sh).
-@_exported import RaveProtobuf
