@@ -98,7 +98,7 @@ struct SessionRevocationTests {
             let expected = [phone, tablet, guest].compactMap { $0.sessionTokens?.sessionId }
             #expect(all.revocations.map(\.sessionId) == expected)
             #expect(!all.more)
-            let lifetime = Double(harness.service.revocationHorizon)
+            let lifetime = Double(harness.dependencies.revocationHorizon)
             for revocation in all.revocations {
                 let expires = Date(timeIntervalSince1970: Double(revocation.expiresAtUnixMs) / 1000)
                 #expect(expires >= before.addingTimeInterval(lifetime - 5))
