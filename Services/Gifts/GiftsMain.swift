@@ -40,9 +40,9 @@ enum GiftsMain {
         // Merged-away players resolve to their targets; other processes' merges are announced and swept here.
         let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
         context.addBackgroundService(merges)
-        let service = GiftsService(
+        let dependencies = GiftsDependencies(
             pool: context.pool, directory: directory, logger: context.logger, mergedUsers: merges)
-        return service.rpcServices
+        return dependencies.rpcServices
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.

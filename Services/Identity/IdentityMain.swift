@@ -45,12 +45,12 @@ enum IdentityMain {
             // A setting, not a request: stop start-up as a configuration error (exit status 78) naming it.
             throw RuntimeError(.invalidConfiguration, error.message)
         }
-        let service = try await IdentityService.start(
+        let dependencies = try await IdentityDependencies.start(
             pool: context.pool, configuration: configuration, blocks: try socialBlocks(context: context, configuration),
             logger: context.logger)
         context.addBackgroundService(
             try MergeDelivery.forService(context: context, participants: configuration.mergeParticipants))
-        context.addBackgroundService(LoginThrottleSweeper(throttle: service.loginThrottle, logger: context.logger))
+        context.addBackgroundService(LoginThrottleSweeper(throttle: dependencies.loginThrottle, logger: context.logger))
         context.logger.info(
             "password hashing and login throttle",
             [
@@ -60,7 +60,7 @@ enum IdentityMain {
                 ("failures_per_account", String(configuration.loginThrottle.perAccount)),
                 ("failures_per_address", String(configuration.loginThrottle.perAddress)),
             ])
-        return service.rpcServices
+        return dependencies.rpcServices
     }
 
     /// Social's blocks over mTLS with identity's certificate, when `RAVE_IDENTITY_SOCIAL_ADDRESS` names a social

@@ -60,56 +60,15 @@ enum LeaderboardsMain {
             pool: context.pool, address: configuration.advertiseAddress, leaseDuration: configuration.leaseDuration,
             evict: { indexes.evict(boardID: $0) })
         context.addBackgroundService(BoardLeaseKeeper(ownership: ownership, logger: context.logger))
-        return try await services(
-            engine: engine, ownership: ownership, logger: context.logger, friends: friends, profiles: profiles)
+        let dependencies = LeaderboardsDependencies(
+            engine: engine, ownership: ownership, friends: friends, profiles: profiles)
+        // Before the server accepts calls.
+        try await dependencies.loadIndexes(logger: context.logger)
+        return dependencies.rpcServices
     }
 
     /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.
     static var migrationsDirectory: String {
         (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
-    }
-
-    /// The handlers of a single instance that owns every board without leases (tools and tests).
-    static func services(
-        pool: PostgresPool, logger: Logger, clock: WallClock = .system,
-        friends: any FriendsProvider = StaticFriendsProvider(), profiles: any ProfileProvider = StaticProfileProvider()
-    ) async throws -> [any RPCService] {
-        try await services(
-            engine: LeaderboardEngine(pool: pool, clock: clock), ownership: .sole(), logger: logger, friends: friends,
-            profiles: profiles)
-    }
-
-    /// Builds the handlers and loads the current version of every active board this instance can take before
-    /// the server accepts calls, so the first requests do not pay for loading; boards other instances own are
-    /// left to them.
-    static func services(
-        engine: LeaderboardEngine, ownership: BoardOwnership, logger: Logger, friends: any FriendsProvider,
-        profiles: any ProfileProvider
-    ) async throws -> [any RPCService] {
-        let started = ContinuousClock.now
-        var entries = 0
-        var elsewhere = 0
-        for board in try await engine.definitions.everyActiveBoard() {
-            do {
-                try await ownership.acquire(board)
-            } catch let error as LeaderboardsError where error.notProcessed {
-                elsewhere += 1
-                continue
-            }
-            entries += try await engine.currentIndex(of: board).read { $0.count }
-        }
-        logger.info(
-            "indexes loaded",
-            [
-                ("entries", "\(entries)"), ("owned elsewhere", "\(elsewhere)"),
-                ("duration", "\(ContinuousClock.now - started)"),
-            ])
-        // Player calls (the ones naming players) count for merges' drains; the merge participant itself must not.
-        return [
-            engine.merges.track(
-                LeaderboardsService(engine: engine, friends: friends, profiles: profiles, ownership: ownership)),
-            LeaderboardsAdminService(engine: engine, ownership: ownership), MergeService(engine: engine),
-            LeaderboardsInternalService(ownership: ownership),
-        ]
     }
 }

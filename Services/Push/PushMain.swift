@@ -26,8 +26,10 @@ enum PushMain {
         // Merged-away players resolve to their targets; other processes' merges are announced and swept here.
         let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
         context.addBackgroundService(merges)
-        return PushDependencies(pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }, merges: merges)
-            .services(logger: context.logger)
+        return PushDependencies(
+            pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }, merges: merges,
+            logger: context.logger
+        ).rpcServices
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.

@@ -29,15 +29,15 @@ enum SocialMain {
         let identity = RPCClient(
             host: configuration.identityAddress.host, port: configuration.identityAddress.port, tls: tls,
             group: context.group, logger: context.logger.with("peer", "identity"))
-        let service = SocialService(
+        let dependencies = SocialDependencies(
             pool: context.pool, directory: IdentityUserDirectory(caller: identity), configuration: configuration,
             loop: context.group.next(), logger: context.logger)
-        if configuration.friendCacheIDs > 0 { context.addBackgroundService(service.friendIDs) }
+        if configuration.friendCacheIDs > 0 { context.addBackgroundService(dependencies.friendIDs) }
         // Merged-away users resolve to their targets; other processes' merges are announced and swept here.
-        context.addBackgroundService(service.mergedUsers)
+        context.addBackgroundService(dependencies.mergedUsers)
         // Friend request events, from the outbox to the sinks of RAVE_EVENT_SINKS (push shows them).
         context.addBackgroundService(try EventPublisher.forService(context: context, source: "social"))
-        return service.rpcServices
+        return dependencies.rpcServices
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.

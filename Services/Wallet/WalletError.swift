@@ -1,4 +1,5 @@
 import RaveRPC
+import RaveRuntime
 
 /// Every failure the wallet reports on purpose; the RPC layer maps it to a status through `rpcError`.
 struct WalletError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatusConvertible {
@@ -14,6 +15,10 @@ struct WalletError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatu
         case failedPrecondition
         /// A peer the wallet needs (identity) could not answer; nothing was done.
         case unavailable
+        /// The call carries no user where it needs one.
+        case unauthenticated
+        /// A broken promise of the wallet's own code.
+        case internalError
     }
 
     var kind: Kind
@@ -37,8 +42,22 @@ struct WalletError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatu
         case .insufficientFunds, .failedPrecondition: .failedPrecondition
         case .conflictingReplay: .alreadyExists
         case .unavailable: .unavailable
+        case .unauthenticated: .unauthenticated
+        case .internalError: .internal
         }
     }
 
     var rpcError: RPCError? { RPCError(statusCode, message, notProcessed: kind == .unavailable) }
+}
+
+/// The ranges of the wallet's numeric request fields, as the proto comments state them; the tests compare the two.
+enum RequestLimits {
+    static let transactionPageSizes = RequestRange("page_size", 1...100, zeroMeans: 20)
+    static let currencyDecimals = RequestRange("decimals", 0...Int64(Currency.maximumDecimals))
+
+    /// Every range above with the message whose field it checks.
+    static let declaredRanges: [(message: String, range: RequestRange)] = [
+        ("rave.wallet.v1.ListTransactionsRequest", transactionPageSizes),
+        ("rave.wallet.v1.CreateCurrencyRequest", currencyDecimals),
+    ]
 }

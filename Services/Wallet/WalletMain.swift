@@ -27,7 +27,7 @@ enum WalletMain {
         return WalletDependencies(
             pool: context.pool, users: IdentityUserDirectory(identity: identity),
             laneCount: configuration.laneCount, merges: merges
-        ).services()
+        ).rpcServices
     }
 
     /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.

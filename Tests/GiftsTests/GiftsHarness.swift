@@ -12,15 +12,15 @@ import Testing
 /// The gifts service on a fresh migrated database, reaching identity and social stand-ins over real mTLS;
 /// handlers are called in-process with the request contexts the gateway would build.
 struct GiftsHarness {
-    let service: GiftsService
+    let dependencies: GiftsDependencies
     let peers: PeerHarness
     let pool: PostgresPool
     let app: RaveID
 
-    var player: PlayerHandlers { PlayerHandlers(service: service) }
-    var install: InstallHandlers { InstallHandlers(service: service) }
-    var admin: AdminHandlers { AdminHandlers(service: service) }
-    var merge: MergeHandler { MergeHandler(service: service) }
+    var player: PlayerHandlers { PlayerHandlers(dependencies: dependencies) }
+    var install: InstallHandlers { InstallHandlers(dependencies: dependencies) }
+    var admin: AdminHandlers { AdminHandlers(dependencies: dependencies) }
+    var merge: GiftsMergeParticipant { GiftsMergeParticipant(dependencies: dependencies) }
     var identity: StandInIdentity { peers.identity }
     var social: StandInSocial { peers.social }
 
@@ -29,9 +29,9 @@ struct GiftsHarness {
         let peers = try PeerHarness()
         do {
             try await TestDatabase.withPool { pool in
-                let service = GiftsService(
+                let service = GiftsDependencies(
                     pool: pool, directory: peers.directory, logger: Logger(label: "gifts-test", level: .critical))
-                try await body(GiftsHarness(service: service, peers: peers, pool: pool, app: RaveID.random()))
+                try await body(GiftsHarness(dependencies: service, peers: peers, pool: pool, app: RaveID.random()))
             }
         } catch {
             await peers.shutdown()

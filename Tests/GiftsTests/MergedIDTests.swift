@@ -60,7 +60,7 @@ struct GiftsMergedIDTests {
             try await harness.createType()
             let (bob, guest) = (harness.identity.addUser(), harness.identity.addUser())
             let friends = (0..<4).map { _ in harness.identity.addUser() }
-            let merges = harness.service.mergedUsers
+            let merges = harness.dependencies.mergedUsers
             let keys = (0..<40).map { "race-\($0)" }
             async let merged: Void = harness.mergeGifts(guest, into: bob)
             let results = await ConcurrentCalls.run(keys.count) { index in

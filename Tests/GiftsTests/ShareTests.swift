@@ -48,7 +48,7 @@ struct ShareTests {
             // They join, then connect Facebook: identity publishes the link and delivers it to gifts' sink.
             let newcomer = harness.identity.addUser()
             let event = Self.linkEvent(user: newcomer, subject: "fb-newcomer", app: harness.app)
-            let sink = harness.service.providerLinkSink
+            let sink = harness.dependencies.providerLinkSink
             let first = try await sink.deliverEvents(.init(events: [event]), context: harness.serviceContext)
             let again = try await sink.deliverEvents(.init(events: [event]), context: harness.serviceContext)
             let later = try await sink.deliverEvents(
@@ -85,7 +85,7 @@ struct ShareTests {
                 _ = try await harness.player.detachExternalGift(
                     .init(requestId: "req-9"), context: harness.context(newcomer))
             } throws: { hasStatus($0, .notFound) }
-            _ = try await harness.service.providerLinkSink.deliverEvents(
+            _ = try await harness.dependencies.providerLinkSink.deliverEvents(
                 .init(events: [Self.linkEvent(user: newcomer, subject: "fb-x", app: harness.app)]),
                 context: harness.serviceContext)
             #expect(try await harness.player.listGifts(.init(), context: harness.context(newcomer)).gifts.isEmpty)

@@ -29,7 +29,7 @@ struct AppDataKeyTests {
                 .init(), context: Harness.playerContext(targetLogin, appID: targetOnly.appId))
 
             _ = try await harness.pool.transaction {
-                try await harness.service.mergeSaga.merge(source: source, into: target, appID: nil, in: $0)
+                try await harness.dependencies.mergeSaga.merge(source: source, into: target, appID: nil, in: $0)
             }
 
             let inBoth = try await harness.player.getAppDataKeys(
@@ -56,7 +56,7 @@ struct AppDataKeyTests {
             let source = try parseRaveID(sourceLogin.userID)
             let target = try parseRaveID(targetLogin.userID)
             _ = try await harness.pool.transaction {
-                try await harness.service.mergeSaga.merge(source: source, into: target, appID: nil, in: $0)
+                try await harness.dependencies.mergeSaga.merge(source: source, into: target, appID: nil, in: $0)
             }
             // The source's old session acts as the target, in an app neither had played.
             let context = Harness.playerContext(sourceLogin, appID: later.appId)

@@ -17,9 +17,9 @@ import Testing
         let social = BlockingSocial()
         try await withSocial(social) { blocks in
             try await IdentityHarness.with { harness in
-                let service = try await IdentityService.start(
-                    pool: harness.pool, configuration: harness.service.configuration, blocks: blocks)
-                let player = Identity.PlayerHandlers(service: service)
+                let service = try await IdentityDependencies.start(
+                    pool: harness.pool, configuration: harness.dependencies.configuration, blocks: blocks)
+                let player = Identity.PlayerHandlers(dependencies: service)
                 let app = try await harness.makeApplication()
                 let alice = try await harness.guestLogin(appID: app.appId, deviceID: "alice")
                 let bob = try await harness.guestLogin(appID: app.appId, deviceID: "bob")
@@ -60,14 +60,14 @@ import Testing
             logger: Logger(label: "social-client", level: .critical))
         defer { client.close() }
         try await IdentityHarness.with { harness in
-            let service = try await IdentityService.start(
-                pool: harness.pool, configuration: harness.service.configuration,
+            let service = try await IdentityDependencies.start(
+                pool: harness.pool, configuration: harness.dependencies.configuration,
                 blocks: SocialBlockRegistry(caller: client, timeout: .seconds(2)))
             let app = try await harness.makeApplication()
             let alice = try await harness.guestLogin(appID: app.appId, deviceID: "alice")
             let bob = try await harness.guestLogin(appID: app.appId, deviceID: "bob")
             let failure = await statusCode {
-                _ = try await Identity.PlayerHandlers(service: service).findUser(
+                _ = try await Identity.PlayerHandlers(dependencies: service).findUser(
                     .init(key: .userId(alice.userID)), context: IdentityHarness.playerContext(bob, appID: app.appId))
             }
             #expect(failure?.code == .unavailable)

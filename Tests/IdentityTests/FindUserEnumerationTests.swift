@@ -110,13 +110,13 @@ struct FindUserEnumerationTests {
         let start = ContinuousClock.now
         try limiter.charge(user: "a", address: "10.0.0.1", now: start)
         try limiter.charge(user: "a", address: "10.0.0.1", now: start)
-        #expect(throws: RPCError.self) { try limiter.charge(user: "a", address: "10.0.0.1", now: start) }
+        #expect(throws: IdentityError.self) { try limiter.charge(user: "a", address: "10.0.0.1", now: start) }
         // A new guest from the same address has its own budget, but the address's runs out.
         try limiter.charge(user: "b", address: "10.0.0.1", now: start)
-        #expect(throws: RPCError.self) { try limiter.charge(user: "c", address: "10.0.0.1", now: start) }
+        #expect(throws: IdentityError.self) { try limiter.charge(user: "c", address: "10.0.0.1", now: start) }
         try limiter.charge(user: "c", address: "10.0.0.2", now: start)
         // One lookup per 30 s comes back for a budget of 2 per minute.
-        #expect(throws: RPCError.self) { try limiter.charge(user: "a", address: nil, now: start + .seconds(29)) }
+        #expect(throws: IdentityError.self) { try limiter.charge(user: "a", address: nil, now: start + .seconds(29)) }
         try limiter.charge(user: "a", address: nil, now: start + .seconds(31))
     }
 }

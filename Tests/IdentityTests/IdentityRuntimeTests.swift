@@ -61,11 +61,11 @@ struct IdentityRuntimeTests {
     }
 
     /// Identity as `make run` starts it (`IdentityMain.services` in a `ServiceRuntime`, on a fresh database, with
-    /// development certificates), plus `environment`; `body` gets the runtime, the `IdentityService` it built, and a
+    /// development certificates), plus `environment`; `body` gets the runtime, the `IdentityDependencies` it built, and a
     /// connector by certificate name ("gateway", "client").
     static func withRuntime(
         environment extra: [String: String] = [:],
-        _ body: (ServiceRuntime, IdentityService, (_ certificate: String) throws -> RPCClient) async throws -> Void
+        _ body: (ServiceRuntime, IdentityDependencies, (_ certificate: String) throws -> RPCClient) async throws -> Void
     ) async throws {
         let certificates = FileManager.default.temporaryDirectory.appendingPathComponent("rave-identity-\(UUID())").path
         try DevelopmentCertificates.write(to: certificates, services: ["identity", "gateway", "client"])
@@ -77,13 +77,13 @@ struct IdentityRuntimeTests {
                 "RAVE_DATABASE_URL": url, "RAVE_DB_POOL_SIZE": "4",
                 "RAVE_SECRET_KEY_FILE": try SecretKeyFile.write(in: certificates),
             ].merging(extra) { _, new in new }
-            let built = Mutex<IdentityService?>(nil)
+            let built = Mutex<IdentityDependencies?>(nil)
             let runtime = try await ServiceRuntime.start(
                 name: "identity", environment: environment,
                 migrations: .directory(IdentityHarness.migrationsDirectory)
             ) { context in
                 let services = try await IdentityMain.services(context: context)
-                built.withLock { $0 = (services.first as? PlayerHandlers)?.service }
+                built.withLock { $0 = (services.first as? PlayerHandlers)?.dependencies }
                 return services
             }
             let running = Task { try await runtime.run() }

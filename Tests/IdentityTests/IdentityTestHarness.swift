@@ -29,11 +29,11 @@ struct IdentityHarness {
             .deletingLastPathComponent().appendingPathComponent("Services/Identity/Migrations").path
     }
 
-    let service: IdentityService
+    let dependencies: IdentityDependencies
     let pool: PostgresPool
-    var player: PlayerHandlers { PlayerHandlers(service: service) }
-    var admin: AdminHandlers { AdminHandlers(service: service) }
-    var internalHandlers: InternalHandlers { InternalHandlers(service: service) }
+    var player: PlayerHandlers { PlayerHandlers(dependencies: dependencies) }
+    var admin: AdminHandlers { AdminHandlers(dependencies: dependencies) }
+    var internalHandlers: InternalHandlers { InternalHandlers(dependencies: dependencies) }
 
     /// Runs `body` against a fresh database (created, migrated, dropped afterwards); `clock` is the login
     /// throttle's.
@@ -53,8 +53,8 @@ struct IdentityHarness {
                 configure(&identity)
                 let now: @Sendable () -> Date
                 if let clock { now = { clock.now } } else { now = { Date() } }
-                let service = try await IdentityService.start(pool: pool, configuration: identity, clock: now)
-                try await body(IdentityHarness(service: service, pool: pool))
+                let service = try await IdentityDependencies.start(pool: pool, configuration: identity, clock: now)
+                try await body(IdentityHarness(dependencies: service, pool: pool))
             } catch {
                 failure = error
             }
@@ -140,11 +140,14 @@ final class TestClock: Sendable {
     }
 }
 
-/// The status code of the RPCError `body` throws, or nil when it succeeds or throws something else.
+/// The status code and message of the `IdentityError` (in-process) or `RPCError` (over the wire) `body` throws, or
+/// nil when it succeeds or throws something else.
 func statusCode(_ body: () async throws -> Void) async -> (code: StatusCode, message: String)? {
     do {
         try await body()
         return nil
+    } catch let error as IdentityError {
+        return (error.code, error.message)
     } catch let error as RPCError {
         return (error.code, error.message)
     } catch {

@@ -89,7 +89,7 @@ struct IdentityBenchmarkTests {
     @Test func benchmarkMeasuresEveryOperationWithoutErrors() async throws {
         try await IdentityHarness.with { harness in
             let parameters = IdentityBenchmark.Parameters(seconds: 0.3, concurrency: 4)
-            let results = try await IdentityBenchmark(service: harness.service, parameters: parameters).run()
+            let results = try await IdentityBenchmark(service: harness.dependencies, parameters: parameters).run()
             #expect(
                 results.measurements.map(\.name) == [
                     "guest_login_new_device", "guest_login_new_device_cross_app", "refresh_session",

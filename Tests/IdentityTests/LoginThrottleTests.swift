@@ -158,10 +158,10 @@ struct LoginThrottleTests {
             _ = await Self.login(harness, appID: app, email: "sweep@example.com", password: "nope", from: "192.0.2.1")
             _ = await Self.login(
                 harness, appID: app, email: "sweep@example.com", password: Self.password, from: "192.0.2.2")
-            #expect(try await harness.service.loginThrottle.sweep() == 0)
+            #expect(try await harness.dependencies.loginThrottle.sweep() == 0)
             // After the window the failures have drained; the successful pair is kept while it is trusted.
             clock.advance(by: 901)
-            let keys = try await harness.service.loginThrottle.sweep()
+            let keys = try await harness.dependencies.loginThrottle.sweep()
             #expect(keys == 4)  // the failed pair, the two addresses, the account
             let left = try await harness.pool.execute(
                 PostgresStatement(name: "test_throttle_keys", sql: "SELECT key FROM login_throttle ORDER BY key"), [])
@@ -170,7 +170,7 @@ struct LoginThrottleTests {
                     "password:pair:192.0.2.2 sweep@example.com"
                 ])
             clock.advance(by: 30 * 24 * 3600)
-            #expect(try await harness.service.loginThrottle.sweep() == 1)
+            #expect(try await harness.dependencies.loginThrottle.sweep() == 1)
         }
     }
 

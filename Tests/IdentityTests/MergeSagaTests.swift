@@ -74,7 +74,7 @@ struct MergeSagaTests {
             let source = try parseRaveID(try await harness.guestLogin(appID: app.appId, deviceID: "d1").userID)
             let target = try parseRaveID(try await harness.guestLogin(appID: app.appId, deviceID: "d2").userID)
             let other = try parseRaveID(try await harness.guestLogin(appID: app.appId, deviceID: "d3").userID)
-            let saga = harness.service.mergeSaga
+            let saga = harness.dependencies.mergeSaga
             let first = try await harness.pool.transaction {
                 try await saga.merge(source: source, into: target, appID: nil, in: $0)
             }
@@ -105,7 +105,7 @@ struct MergeSagaTests {
                     .init(afterCursor: cursor), context: Harness.serviceContext)
             }
             let before = try await feed(after: 0)
-            let saga = harness.service.mergeSaga
+            let saga = harness.dependencies.mergeSaga
             _ = try await harness.pool.transaction {
                 try await saga.merge(source: source, into: target, appID: nil, in: $0)
             }
@@ -126,7 +126,7 @@ struct MergeSagaTests {
             let targetLogin = try await harness.guestLogin(appID: app.appId, deviceID: "d2")
             let source = try parseRaveID(sourceLogin.userID)
             let target = try parseRaveID(targetLogin.userID)
-            let saga = harness.service.mergeSaga
+            let saga = harness.dependencies.mergeSaga
             _ = try await harness.pool.transaction {
                 try await saga.merge(source: source, into: target, appID: nil, in: $0)
             }

@@ -37,11 +37,13 @@ struct PasswordHashingTests {
         return (release, holders)
     }
 
-    /// The RPCError `body` throws, or nil.
+    /// The status `body` throws (an `IdentityError` or an `RPCError`), or nil.
     static func rpcError(_ body: () async throws -> Void) async -> RPCError? {
         do {
             try await body()
             return nil
+        } catch let error as IdentityError {
+            return error.rpcError
         } catch {
             return error as? RPCError
         }
@@ -57,7 +59,7 @@ struct PasswordHashingTests {
                 .init(
                     appId: app.appId, device: device, email: "queued@example.com", password: "password123",
                     birthYear: 1990, country: "FR"), context: IdentityHarness.anonymous)
-            let hashers = harness.service.passwordHashers
+            let hashers = harness.dependencies.passwordHashers
             let (release, holders) = await Self.holdSlots(2, of: hashers)
             let started = hashers.hashesStarted
             let context = IdentityHarness.context(caller: nil, metadata: ["rave-client-address": "192.0.2.44"])
@@ -162,7 +164,7 @@ struct PasswordHashingTests {
         #expect(set.passwordHashers == 3 && set.passwordQueue == 6)
         #expect(set.loginThrottle.window == 600 && set.loginThrottle.perAddress == 500)
         #expect(
-            throws: RPCError.invalidArgument("RAVE_IDENTITY_PASSWORD_QUEUE must be 0…10000, got \"lots\"")
+            throws: IdentityError.invalidArgument("RAVE_IDENTITY_PASSWORD_QUEUE must be 0…10000, got \"lots\"")
         ) {
             try IdentityConfiguration(environment: ["RAVE_IDENTITY_PASSWORD_QUEUE": "lots"], secretKeys: keys)
         }

@@ -26,29 +26,31 @@ struct SecretsAtRestTests {
             let sealedSecret = try totpRow.decode([UInt8].self, column: "secret_sealed")
             #expect(!sealedSecret.contains(window: secret))
             #expect(
-                try harness.service.secretKeys.open(sealedSecret, context: SecretSealing.totpContext(userID)) == secret)
+                try harness.dependencies.secretKeys.open(sealedSecret, context: SecretSealing.totpContext(userID))
+                    == secret)
 
             let keyRow = try #require(
                 try await harness.pool.query(
                     "SELECT kid, private_key, private_key_sealed FROM signing_keys WHERE kid = $1",
-                    [harness.service.signer.keyID]
+                    [harness.dependencies.signer.keyID]
                 ).first)
             #expect(try keyRow.decode(String?.self, column: "private_key") == nil)
             let sealedKey = try keyRow.decode([UInt8].self, column: "private_key_sealed")
-            let seed = try harness.service.secretKeys.open(
-                sealedKey, context: SecretSealing.signingKeyContext(harness.service.signer.keyID))
+            let seed = try harness.dependencies.secretKeys.open(
+                sealedKey, context: SecretSealing.signingKeyContext(harness.dependencies.signer.keyID))
             #expect(!sealedKey.contains(window: seed))
             #expect(try Ed25519PrivateKey(rawRepresentation: seed).publicKey().rawRepresentation.count == 32)
 
             // A key file with the same key id but other key bytes opens nothing.
             let wrongKeys = try SecretKeyRing(
-                entries: [.init(id: harness.service.secretKeys.primaryKeyID, key: SymmetricKey())])
+                entries: [.init(id: harness.dependencies.secretKeys.primaryKeyID, key: SymmetricKey())])
             let wrongTOTP = #expect(throws: CryptoError.self) {
                 try wrongKeys.open(sealedSecret, context: SecretSealing.totpContext(userID))
             }
             #expect(wrongTOTP?.reason == .sealedDataRejected)
             #expect(throws: CryptoError.self) {
-                try wrongKeys.open(sealedKey, context: SecretSealing.signingKeyContext(harness.service.signer.keyID))
+                try wrongKeys.open(
+                    sealedKey, context: SecretSealing.signingKeyContext(harness.dependencies.signer.keyID))
             }
         }
     }
@@ -62,7 +64,7 @@ struct SecretsAtRestTests {
             #expect(try await DatabaseReader(pool: harness.pool).tokenForgeries(accepting: published).isEmpty)
             #expect(try await DatabaseReader(pool: harness.pool).totpSecrets(matching: secret).isEmpty)
             // The service itself still signs and checks codes.
-            let token = try harness.service.signer.issue(
+            let token = try harness.dependencies.signer.issue(
                 subject: userID.hex, applicationID: RaveID.random().hex, sessionID: RaveID.random().hex,
                 scopes: ["player"])
             #expect(try AccessTokenVerifier(keys: published).verify(token.token).subject == userID.hex)
@@ -78,9 +80,9 @@ struct SecretsAtRestTests {
                 UPDATE two_factor SET secret_sealed = (SELECT secret_sealed FROM two_factor WHERE user_id = $1)
                 WHERE user_id = $2
                 """, [first, second])
-            let store = TwoFactorStore(database: harness.pool, secrets: harness.service.secretKeys)
+            let store = TwoFactorStore(database: harness.pool, secrets: harness.dependencies.secretKeys)
             #expect(try await store.state(userID: first) != nil)
-            let error = await #expect(throws: RPCError.self) { try await store.state(userID: second) }
+            let error = await #expect(throws: IdentityError.self) { try await store.state(userID: second) }
             #expect(error?.code == .internal)
             #expect(error?.message.contains("cannot be unsealed") == true)
         }
@@ -115,7 +117,7 @@ struct SecretsAtRestTests {
 
             try await all.migrate()
             let secretKeys = try SecretKeyFile.ring()
-            let service = try await IdentityService.start(
+            let service = try await IdentityDependencies.start(
                 pool: pool, configuration: IdentityConfiguration(secretKeys: secretKeys))
 
             #expect(try await DatabaseReader(pool: pool).tokenForgeries(accepting: oldKeys).isEmpty)
@@ -152,7 +154,7 @@ struct SecretsAtRestTests {
     @Test func resealingPutsEverySecretUnderTheNewFirstKey() async throws {
         try await Harness.with { harness in
             let (userID, secret) = try await enrolTwoFactor(harness)
-            let old = harness.service.secretKeys
+            let old = harness.dependencies.secretKeys
             let new = try SecretKeyRing(entries: [.init(id: "rotated", key: SymmetricKey())] + old.entries)
             let report = try await SecretSealing.resealUnderPrimaryKey(pool: harness.pool, secrets: new)
             #expect(report == SecretSealing.Report(signingKeys: 1, totpSecrets: 1, unreadable: 0))
@@ -165,7 +167,7 @@ struct SecretsAtRestTests {
                 try await TwoFactorStore(database: harness.pool, secrets: onlyNew).state(userID: userID)?.secret
                     == secret)
             let signer = try await SigningKeyStore(database: harness.pool).activeSigner(secrets: onlyNew)
-            #expect(signer.keyID == harness.service.signer.keyID)
+            #expect(signer.keyID == harness.dependencies.signer.keyID)
 
             // Without the key a secret was sealed with, re-sealing reports it instead of guessing.
             let stranger = try SecretKeyRing(entries: [.init(id: "stranger", key: SymmetricKey())])

@@ -53,7 +53,7 @@ struct SessionRevocationTests {
             let userID = try #require(phone.user?.profile?.userId)
             let user = try #require(RaveID(wire: userID))
             _ = try await harness.player.logout(.init(), context: Harness.playerContext(lone, appID: app.appId))
-            let ended = try await SessionStore(database: harness.service.pool).revokeOthers(
+            let ended = try await SessionStore(database: harness.dependencies.pool).revokeOthers(
                 userID: user, keeping: nil, reason: "two_factor")
             #expect(ended == 5)
 
@@ -131,7 +131,7 @@ struct SessionRevocationTests {
             let expected = [phone, tablet, guest].compactMap { $0.sessionTokens?.sessionId }
             #expect(all.revocations.map(\.sessionId) == expected)
             #expect(!all.more)
-            let lifetime = Double(harness.service.revocationHorizon)
+            let lifetime = Double(harness.dependencies.revocationHorizon)
             for revocation in all.revocations {
                 let expires = Date(timeIntervalSince1970: Double(revocation.expiresAtUnixMs) / 1000)
                 #expect(expires >= before.addingTimeInterval(lifetime - 5))

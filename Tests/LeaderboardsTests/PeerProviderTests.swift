@@ -18,10 +18,11 @@ struct PeerProviderTests {
         var configuration = IdentityProfileProvider.Configuration()
         configuration.timeToLive = profileTimeToLive
         let player = LeaderboardsService(
-            engine: fixture.engine, friends: SocialFriendsProvider(caller: peers.client),
-            profiles: IdentityProfileProvider(
-                caller: peers.client, configuration: configuration, logger: Logger(label: "profiles", level: .critical)
-            ))
+            dependencies: LeaderboardsDependencies(
+                engine: fixture.engine, friends: SocialFriendsProvider(caller: peers.client),
+                profiles: IdentityProfileProvider(
+                    caller: peers.client, configuration: configuration,
+                    logger: Logger(label: "profiles", level: .critical))))
         return (fixture, player)
     }
 

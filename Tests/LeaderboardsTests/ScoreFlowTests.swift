@@ -16,7 +16,7 @@ struct ServiceFixture {
     let engine: LeaderboardEngine
     let player: LeaderboardsService
     let admin: LeaderboardsAdminService
-    let merge: MergeService
+    let merge: LeaderboardsMergeParticipant
     let app: String
 
     /// 2026-01-07 12:00 UTC, a Wednesday.
@@ -31,9 +31,10 @@ struct ServiceFixture {
         self.app = app
         clock = ManualClock(start)
         engine = LeaderboardEngine(pool: pool, clock: clock.wallClock, merges: merges)
-        player = LeaderboardsService(engine: engine, friends: friends, profiles: profiles)
-        admin = LeaderboardsAdminService(engine: engine)
-        merge = MergeService(engine: engine)
+        let dependencies = LeaderboardsDependencies(engine: engine, friends: friends, profiles: profiles)
+        player = LeaderboardsService(dependencies: dependencies)
+        admin = LeaderboardsAdminService(dependencies: dependencies)
+        merge = LeaderboardsMergeParticipant(dependencies: dependencies)
     }
 
     @discardableResult

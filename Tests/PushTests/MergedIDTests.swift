@@ -59,7 +59,7 @@ struct PushMergedIDTests {
 extension PushFixture {
     /// Merges as identity's saga does.
     func mergePush(_ source: RaveID, into target: RaveID) async throws {
-        _ = try await PushMergeService(dependencies: dependencies).mergeUsers(
+        _ = try await PushMergeParticipant(dependencies: dependencies).mergeUsers(
             MergeV1.MergeUsersRequest(
                 mergeId: "m-\(RaveID.random().hex)", sourceUserId: source.hex, targetUserId: target.hex),
             context: PushFixture.serviceContext())

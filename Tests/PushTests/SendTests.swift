@@ -144,7 +144,7 @@ struct SendTests {
             let target = RaveID.random()
             try await fixture.register(source, token: "old-phone")
             _ = try await fixture.send([source, target])
-            let merge = PushMergeService(dependencies: fixture.dependencies)
+            let merge = PushMergeParticipant(dependencies: fixture.dependencies)
             let request = MergeV1.MergeUsersRequest(
                 mergeId: "m1", sourceUserId: source.hex, targetUserId: target.hex)
             #expect(try await merge.mergeUsers(request, context: PushFixture.serviceContext()).alreadyApplied == false)

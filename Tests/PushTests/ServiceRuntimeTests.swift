@@ -21,7 +21,7 @@ struct PushServiceRuntimeTests {
                 ) { context in
                     let worker = try server.worker(fixture)
                     context.addBackgroundService(worker)
-                    return PushDependencies(pool: context.pool, clock: fixture.clock) { worker.wake() }.services()
+                    return PushDependencies(pool: context.pool, clock: fixture.clock) { worker.wake() }.rpcServices
                 } _: { push in
                     try await deliverThroughTheRuntime(push, server: server)
                 }

@@ -15,7 +15,7 @@ struct FriendIDCacheTests {
             let alice = try await harness.makePlayer("Alice")
             let bob = try await harness.makePlayer("Bob")
             let carol = try await harness.makePlayer("Carol")
-            let service = harness.service
+            let service = harness.dependencies
             #expect(try await friendIDs(of: alice, harness.internalHandlers, harness.appID) == [])
 
             try await befriend(alice, bob, harness)
@@ -54,7 +54,7 @@ struct FriendIDCacheTests {
             let alice = try await harness.makePlayer("Alice")
             let bob = try await harness.makePlayer("Bob")
             try await withSecondReplica(of: harness) { replica in
-                let other = InternalHandlers(service: replica)
+                let other = InternalHandlers(dependencies: replica)
                 #expect(try await friendIDs(of: alice, other, harness.appID) == [])
                 #expect(replica.friendIDs.storedIDs == 0)  // An empty list is held as no ids.
 
@@ -81,13 +81,13 @@ struct FriendIDCacheTests {
             let bob = try await harness.makePlayer("Bob")
             let carol = try await harness.makePlayer("Carol")
             try await befriend(alice, bob, harness)
-            try await drainNotifications(harness.service)
+            try await drainNotifications(harness.dependencies)
             let handlers = harness.internalHandlers
             #expect(try await friendIDs(of: alice, handlers, harness.appID) == [bob.id])
 
             // A friendship written behind the service's back: no notification, as if it had been lost.
-            let pool = harness.service.pool
-            let list = try await harness.service.lists.resolve(
+            let pool = harness.dependencies.pool
+            let list = try await harness.dependencies.lists.resolve(
                 "friends", appID: try #require(RaveID(harness.appID)), kind: .friends)
             let aliceID = try #require(RaveID(alice.id))
             let carolID = try #require(RaveID(carol.id))
@@ -110,7 +110,7 @@ struct FriendIDCacheTests {
     /// A fill that a notification for the same user overtakes is not kept.
     @Test func overtakenFillIsNotStored() async throws {
         try await SocialHarness.with { harness in
-            let cache = harness.service.friendIDs
+            let cache = harness.dependencies.friendIDs
             let owner = RaveID.random()
             guard case .miss(let ticket) = cache.lookup(listID: 1, owner: owner) else {
                 Issue.record("expected a miss from a listening, empty cache")
@@ -144,7 +144,7 @@ struct FriendIDCacheTests {
 
     /// Returns once the cache has applied every notification committed so far: they arrive in commit order, so
     /// once a marker entry is dropped by a notification sent now, the earlier ones were applied too.
-    private func drainNotifications(_ service: SocialService) async throws {
+    private func drainNotifications(_ service: SocialDependencies) async throws {
         let marker = RaveID.random()
         guard case .miss(let ticket) = service.friendIDs.lookup(listID: 0, owner: marker) else {
             Issue.record("the cache is not listening")
@@ -165,17 +165,17 @@ struct FriendIDCacheTests {
             .userIds.sorted()
     }
 
-    /// Another `SocialService` (its own pool and cache) on the harness's database, as a second replica runs.
+    /// Another `SocialDependencies` (its own pool and cache) on the harness's database, as a second replica runs.
     private func withSecondReplica(
-        of harness: SocialHarness, _ body: (SocialService) async throws -> Void
+        of harness: SocialHarness, _ body: (SocialDependencies) async throws -> Void
     ) async throws {
         var configuration = PostgresPool.Configuration(
-            connectionString: harness.service.pool.configuration.connectionString)
+            connectionString: harness.dependencies.pool.configuration.connectionString)
         configuration.size = 2
         let pool = try PostgresPool(configuration: configuration, group: SocialHarness.group)
         defer { pool.shutdown() }
-        let replica = SocialService(
-            pool: pool, directory: harness.service.directory, configuration: SocialConfiguration(),
+        let replica = SocialDependencies(
+            pool: pool, directory: harness.dependencies.directory, configuration: SocialConfiguration(),
             loop: SocialHarness.group.next(), logger: Logger(label: "social-replica", level: .warning))
         try await SocialHarness.withFriendIDCache(replica) { try await body(replica) }
     }

@@ -54,7 +54,7 @@ struct SocialMergedIDTests {
             let bob = try await harness.makePlayer("Bob")
             var others: [SocialHarness.Player] = []
             for index in 0..<16 { others.append(try await harness.makePlayer("Other\(index)")) }
-            let merges = harness.service.mergedUsers
+            let merges = harness.dependencies.mergedUsers
             let followed = others
             async let merged: Void = harness.mergeSocial(guest, into: bob)
             let results = await ConcurrentCalls.run(followed.count) { index in
@@ -88,7 +88,7 @@ extension SocialHarness {
 
     /// Relationship rows (edges either way, requests, blocks) still naming `player`.
     func rows(of player: Player) async throws -> Int {
-        try await service.pool.query(
+        try await dependencies.pool.query(
             """
             SELECT (SELECT count(*) FROM edges WHERE owner_id = $1 OR peer_id = $1)
                 + (SELECT count(*) FROM friend_requests WHERE sender_id = $1 OR recipient_id = $1)

@@ -36,16 +36,16 @@ struct SocialHarness {
     static var socialMigrations: String { repositoryPath("Services/Social/Migrations") }
     static var identityMigrations: String { repositoryPath("Services/Identity/Migrations") }
 
-    let service: SocialService
-    let identity: IdentityService
+    let dependencies: SocialDependencies
+    let identity: IdentityDependencies
     let identityPort: Int
     let certificates: String
     let appID: String
     let publisherID: String
-    var player: Social.PlayerHandlers { Social.PlayerHandlers(service: service) }
-    var admin: Social.AdminHandlers { Social.AdminHandlers(service: service) }
-    var internalHandlers: Social.InternalHandlers { Social.InternalHandlers(service: service) }
-    var merge: MergeHandler { MergeHandler(service: service) }
+    var player: Social.PlayerHandlers { Social.PlayerHandlers(dependencies: dependencies) }
+    var admin: Social.AdminHandlers { Social.AdminHandlers(dependencies: dependencies) }
+    var internalHandlers: Social.InternalHandlers { Social.InternalHandlers(dependencies: dependencies) }
+    var merge: SocialMergeParticipant { SocialMergeParticipant(dependencies: dependencies) }
 
     /// Runs `body` with identity and social on fresh databases, torn down afterwards.
     static func with(
@@ -66,7 +66,7 @@ struct SocialHarness {
                     "RAVE_DATABASE_URL": identityURL, "RAVE_DB_POOL_SIZE": "4",
                 ], migrations: .directory(identityMigrations)
             ) { context in
-                try await IdentityService.start(pool: context.pool, configuration: fixed).rpcServices
+                try await IdentityDependencies.start(pool: context.pool, configuration: fixed).rpcServices
             }
             let running = Task { try await runtime.run() }
             let client = RPCClient(
@@ -74,7 +74,7 @@ struct SocialHarness {
                 group: group)
             var failure: (any Error)?
             do {
-                let identity = try await IdentityService.start(pool: runtime.context.pool, configuration: fixed)
+                let identity = try await IdentityDependencies.start(pool: runtime.context.pool, configuration: fixed)
                 let applications = ApplicationStore(database: runtime.context.pool)
                 let publisher = try await applications.createPublisher(name: "Publisher")
                 let app = try await applications.createApplication(
@@ -87,13 +87,13 @@ struct SocialHarness {
                         _ = try await Migrator(pool: pool, directory: socialMigrations).migrate()
                         var configuration = SocialConfiguration()
                         configuration.maxListMembers = maxListMembers
-                        let service = SocialService(
+                        let service = SocialDependencies(
                             pool: pool, directory: IdentityUserDirectory(caller: client), configuration: configuration,
                             loop: group.next(), logger: Logger(label: "social-test", level: .warning))
                         try await withFriendIDCache(service) {
                             try await body(
                                 SocialHarness(
-                                    service: service, identity: identity, identityPort: runtime.rpcPort,
+                                    dependencies: service, identity: identity, identityPort: runtime.rpcPort,
                                     certificates: certificates, appID: app.id.hex, publisherID: publisher.publisherId))
                         }
                     } catch {
@@ -113,7 +113,7 @@ struct SocialHarness {
     }
 
     /// Runs `body` while the service's friend id cache listens, as `SocialMain` runs it.
-    static func withFriendIDCache(_ service: SocialService, _ body: () async throws -> Void) async throws {
+    static func withFriendIDCache(_ service: SocialDependencies, _ body: () async throws -> Void) async throws {
         let cache = Task { try await service.friendIDs.run() }
         var failure: (any Error)?
         do {
@@ -160,7 +160,7 @@ struct SocialHarness {
     func makePlayer(_ displayName: String, email: String? = nil, appID: String? = nil) async throws -> Player {
         let app = appID ?? self.appID
         let device = IdentityV1.DeviceInfo(deviceId: "device-\(UUID())", name: "phone", platform: "ios")
-        let identityPlayer = Identity.PlayerHandlers(service: identity)
+        let identityPlayer = Identity.PlayerHandlers(dependencies: identity)
         let login: IdentityV1.LoginResponse
         if let email {
             login = try await identityPlayer.signUp(
@@ -193,7 +193,7 @@ struct SocialHarness {
 
     /// The username identity gave a player in `makePlayer`.
     func username(of player: Player) async throws -> String {
-        let found = try await Identity.InternalHandlers(service: identity).getUsers(
+        let found = try await Identity.InternalHandlers(dependencies: identity).getUsers(
             .init(userIds: [player.id]), context: Self.context(caller: nil, service: true))
         return found.users.first?.username ?? ""
     }
@@ -207,7 +207,7 @@ struct SocialHarness {
 
     /// Changes a player's display name in identity.
     func rename(_ player: Player, to displayName: String) async throws {
-        _ = try await Identity.PlayerHandlers(service: identity).updateCurrentUser(
+        _ = try await Identity.PlayerHandlers(dependencies: identity).updateCurrentUser(
             .init(displayName: .init(value: displayName)), context: player.context)
     }
 

@@ -21,7 +21,7 @@ struct WalletFixture {
     let dependencies: WalletDependencies
     var service: WalletService { WalletService(dependencies: dependencies) }
     var admin: WalletAdminService { WalletAdminService(dependencies: dependencies) }
-    var merge: WalletMergeService { WalletMergeService(dependencies: dependencies) }
+    var merge: WalletMergeParticipant { WalletMergeParticipant(dependencies: dependencies) }
 
     /// Runs `body` against a fresh migrated database with a USD currency (2 decimals), a sample slot "slot" and
     /// an odds game "dice"; drops the database afterwards.

@@ -49,7 +49,7 @@ struct GiftsBenchmark: Sendable {
         let ids = try await pool.query(PostgresQuery(Self.userIDs, [parameters.users])).map {
             try $0.decode(RaveID.self, column: "user_id")
         }
-        let service = GiftsService(
+        let service = GiftsDependencies(
             pool: pool, directory: BenchmarkDirectory(users: Set(ids)),
             logger: Logger(label: "gifts-bench", level: .error))
         let life = try await service.types.create(GiftsV1.GiftType(key: "life", name: "Life"), appID: appID)
@@ -84,9 +84,9 @@ struct GiftsBenchmark: Sendable {
 
     /// The three measured operations, one after another.
     private func measureOperations(
-        service: GiftsService, appID: RaveID, ids: [RaveID], acceptable: [(gift: RaveID, recipient: RaveID)]
+        service: GiftsDependencies, appID: RaveID, ids: [RaveID], acceptable: [(gift: RaveID, recipient: RaveID)]
     ) async throws -> [BenchmarkMeasurement] {
-        let player = PlayerHandlers(service: service)
+        let player = PlayerHandlers(dependencies: service)
         let app = appID.hex
         let run = RaveID.random().hex.prefix(8)
         @Sendable func context(_ user: RaveID) -> RequestContext {

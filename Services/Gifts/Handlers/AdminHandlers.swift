@@ -5,17 +5,17 @@ import RaveServices
 
 /// `rave.gifts.v1.GiftsAdmin`: operators define an application's gift types.
 final class AdminHandlers: GiftsV1.GiftsAdminHandler {
-    let service: GiftsService
+    let dependencies: GiftsDependencies
 
-    init(service: GiftsService) {
-        self.service = service
+    init(dependencies: GiftsDependencies) {
+        self.dependencies = dependencies
     }
 
     func createGiftType(
         _ request: GiftsV1.CreateGiftTypeRequest, context: RequestContext
     ) async throws -> GiftsV1.CreateGiftTypeResponse {
         _ = try context.requireAdmin()
-        let type = try await service.types.create(
+        let type = try await dependencies.types.create(
             try Self.giftType(request.giftType), appID: try Self.app(request.appId))
         return GiftsV1.CreateGiftTypeResponse(giftType: type.message)
     }
@@ -24,7 +24,7 @@ final class AdminHandlers: GiftsV1.GiftsAdminHandler {
         _ request: GiftsV1.UpdateGiftTypeRequest, context: RequestContext
     ) async throws -> GiftsV1.UpdateGiftTypeResponse {
         _ = try context.requireAdmin()
-        let type = try await service.types.update(
+        let type = try await dependencies.types.update(
             try Self.giftType(request.giftType), appID: try Self.app(request.appId))
         return GiftsV1.UpdateGiftTypeResponse(giftType: type.message)
     }
@@ -33,7 +33,7 @@ final class AdminHandlers: GiftsV1.GiftsAdminHandler {
         _ request: GiftsV1.ListGiftTypesRequest, context: RequestContext
     ) async throws -> GiftsV1.ListGiftTypesResponse {
         _ = try context.requireAdmin()
-        let types = try await service.types.all(appID: try Self.app(request.appId))
+        let types = try await dependencies.types.all(appID: try Self.app(request.appId))
         return GiftsV1.ListGiftTypesResponse(giftTypes: types.map(\.message))
     }
 
@@ -43,7 +43,7 @@ final class AdminHandlers: GiftsV1.GiftsAdminHandler {
         _ = try context.requireAdmin()
         let key = try RequestLimits.giftTypeKey(request.key, field: "key")
         return GiftsV1.GetGiftTypeResponse(
-            giftType: try await service.types.find(key, appID: try Self.app(request.appId)).message)
+            giftType: try await dependencies.types.find(key, appID: try Self.app(request.appId)).message)
     }
 
     private static func app(_ text: String) throws(GiftsError) -> RaveID {

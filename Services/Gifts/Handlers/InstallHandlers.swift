@@ -9,10 +9,10 @@ import RaveServices
 /// Neither method changes anything a stranger could exploit: fetching reveals only the gift type key of an
 /// invitation whose provider request id the caller already holds, and resolving counts a click.
 final class InstallHandlers: GiftsV1.GiftsInstallHandler {
-    let service: GiftsService
+    let dependencies: GiftsDependencies
 
-    init(service: GiftsService) {
-        self.service = service
+    init(dependencies: GiftsDependencies) {
+        self.dependencies = dependencies
     }
 
     func fetchExternalGift(
@@ -24,13 +24,13 @@ final class InstallHandlers: GiftsV1.GiftsInstallHandler {
         guard (0...3).contains(provider) else {
             throw GiftsError.invalidArgument("provider must be UNSPECIFIED (any), GOOGLE, APPLE or FACEBOOK")
         }
-        let (key, sender) = try await service.shares.fetch(requestID: requestID, provider: provider, appID: appID)
+        let (key, sender) = try await dependencies.shares.fetch(requestID: requestID, provider: provider, appID: appID)
         return GiftsV1.FetchExternalGiftResponse(giftTypeKey: key, requestId: requestID, senderId: sender.hex)
     }
 
     func resolveInstallLink(
         _ request: GiftsV1.ResolveInstallLinkRequest, context: RequestContext
     ) async throws -> GiftsV1.ResolveInstallLinkResponse {
-        try await service.shares.resolveLink(try InstallCode.validate(request.code))
+        try await dependencies.shares.resolveLink(try InstallCode.validate(request.code))
     }
 }

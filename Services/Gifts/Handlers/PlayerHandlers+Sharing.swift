@@ -15,12 +15,12 @@ extension PlayerHandlers {
     func attachGiftToInvitations(
         _ request: GiftsV1.AttachGiftToInvitationsRequest, context: RequestContext
     ) async throws -> GiftsV1.AttachGiftToInvitationsResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let key = try RequestLimits.giftTypeKey(request.giftTypeKey)
         let invitations = try Self.invitations(request.invitations)
-        let type = try await service.types.find(key, appID: player.appID)
-        async let senderName = service.directory.displayName(of: player.userID, appID: player.appID)
-        let linked = try await service.directory.linkedUsers(of: Array(Set(invitations.map(\.subject))))
+        let type = try await dependencies.types.find(key, appID: player.appID)
+        async let senderName = dependencies.directory.displayName(of: player.userID, appID: player.appID)
+        let linked = try await dependencies.directory.linkedUsers(of: Array(Set(invitations.map(\.subject))))
         var statuses: [GiftsV1.InvitationStatus?] = []
         var candidates: [Candidate] = []
         var seen: Set<ShareStore.Invitation> = []
@@ -35,7 +35,7 @@ extension PlayerHandlers {
                 candidates.append(Candidate(index: index, invitation: invitation, player: user))
             }
         }
-        let blocked = try await service.directory.blockedPeers(
+        let blocked = try await dependencies.directory.blockedPeers(
             of: player.userID, among: candidates.compactMap(\.player))
         candidates.removeAll { candidate in
             guard let user = candidate.player, blocked.contains(user) else { return false }
@@ -44,20 +44,20 @@ extension PlayerHandlers {
         }
         let name = await senderName
         var giftIDs: [Int: RaveID] = [:]
-        try await service.pool.transaction { transaction in
-            let attached = try await service.shares.attach(
+        try await dependencies.pool.transaction { transaction in
+            let attached = try await dependencies.shares.attach(
                 type, from: player.userID, to: candidates.map(\.invitation), in: transaction)
             let fresh = candidates.filter { attached[$0.invitation] != nil }
-            let allowed = try await service.gifts.allowance(
+            let allowed = try await dependencies.gifts.allowance(
                 of: player.userID, for: type, wanted: fresh.count, in: transaction)
-            try await service.shares.remove(
+            try await dependencies.shares.remove(
                 fresh.dropFirst(allowed).compactMap { attached[$0.invitation] }, in: transaction)
             let kept = fresh.prefix(allowed)
             // Contacts who already play get a normal gift now; the rest wait for their provider link.
             let players = kept.filter { $0.player != nil }
-            let sent = try await service.gifts.send(
+            let sent = try await dependencies.gifts.send(
                 type, from: player.userID, senderName: name, to: players.compactMap(\.player), on: transaction)
-            try await service.shares.markDelivered(
+            try await dependencies.shares.markDelivered(
                 zip(players, sent).compactMap { candidate, gift in attached[candidate.invitation].map { ($0, gift) } },
                 in: transaction)
             for (candidate, gift) in zip(players, sent) { giftIDs[candidate.index] = gift }
@@ -77,16 +77,16 @@ extension PlayerHandlers {
     func detachExternalGift(
         _ request: GiftsV1.DetachExternalGiftRequest, context: RequestContext
     ) async throws -> GiftsV1.DetachExternalGiftResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let requestID = try RequestLimits.externalID(request.requestId, field: "request_id")
-        let (key, count) = try await service.shares.detach(requestID: requestID, appID: player.appID)
+        let (key, count) = try await dependencies.shares.detach(requestID: requestID, appID: player.appID)
         return GiftsV1.DetachExternalGiftResponse(giftTypeKey: key, detached: UInt32(clamping: count))
     }
 
     func createInstallLink(
         _ request: GiftsV1.CreateInstallLinkRequest, context: RequestContext
     ) async throws -> GiftsV1.CreateInstallLinkResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let key = try RequestLimits.giftTypeKey(request.giftTypeKey)
         guard request.requestId.utf8.count <= RequestLimits.externalIDLengths.upperBound else {
             throw GiftsError.invalidArgument("request_id must be at most 256 bytes")
@@ -94,8 +94,8 @@ extension PlayerHandlers {
         guard request.channel.utf8.count <= RequestLimits.maximumChannelLength else {
             throw GiftsError.invalidArgument("channel must be at most \(RequestLimits.maximumChannelLength) bytes")
         }
-        _ = try await service.types.find(key, appID: player.appID)
-        let code = try await service.shares.createLink(
+        _ = try await dependencies.types.find(key, appID: player.appID)
+        let code = try await dependencies.shares.createLink(
             appID: player.appID, creator: player.userID, giftTypeKey: key, requestID: request.requestId,
             channel: request.channel)
         return GiftsV1.CreateInstallLinkResponse(code: code)

@@ -6,17 +6,18 @@ import RaveServices
 /// `rave.gifts.v1.Gifts`: what players do with gifts, requests and shares; requests and sharing live in the
 /// extensions next to this file.
 final class PlayerHandlers: GiftsV1.GiftsHandler {
-    let service: GiftsService
+    let dependencies: GiftsDependencies
 
-    init(service: GiftsService) {
-        self.service = service
+    init(dependencies: GiftsDependencies) {
+        self.dependencies = dependencies
     }
 
     func listGiftTypes(
         _ request: GiftsV1.ListGiftTypesRequest, context: RequestContext
     ) async throws -> GiftsV1.ListGiftTypesResponse {
-        let player = try await service.player(context)
-        return GiftsV1.ListGiftTypesResponse(giftTypes: try await service.types.all(appID: player.appID).map(\.message))
+        let player = try await dependencies.player(context)
+        return GiftsV1.ListGiftTypesResponse(
+            giftTypes: try await dependencies.types.all(appID: player.appID).map(\.message))
     }
 
     // MARK: - Gifts
@@ -24,7 +25,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
     func sendGifts(
         _ request: GiftsV1.SendGiftsRequest, context: RequestContext
     ) async throws -> GiftsV1.SendGiftsResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let key = try RequestLimits.giftTypeKey(request.giftTypeKey)
         let recipients = try RequestLimits.recipients(request.recipientIds)
         guard let idempotencyKey = try RequestLimits.idempotencyKey(request.idempotencyKey, context: context) else {
@@ -37,10 +38,10 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
         // The send statement itself finds a stored result (and then changes nothing), so a new call costs one round
         // trip; the type comes from the cache, concurrently with the peers' screening.
         let type: GiftTypeRecord
-        let screening: GiftsService.Screening
+        let screening: GiftsDependencies.Screening
         do {
-            async let screened = service.screen(recipients, sender: player.userID, appID: player.appID)
-            type = try await service.types.forSending(key, appID: player.appID)
+            async let screened = dependencies.screen(recipients, sender: player.userID, appID: player.appID)
+            type = try await dependencies.types.forSending(key, appID: player.appID)
             screening = try await screened
         } catch {
             // A retry of a call that went through is answered even while the peers are unreachable.
@@ -52,13 +53,14 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
             // with one, the counter's upsert decides first how many of them go, in the same transaction.
             let response =
                 if type.dailyLimitPerSender > 0 {
-                    try await service.pool.transaction { transaction in
-                        let allowed = try await service.gifts.allowance(
+                    try await dependencies.pool.transaction { transaction in
+                        let allowed = try await dependencies.gifts.allowance(
                             of: player.userID, for: type, wanted: screening.eligible.count, in: transaction)
                         return try await send(type, request, screening, allowed: allowed, call, on: transaction)
                     }
                 } else {
-                    try await send(type, request, screening, allowed: screening.eligible.count, call, on: service.pool)
+                    try await send(
+                        type, request, screening, allowed: screening.eligible.count, call, on: dependencies.pool)
                 }
             return response
         } catch let error as GiftsError where error == .concurrentReplay {
@@ -68,14 +70,14 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
 
     /// Sends to the first `allowed` eligible recipients and records the response under the call's key.
     private func send(
-        _ type: GiftTypeRecord, _ request: GiftsV1.SendGiftsRequest, _ screening: GiftsService.Screening,
+        _ type: GiftTypeRecord, _ request: GiftsV1.SendGiftsRequest, _ screening: GiftsDependencies.Screening,
         allowed: Int, _ call: IdempotentCall, on database: some PostgresQueryable
     ) async throws -> GiftsV1.SendGiftsResponse {
         let sending = Array(screening.eligible.prefix(allowed))
         let giftIDs = sending.map { _ in RaveID.random() }
         let response = GiftsV1.SendGiftsResponse(
             results: Self.results(request.recipientIds, screening: screening, sent: sending, ids: giftIDs))
-        try await service.gifts.send(
+        try await dependencies.gifts.send(
             type, from: call.sender, senderName: screening.senderName, to: sending.map(\.user), giftIDs: giftIDs,
             recording: .init(
                 operation: call.operation, key: call.key, fingerprint: call.fingerprint,
@@ -87,17 +89,17 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
     func listGifts(
         _ request: GiftsV1.ListGiftsRequest, context: RequestContext
     ) async throws -> GiftsV1.ListGiftsResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let limit = try RequestLimits.pageSize(request.pageSize)
         let cursor = try PageCursor.parse(request.pageToken)
-        let (gifts, next) = try await service.gifts.pending(
+        let (gifts, next) = try await dependencies.gifts.pending(
             to: player.userID, appID: player.appID, limit: limit, after: cursor)
         return GiftsV1.ListGiftsResponse(gifts: gifts, nextPageToken: next?.token ?? "")
     }
 
     func getGift(_ request: GiftsV1.GetGiftRequest, context: RequestContext) async throws -> GiftsV1.GetGiftResponse {
-        let player = try await service.player(context)
-        let gift = try await service.gifts.gift(
+        let player = try await dependencies.player(context)
+        let gift = try await dependencies.gifts.gift(
             try RequestLimits.id(request.giftId, field: "gift_id"), appID: player.appID)
         // Only the two players it concerns see a gift; anyone else learns nothing, not even that it exists.
         guard gift.senderId == player.userID.hex || gift.recipientId == player.userID.hex else {
@@ -109,26 +111,26 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
     func acceptGift(
         _ request: GiftsV1.AcceptGiftRequest, context: RequestContext
     ) async throws -> GiftsV1.AcceptGiftResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let id = try RequestLimits.id(request.giftId, field: "gift_id")
         return GiftsV1.AcceptGiftResponse(
-            gift: try await service.gifts.answer(id, accept: true, recipient: player.userID, appID: player.appID))
+            gift: try await dependencies.gifts.answer(id, accept: true, recipient: player.userID, appID: player.appID))
     }
 
     func rejectGift(
         _ request: GiftsV1.RejectGiftRequest, context: RequestContext
     ) async throws -> GiftsV1.RejectGiftResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let id = try RequestLimits.id(request.giftId, field: "gift_id")
         return GiftsV1.RejectGiftResponse(
-            gift: try await service.gifts.answer(id, accept: false, recipient: player.userID, appID: player.appID))
+            gift: try await dependencies.gifts.answer(id, accept: false, recipient: player.userID, appID: player.appID))
     }
 
     // MARK: - Results and idempotency
 
     /// Per requested recipient, in request order: sent (with the id) or the reason it was not.
     static func results(
-        _ requested: [String], screening: GiftsService.Screening, sent: [(index: Int, user: RaveID)], ids: [RaveID]
+        _ requested: [String], screening: GiftsDependencies.Screening, sent: [(index: Int, user: RaveID)], ids: [RaveID]
     ) -> [GiftsV1.RecipientResult] {
         var results = requested.enumerated().map { index, userID in
             GiftsV1.RecipientResult(userId: userID, status: screening.statuses[index] ?? .dailyLimit)
@@ -146,7 +148,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
         of call: IdempotentCall, as type: Response.Type
     ) async throws -> Response? {
         guard
-            let bytes = try await service.idempotency.storedResponse(
+            let bytes = try await dependencies.idempotency.storedResponse(
                 sender: call.sender, operation: call.operation, key: call.key, fingerprint: call.fingerprint)
         else { return nil }
         var response = try Response(protobufBytes: bytes)
@@ -156,7 +158,7 @@ final class PlayerHandlers: GiftsV1.GiftsHandler {
 
     func record(_ call: IdempotentCall, response: [UInt8], in transaction: PostgresTransaction) async throws {
         guard
-            try await service.idempotency.record(
+            try await dependencies.idempotency.record(
                 sender: call.sender, operation: call.operation, key: call.key, fingerprint: call.fingerprint,
                 response: response, in: transaction)
         else { throw GiftsError.concurrentReplay }

@@ -49,12 +49,12 @@ struct IdentityBenchmark: Sendable {
         var flood: PasswordFlood.Outcome?
     }
 
-    let service: IdentityService
+    let service: IdentityDependencies
     let parameters: Parameters
 
     /// Runs the measurements one after another.
     func run() async throws -> Results {
-        let player = PlayerHandlers(service: service)
+        let player = PlayerHandlers(dependencies: service)
         let applications = ApplicationStore(database: service.pool)
         let publisher = try await applications.createPublisher(name: "Benchmark")
         guard let publisherID = RaveID(publisher.publisherId) else { throw RPCError.internalError("bad publisher") }
@@ -170,7 +170,7 @@ struct IdentityBenchmark: Sendable {
 
     /// ResolveUsers with the same 100 ids on every call.
     private func measureResolves(player: PlayerHandlers, appID: String) async throws -> Measurement {
-        let internalHandlers = InternalHandlers(service: service)
+        let internalHandlers = InternalHandlers(dependencies: service)
         var ids: [String] = []
         for index in 0..<100 {
             let login = try await player.guestLogin(

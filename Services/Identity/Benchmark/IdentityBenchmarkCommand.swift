@@ -48,7 +48,7 @@ enum IdentityBenchmarkCommand {
             _ = try await Migrator(pool: pool, directory: IdentityMain.migrationsDirectory).migrate()
             // A scratch database: a key that lives as long as the run seals its secrets.
             let secretKeys = try SecretKeyRing(entries: [.init(id: "bench", key: SymmetricKey())])
-            let service = try await IdentityService.start(
+            let service = try await IdentityDependencies.start(
                 pool: pool, configuration: IdentityConfiguration(environment: environment, secretKeys: secretKeys))
             if environment["RAVE_BENCH_HANDLERS_ON_EVENT_LOOP"] == "true" { parameters.loops = group.loops }
             let results = try await IdentityBenchmark(service: service, parameters: parameters).run()

@@ -83,7 +83,7 @@ final class PasswordFlood: Sendable {
         let elapsed = ContinuousClock.now - start
         await task.value
         let (checked, refused, failed) = counts.withLock { $0 }
-        let hashers = player.service.passwordHashers
+        let hashers = player.dependencies.passwordHashers
         return Outcome(
             offeredPerSecond: rate, seconds: Double(elapsed / .milliseconds(1)) / 1000, checked: checked,
             refused: refused, failed: failed, hashers: hashers.threads, queue: hashers.queueLimit,
@@ -96,11 +96,11 @@ final class PasswordFlood: Sendable {
         do {
             try await IdentityBenchmark.onLoop(of: loops, index: index) { [self] in
                 if cooperative {
-                    let service = player.service
+                    let service = player.dependencies
                     _ = try await CredentialStore(database: service.pool).password(email: email)
                     _ = try service.passwordHashers.hasher.verify(
                         "not the password", against: service.passwordHashers.decoyHash)
-                    throw RPCError.unauthenticated("the email or password is wrong")
+                    throw IdentityError.unauthenticated("the email or password is wrong")
                 }
                 var context = IdentityBenchmark.context(caller: nil)
                 context.metadata["rave-client-address"] = address
@@ -111,9 +111,9 @@ final class PasswordFlood: Sendable {
                     context: context)
             }
             counts.withLock { $0.failed += 1 }
-        } catch let error as RPCError where error.code == .unauthenticated {
+        } catch let error as IdentityError where error.code == .unauthenticated {
             counts.withLock { $0.checked += 1 }
-        } catch let error as RPCError where error.code == .resourceExhausted {
+        } catch let error as IdentityError where error.code == .resourceExhausted {
             counts.withLock { $0.refused += 1 }
         } catch {
             counts.withLock { $0.failed += 1 }

@@ -42,47 +42,4 @@ public struct OIDCProviderConfiguration: Sendable, Hashable {
         self.audiences = audiences
         self.jwksPath = jwksPath
     }
-
-    /// Reads every provider configured in `environment`.
-    ///
-    /// Per provider P (GOOGLE, APPLE, FACEBOOK): `RAVE_OIDC_P_JWKS` (path of the JWKS file; the provider is enabled
-    /// when set), `RAVE_OIDC_P_AUDIENCE` (comma-separated client ids, required when enabled) and optionally
-    /// `RAVE_OIDC_P_ISSUER` (comma-separated, replacing the well-known issuers). Errors name the variable.
-    public static func fromEnvironment(
-        _ environment: [String: String]
-    ) throws(CryptoError) -> [OIDCProviderConfiguration] {
-        var configurations: [OIDCProviderConfiguration] = []
-        for provider in OIDCProvider.allCases {
-            let prefix = "RAVE_OIDC_\(provider.environmentName)_"
-            let jwks = environment[prefix + "JWKS"]?.trimmingWhitespace ?? ""
-            let audiences = list(environment[prefix + "AUDIENCE"])
-            let issuers = list(environment[prefix + "ISSUER"])
-            guard !jwks.isEmpty else {
-                if !audiences.isEmpty || !issuers.isEmpty {
-                    throw .configuration(
-                        "\(prefix)JWKS must name the provider's key file when \(prefix)AUDIENCE or \(prefix)ISSUER "
-                            + "is set")
-                }
-                continue
-            }
-            guard !audiences.isEmpty else {
-                throw .configuration(
-                    "\(prefix)AUDIENCE must list the accepted client ids (comma-separated) when \(prefix)JWKS is set")
-            }
-            configurations.append(
-                OIDCProviderConfiguration(
-                    provider: provider, audiences: audiences, jwksPath: jwks, issuers: issuers.isEmpty ? nil : issuers))
-        }
-        return configurations
-    }
-
-    private static func list(_ value: String?) -> [String] {
-        (value ?? "").split(separator: ",").map { String($0).trimmingWhitespace }.filter { !$0.isEmpty }
-    }
-}
-
-extension String {
-    fileprivate var trimmingWhitespace: String {
-        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
-    }
 }

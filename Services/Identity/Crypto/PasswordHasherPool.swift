@@ -103,14 +103,14 @@ final class PasswordHasherPool: Sendable {
     }
 
     /// RESOURCE_EXHAUSTED with the time the slots now taken need to drain, in the message and as a RetryInfo.
-    private func refusal(waiting: Int) -> RPCError {
+    private func refusal(waiting: Int) -> IdentityError {
         let rounds = max(1, (waiting + threads - 1) / threads)
         let milliseconds = max(1, queue.averageHashNanoseconds / 1_000_000) * rounds
         var info = GatewayV1.RetryInfo()
         info.retryAfterMs = UInt32(clamping: milliseconds)
-        return RPCError(
-            .resourceExhausted,
-            "password checks are at capacity (\(threads) at once, \(queueLimit) waiting); retry after "
+        return IdentityError(
+            code: .resourceExhausted,
+            message: "password checks are at capacity (\(threads) at once, \(queueLimit) waiting); retry after "
                 + "\(milliseconds) ms",
             details: info.protobufBytes(), notProcessed: true)
     }
@@ -131,7 +131,7 @@ final class PasswordHasherPool: Sendable {
         do {
             return try result.get()
         } catch {
-            throw RPCError.internalError("password hashing failed: \(error.message)")
+            throw IdentityError.internalError("password hashing failed: \(error.message)")
         }
     }
 }

@@ -116,7 +116,7 @@ final class LoginThrottle: Sendable {
         case .refused(let wait):
             // Rounded up, less a millisecond of floating-point dust (a wait of exactly 45 s must not read 46).
             let seconds = max(1, Int((wait - 0.001).rounded(.up)))
-            throw RPCError.resourceExhausted("\(scope.refusal); try again in \(seconds) s")
+            throw IdentityError.resourceExhausted("\(scope.refusal); try again in \(seconds) s")
         }
     }
 

@@ -102,7 +102,7 @@ final class MergeDelivery: Service {
             let store = MergeStore(database: pool)
             do {
                 guard let client = clients[event.key] else {
-                    throw RPCError.unavailable("merge participant \(event.key) is not configured")
+                    throw IdentityError.unavailable("merge participant \(event.key) is not configured")
                 }
                 _ = try await client.mergeUsers(request, options: CallOptions(timeout: timeout, maxRetries: 1))
             } catch {

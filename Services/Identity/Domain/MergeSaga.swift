@@ -33,18 +33,19 @@ struct MergeSaga: Sendable {
     ) async throws -> Outcome {
         let store = MergeStore(database: transaction)
         let locked = try await store.lockUsers([source, target])
-        guard let sourcePointer = locked[source] else { throw RPCError.notFound("no user \(source.hex)") }
-        guard let targetPointer = locked[target] else { throw RPCError.notFound("no user \(target.hex)") }
+        guard let sourcePointer = locked[source] else { throw IdentityError.notFound("no user \(source.hex)") }
+        guard let targetPointer = locked[target] else { throw IdentityError.notFound("no user \(target.hex)") }
         if let earlier = sourcePointer {
             guard let mergeID = try await store.mergeID(source: source) else {
-                throw RPCError.internalError("user \(source.hex) is merged into \(earlier.hex) without a merge record")
+                throw IdentityError.internalError(
+                    "user \(source.hex) is merged into \(earlier.hex) without a merge record")
             }
             return Outcome(mergeID: mergeID, target: earlier, performed: false)
         }
         guard targetPointer == nil else {
-            throw RPCError(.aborted, "user \(target.hex) was merged meanwhile; retry")
+            throw IdentityError.aborted("user \(target.hex) was merged meanwhile; retry")
         }
-        guard source != target else { throw RPCError.failedPrecondition("a user cannot be merged into itself") }
+        guard source != target else { throw IdentityError.failedPrecondition("a user cannot be merged into itself") }
 
         let mergeID = RaveID.random()
         try await store.insert(id: mergeID, source: source, target: target, participants: participants)

@@ -11,11 +11,11 @@ extension PlayerHandlers {
     ) async throws -> IdentityV1.LoginResponse {
         let appID = try Validation.raveID(request.appId, field: "app_id")
         let device = try Validation.device(request.device)
-        let application = try await service.applications.application(appID)
-        let login = try await GuestLoginStore(database: service.pool).login(
+        let application = try await dependencies.applications.application(appID)
+        let login = try await GuestLoginStore(database: dependencies.pool).login(
             appID: appID, crossAppPublisher: application.settings.crossAppLogin ? application.publisherID : nil,
-            device: device, sessionLifetime: service.configuration.sessionLifetime)
-        let tokens = try service.tokens(
+            device: device, sessionLifetime: dependencies.configuration.sessionLifetime)
+        let tokens = try dependencies.tokens(
             userID: login.user.id, appID: appID, sessionID: login.sessionID, refreshToken: login.refreshToken,
             accountState: login.user.globalAccountState)
         return IdentityV1.LoginResponse(
@@ -30,11 +30,11 @@ extension PlayerHandlers {
         let birthYear = try Validation.birthYear(request.birthYear)
         let country = try Validation.country(request.country)
         let username = request.username.isEmpty ? nil : try Validation.username(request.username)
-        let application = try await service.applications.application(appID)
-        let hash = try await service.passwordHashers.withSlot { try await $0.hash(password) }
+        let application = try await dependencies.applications.application(appID)
+        let hash = try await dependencies.passwordHashers.withSlot { try await $0.hash(password) }
         // A signed-in guest becomes the new account instead of leaving an orphan behind.
         let current = context.caller.flatMap { $0.appID == application.id.hex ? RaveID($0.userID) : nil }
-        return try await service.pool.transaction { transaction in
+        return try await dependencies.pool.transaction { transaction in
             let users = UserStore(database: transaction)
             var userID: RaveID? = nil
             if let current, let canonical = try await users.canonicalIDs([current])[current],
@@ -64,28 +64,28 @@ extension PlayerHandlers {
         let device = try Validation.device(request.device)
         let email = try Validation.text(request.email, field: "email", maximum: 254)
         let password = try Validation.text(request.password, field: "password", maximum: 128)
-        _ = try await service.applications.application(appID)
-        let credentials = CredentialStore(database: service.pool)
+        _ = try await dependencies.applications.application(appID)
+        let credentials = CredentialStore(database: dependencies.pool)
         let address = context.metadata["rave-client-address"]
         // A hashing slot first (refused at capacity before anything else is spent), then the throttle's charge,
         // and only then the hash.
-        let stored = try await service.passwordHashers.withSlot { hashing in
-            let verified = try await service.loginThrottle.attempt(
+        let stored = try await dependencies.passwordHashers.withSlot { hashing in
+            let verified = try await dependencies.loginThrottle.attempt(
                 .password, account: email.lowercased(), address: address
             ) { () async throws -> (userID: RaveID, hash: String)? in
                 let stored = try await credentials.password(email: email)
                 // An unknown email is hashed against a decoy, so the answer's timing does not tell whether it exists.
                 return try await hashing.verify(password, against: stored?.hash) ? stored : nil
             }
-            guard let verified else { throw RPCError.unauthenticated("the email or password is wrong") }
-            if service.passwordHashers.hasher.needsRehash(verified.hash) {
+            guard let verified else { throw IdentityError.unauthenticated("the email or password is wrong") }
+            if dependencies.passwordHashers.hasher.needsRehash(verified.hash) {
                 try await credentials.replacePassword(userID: verified.userID, hash: try await hashing.hash(password))
             }
             return verified
         }
         // A signed-in guest of this app logging in to the account is merged into it, as with provider logins.
         let callerID = context.caller.flatMap { $0.appID == appID.hex ? RaveID($0.userID) : nil }
-        return try await service.pool.transaction { transaction in
+        return try await dependencies.pool.transaction { transaction in
             let users = UserStore(database: transaction)
             var guest: RaveID? = nil
             if let callerID, let canonical = try await users.canonicalIDs([callerID])[callerID],
@@ -111,10 +111,10 @@ extension PlayerHandlers {
             try await logins.setDeviceUser(appID: appID, deviceID: device.deviceId, userID: userID, crossApp: true)
         }
         let (sessionID, refreshToken) = try await SessionStore(database: transaction).openSession(
-            userID: userID, appID: appID, device: device, lifetime: service.configuration.sessionLifetime)
+            userID: userID, appID: appID, device: device, lifetime: dependencies.configuration.sessionLifetime)
         // Read after the session's writes, as the state the token carries must be the one the session starts with.
         let user = try await UserStore(database: transaction).user(userID, appID: appID)
-        let tokens = try service.tokens(
+        let tokens = try dependencies.tokens(
             userID: userID, appID: appID, sessionID: sessionID, refreshToken: refreshToken,
             accountState: user.globalAccountState)
         return IdentityV1.LoginResponse(user: user.message, outcome: .tokens(tokens), created: created)

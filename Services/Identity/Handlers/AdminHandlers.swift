@@ -4,9 +4,9 @@ import RaveServices
 
 /// Serves `rave.identity.v1.IdentityAdmin`: publishers and applications, for callers with the admin scope.
 struct AdminHandlers: IdentityV1.IdentityAdminHandler {
-    let service: IdentityService
+    let dependencies: IdentityDependencies
 
-    private var store: ApplicationStore { ApplicationStore(database: service.pool) }
+    private var store: ApplicationStore { ApplicationStore(database: dependencies.pool) }
 
     func createPublisher(
         _ request: IdentityV1.CreatePublisherRequest, context: RequestContext
@@ -43,7 +43,7 @@ struct AdminHandlers: IdentityV1.IdentityAdminHandler {
         let id = try Validation.raveID(request.appId, field: "app_id")
         let name = try request.name.map { try Validation.text($0.value, field: "name", maximum: 100) }
         let application = try await store.updateApplication(id: id, name: name, settings: request.settings)
-        service.applications.remember(application)
+        dependencies.applications.remember(application)
         return IdentityV1.UpdateApplicationResponse(application: application.message)
     }
 
@@ -60,8 +60,8 @@ struct AdminHandlers: IdentityV1.IdentityAdminHandler {
     ) async throws -> IdentityV1.GetMergeStatusResponse {
         _ = try context.requireAdmin()
         let id = try Validation.raveID(request.mergeId, field: "merge_id")
-        guard let merge = try await MergeStore(database: service.pool).merge(id) else {
-            throw RPCError.notFound("no merge \(id.hex)")
+        guard let merge = try await MergeStore(database: dependencies.pool).merge(id) else {
+            throw IdentityError.notFound("no merge \(id.hex)")
         }
         return IdentityV1.GetMergeStatusResponse(merge: merge)
     }

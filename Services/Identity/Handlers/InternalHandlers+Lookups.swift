@@ -13,7 +13,7 @@ extension InternalHandlers {
         _ request: IdentityV1.GetApplicationsRequest, context: RequestContext
     ) async throws -> IdentityV1.GetApplicationsResponse {
         let ids = try Validation.raveIDs(request.appIds, field: "app_ids")
-        let found = try await ApplicationStore(database: service.pool).applications(Array(Set(ids)))
+        let found = try await ApplicationStore(database: dependencies.pool).applications(Array(Set(ids)))
         return IdentityV1.GetApplicationsResponse(applications: ids.compactMap { found[$0]?.message })
     }
 
@@ -21,11 +21,11 @@ extension InternalHandlers {
         _ request: IdentityV1.FindUsersRequest, context: RequestContext
     ) async throws -> IdentityV1.FindUsersResponse {
         guard request.references.count <= Self.maximumReferences else {
-            throw RPCError.invalidArgument(
+            throw IdentityError.invalidArgument(
                 "references may hold at most \(Self.maximumReferences) entries, got \(request.references.count)")
         }
         let appID = request.appId.isEmpty ? nil : try Validation.raveID(request.appId, field: "app_id")
-        let users = UserStore(database: service.pool)
+        let users = UserStore(database: dependencies.pool)
         // Emails match only players of the app's publisher, as for FindUser.
         var publisher: RaveID?
         if let appID, request.references.contains(where: { if case .email = $0.key { true } else { false } }) {
@@ -34,7 +34,7 @@ extension InternalHandlers {
         var matches: [(IdentityV1.UserReference, RaveID)] = []
         for (index, reference) in request.references.enumerated() {
             guard let key = reference.key else {
-                throw RPCError.invalidArgument("references[\(index)] must set one of user_id, email or username")
+                throw IdentityError.invalidArgument("references[\(index)] must set one of user_id, email or username")
             }
             if let id = try await users.userID(
                 matching: key, fieldPrefix: "references[\(index)].", emailPublisher: publisher)
@@ -54,8 +54,8 @@ extension InternalHandlers {
     /// The publisher of `appID`; for an unknown app, an id no publisher has, so its "players" match no email.
     private func publisher(of appID: RaveID) async throws -> RaveID {
         do {
-            return try await service.applications.application(appID).publisherID
-        } catch let error as RPCError where error.code == .notFound {
+            return try await dependencies.applications.application(appID).publisherID
+        } catch let error as IdentityError where error.code == .notFound {
             return RaveID(high: 0, low: 0)
         }
     }

@@ -6,13 +6,13 @@ import RaveServices
 
 /// Serves `rave.identity.v1.IdentityInternal` to peers with a service certificate.
 struct InternalHandlers: IdentityV1.IdentityInternalHandler {
-    let service: IdentityService
+    let dependencies: IdentityDependencies
 
     func resolveUsers(
         _ request: IdentityV1.ResolveUsersRequest, context: RequestContext
     ) async throws -> IdentityV1.ResolveUsersResponse {
         let ids = try Validation.raveIDs(request.userIds, field: "user_ids")
-        let canonical = try await UserStore(database: service.pool).canonicalIDs(ids)
+        let canonical = try await UserStore(database: dependencies.pool).canonicalIDs(ids)
         return IdentityV1.ResolveUsersResponse(
             users: zip(request.userIds, ids).map { text, id in
                 IdentityV1.ResolvedUser(requestedId: text, canonicalId: canonical[id]?.hex ?? "")
@@ -24,7 +24,7 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     ) async throws -> IdentityV1.GetUsersResponse {
         let ids = try Validation.raveIDs(request.userIds, field: "user_ids")
         let appID = request.appId.isEmpty ? nil : try Validation.raveID(request.appId, field: "app_id")
-        let users = UserStore(database: service.pool)
+        let users = UserStore(database: dependencies.pool)
         let canonical = try await users.canonicalIDs(ids)
         let records = try await users.users(Array(Set(canonical.values)), appID: appID)
         return IdentityV1.GetUsersResponse(users: ids.compactMap { canonical[$0].flatMap { records[$0]?.profile } })
@@ -34,21 +34,19 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
         _ request: IdentityV1.LookupExternalRequest, context: RequestContext
     ) async throws -> IdentityV1.LookupExternalResponse {
         guard request.subjects.count + request.emails.count <= 1000 else {
-            throw RPCError.invalidArgument("at most 1000 subjects and emails per call")
+            throw IdentityError.invalidArgument("at most 1000 subjects and emails per call")
         }
         var matches: [IdentityV1.ExternalMatch] = []
+        let links = ProviderStore(database: dependencies.pool)
         for (index, subject) in request.subjects.enumerated() {
             guard let provider = ProviderName.name(subject.provider) else {
-                throw RPCError.invalidArgument("subjects[\(index)].provider must be google, apple or facebook")
+                throw IdentityError.invalidArgument("subjects[\(index)].provider must be google, apple or facebook")
             }
-            let rows = try await service.pool.execute(Self.selectLink, [provider, subject.subject])
-            if let row = rows.first {
-                matches.append(
-                    IdentityV1.ExternalMatch(
-                        key: .subject(subject), userId: try row.decode(RaveID.self, column: "user_id").hex))
+            if let user = try await links.linkedUser(provider: provider, subject: subject.subject) {
+                matches.append(IdentityV1.ExternalMatch(key: .subject(subject), userId: user.hex))
             }
         }
-        let users = UserStore(database: service.pool)
+        let users = UserStore(database: dependencies.pool)
         for email in request.emails where !email.isEmpty {
             if let id = try await users.userID(verifiedEmail: email, publisher: nil) {
                 matches.append(IdentityV1.ExternalMatch(key: .email(email), userId: id.hex))
@@ -62,8 +60,8 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     ) async throws -> IdentityV1.UsedApplicationsResponse {
         let appID = try Validation.raveID(request.appId, field: "app_id")
         let ids = try Validation.raveIDs(request.userIds, field: "user_ids")
-        let canonical = try await UserStore(database: service.pool).canonicalIDs(ids)
-        let played = try await DeviceLoginStore(database: service.pool).usersWhoPlayed(
+        let canonical = try await UserStore(database: dependencies.pool).canonicalIDs(ids)
+        let played = try await DeviceLoginStore(database: dependencies.pool).usersWhoPlayed(
             appID: appID, among: Array(Set(canonical.values)))
         return IdentityV1.UsedApplicationsResponse(
             userIds: zip(request.userIds, ids).compactMap { text, id in
@@ -74,7 +72,8 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     func signingKeys(
         _ request: IdentityV1.SigningKeysRequest, context: RequestContext
     ) async throws -> IdentityV1.SigningKeysResponse {
-        return IdentityV1.SigningKeysResponse(keys: try await SigningKeyStore(database: service.pool).publishedKeys())
+        return IdentityV1.SigningKeysResponse(
+            keys: try await SigningKeyStore(database: dependencies.pool).publishedKeys())
     }
 
     /// ListRevocations answers at most this many per call (and 1000 when the request leaves it 0).
@@ -85,10 +84,10 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
     ) async throws -> IdentityV1.ListRevocationsResponse {
         let limit = request.limit == 0 ? 1000 : Int(request.limit)
         guard limit <= Self.maximumRevocations else {
-            throw RPCError.invalidArgument("limit must be 1…\(Self.maximumRevocations), got \(request.limit)")
+            throw IdentityError.invalidArgument("limit must be 1…\(Self.maximumRevocations), got \(request.limit)")
         }
-        let horizon = service.revocationHorizon
-        let (page, more) = try await SessionStore(database: service.pool).revocationPage(
+        let horizon = dependencies.revocationHorizon
+        let (page, more) = try await SessionStore(database: dependencies.pool).revocationPage(
             after: request.afterCursor, horizon: horizon, limit: limit)
         return IdentityV1.ListRevocationsResponse(
             revocations: page.map { revocation in
@@ -99,8 +98,4 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
             },
             cursor: page.last?.cursor ?? request.afterCursor, more: more)
     }
-
-    static let selectLink = PostgresStatement(
-        name: "identity_select_provider_link",
-        sql: "SELECT user_id FROM provider_links WHERE provider = $1 AND subject = $2")
 }

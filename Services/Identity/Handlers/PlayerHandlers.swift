@@ -6,5 +6,5 @@ import RaveServices
 ///
 /// The methods live in extensions by area (accounts, sessions, profile, providers, merge, two-factor).
 struct PlayerHandlers: IdentityV1.IdentityHandler {
-    let service: IdentityService
+    let dependencies: IdentityDependencies
 }

@@ -12,10 +12,10 @@ extension PlayerHandlers {
         let appID = try Validation.raveID(request.appId, field: "app_id")
         let device = try Validation.device(request.device)
         let (provider, identity) = try verifyProviderToken(request.provider, request.idToken, nonce: request.nonce)
-        _ = try await service.applications.application(appID)
+        _ = try await dependencies.applications.application(appID)
         // The signed-in player of this app, if any: a guest becomes the account (or is merged into it).
         let callerID = context.caller.flatMap { $0.appID == appID.hex ? RaveID($0.userID) : nil }
-        return try await service.pool.transaction { transaction in
+        return try await dependencies.pool.transaction { transaction in
             let links = ProviderStore(database: transaction)
             let users = UserStore(database: transaction)
             var guest: RaveID? = nil
@@ -48,12 +48,12 @@ extension PlayerHandlers {
     func connectProvider(
         _ request: IdentityV1.ConnectProviderRequest, context: RequestContext
     ) async throws -> IdentityV1.ConnectProviderResponse {
-        let (userID, appID) = try await service.player(context)
+        let (userID, appID) = try await dependencies.player(context)
         let sessionID = context.caller.flatMap { RaveID($0.sessionID) }
         let (provider, identity) = try verifyProviderToken(request.provider, request.idToken, nonce: request.nonce)
-        let settings = try await service.applications.application(appID).settings
+        let settings = try await dependencies.applications.application(appID).settings
         let mergeAllowed = settings.mergePolicy == .prompt || settings.mergePolicy == .automatic
-        return try await service.pool.transaction { transaction in
+        return try await dependencies.pool.transaction { transaction in
             let links = ProviderStore(database: transaction)
             let users = UserStore(database: transaction)
             /// The caller as it is now, with an access token that says so.
@@ -80,13 +80,13 @@ extension PlayerHandlers {
             switch request.resolution {
             case .forceDisconnect:
                 guard settings.allowForceDisconnect else {
-                    throw RPCError.failedPrecondition(
+                    throw IdentityError.failedPrecondition(
                         "this \(provider) account belongs to another player and this app does not allow "
                             + "force-disconnect")
                 }
                 // The same rule as DisconnectProvider: no account loses its last way to log in.
                 guard Self.keepsALogin(try await links.credentials(userID: owner), without: provider) else {
-                    throw RPCError.failedPrecondition(
+                    throw IdentityError.failedPrecondition(
                         "this \(provider) account is the other player's last way to log in, so it cannot be moved; "
                             + "merge instead, or the other player adds a password or another provider first")
                 }
@@ -95,7 +95,7 @@ extension PlayerHandlers {
                     userID: userID, appID: appID, provider: provider, subject: identity.subject, in: transaction)
                 return try await connected()
             case .merge where !mergeAllowed:
-                throw RPCError.failedPrecondition(
+                throw IdentityError.failedPrecondition(
                     "this \(provider) account belongs to another player and this app's merge policy is none")
             case .merge:
                 return try await merged(into: owner)
@@ -116,19 +116,19 @@ extension PlayerHandlers {
     func disconnectProvider(
         _ request: IdentityV1.DisconnectProviderRequest, context: RequestContext
     ) async throws -> IdentityV1.DisconnectProviderResponse {
-        let (userID, appID) = try await service.player(context)
+        let (userID, appID) = try await dependencies.player(context)
         let sessionID = context.caller.flatMap { RaveID($0.sessionID) }
         guard let provider = ProviderName.name(request.provider) else {
-            throw RPCError.invalidArgument("provider must be PROVIDER_GOOGLE, PROVIDER_APPLE or PROVIDER_FACEBOOK")
+            throw IdentityError.invalidArgument("provider must be PROVIDER_GOOGLE, PROVIDER_APPLE or PROVIDER_FACEBOOK")
         }
-        return try await service.pool.transaction { transaction in
+        return try await dependencies.pool.transaction { transaction in
             let links = ProviderStore(database: transaction)
             let held = try await links.credentials(userID: userID)
             guard held.providers.contains(provider) else {
-                throw RPCError.notFound("this account is not connected to \(provider)")
+                throw IdentityError.notFound("this account is not connected to \(provider)")
             }
             guard Self.keepsALogin(held, without: provider) else {
-                throw RPCError.failedPrecondition(
+                throw IdentityError.failedPrecondition(
                     "\(provider) is this account's last way to log in; add a password or another provider first")
             }
             _ = try await links.unlink(userID: userID, provider: provider)
@@ -157,7 +157,7 @@ extension PlayerHandlers {
         guard let sessionID, try await SessionStore(database: transaction).isLive(sessionID: sessionID, userID: userID)
         else { return nil }
         let user = try await UserStore(database: transaction).user(userID, appID: nil)
-        return try service.tokens(
+        return try dependencies.tokens(
             userID: userID, appID: appID, sessionID: sessionID, refreshToken: "", accountState: user.globalAccountState)
     }
 
@@ -166,16 +166,17 @@ extension PlayerHandlers {
     private func mergeIntoOwner(
         _ userID: RaveID, owner: RaveID, appID: RaveID, in transaction: PostgresTransaction
     ) async throws -> IdentityV1.Merge {
-        if try await TwoFactorStore(database: transaction, secrets: service.secretKeys).state(userID: owner)?.confirmed
+        if try await TwoFactorStore(database: transaction, secrets: dependencies.secretKeys).state(userID: owner)?
+            .confirmed
             == true
         {
-            throw RPCError.failedPrecondition(
+            throw IdentityError.failedPrecondition(
                 "the other account uses two-factor; log in to it with this provider and complete the challenge to merge"
             )
         }
-        let outcome = try await service.mergeSaga.merge(source: userID, into: owner, appID: appID, in: transaction)
+        let outcome = try await dependencies.mergeSaga.merge(source: userID, into: owner, appID: appID, in: transaction)
         guard let merge = try await MergeStore(database: transaction).merge(outcome.mergeID) else {
-            throw RPCError.internalError("merge \(outcome.mergeID.hex) vanished")
+            throw IdentityError.internalError("merge \(outcome.mergeID.hex) vanished")
         }
         return merge
     }
@@ -185,21 +186,21 @@ extension PlayerHandlers {
         _ provider: IdentityV1.Provider, _ idToken: String, nonce: String
     ) throws -> (String, VerifiedIdentity) {
         guard let name = ProviderName.name(provider), let oidc = OIDCProvider(rawValue: name) else {
-            throw RPCError.invalidArgument("provider must be PROVIDER_GOOGLE, PROVIDER_APPLE or PROVIDER_FACEBOOK")
+            throw IdentityError.invalidArgument("provider must be PROVIDER_GOOGLE, PROVIDER_APPLE or PROVIDER_FACEBOOK")
         }
         _ = try Validation.text(idToken, field: "id_token", maximum: 16384)
         do {
-            let identity = try service.providerVerifier.verify(
+            let identity = try dependencies.providerVerifier.verify(
                 idToken: idToken, from: oidc, nonce: nonce.isEmpty ? nil : nonce)
             guard identity.subject.utf8.count <= 255 else {
-                throw RPCError.unauthenticated("the ID token's subject is longer than 255 bytes")
+                throw IdentityError.unauthenticated("the ID token's subject is longer than 255 bytes")
             }
             return (name, identity)
         } catch let error as CryptoError {
             switch error.reason {
-            case .invalidToken, .expiredToken: throw RPCError.unauthenticated(error.message)
-            case .invalidArgument: throw RPCError.failedPrecondition(error.message)
-            default: throw RPCError.internalError("cannot verify \(name) ID tokens: \(error.message)")
+            case .invalidToken, .expiredToken: throw IdentityError.unauthenticated(error.message)
+            case .invalidArgument: throw IdentityError.failedPrecondition(error.message)
+            default: throw IdentityError.internalError("cannot verify \(name) ID tokens: \(error.message)")
             }
         }
     }

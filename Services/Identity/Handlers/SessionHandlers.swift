@@ -10,21 +10,22 @@ extension PlayerHandlers {
         _ request: IdentityV1.RefreshSessionRequest, context: RequestContext
     ) async throws -> IdentityV1.RefreshSessionResponse {
         let token = try Validation.text(request.refreshToken, field: "refresh_token", maximum: 256)
-        let store = SessionStore(database: service.pool)
+        let store = SessionStore(database: dependencies.pool)
         // The common case in one cheap statement; anything else is classified by `refresh` below.
-        if let rotated = try await store.rotate(refreshToken: token, lifetime: service.configuration.sessionLifetime),
+        if let rotated = try await store.rotate(
+            refreshToken: token, lifetime: dependencies.configuration.sessionLifetime),
             let accountState = rotated.session.accountState
         {
             let session = rotated.session
             return IdentityV1.RefreshSessionResponse(
-                tokens: try service.tokens(
+                tokens: try dependencies.tokens(
                     userID: session.userID, appID: session.appID, sessionID: session.sessionID,
                     refreshToken: rotated.refreshToken, accountState: accountState))
         }
         let outcome: RefreshOutcome
         // One statement decides, rotates or revokes the family, so no transaction is needed around it.
         if let result = try await store.refresh(
-            refreshToken: token, lifetime: service.configuration.sessionLifetime)
+            refreshToken: token, lifetime: dependencies.configuration.sessionLifetime)
         {
             let (found, next) = result
             if found.revoked {
@@ -34,33 +35,34 @@ extension PlayerHandlers {
                 outcome = .reused
             } else if let next, let accountState = found.accountState {
                 outcome = .rotated(
-                    try service.tokens(
+                    try dependencies.tokens(
                         userID: found.userID, appID: found.appID, sessionID: found.sessionID, refreshToken: next,
                         accountState: accountState))
             } else if found.accountState != nil || found.expiresAt < Date() {
                 // A live session of a live user is only left as is when it expired.
                 outcome = .expired
             } else {
-                throw RPCError.notFound("no user \(found.userID.hex)")
+                throw IdentityError.notFound("no user \(found.userID.hex)")
             }
         } else {
             outcome = .unknown
         }
         switch outcome {
         case .rotated(let tokens): return IdentityV1.RefreshSessionResponse(tokens: tokens)
-        case .unknown: throw RPCError.unauthenticated("the refresh token is not valid; log in again")
-        case .revoked: throw RPCError.unauthenticated("the session was ended; log in again")
-        case .expired: throw RPCError.unauthenticated("the session expired; log in again")
+        case .unknown: throw IdentityError.unauthenticated("the refresh token is not valid; log in again")
+        case .revoked: throw IdentityError.unauthenticated("the session was ended; log in again")
+        case .expired: throw IdentityError.unauthenticated("the session expired; log in again")
         case .reused:
-            throw RPCError.unauthenticated("the refresh token was already used; the session is revoked, log in again")
+            throw IdentityError.unauthenticated(
+                "the refresh token was already used; the session is revoked, log in again")
         }
     }
 
     func logout(_ request: IdentityV1.LogoutRequest, context: RequestContext) async throws -> IdentityV1.LogoutResponse
     {
-        let (userID, _) = try await service.player(context)
+        let (userID, _) = try await dependencies.player(context)
         let sessionID = try Validation.raveID(try context.requireUser().sessionID, field: "caller session id")
-        try await service.pool.transaction { transaction in
+        try await dependencies.pool.transaction { transaction in
             let ended = try await SessionStore(database: transaction).revoke(
                 sessionID: sessionID, userID: userID, reason: "logout")
             if let ended {
@@ -74,8 +76,8 @@ extension PlayerHandlers {
     func listSessions(
         _ request: IdentityV1.ListSessionsRequest, context: RequestContext
     ) async throws -> IdentityV1.ListSessionsResponse {
-        let (userID, _) = try await service.player(context)
-        let sessions = try await SessionStore(database: service.pool).sessions(
+        let (userID, _) = try await dependencies.player(context)
+        let sessions = try await SessionStore(database: dependencies.pool).sessions(
             userID: userID, currentSessionID: try context.requireUser().sessionID)
         return IdentityV1.ListSessionsResponse(sessions: sessions)
     }
@@ -83,20 +85,20 @@ extension PlayerHandlers {
     func listDevices(
         _ request: IdentityV1.ListDevicesRequest, context: RequestContext
     ) async throws -> IdentityV1.ListDevicesResponse {
-        let (userID, _) = try await service.player(context)
+        let (userID, _) = try await dependencies.player(context)
         return IdentityV1.ListDevicesResponse(
-            devices: try await SessionStore(database: service.pool).devices(userID: userID))
+            devices: try await SessionStore(database: dependencies.pool).devices(userID: userID))
     }
 
     func revokeSession(
         _ request: IdentityV1.RevokeSessionRequest, context: RequestContext
     ) async throws -> IdentityV1.RevokeSessionResponse {
-        let (userID, _) = try await service.player(context)
+        let (userID, _) = try await dependencies.player(context)
         let sessionID = try Validation.raveID(request.sessionId, field: "session_id")
         guard
-            try await SessionStore(database: service.pool).revoke(
+            try await SessionStore(database: dependencies.pool).revoke(
                 sessionID: sessionID, userID: userID, reason: "revoked") != nil
-        else { throw RPCError.notFound("the user has no live session \(sessionID.hex)") }
+        else { throw IdentityError.notFound("the user has no live session \(sessionID.hex)") }
         return IdentityV1.RevokeSessionResponse()
     }
 }

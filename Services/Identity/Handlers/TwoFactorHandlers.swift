@@ -12,32 +12,32 @@ extension PlayerHandlers {
     func enableTwoFactor(
         _ request: IdentityV1.EnableTwoFactorRequest, context: RequestContext
     ) async throws -> IdentityV1.EnableTwoFactorResponse {
-        let (userID, appID) = try await service.player(context)
-        let application = try await service.applications.application(appID)
+        let (userID, appID) = try await dependencies.player(context)
+        let application = try await dependencies.applications.application(appID)
         guard application.settings.twoFactorAllowed else {
-            throw RPCError.failedPrecondition("this app does not offer two-factor authentication")
+            throw IdentityError.failedPrecondition("this app does not offer two-factor authentication")
         }
-        let user = try await UserStore(database: service.pool).user(userID, appID: appID)
+        let user = try await UserStore(database: dependencies.pool).user(userID, appID: appID)
         guard user.accountState == .authenticated else {
-            throw RPCError.failedPrecondition("two-factor needs a password or a provider login first")
+            throw IdentityError.failedPrecondition("two-factor needs a password or a provider login first")
         }
         let totp = try Self.cryptoCall { () throws(CryptoError) in try TOTP.generate() }
         guard
-            try await TwoFactorStore(database: service.pool, secrets: service.secretKeys).begin(
+            try await TwoFactorStore(database: dependencies.pool, secrets: dependencies.secretKeys).begin(
                 userID: userID, secret: totp.secret)
         else {
-            throw RPCError.failedPrecondition("two-factor is already enabled; disable it first to enrol again")
+            throw IdentityError.failedPrecondition("two-factor is already enabled; disable it first to enrol again")
         }
         let account = user.username ?? user.email ?? userID.hex
         return .init(
             secret: totp.base32Secret,
-            otpauthUrl: totp.provisioningURL(issuer: service.configuration.twoFactorIssuer, account: account))
+            otpauthUrl: totp.provisioningURL(issuer: dependencies.configuration.twoFactorIssuer, account: account))
     }
 
     func confirmTwoFactor(
         _ request: IdentityV1.ConfirmTwoFactorRequest, context: RequestContext
     ) async throws -> IdentityV1.ConfirmTwoFactorResponse {
-        let (userID, _) = try await service.player(context)
+        let (userID, _) = try await dependencies.player(context)
         let codes = try Self.cryptoCall { () throws(CryptoError) in try BackupCodes.generate() }
         try await codeAttempt(userID: userID, context: context, failure: .invalidArgument(Self.wrongCode)) {
             try await confirm(code: request.code, codes: codes, userID: userID, context: context)
@@ -49,10 +49,10 @@ extension PlayerHandlers {
     private func confirm(
         code: String, codes: [String], userID: RaveID, context: RequestContext
     ) async throws -> Void? {
-        try await service.pool.transaction { transaction in
-            let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
+        try await dependencies.pool.transaction { transaction in
+            let store = TwoFactorStore(database: transaction, secrets: dependencies.secretKeys)
             guard let state = try await store.state(userID: userID), !state.confirmed else {
-                throw RPCError.failedPrecondition("no two-factor enrolment is waiting; call EnableTwoFactor first")
+                throw IdentityError.failedPrecondition("no two-factor enrolment is waiting; call EnableTwoFactor first")
             }
             guard try await acceptTOTP(code, state: state, userID: userID, store: store) else { return nil }
             try await store.confirm(userID: userID)
@@ -67,12 +67,12 @@ extension PlayerHandlers {
     func disableTwoFactor(
         _ request: IdentityV1.DisableTwoFactorRequest, context: RequestContext
     ) async throws -> IdentityV1.DisableTwoFactorResponse {
-        let (userID, _) = try await service.player(context)
+        let (userID, _) = try await dependencies.player(context)
         try await codeAttempt(userID: userID, context: context, failure: .invalidArgument(Self.wrongCode)) {
-            try await service.pool.transaction { transaction -> Void? in
-                let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
+            try await dependencies.pool.transaction { transaction -> Void? in
+                let store = TwoFactorStore(database: transaction, secrets: dependencies.secretKeys)
                 guard let state = try await store.state(userID: userID), state.confirmed else {
-                    throw RPCError.failedPrecondition("two-factor is not enabled")
+                    throw IdentityError.failedPrecondition("two-factor is not enabled")
                 }
                 guard try await acceptSecondFactor(request.code, state: state, userID: userID, store: store) else {
                     return nil
@@ -92,10 +92,11 @@ extension PlayerHandlers {
     ) async throws -> IdentityV1.LoginResponse {
         let challengeID = try Validation.raveID(request.challengeId, field: "challenge_id")
         guard
-            let owner = try await TwoFactorStore(database: service.pool, secrets: service.secretKeys).challenge(
-                challengeID)?.userID
+            let owner = try await TwoFactorStore(database: dependencies.pool, secrets: dependencies.secretKeys)
+                .challenge(
+                    challengeID)?.userID
         else {
-            throw RPCError.unauthenticated(Self.challengeGone)
+            throw IdentityError.unauthenticated(Self.challengeGone)
         }
         return try await codeAttempt(userID: owner, context: context, failure: .unauthenticated(Self.wrongCode)) {
             try await completeChallenge(challengeID, code: request.code)
@@ -104,17 +105,17 @@ extension PlayerHandlers {
 
     /// Completes the challenge with `code` and logs in; nil when the code is wrong.
     private func completeChallenge(_ challengeID: RaveID, code: String) async throws -> IdentityV1.LoginResponse? {
-        try await service.pool.transaction { transaction in
-            let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
+        try await dependencies.pool.transaction { transaction in
+            let store = TwoFactorStore(database: transaction, secrets: dependencies.secretKeys)
             guard let challenge = try await store.challenge(challengeID), challenge.isOpen,
                 let state = try await store.state(userID: challenge.userID), state.confirmed
-            else { throw RPCError.unauthenticated(Self.challengeGone) }
+            else { throw IdentityError.unauthenticated(Self.challengeGone) }
             guard try await acceptSecondFactor(code, state: state, userID: challenge.userID, store: store)
             else { return nil }
             try await store.useChallenge(challengeID)
             var mergeID: RaveID? = nil
             if let source = challenge.mergeSource {
-                mergeID = try await service.mergeSaga.merge(
+                mergeID = try await dependencies.mergeSaga.merge(
                     source: source, into: challenge.userID, appID: challenge.appID, in: transaction
                 ).mergeID
             }
@@ -134,9 +135,9 @@ extension PlayerHandlers {
         userID: RaveID, appID: RaveID, device: IdentityV1.DeviceInfo, mergeSource: RaveID?,
         in transaction: PostgresTransaction
     ) async throws -> IdentityV1.LoginResponse {
-        let store = TwoFactorStore(database: transaction, secrets: service.secretKeys)
+        let store = TwoFactorStore(database: transaction, secrets: dependencies.secretKeys)
         if try await store.state(userID: userID)?.confirmed == true {
-            let expiresAt = Date().addingTimeInterval(service.configuration.twoFactorChallengeLifetime)
+            let expiresAt = Date().addingTimeInterval(dependencies.configuration.twoFactorChallengeLifetime)
             let id = try await store.createChallenge(
                 userID: userID, appID: appID, deviceID: device.deviceId, mergeSource: mergeSource,
                 expiresAt: expiresAt)
@@ -147,7 +148,7 @@ extension PlayerHandlers {
         }
         var mergeID: RaveID? = nil
         if let mergeSource {
-            mergeID = try await service.mergeSaga.merge(
+            mergeID = try await dependencies.mergeSaga.merge(
                 source: mergeSource, into: userID, appID: appID, in: transaction
             ).mergeID
         }
@@ -188,16 +189,16 @@ extension PlayerHandlers {
     /// Runs `check` as a throttled code attempt of `userID` (`LoginThrottle.attempt`): nil from `check` (a wrong
     /// code) throws `failure`.
     private func codeAttempt<Result>(
-        userID: RaveID, context: RequestContext, failure: RPCError, _ check: () async throws -> Result?
+        userID: RaveID, context: RequestContext, failure: IdentityError, _ check: () async throws -> Result?
     ) async throws -> Result {
-        let result = try await service.loginThrottle.attempt(
+        let result = try await dependencies.loginThrottle.attempt(
             .twoFactor, account: userID.hex, address: context.metadata["rave-client-address"], check)
         guard let result else { throw failure }
         return result
     }
 
     /// Runs a Crypto/ call, turning its error into INTERNAL (they fail only when OpenSSL does).
-    static func cryptoCall<T>(_ body: () throws(CryptoError) -> T) throws(RPCError) -> T {
+    static func cryptoCall<T>(_ body: () throws(CryptoError) -> T) throws(IdentityError) -> T {
         do {
             return try body()
         } catch {

@@ -64,7 +64,7 @@ struct ApplicationStore: Sendable {
 
     func updatePublisher(id: RaveID, name: String) async throws -> IdentityV1.Publisher {
         let rows = try await database.execute(Self.updatePublisher, [id, name])
-        guard let row = rows.first else { throw RPCError.notFound("no publisher \(id.hex)") }
+        guard let row = rows.first else { throw IdentityError.notFound("no publisher \(id.hex)") }
         let createdAt = try row.decode(Date.self, column: "created_at")
         return IdentityV1.Publisher(publisherId: id.hex, name: name, createdAtUnixMs: createdAt.unixMilliseconds)
     }
@@ -79,7 +79,7 @@ struct ApplicationStore: Sendable {
                 RaveID.random(), publisherID, name, values.displayNameScope, values.pictureScope,
                 settings.allowForceDisconnect, values.mergePolicy, settings.twoFactorAllowed, settings.crossAppLogin,
             ])
-        guard let row = rows.first else { throw RPCError.notFound("no publisher \(publisherID.hex)") }
+        guard let row = rows.first else { throw IdentityError.notFound("no publisher \(publisherID.hex)") }
         return try Self.record(row)
     }
 
@@ -93,14 +93,14 @@ struct ApplicationStore: Sendable {
                 id, name, values?.displayNameScope, values?.pictureScope, settings?.allowForceDisconnect,
                 values?.mergePolicy, settings?.twoFactorAllowed, settings?.crossAppLogin,
             ])
-        guard let row = rows.first else { throw RPCError.notFound("no application \(id.hex)") }
+        guard let row = rows.first else { throw IdentityError.notFound("no application \(id.hex)") }
         return try Self.record(row)
     }
 
     /// The application, or NOT_FOUND naming it.
     func application(_ id: RaveID) async throws -> ApplicationRecord {
         let rows = try await database.execute(Self.selectApplication, [id])
-        guard let row = rows.first else { throw RPCError.notFound("no application \(id.hex)") }
+        guard let row = rows.first else { throw IdentityError.notFound("no application \(id.hex)") }
         return try Self.record(row)
     }
 

@@ -25,9 +25,9 @@ struct CredentialStore: Sendable {
             _ = try await database.execute(Self.insertPassword, [userID, email, hash])
         } catch let error as PostgresError where error.sqlState == "23505" {
             if error.constraint == "password_credentials_email" {
-                throw RPCError.alreadyExists("an account with email \(email) already exists; log in instead")
+                throw IdentityError.alreadyExists("an account with email \(email) already exists; log in instead")
             }
-            throw RPCError.alreadyExists("this account already has a password")
+            throw IdentityError.alreadyExists("this account already has a password")
         }
     }
 

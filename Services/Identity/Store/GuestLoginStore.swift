@@ -119,10 +119,10 @@ struct GuestLoginStore: Sendable {
                     sessionID, Date().addingTimeInterval(sessionLifetime), OpaqueToken.hash(token),
                 ])
         } catch let error as PostgresError where error.sqlState == "23505" && error.constraint == "device_logins_pkey" {
-            throw RPCError(.aborted, "another login of this device is in progress; retry")
+            throw IdentityError.aborted("another login of this device is in progress; retry")
         }
         guard let row = rows.first, let source = GuestLoginRecord.Source(rawValue: try row.decode(column: "source"))
-        else { throw RPCError.internalError("the guest login statement chose no user") }
+        else { throw IdentityError.internalError("the guest login statement chose no user") }
         let userID = try row.decode(RaveID.self, column: "chosen_user_id")
         let user: UserRecord
         if source == .created {
@@ -146,7 +146,7 @@ struct GuestLoginStore: Sendable {
         let users = UserStore(database: database)
         if let user = try await users.users([userID], appID: appID)[userID] { return user }
         guard let target = try await users.canonicalIDs([userID])[userID] else {
-            throw RPCError.notFound("no user \(userID.hex)")
+            throw IdentityError.notFound("no user \(userID.hex)")
         }
         return try await users.user(target, appID: appID)
     }

@@ -25,6 +25,9 @@ struct MergeStore: Sendable {
     static let insertParticipant = PostgresStatement(
         name: "identity_merge_insert_participant",
         sql: "INSERT INTO merge_participants (merge_id, participant) VALUES ($1, $2)")
+    static let selectMergedIdentities = PostgresStatement(
+        name: "identity_select_merged_identities",
+        sql: "SELECT source_user_id FROM merged_identities WHERE target_user_id = $1 ORDER BY merged_at")
     static let selectMerge = PostgresStatement(
         name: "identity_merge_select",
         sql: """
@@ -90,6 +93,13 @@ struct MergeStore: Sendable {
     func acknowledge(mergeID: RaveID, participant: String) async throws {
         _ = try await database.execute(Self.acknowledge, [mergeID, participant])
         _ = try await database.execute(Self.complete, [mergeID])
+    }
+
+    /// The users merged into `target`, oldest merge first.
+    func mergedIdentities(of target: RaveID) async throws -> [RaveID] {
+        try await database.execute(Self.selectMergedIdentities, [target]).map {
+            try $0.decode(RaveID.self, column: "source_user_id")
+        }
     }
 
     func recordFailure(mergeID: RaveID, participant: String, error: String) async throws {

@@ -125,8 +125,8 @@ struct ProfileStore: Sendable {
             try await body()
         } catch let error as PostgresError where error.sqlState == "23505" {
             switch error.constraint {
-            case "users_username": throw RPCError.alreadyExists("that username is taken; choose another")
-            case "users_verified_email": throw RPCError.alreadyExists("that email belongs to another account")
+            case "users_username": throw IdentityError.alreadyExists("that username is taken; choose another")
+            case "users_verified_email": throw IdentityError.alreadyExists("that email belongs to another account")
             default: throw error
             }
         }

@@ -14,6 +14,10 @@ struct ProviderStore: Sendable {
             SELECT coalesce(u.merged_into, u.id) AS user_id FROM provider_links l JOIN users u ON u.id = l.user_id
             WHERE l.provider = $1 AND l.subject = $2 FOR UPDATE OF l
             """)
+    /// The link's user as recorded (not resolved through merges).
+    static let selectLink = PostgresStatement(
+        name: "identity_select_provider_link",
+        sql: "SELECT user_id FROM provider_links WHERE provider = $1 AND subject = $2")
     static let insertLink = PostgresStatement(
         name: "identity_insert_link",
         sql: "INSERT INTO provider_links (provider, subject, user_id, email) VALUES ($1, $2, $3, $4)")
@@ -44,7 +48,7 @@ struct ProviderStore: Sendable {
         } catch let error as PostgresError where error.sqlState == "23505" {
             guard error.constraint == "provider_links_pkey" else { throw Self.alreadyLinked(provider) }
             // A concurrent first login of the same subject won; retrying finds its link.
-            throw RPCError(.aborted, "another login linked this \(provider) account at the same moment; retry")
+            throw IdentityError.aborted("another login linked this \(provider) account at the same moment; retry")
         }
     }
 
@@ -57,6 +61,11 @@ struct ProviderStore: Sendable {
         }
     }
 
+    /// The user `subject` of `provider` is linked to, as recorded; nil when it is linked to nobody.
+    func linkedUser(provider: String, subject: String) async throws -> RaveID? {
+        try await database.execute(Self.selectLink, [provider, subject]).first?.decode(RaveID.self, column: "user_id")
+    }
+
     /// Removes the user's link to `provider`; false when there was none.
     func unlink(userID: RaveID, provider: String) async throws -> Bool {
         try await database.execute(Self.deleteLink, [userID, provider]).affectedRowCount == 1
@@ -65,12 +74,12 @@ struct ProviderStore: Sendable {
     /// Whether the user has a password and which providers it is linked to, locking the user's row.
     func credentials(userID: RaveID) async throws -> (hasPassword: Bool, providers: [String]) {
         guard let row = try await database.execute(Self.credentials, [userID]).first else {
-            throw RPCError.notFound("no user \(userID.hex)")
+            throw IdentityError.notFound("no user \(userID.hex)")
         }
         return (try row.decode(column: "has_password"), try row.decode(column: "providers"))
     }
 
-    static func alreadyLinked(_ provider: String) -> RPCError {
+    static func alreadyLinked(_ provider: String) -> IdentityError {
         .alreadyExists("this account is already connected to another \(provider) account; disconnect it first")
     }
 }

@@ -38,7 +38,7 @@ struct SigningKeyStore: Sendable {
                 key = try Ed25519PrivateKey(
                     rawRepresentation: secrets.open(sealed, context: SecretSealing.signingKeyContext(keyID)))
             } catch {
-                throw RPCError.internalError(
+                throw IdentityError.internalError(
                     "the token signing key \(keyID) cannot be unsealed with RAVE_SECRET_KEY_FILE: \(error.message)")
             }
             return AccessTokenSigner(keyID: keyID, privateKey: key)

@@ -88,7 +88,7 @@ struct TwoFactorStore: Sendable {
         do {
             secret = try secrets.open(sealed, context: SecretSealing.totpContext(userID))
         } catch {
-            throw RPCError.internalError(
+            throw IdentityError.internalError(
                 "the two-factor secret of user \(userID.hex) cannot be unsealed with RAVE_SECRET_KEY_FILE: "
                     + error.message)
         }

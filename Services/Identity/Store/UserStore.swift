@@ -189,7 +189,9 @@ struct UserStore: Sendable {
 
     /// One user, or NOT_FOUND.
     func user(_ id: RaveID, appID: RaveID?) async throws -> UserRecord {
-        guard let user = try await users([id], appID: appID)[id] else { throw RPCError.notFound("no user \(id.hex)") }
+        guard let user = try await users([id], appID: appID)[id] else {
+            throw IdentityError.notFound("no user \(id.hex)")
+        }
         return user
     }
 
@@ -200,7 +202,8 @@ struct UserStore: Sendable {
         let found = try row.decode([RaveID].self, column: "ids")
         let canonical = try row.decode([RaveID].self, column: "canonical")
         guard found.count == canonical.count else {
-            throw RPCError.internalError("resolving users returned \(found.count) ids but \(canonical.count) targets")
+            throw IdentityError.internalError(
+                "resolving users returned \(found.count) ids but \(canonical.count) targets")
         }
         return Dictionary(zip(found, canonical), uniquingKeysWith: { first, _ in first })
     }

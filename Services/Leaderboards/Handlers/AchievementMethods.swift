@@ -7,7 +7,7 @@ extension LeaderboardsService {
     ) async throws -> LeaderboardsV1.ListAchievementsResponse {
         let caller = try context.requireCaller()
         let userID = try await optionalPlayerID(of: caller) ?? Self.nobody
-        let progress = try await achievements.progress(appID: caller.appID, userID: userID)
+        let progress = try await dependencies.achievements.progress(appID: caller.appID, userID: userID)
         return LeaderboardsV1.ListAchievementsResponse(achievements: progress.map(\.message))
     }
 
@@ -21,8 +21,8 @@ extension LeaderboardsService {
         }
         let userID = try await playerID(of: caller)
         let key = try RequestLimits.key(request.achievementKey, field: "achievement_key")
-        let (progress, newlyUnlocked) = try await achievements.unlock(
-            appID: caller.appID, key: key, userID: userID, at: engine.clock.now())
+        let (progress, newlyUnlocked) = try await dependencies.achievements.unlock(
+            appID: caller.appID, key: key, userID: userID, at: dependencies.engine.clock.now())
         if newlyUnlocked {
             // The store wrote the "achievement.unlocked" outbox event with the unlock.
             context.logger.info("achievement unlocked", [("achievement", key), ("user", userID.hex)])

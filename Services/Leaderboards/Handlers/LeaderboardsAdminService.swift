@@ -4,12 +4,10 @@ import RaveServices
 
 /// `rave.leaderboards.v1.LeaderboardsAdmin`: definitions and index maintenance, for admin credentials only.
 final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
-    let engine: LeaderboardEngine
-    let ownership: BoardOwnership
+    let dependencies: LeaderboardsDependencies
 
-    init(engine: LeaderboardEngine, ownership: BoardOwnership = .sole()) {
-        self.engine = engine
-        self.ownership = ownership
+    init(dependencies: LeaderboardsDependencies) {
+        self.dependencies = dependencies
     }
 
     func defineLeaderboard(
@@ -23,13 +21,13 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
         // Only the owner may change a board (a new sort direction rebuilds its index); refusing before the write
         // keeps "not processed" true.
         if let existing = try await definitions(appID: definition.appID, key: definition.key) {
-            try await ownership.acquire(existing)
+            try await dependencies.ownership.acquire(existing)
         }
-        let board = try await engine.defineBoard(definition)
+        let board = try await dependencies.engine.defineBoard(definition)
         // A new board, or one whose lease another instance took meanwhile: a define is create-or-replace, so the
         // owner named in the refusal can be sent the same call.
-        try await ownership.acquire(board)
-        let index = try await engine.currentIndex(of: board)
+        try await dependencies.ownership.acquire(board)
+        let index = try await dependencies.engine.currentIndex(of: board)
         return LeaderboardsV1.DefineLeaderboardResponse(
             leaderboard: LeaderboardsV1.Leaderboard(
                 definition: board.message, currentVersion: Int64(index.version),
@@ -37,7 +35,7 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
     }
 
     private func definitions(appID: String, key: String) async throws -> BoardDefinition? {
-        try await engine.definitions.board(appID: appID, key: key)
+        try await dependencies.engine.definitions.board(appID: appID, key: key)
     }
 
     func defineAchievement(
@@ -51,7 +49,7 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
         let definition = AchievementDefinition(
             appID: request.appId, key: try RequestLimits.key(message.key, field: "key"), name: message.name,
             description: message.description, imageURL: message.imageUrl)
-        try await engine.definitions.defineAchievement(definition)
+        try await dependencies.engine.definitions.defineAchievement(definition)
         return LeaderboardsV1.DefineAchievementResponse(definition: definition.message)
     }
 
@@ -60,8 +58,9 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
     ) async throws -> LeaderboardsV1.RebuildIndexResponse {
         _ = try context.requireAdmin()
         _ = try RequestLimits.id(request.appId, field: "app_id")
-        let board = try await engine.board(appID: request.appId, key: request.leaderboardKey)
-        try await ownership.acquire(board)
-        return LeaderboardsV1.RebuildIndexResponse(entryCount: Int64(try await engine.rebuildIndex(of: board)))
+        let board = try await dependencies.engine.board(appID: request.appId, key: request.leaderboardKey)
+        try await dependencies.ownership.acquire(board)
+        return LeaderboardsV1.RebuildIndexResponse(
+            entryCount: Int64(try await dependencies.engine.rebuildIndex(of: board)))
     }
 }

@@ -4,10 +4,10 @@ import RaveServices
 
 /// `rave.leaderboards.v1.LeaderboardsInternal`: the board owners, for the gateway's routing by board key.
 final class LeaderboardsInternalService: LeaderboardsV1.LeaderboardsInternalHandler {
-    let ownership: BoardOwnership
+    let dependencies: LeaderboardsDependencies
 
-    init(ownership: BoardOwnership) {
-        self.ownership = ownership
+    init(dependencies: LeaderboardsDependencies) {
+        self.dependencies = dependencies
     }
 
     /// Every unexpired lease, from the table, so any instance answers for all of them.
@@ -15,7 +15,7 @@ final class LeaderboardsInternalService: LeaderboardsV1.LeaderboardsInternalHand
         _ request: LeaderboardsV1.ListBoardOwnersRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.ListBoardOwnersResponse {
         return LeaderboardsV1.ListBoardOwnersResponse(
-            owners: try await ownership.owners().map { lease in
+            owners: try await dependencies.ownership.owners().map { lease in
                 LeaderboardsV1.BoardOwner(
                     appId: lease.appID, leaderboardKey: lease.key, address: lease.ownerAddress,
                     expiresUnixMs: lease.expiresUnixMilliseconds)

@@ -6,27 +6,13 @@ import RaveServices
 /// The player methods of `rave.leaderboards.v1.Leaderboards` (scores here; achievements in
 /// AchievementMethods.swift).
 final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
-    let engine: LeaderboardEngine
-    let achievements: AchievementStore
-    let friends: any FriendsProvider
-    let profiles: any ProfileProvider
-    /// Which boards this instance serves; a board another instance owns is refused with `NotBoardOwner`.
-    let ownership: BoardOwnership
-    private let unowned: UnownedBoardReader
+    let dependencies: LeaderboardsDependencies
 
     /// The scope the gateway gives anonymous (guest) players; they may read boards but not submit.
     static let guestScope = Caller.guestScope
 
-    init(
-        engine: LeaderboardEngine, friends: any FriendsProvider, profiles: any ProfileProvider,
-        ownership: BoardOwnership = .sole()
-    ) {
-        self.engine = engine
-        achievements = AchievementStore(pool: engine.scores.pool)
-        self.friends = friends
-        self.profiles = profiles
-        self.ownership = ownership
-        unowned = UnownedBoardReader(pool: engine.scores.pool)
+    init(dependencies: LeaderboardsDependencies) {
+        self.dependencies = dependencies
     }
 
     // MARK: - Submitting
@@ -40,10 +26,10 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         }
         let userID = try await playerID(of: caller)
         let board = try await board(request.leaderboardKey, caller: caller)
-        let outcome = try await engine.submit(score: request.score, userID: userID, to: board)
+        let outcome = try await dependencies.engine.submit(score: request.score, userID: userID, to: board)
         // A lease that lapsed while the write committed may already have a successor whose index missed it: do not
         // acknowledge then (the score is in the table; a retry at the new owner is answered from its index).
-        guard ownership.holds(board) else {
+        guard dependencies.ownership.holds(board) else {
             throw LeaderboardsError.unavailable("the leaderboard changed owner during the submit; retry")
         }
         return LeaderboardsV1.SubmitScoreResponse(
@@ -57,7 +43,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         _ request: LeaderboardsV1.ListLeaderboardsRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.ListLeaderboardsResponse {
         let caller = try context.requireCaller()
-        let boards = try await engine.definitions.activeBoards(appID: caller.appID)
+        let boards = try await dependencies.engine.definitions.activeBoards(appID: caller.appID)
         let userID = try await optionalPlayerID(of: caller)
         let friendIDs = try await friendIDs(of: userID, caller: caller)
         var result: [LeaderboardsV1.Leaderboard] = []
@@ -90,7 +76,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         let page = try RequestLimits.page(request.page)
         let pageSize = try RequestLimits.pageSize(request.pageSize)
         let board = try await board(request.leaderboardKey, caller: caller)
-        let result = try await engine.globalPage(
+        let result = try await dependencies.engine.globalPage(
             of: board, version: request.version == 0 ? nil : Int(request.version), page: page, pageSize: pageSize)
         return await response(result, appID: caller.appID)
     }
@@ -102,7 +88,8 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         let pageSize = try RequestLimits.pageSize(request.pageSize)
         let board = try await board(request.leaderboardKey, caller: caller)
         let userID = try await optionalPlayerID(of: caller) ?? Self.nobody
-        return await response(try await engine.pageOfPlayer(userID, in: board, pageSize: pageSize), appID: caller.appID)
+        return await response(
+            try await dependencies.engine.pageOfPlayer(userID, in: board, pageSize: pageSize), appID: caller.appID)
     }
 
     func getGlobalScoresAdjacent(
@@ -112,7 +99,8 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         let adjacent = try RequestLimits.adjacent(request.adjacent)
         let board = try await board(request.leaderboardKey, caller: caller)
         let userID = try await optionalPlayerID(of: caller) ?? Self.nobody
-        return await response(try await engine.scoresAround(userID, in: board, adjacent: adjacent), appID: caller.appID)
+        return await response(
+            try await dependencies.engine.scoresAround(userID, in: board, adjacent: adjacent), appID: caller.appID)
     }
 
     // MARK: - Friends scores
@@ -168,33 +156,35 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
 
     /// The caller's player: the account its token's user is now (a merged-away id resolves to its target).
     func playerID(of caller: Caller) async throws -> RaveID {
-        try await engine.merges.resolve(try RequestLimits.id(caller.userID, field: "caller user id"))
+        try await dependencies.engine.merges.resolve(try RequestLimits.id(caller.userID, field: "caller user id"))
     }
 
     /// `playerID(of:)` for callers that may have no user (a guest reading a board).
     func optionalPlayerID(of caller: Caller) async throws -> RaveID? {
         guard !caller.userID.isEmpty, let id = RaveID(wire: caller.userID) else { return nil }
-        return try await engine.merges.resolve(id)
+        return try await dependencies.engine.merges.resolve(id)
     }
 
     /// The board, once this instance holds its lease (taking it on first use).
     private func board(_ key: String, caller: Caller) async throws -> BoardDefinition {
-        let board = try await engine.board(appID: caller.appID, key: RequestLimits.key(key, field: "leaderboard_key"))
-        try await ownership.acquire(board)
+        let board = try await dependencies.engine.board(
+            appID: caller.appID, key: RequestLimits.key(key, field: "leaderboard_key"))
+        try await dependencies.ownership.acquire(board)
         return board
     }
 
     private func friendIDs(of userID: RaveID?, caller: Caller) async throws -> [RaveID] {
         guard let userID else { return [] }
         // Social may name a friend merged away since: the friend's scores are under the target.
-        return try await engine.merges.resolve(try await friends.friendIDs(of: userID, appID: caller.appID))
+        return try await dependencies.engine.merges.resolve(
+            try await dependencies.friends.friendIDs(of: userID, appID: caller.appID))
     }
 
     private func friendsRanking(_ key: String, caller: Caller) async throws -> ([RankedScore], Int) {
         let board = try await board(key, caller: caller)
         let userID = try await optionalPlayerID(of: caller) ?? Self.nobody
         let friendIDs = try await friendIDs(of: userID, caller: caller)
-        let result = try await engine.friendsRanking(of: userID, friends: friendIDs, in: board)
+        let result = try await dependencies.engine.friendsRanking(of: userID, friends: friendIDs, in: board)
         return (result.scores, result.version)
     }
 
@@ -203,14 +193,14 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
     ) async throws
         -> LeaderboardsV1.Leaderboard
     {
-        guard ownership.holds(board) else {
+        guard dependencies.ownership.holds(board) else {
             return try await describeUnowned(board, userID: userID, friendIDs: friendIDs)
         }
-        let index = try await engine.currentIndex(of: board)
+        let index = try await dependencies.engine.currentIndex(of: board)
         var leaderboard = LeaderboardsV1.Leaderboard(
             definition: board.message, currentVersion: Int64(index.version), entryCount: Int64(index.read { $0.count }))
         if let userID, let best = index.read({ $0.standing(of: userID) }) {
-            let friends = try await engine.friendsRanking(of: userID, friends: friendIDs, in: board)
+            let friends = try await dependencies.engine.friendsRanking(of: userID, friends: friendIDs, in: board)
             let friendsPosition = friends.scores.first { $0.userID == userID }?.position ?? 0
             leaderboard.standing = LeaderboardsV1.Standing(
                 highScore: best.score, globalPosition: Int64(best.position), friendsPosition: Int64(friendsPosition),
@@ -225,12 +215,13 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
     ) async throws
         -> LeaderboardsV1.Leaderboard
     {
-        let version = board.currentVersion(at: engine.clock.now())
+        let version = board.currentVersion(at: dependencies.engine.clock.now())
         var leaderboard = LeaderboardsV1.Leaderboard(
             definition: board.message, currentVersion: Int64(version),
-            entryCount: Int64(try await unowned.count(of: board, version: version)))
-        if let userID, let best = try await unowned.standing(of: userID, in: board, version: version) {
-            let friendsPosition = try await unowned.friendsPosition(
+            entryCount: Int64(try await dependencies.unownedBoards.count(of: board, version: version)))
+        if let userID, let best = try await dependencies.unownedBoards.standing(of: userID, in: board, version: version)
+        {
+            let friendsPosition = try await dependencies.unownedBoards.friendsPosition(
                 of: userID, friends: friendIDs, in: board, version: version)
             leaderboard.standing = LeaderboardsV1.Standing(
                 highScore: best.score, globalPosition: Int64(best.position), friendsPosition: Int64(friendsPosition),
@@ -240,7 +231,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
     }
 
     private func response(_ page: ScorePage, appID: String) async -> LeaderboardsV1.ScoresResponse {
-        let found = await profiles.profiles(of: page.scores.map(\.userID), appID: appID)
+        let found = await dependencies.profiles.profiles(of: page.scores.map(\.userID), appID: appID)
         return LeaderboardsV1.ScoresResponse(
             scores: page.scores.map { entry in
                 LeaderboardsV1.ScoreEntry(

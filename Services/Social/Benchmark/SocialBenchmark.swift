@@ -79,7 +79,7 @@ struct SocialBenchmark: Sendable {
         var configuration = SocialConfiguration()
         configuration.maxListMembers = max(5_000, parameters.friends + 1)
         configuration.friendCacheIDs = parameters.friendCacheIDs
-        let service = SocialService(
+        let service = SocialDependencies(
             pool: pool, directory: directory, configuration: configuration, loop: loop, logger: logger)
         let list = try await service.lists.resolve("friends", appID: appID, kind: .friends)
         let reused = parameters.reuseSeed ? try await isSeeded(list: list) : false
@@ -89,8 +89,8 @@ struct SocialBenchmark: Sendable {
         for _ in 0..<100 where !service.friendIDs.isListening { try await Task.sleep(for: .milliseconds(50)) }
         guard service.friendIDs.isListening else { throw PostgresError(.client, "the friend id cache never listened") }
 
-        let player = PlayerHandlers(service: service)
-        let internalHandlers = InternalHandlers(service: service)
+        let player = PlayerHandlers(dependencies: service)
+        let internalHandlers = InternalHandlers(dependencies: service)
         let app = appID.hex
         let parameters = self.parameters
         @Sendable func context(_ user: RaveID) -> RequestContext {

@@ -4,10 +4,10 @@ import RaveRPC
 
 /// `rave.social.v1.SocialAdmin`: operators create custom lists.
 final class AdminHandlers: SocialV1.SocialAdminHandler {
-    let service: SocialService
+    let dependencies: SocialDependencies
 
-    init(service: SocialService) {
-        self.service = service
+    init(dependencies: SocialDependencies) {
+        self.dependencies = dependencies
     }
 
     func createList(
@@ -28,8 +28,8 @@ final class AdminHandlers: SocialV1.SocialAdminHandler {
         case .unspecified, .unrecognized: throw SocialError.invalidArgument("scope must be application or global")
         }
         let maxMembers = try RequestLimits.maxMembers.check(request.maxMembers, orThrow: SocialError.invalidArgument)
-        let list = try await service.withinDeadline(of: context) {
-            try await service.lists.create(
+        let list = try await dependencies.withinDeadline(of: context) {
+            try await dependencies.lists.create(
                 key: request.key, kind: kind, global: global, appID: appID,
                 maxMembers: maxMembers == 0 ? nil : maxMembers)
         }
@@ -41,6 +41,6 @@ final class AdminHandlers: SocialV1.SocialAdminHandler {
     ) async throws -> SocialV1.GetListsResponse {
         _ = try context.requireAdmin()
         let appID = try RequestLimits.userID(request.appId, field: "app_id")
-        return SocialV1.GetListsResponse(lists: try await service.lists.visibleLists(appID: appID).map(\.message))
+        return SocialV1.GetListsResponse(lists: try await dependencies.lists.visibleLists(appID: appID).map(\.message))
     }
 }

@@ -9,7 +9,7 @@ extension PlayerHandlers {
     func addContactsByUsername(
         _ request: SocialV1.AddContactsByUsernameRequest, context: RequestContext
     ) async throws -> SocialV1.AddContactsByUsernameResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let range = 1...RequestLimits.maximumUsernamesPerCall
         guard range.contains(request.usernames.count) else {
             throw SocialError.invalidArgument(
@@ -21,7 +21,7 @@ extension PlayerHandlers {
             guard (1...64).contains(username.utf8.count) else {
                 throw SocialError.invalidArgument("every username must be 1…64 bytes")
             }
-            guard let profile = try await service.directory.findUser(.username(username), appID: player.appID),
+            guard let profile = try await dependencies.directory.findUser(.username(username), appID: player.appID),
                 profile.userID != player.userID
             else {
                 results.append(SocialV1.UsernameResult(username: username))
@@ -34,14 +34,14 @@ extension PlayerHandlers {
             entries.append(entry)
             results.append(SocialV1.UsernameResult(username: username, contact: Self.contact(entry)))
         }
-        try await service.contacts.add(entries, owner: player.userID)
+        try await dependencies.contacts.add(entries, owner: player.userID)
         return SocialV1.AddContactsByUsernameResponse(results: results)
     }
 
     func addContactByEmail(
         _ request: SocialV1.AddContactByEmailRequest, context: RequestContext
     ) async throws -> SocialV1.AddContactByEmailResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         guard (3...254).contains(request.email.utf8.count), request.email.contains("@") else {
             throw SocialError.invalidArgument("email must be an email address")
         }
@@ -49,18 +49,18 @@ extension PlayerHandlers {
         let external = SocialV1.ExternalContact(externalId: request.email, displayName: name)
         guard let entry = try await matchedEntries(source: .phonebook, thirdParty: "", [external], player: player).first
         else { throw SocialError.invalidArgument("email is the caller's own") }
-        try await service.contacts.add([entry], owner: player.userID)
+        try await dependencies.contacts.add([entry], owner: player.userID)
         return SocialV1.AddContactByEmailResponse(contact: Self.contact(entry))
     }
 
     func deleteContact(
         _ request: SocialV1.DeleteContactRequest, context: RequestContext
     ) async throws -> SocialV1.DeleteContactResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         guard (1...512).contains(request.key.utf8.count) else {
             throw SocialError.invalidArgument("key must be 1…512 bytes")
         }
-        guard try await service.contacts.delete(key: request.key, owner: player.userID) else {
+        guard try await dependencies.contacts.delete(key: request.key, owner: player.userID) else {
             throw SocialError.notFound("no contact with key \"\(request.key.prefix(80))\"")
         }
         return SocialV1.DeleteContactResponse()
@@ -69,11 +69,11 @@ extension PlayerHandlers {
     func syncContacts(
         _ request: SocialV1.SyncContactsRequest, context: RequestContext
     ) async throws -> SocialV1.SyncContactsResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let thirdParty = try Self.validateSource(request.source, thirdParty: request.thirdPartySource)
         let entries = try await matchedEntries(
             source: request.source, thirdParty: thirdParty, request.contacts, player: player)
-        try await service.contacts.replace(
+        try await dependencies.contacts.replace(
             source: request.source, thirdParty: thirdParty, with: entries, owner: player.userID)
         return SocialV1.SyncContactsResponse(
             stored: UInt32(Set(entries.map(\.key)).count),
@@ -83,15 +83,15 @@ extension PlayerHandlers {
     func queryContacts(
         _ request: SocialV1.QueryContactsRequest, context: RequestContext
     ) async throws -> SocialV1.QueryContactsResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let limit = try RequestLimits.pageSize(request.limit)
         let offset = try RequestLimits.offset(request.offset)
         let records = try await filtered(
-            try await service.contacts.contacts(of: player.userID), filter: request.filter, player: player)
+            try await dependencies.contacts.contacts(of: player.userID), filter: request.filter, player: player)
         let sorted = records.sorted { ($0.displayName.lowercased(), $0.key) < ($1.displayName.lowercased(), $1.key) }
         var page = Array(sorted.dropFirst(offset).prefix(limit))
         // Names and pictures of matched contacts come fresh from identity, as the calling app shows them.
-        let fresh = try await service.directory.profiles(of: page.compactMap(\.userID), appID: player.appID)
+        let fresh = try await dependencies.directory.profiles(of: page.compactMap(\.userID), appID: player.appID)
         for index in page.indices {
             if let id = page[index].userID, let profile = fresh[id] {
                 page[index].displayName = profile.displayName
@@ -104,7 +104,7 @@ extension PlayerHandlers {
     func fetchExternalContacts(
         _ request: SocialV1.FetchExternalContactsRequest, context: RequestContext
     ) async throws -> SocialV1.FetchExternalContactsResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let thirdParty = try Self.validateSource(request.source, thirdParty: request.thirdPartySource)
         let entries = try await matchedEntries(
             source: request.source, thirdParty: thirdParty, request.contacts, player: player)
@@ -123,7 +123,7 @@ extension PlayerHandlers {
     /// The source's contacts as entries, matched to Rave users through identity; the caller's own is left out.
     private func matchedEntries(
         source: SocialV1.ContactSource, thirdParty: String, _ contacts: [SocialV1.ExternalContact],
-        player: SocialService.Player
+        player: SocialDependencies.Player
     ) async throws -> [ContactEntry] {
         guard contacts.count <= RequestLimits.maximumContactsPerSync else {
             throw SocialError.invalidArgument(
@@ -138,9 +138,9 @@ extension PlayerHandlers {
             try RequestLimits.contactName.check(contact.displayName, field: "contacts[\(index)].display_name")
             identifiers.append(Self.identifier(source: source, externalID: contact.externalId))
         }
-        let matches = try await service.directory.match(Array(Set(identifiers.compactMap { $0 })))
+        let matches = try await dependencies.directory.match(Array(Set(identifiers.compactMap { $0 })))
         let matchedIDs = Array(Set(matches.values))
-        let profiles = try await service.directory.profiles(of: matchedIDs, appID: player.appID)
+        let profiles = try await dependencies.directory.profiles(of: matchedIDs, appID: player.appID)
         var entries: [ContactEntry] = []
         for (contact, identifier) in zip(contacts, identifiers) {
             let userID = identifier.flatMap { matches[$0] }
@@ -168,12 +168,12 @@ extension PlayerHandlers {
     }
 
     private func filtered(
-        _ records: [ContactRecord], filter: SocialV1.ContactFilter, player: SocialService.Player
+        _ records: [ContactRecord], filter: SocialV1.ContactFilter, player: SocialDependencies.Player
     ) async throws -> [ContactRecord] {
         switch filter {
         case .all: return records
         case .usingApplication, .notUsingApplication:
-            let players = try await service.directory.users(
+            let players = try await dependencies.directory.users(
                 among: Array(Set(records.compactMap(\.userID))), whoPlayed: player.appID)
             let wanted = filter == .usingApplication
             return records.filter { record in (record.userID.map(players.contains) ?? false) == wanted }

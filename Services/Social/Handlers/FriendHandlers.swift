@@ -7,31 +7,31 @@ import RaveServices
 ///
 /// Friends here; followers, blocks and contacts in the files beside.
 final class PlayerHandlers: SocialV1.SocialHandler {
-    let service: SocialService
+    let dependencies: SocialDependencies
 
-    init(service: SocialService) {
-        self.service = service
+    init(dependencies: SocialDependencies) {
+        self.dependencies = dependencies
     }
 
     func sendFriendRequest(
         _ request: SocialV1.SendFriendRequestRequest, context: RequestContext
     ) async throws -> SocialV1.SendFriendRequestResponse {
-        let player = try await service.player(context)
-        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let target = try await service.target(request.target, player: player)
-        let profiles = try await service.directory.profiles(of: [player.userID, target.userID], appID: list.appID)
+        let player = try await dependencies.player(context)
+        let list = try await dependencies.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let target = try await dependencies.target(request.target, player: player)
+        let profiles = try await dependencies.directory.profiles(of: [player.userID, target.userID], appID: list.appID)
         let names = SortNames(names: profiles.mapValues { $0.displayName.lowercased() })
         // The event shows the sender as the caller's application does; a global list sorts by the global name.
         let sender =
             list.appID == player.appID
             ? profiles[player.userID]
-            : try await service.directory.profiles(of: [player.userID], appID: player.appID)[player.userID]
-        let outcome = try await service.withinDeadline(of: context) {
-            try await service.relationships.sendFriendRequest(
+            : try await dependencies.directory.profiles(of: [player.userID], appID: player.appID)[player.userID]
+        let outcome = try await dependencies.withinDeadline(of: context) {
+            try await dependencies.relationships.sendFriendRequest(
                 list: list, sender: player.userID, recipient: target.userID, names: names, appID: player.appID,
                 senderDisplayName: sender?.displayName ?? "")
         }
-        if outcome == .accepted { service.friendIDs.invalidate([player.userID, target.userID]) }
+        if outcome == .accepted { dependencies.friendIDs.invalidate([player.userID, target.userID]) }
         return SocialV1.SendFriendRequestResponse(
             outcome: outcome == .accepted ? .accepted : .sent, userId: target.userID.hex)
     }
@@ -39,25 +39,27 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func acceptFriendRequest(
         _ request: SocialV1.AcceptFriendRequestRequest, context: RequestContext
     ) async throws -> SocialV1.AcceptFriendRequestResponse {
-        let player = try await service.player(context)
-        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let sender = try await service.user(request.userId, field: "user_id")
-        let names = try await service.profiles.sortNames(of: [sender, player.userID], list: list)
-        try await service.withinDeadline(of: context) {
-            try await service.relationships.acceptFriendRequest(
+        let player = try await dependencies.player(context)
+        let list = try await dependencies.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let sender = try await dependencies.user(request.userId, field: "user_id")
+        let names = try await dependencies.profiles.sortNames(of: [sender, player.userID], list: list)
+        try await dependencies.withinDeadline(of: context) {
+            try await dependencies.relationships.acceptFriendRequest(
                 list: list, sender: sender, recipient: player.userID, names: names)
         }
-        service.friendIDs.invalidate([sender, player.userID])
+        dependencies.friendIDs.invalidate([sender, player.userID])
         return SocialV1.AcceptFriendRequestResponse()
     }
 
     func rejectFriendRequest(
         _ request: SocialV1.RejectFriendRequestRequest, context: RequestContext
     ) async throws -> SocialV1.RejectFriendRequestResponse {
-        let player = try await service.player(context)
-        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let sender = try await service.user(request.userId, field: "user_id")
-        guard try await service.relationships.deleteFriendRequest(list: list, sender: sender, recipient: player.userID)
+        let player = try await dependencies.player(context)
+        let list = try await dependencies.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let sender = try await dependencies.user(request.userId, field: "user_id")
+        guard
+            try await dependencies.relationships.deleteFriendRequest(
+                list: list, sender: sender, recipient: player.userID)
         else {
             throw SocialError.notFound("no pending friend request from \(sender.hex) in list \"\(list.key)\"")
         }
@@ -67,11 +69,12 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func cancelFriendRequest(
         _ request: SocialV1.CancelFriendRequestRequest, context: RequestContext
     ) async throws -> SocialV1.CancelFriendRequestResponse {
-        let player = try await service.player(context)
-        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let recipient = try await service.user(request.userId, field: "user_id")
+        let player = try await dependencies.player(context)
+        let list = try await dependencies.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let recipient = try await dependencies.user(request.userId, field: "user_id")
         guard
-            try await service.relationships.deleteFriendRequest(list: list, sender: player.userID, recipient: recipient)
+            try await dependencies.relationships.deleteFriendRequest(
+                list: list, sender: player.userID, recipient: recipient)
         else {
             throw SocialError.notFound("no pending friend request to \(recipient.hex) in list \"\(list.key)\"")
         }
@@ -81,20 +84,20 @@ final class PlayerHandlers: SocialV1.SocialHandler {
     func removeFriend(
         _ request: SocialV1.RemoveFriendRequest, context: RequestContext
     ) async throws -> SocialV1.RemoveFriendResponse {
-        let player = try await service.player(context)
-        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let friend = try await service.user(request.userId, field: "user_id")
-        guard try await service.relationships.removeFriend(list: list, user: player.userID, friend: friend) else {
+        let player = try await dependencies.player(context)
+        let list = try await dependencies.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let friend = try await dependencies.user(request.userId, field: "user_id")
+        guard try await dependencies.relationships.removeFriend(list: list, user: player.userID, friend: friend) else {
             throw SocialError.notFound("\(friend.hex) is not a friend in list \"\(list.key)\"")
         }
-        service.friendIDs.invalidate([player.userID, friend])
+        dependencies.friendIDs.invalidate([player.userID, friend])
         return SocialV1.RemoveFriendResponse()
     }
 
     func listFriendRequests(
         _ request: SocialV1.ListFriendRequestsRequest, context: RequestContext
     ) async throws -> SocialV1.ListFriendRequestsResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         let limit = try RequestLimits.pageSize(request.limit)
         let offset = try RequestLimits.offset(request.offset)
         let incoming: Bool
@@ -103,18 +106,19 @@ final class PlayerHandlers: SocialV1.SocialHandler {
         case .outgoing: incoming = false
         case .unrecognized(let value): throw SocialError.invalidArgument("direction \(value) is not known")
         }
-        let list = try await service.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
-        let (rows, total) = try await service.queries.requests(
+        let list = try await dependencies.lists.resolve(request.listKey, appID: player.appID, kind: .friends)
+        let (rows, total) = try await dependencies.queries.requests(
             list: list, user: player.userID, incoming: incoming, offset: offset, limit: limit)
         return SocialV1.ListFriendRequestsResponse(
-            users: try await service.profiles.present(rows, appID: player.appID), totalCount: UInt32(clamping: total))
+            users: try await dependencies.profiles.present(rows, appID: player.appID),
+            totalCount: UInt32(clamping: total))
     }
 
     func queryFriends(
         _ request: SocialV1.QueryFriendsRequest, context: RequestContext
     ) async throws -> SocialV1.QueryFriendsResponse {
-        let player = try await service.player(context)
+        let player = try await dependencies.player(context)
         return SocialV1.QueryFriendsResponse(
-            page: try await service.page(request.query, kind: .friends, direction: .friend, player: player))
+            page: try await dependencies.page(request.query, kind: .friends, direction: .friend, player: player))
     }
 }

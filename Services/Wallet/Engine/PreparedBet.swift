@@ -53,7 +53,7 @@ struct PreparedBet: Sendable {
         database: some PostgresQueryable
     ) async throws -> PreparedBet {
         guard let userID = callerID ?? RaveID(wire: caller.userID) else {
-            throw RPCError.unauthenticated("the caller has no user id")
+            throw WalletError(.unauthenticated, "the caller has no user id")
         }
         let betID = try WalletDependencies.userID(bet.betId, field: "bet_id")
         guard bet.economy == .real || bet.economy == .sandbox else {

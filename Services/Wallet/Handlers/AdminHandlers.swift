@@ -7,13 +7,6 @@ import RaveRPC
 struct WalletAdminService: WalletV1.WalletAdminHandler {
     let dependencies: WalletDependencies
 
-    static let selectOperation = PostgresStatement(
-        name: "wallet_select_operation",
-        sql: "SELECT kind, request_hash, result FROM operator_operations WHERE operation_id = $1")
-    static let insertOperation = PostgresStatement(
-        name: "wallet_insert_operation",
-        sql: "INSERT INTO operator_operations (operation_id, kind, request_hash, result) VALUES ($1, $2, $3, $4)")
-
     func createCurrency(
         _ request: WalletV1.CreateCurrencyRequest, context: RequestContext
     ) async throws -> WalletV1.CreateCurrencyResponse {
@@ -118,6 +111,7 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
         }
 
         let ledger = dependencies.ledger
+        let operations = dependencies.operations
         let playerKey = AccountKey(
             kind: transfer.gameId.isEmpty ? .user : .credit, userID: user, gameID: transfer.gameId,
             currency: currency.code, economy: transfer.economy.rawValue)
@@ -134,8 +128,9 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
                 let balance = (incoming ? balances.creditBalance : balances.debitBalance) ?? 0
                 let response = WalletV1.OperatorTransferResponse(
                     transferId: transfer.operationId, balance: MoneyFormat.format(balance, currency: currency))
-                try await transaction.execute(
-                    Self.insertOperation, [transfer.operationId, kind, hash, response.protobufBytes()])
+                try await operations.record(
+                    transfer.operationId, kind: kind, requestHash: hash, result: response.protobufBytes(),
+                    in: transaction)
                 return response
             }
         } catch let error as PostgresError where error.sqlState == "23505" {
@@ -146,11 +141,11 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
     }
 
     private func storedOperation(_ id: String, hash: String) async throws -> WalletV1.OperatorTransferResponse? {
-        guard let row = try await dependencies.pool.execute(Self.selectOperation, [id]).first else { return nil }
-        guard try row.decode(String.self, at: 1) == hash else {
+        guard let stored = try await dependencies.operations.operation(id, on: dependencies.pool) else { return nil }
+        guard stored.requestHash == hash else {
             throw WalletError(.conflictingReplay, "operation id \(id) was already used for a different request")
         }
-        return try row.decode([UInt8].self, at: 2).withUnsafeBytes {
+        return try stored.result.withUnsafeBytes {
             try WalletV1.OperatorTransferResponse(protobufBytes: $0)
         }
     }

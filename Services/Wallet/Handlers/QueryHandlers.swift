@@ -74,24 +74,22 @@ extension WalletService {
     ) async throws -> WalletV1.VerifyBetResponse {
         let user = try await dependencies.playerID(of: try context.requireUser())
         let betID = try WalletDependencies.userID(request.betId, field: "bet_id")
-        guard let row = try await dependencies.pool.execute(BetStore.selectBetForVerify, [user, betID]).first else {
+        guard let bet = try await dependencies.bets.settledBet(user: user, betID: betID, on: dependencies.pool) else {
             throw WalletError.notFound("no settled bet \(request.betId) of the caller")
         }
-        let stored = try row.decode([UInt8].self, at: 0).withUnsafeBytes { try WalletV1.BetResult(protobufBytes: $0) }
+        let stored = try bet.result.withUnsafeBytes { try WalletV1.BetResult(protobufBytes: $0) }
         var response = WalletV1.VerifyBetResponse()
-        response.clientSeed = try row.decode(String.self, at: 4)
-        response.nonce = try row.decode(Int64.self, at: 5)
-        response.revealed = try row.decode(Bool.self, at: 8)
+        response.clientSeed = bet.clientSeed
+        response.nonce = bet.nonce
+        response.revealed = bet.revealed
         guard response.revealed else { return response }
-        let seed = try row.decode([UInt8].self, at: 6)
-        response.seed = WalletV1.RevealedSeed(
-            serverSeed: Hex.encode(seed), serverSeedHash: try row.decode(String.self, at: 7))
-        let game = try await dependencies.catalog.game(try row.decode(String.self, at: 1), on: dependencies.pool)
-        let currency = try await dependencies.catalog.currency(
-            try row.decode(String.self, at: 3), on: dependencies.pool)
+        let seed = bet.seed
+        response.seed = WalletV1.RevealedSeed(serverSeed: Hex.encode(seed), serverSeedHash: bet.seedHash)
+        let game = try await dependencies.catalog.game(bet.gameID, on: dependencies.pool)
+        let currency = try await dependencies.catalog.currency(bet.currency, on: dependencies.pool)
         let lines = (stored.outcome?.paylines ?? []).map { Int($0.payline) }
         var random = FairRandom(serverSeed: seed, clientSeed: response.clientSeed, nonce: response.nonce)
-        let play = try game.math.play(wager: try row.decode(Int64.self, at: 2), lines: lines, random: &random)
+        let play = try game.math.play(wager: bet.wager, lines: lines, random: &random)
         response.outcome = GameMath.outcome(play, currency: currency)
         response.matches =
             response.outcome == stored.outcome && Hex.encode(Digest.sha256(seed)) == response.seed?.serverSeedHash

@@ -114,4 +114,28 @@ struct BetStore: Sendable {
         guard let row = try await database.execute(Self.selectBet, [bet.userID, bet.betID]).first else { return nil }
         return (try row.decode(at: 0), try row.decode(at: 1))
     }
+
+    /// A settled bet with what verifying it needs: its stored result, game, wager and currency, and its seed.
+    struct SettledBet: Sendable {
+        var result: [UInt8]
+        var gameID: String
+        var wager: Int64
+        var currency: String
+        var clientSeed: String
+        var nonce: Int64
+        var seed: [UInt8]
+        var seedHash: String
+        var revealed: Bool
+    }
+
+    /// The user's settled bet `betID`, nil when the user has none by that id.
+    func settledBet(user: RaveID, betID: RaveID, on database: some PostgresQueryable) async throws -> SettledBet? {
+        guard let row = try await database.execute(Self.selectBetForVerify, [user, betID]).first else { return nil }
+        return SettledBet(
+            result: try row.decode([UInt8].self, at: 0), gameID: try row.decode(String.self, at: 1),
+            wager: try row.decode(Int64.self, at: 2), currency: try row.decode(String.self, at: 3),
+            clientSeed: try row.decode(String.self, at: 4), nonce: try row.decode(Int64.self, at: 5),
+            seed: try row.decode([UInt8].self, at: 6), seedHash: try row.decode(String.self, at: 7),
+            revealed: try row.decode(Bool.self, at: 8))
+    }
 }

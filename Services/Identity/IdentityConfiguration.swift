@@ -50,7 +50,7 @@ struct IdentityConfiguration: Sendable {
     /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE`, the password hashing and login
     /// throttle settings (`readPasswordSettings`) and the providers' `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`;
     /// unset keeps the defaults.
-    init(environment: [String: String], secretKeys: SecretKeyRing) throws(RPCError) {
+    init(environment: [String: String], secretKeys: SecretKeyRing) throws(IdentityError) {
         self.secretKeys = secretKeys
         if let text = environment["RAVE_IDENTITY_ACCESS_TOKEN_SECONDS"] {
             guard let seconds = Int64(text), (60...86_400).contains(seconds) else {
@@ -106,8 +106,8 @@ struct IdentityConfiguration: Sendable {
     /// `RAVE_IDENTITY_PASSWORD_HASHERS` (1…256), `RAVE_IDENTITY_PASSWORD_QUEUE` (0…10000, default twice the
     /// hashers), `RAVE_IDENTITY_LOGIN_WINDOW_SECONDS` (60…86400) and `RAVE_IDENTITY_LOGIN_FAILURES_PER_{PAIR,
     /// ACCOUNT,ADDRESS}` (1…100000).
-    private mutating func readPasswordSettings(_ environment: [String: String]) throws(RPCError) {
-        func integer(_ name: String, _ range: ClosedRange<Int>) throws(RPCError) -> Int? {
+    private mutating func readPasswordSettings(_ environment: [String: String]) throws(IdentityError) {
+        func integer(_ name: String, _ range: ClosedRange<Int>) throws(IdentityError) -> Int? {
             guard let text = environment[name] else { return nil }
             guard let value = Int(text), range.contains(value) else {
                 throw .invalidArgument("\(name) must be \(range.lowerBound)…\(range.upperBound), got \"\(text)\"")
@@ -131,7 +131,7 @@ struct IdentityConfiguration: Sendable {
     }
 
     /// Parses "social=127.0.0.1:7502,leaderboards=127.0.0.1:7503"; names must be unique.
-    static func participants(_ text: String) throws(RPCError) -> [MergeParticipant] {
+    static func participants(_ text: String) throws(IdentityError) -> [MergeParticipant] {
         var participants: [MergeParticipant] = []
         for entry in text.split(separator: ",") {
             let trimmed = entry.trimmingCharacters(in: .whitespaces)
@@ -150,5 +150,50 @@ struct IdentityConfiguration: Sendable {
             participants.append(MergeParticipant(name: parts[0], host: address[0], port: port))
         }
         return participants
+    }
+}
+
+extension OIDCProviderConfiguration {
+    /// Reads every provider configured in `environment`.
+    ///
+    /// Per provider P (GOOGLE, APPLE, FACEBOOK): `RAVE_OIDC_P_JWKS` (path of the JWKS file; the provider is enabled
+    /// when set), `RAVE_OIDC_P_AUDIENCE` (comma-separated client ids, required when enabled) and optionally
+    /// `RAVE_OIDC_P_ISSUER` (comma-separated, replacing the well-known issuers). Errors name the variable.
+    public static func fromEnvironment(
+        _ environment: [String: String]
+    ) throws(CryptoError) -> [OIDCProviderConfiguration] {
+        var configurations: [OIDCProviderConfiguration] = []
+        for provider in OIDCProvider.allCases {
+            let prefix = "RAVE_OIDC_\(provider.environmentName)_"
+            let jwks = environment[prefix + "JWKS"]?.trimmingWhitespace ?? ""
+            let audiences = list(environment[prefix + "AUDIENCE"])
+            let issuers = list(environment[prefix + "ISSUER"])
+            guard !jwks.isEmpty else {
+                if !audiences.isEmpty || !issuers.isEmpty {
+                    throw .configuration(
+                        "\(prefix)JWKS must name the provider's key file when \(prefix)AUDIENCE or \(prefix)ISSUER "
+                            + "is set")
+                }
+                continue
+            }
+            guard !audiences.isEmpty else {
+                throw .configuration(
+                    "\(prefix)AUDIENCE must list the accepted client ids (comma-separated) when \(prefix)JWKS is set")
+            }
+            configurations.append(
+                OIDCProviderConfiguration(
+                    provider: provider, audiences: audiences, jwksPath: jwks, issuers: issuers.isEmpty ? nil : issuers))
+        }
+        return configurations
+    }
+
+    private static func list(_ value: String?) -> [String] {
+        (value ?? "").split(separator: ",").map { String($0).trimmingWhitespace }.filter { !$0.isEmpty }
+    }
+}
+
+extension String {
+    fileprivate var trimmingWhitespace: String {
+        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 }

@@ -11,7 +11,7 @@ import Synchronization
 /// The runtime brings the rest, as for any service: event loops, the client-facing TLS server (client
 /// certificates requested, not required), the admin HTTP server, signals, the shutdown watchdog, and the
 /// service group that runs and stops it all. The gateway has no database.
-final class Gateway: Sendable {
+final class GatewayDependencies: Sendable {
     /// How the gateway uses the runtime: no database, client certificates requested (admin and service peers
     /// present one).
     static let runtimeOptions = RuntimeOptions(usesDatabase: false, requestClientCertificate: true)
@@ -97,50 +97,15 @@ final class Gateway: Sendable {
     }
 }
 
-/// A gateway process started in-process (tests, `gateway bench`): the shared runtime with the gateway's parts.
-final class GatewayRuntime: Sendable {
-    let runtime: ServiceRuntime
-    let gateway: Gateway
-
-    /// Reads the configuration and binds both ports; serving begins at once, `run()` then waits for shutdown.
-    static func start(environment: [String: String]) async throws -> GatewayRuntime {
-        let assembled = Mutex<Gateway?>(nil)
-        let runtime = try await ServiceRuntime.start(
-            name: "gateway", environment: environment, options: Gateway.runtimeOptions
-        ) { context in
-            let gateway = try Gateway(context: context)
-            assembled.withLock { $0 = gateway }
-            return gateway.serving
+extension ShutdownLatch {
+    /// Sleeps for `duration` or until the latch opens, whichever comes first.
+    ///
+    /// Periodic background work thus stops promptly at shutdown. Polls four times a second because a waiter
+    /// on the latch could not be cancelled when the sleep ends first.
+    func sleep(for duration: Duration) async {
+        let end = ContinuousClock.now + duration
+        while !isOpen && ContinuousClock.now < end {
+            try? await Task.sleep(for: min(.milliseconds(250), end - ContinuousClock.now))
         }
-        guard let gateway = assembled.withLock({ $0 }) else {
-            preconditionFailure("ServiceRuntime.start returned without running the gateway's setup")
-        }
-        return GatewayRuntime(runtime: runtime, gateway: gateway)
-    }
-
-    private init(runtime: ServiceRuntime, gateway: Gateway) {
-        self.runtime = runtime
-        self.gateway = gateway
-    }
-
-    var pipeline: CallPipeline { gateway.pipeline }
-    var signingKeys: SigningKeyStore { gateway.signingKeys }
-    var revocations: RevocationFeed { gateway.revocations }
-    /// What `/readyz` reports (signing keys fetched, a healthy backend per service, not shutting down).
-    var readiness: ReadinessChecks { runtime.context.readiness }
-    var logger: Logger { runtime.logger }
-    /// The RPC port actually bound.
-    var rpcPort: Int { runtime.rpcPort }
-    /// The admin port actually bound.
-    var adminPort: Int { runtime.adminPort }
-
-    /// Serves until shutdown, then stops everything in reverse order and stops the event loops.
-    func run() async throws {
-        try await runtime.run()
-    }
-
-    /// Begins a graceful shutdown (what SIGTERM does); safe from any thread, any number of times.
-    func triggerShutdown() {
-        runtime.triggerShutdown()
     }
 }

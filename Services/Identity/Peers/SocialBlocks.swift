@@ -27,7 +27,7 @@ struct SocialBlockRegistry: BlockRegistry {
             return response.otherBlockedUser
         } catch {
             // Failing closed: answering without social could reveal a player to someone they blocked.
-            throw RPCError.unavailable("cannot check blocks with the social service: \(error.message)")
+            throw IdentityError.unavailable("cannot check blocks with the social service: \(error.message)")
         }
     }
 }

@@ -18,24 +18,26 @@ struct PushDependencies: Sendable {
     let deliveriesQueued: @Sendable () -> Void
     /// Merged-away players and their targets: every caller and recipient id is resolved through it.
     let merges: MergedUsers
+    let logger: Logger
 
     /// `merges` defaults to one that listens to nothing (tools and tests), which resolves every id from the database.
     init(
         pool: PostgresPool, clock: any PushClock = SystemClock(), deliveriesQueued: @escaping @Sendable () -> Void = {},
-        merges: MergedUsers? = nil
+        merges: MergedUsers? = nil, logger: Logger = Logger(label: "push")
     ) {
         self.pool = pool
-        self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: Logger(label: "push"))
+        self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: logger)
         self.clock = clock
         self.deliveriesQueued = deliveriesQueued
+        self.logger = logger
     }
 
     /// The services the push process serves: player, operator and internal methods, the merge participant, and
     /// the event sink (all but the participant count for merges' drains).
-    func services(logger: Logger = Logger(label: "push")) -> [any RPCService] {
+    var rpcServices: [any RPCService] {
         [
             merges.track(PushService(dependencies: self)), merges.track(PushAdminService(dependencies: self)),
-            merges.track(PushInternalService(dependencies: self)), PushMergeService(dependencies: self),
+            merges.track(PushInternalService(dependencies: self)), PushMergeParticipant(dependencies: self),
             merges.track(PushEventSink(dependencies: self, logger: logger)),
         ]
     }

@@ -7,7 +7,7 @@ import RaveServices
 import RaveTelemetry
 
 /// What every handler shares: the stores, the directory of players, and the caller checks.
-final class GiftsService: Sendable {
+final class GiftsDependencies: Sendable {
     let pool: PostgresPool
     let directory: any PlayerDirectory
     let logger: Logger
@@ -42,8 +42,9 @@ final class GiftsService: Sendable {
     /// that name players count for merges' drains (the merge participant's must not).
     var rpcServices: [any RPCService] {
         [
-            mergedUsers.track(PlayerHandlers(service: self)), InstallHandlers(service: self),
-            AdminHandlers(service: self), MergeHandler(service: self), mergedUsers.track(providerLinkSink),
+            mergedUsers.track(PlayerHandlers(dependencies: self)), InstallHandlers(dependencies: self),
+            AdminHandlers(dependencies: self), GiftsMergeParticipant(dependencies: self),
+            mergedUsers.track(providerLinkSink),
         ]
     }
 

@@ -27,7 +27,7 @@ final class LookupLimiter: Sendable {
 
     /// Spends one lookup of `user` and of `address` (when known), or throws RESOURCE_EXHAUSTED with the wait; a
     /// refused lookup spends nothing.
-    func charge(user: String, address: String?, now: ContinuousClock.Instant = .now) throws(RPCError) {
+    func charge(user: String, address: String?, now: ContinuousClock.Instant = .now) throws(IdentityError) {
         var keys = [("user:" + user, perUser)]
         if let address, !address.isEmpty { keys.append(("address:" + address, perAddress)) }
         let wait = buckets.withLock { buckets -> Duration? in

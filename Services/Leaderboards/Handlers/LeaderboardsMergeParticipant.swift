@@ -4,16 +4,15 @@ import RaveRPC
 import RaveServices
 
 /// `rave.merge.v1.MergeParticipant`: identity's merge saga combines two players' scores and achievements here.
-final class MergeService: MergeV1.MergeParticipantHandler {
-    let engine: LeaderboardEngine
-    let store: MergeStore
+final class LeaderboardsMergeParticipant: MergeV1.MergeParticipantHandler {
+    let dependencies: LeaderboardsDependencies
 
-    init(engine: LeaderboardEngine) {
-        self.engine = engine
-        store = MergeStore(pool: engine.scores.pool)
+    init(dependencies: LeaderboardsDependencies) {
+        self.dependencies = dependencies
         // Merges another instance applied: move what calls here wrote under the source meanwhile, and bring this
         // instance's indexes (boards it owns) in line.
-        let store = self.store
+        let engine = dependencies.engine
+        let store = dependencies.mergeStore
         engine.merges.onSweep { source, target in
             let merged = try await store.sweep(source: source, target: target)
             await Self.apply(merged, source: source, target: target, to: engine)
@@ -32,9 +31,10 @@ final class MergeService: MergeV1.MergeParticipantHandler {
         let source = try RequestLimits.id(request.sourceUserId, field: "source_user_id")
         let target = try RequestLimits.id(request.targetUserId, field: "target_user_id")
         guard source != target else { throw LeaderboardsError.invalidArgument("cannot merge a user into itself") }
+        let engine = dependencies.engine
         await engine.merges.redirect(source: source, target: target)
         guard
-            let merged = try await store.merge(
+            let merged = try await dependencies.mergeStore.merge(
                 mergeID: request.mergeId, source: source, target: target, merges: engine.merges)
         else {
             return MergeV1.MergeUsersResponse(alreadyApplied: true)

@@ -4,11 +4,11 @@ import RaveRPC
 import RaveServices
 
 /// `rave.merge.v1.MergeParticipant`: identity's merge saga unites two players' graphs here.
-final class MergeHandler: MergeV1.MergeParticipantHandler {
-    let service: SocialService
+final class SocialMergeParticipant: MergeV1.MergeParticipantHandler {
+    let dependencies: SocialDependencies
 
-    init(service: SocialService) {
-        self.service = service
+    init(dependencies: SocialDependencies) {
+        self.dependencies = dependencies
     }
 
     /// Unites the source's friends, followers, requests, contacts and blocks into the target; repeating a merge id
@@ -24,10 +24,10 @@ final class MergeHandler: MergeV1.MergeParticipantHandler {
         guard source != target else { throw SocialError.invalidArgument("cannot merge a user into itself") }
         // From here the source resolves to the target in this process; the rows move once every call that resolved
         // it earlier has finished, so none of their relationships is left behind.
-        await service.mergedUsers.redirect(source: source, target: target)
-        let applied = try await service.merges.merge(
-            mergeID: request.mergeId, source: source, target: target, merges: service.mergedUsers)
-        if applied { service.friendIDs.invalidateAll() }
+        await dependencies.mergedUsers.redirect(source: source, target: target)
+        let applied = try await dependencies.merges.merge(
+            mergeID: request.mergeId, source: source, target: target, merges: dependencies.mergedUsers)
+        if applied { dependencies.friendIDs.invalidateAll() }
         return MergeV1.MergeUsersResponse(alreadyApplied: !applied)
     }
 }

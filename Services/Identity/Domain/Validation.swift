@@ -7,25 +7,28 @@ import RaveRuntime
 /// Checks of client input, each failing with INVALID_ARGUMENT and a message that says what is allowed.
 enum Validation {
     /// A Rave ID (user, app, publisher, session, merge): 32 lowercase hex digits, as every service reads them.
-    static func raveID(_ text: String, field: @autoclosure () -> String) throws(RPCError) -> RaveID {
-        try RequestChecks.raveID(text, field: field())
+    static func raveID(_ text: String, field: @autoclosure () -> String) throws(IdentityError) -> RaveID {
+        try IdentityError.checking { () throws(RPCError) in try RequestChecks.raveID(text, field: field()) }
     }
 
     /// A list of Rave IDs, at most `limit` long.
-    static func raveIDs(_ texts: [String], field: String, limit: Int = 1000) throws(RPCError) -> [RaveID] {
-        try RequestChecks.raveIDs(texts, field: field, maximum: limit)
+    static func raveIDs(_ texts: [String], field: String, limit: Int = 1000) throws(IdentityError) -> [RaveID] {
+        try IdentityError.checking { () throws(RPCError) in
+            try RequestChecks.raveIDs(texts, field: field, maximum: limit)
+        }
     }
 
     /// A display name (global or app-scoped): `TextRule.displayName`, the rule every service applies.
-    static func displayName(_ value: String) throws(RPCError) -> String {
-        try TextRule.displayName.check(value, field: "display_name")
+    static func displayName(_ value: String) throws(IdentityError) -> String {
+        try IdentityError.checking { () throws(RPCError) in try TextRule.displayName.check(value, field: "display_name")
+        }
     }
 
     /// Text of 1…`maximum` characters (or empty when `allowEmpty`), counted as the database's `length()`
     /// counts them (Unicode code points), so the table's check never refuses what passed here.
     static func text(
         _ value: String, field: String, maximum: Int, allowEmpty: Bool = false
-    ) throws(RPCError) -> String {
+    ) throws(IdentityError) -> String {
         if value.isEmpty, allowEmpty { return value }
         let count = value.unicodeScalars.count
         guard count > 0, count <= maximum else {
@@ -35,7 +38,7 @@ enum Validation {
     }
 
     /// An email address: one "@", a non-empty local part, a dotted domain, at most 254 characters.
-    static func email(_ value: String) throws(RPCError) -> String {
+    static func email(_ value: String) throws(IdentityError) -> String {
         let parts = value.split(separator: "@", omittingEmptySubsequences: false)
         let valid =
             (3...254).contains(value.unicodeScalars.count) && parts.count == 2 && !parts[0].isEmpty
@@ -49,7 +52,7 @@ enum Validation {
     }
 
     /// A username: 3…32 letters, digits, "_", "." or "-".
-    static func username(_ value: String) throws(RPCError) -> String {
+    static func username(_ value: String) throws(IdentityError) -> String {
         let allowed = value.unicodeScalars.allSatisfy {
             ($0.isASCII && (CharacterSet.alphanumerics.contains($0))) || "_.-".unicodeScalars.contains($0)
         }
@@ -60,7 +63,7 @@ enum Validation {
     }
 
     /// A password: 8…128 characters.
-    static func password(_ value: String) throws(RPCError) -> String {
+    static func password(_ value: String) throws(IdentityError) -> String {
         guard (8...128).contains(value.count) else {
             throw .invalidArgument("password must be 8…128 characters, got \(value.count)")
         }
@@ -68,7 +71,7 @@ enum Validation {
     }
 
     /// An ISO 3166-1 alpha-2 country code; lower case is accepted and upper-cased.
-    static func country(_ value: String) throws(RPCError) -> String {
+    static func country(_ value: String) throws(IdentityError) -> String {
         let upper = value.uppercased()
         guard upper.count == 2, upper.unicodeScalars.allSatisfy({ $0.isASCII && ("A"..."Z").contains($0) }) else {
             throw .invalidArgument("country must be a two-letter ISO 3166-1 code, got \(quoted(value))")
@@ -77,7 +80,7 @@ enum Validation {
     }
 
     /// A birth year between 1900 and this year.
-    static func birthYear(_ value: Int32, now: Date = Date()) throws(RPCError) -> Int32 {
+    static func birthYear(_ value: Int32, now: Date = Date()) throws(IdentityError) -> Int32 {
         let year = Int32(Calendar(identifier: .gregorian).component(.year, from: now))
         guard (1900...year).contains(value) else {
             throw .invalidArgument("birth_year must be 1900…\(year), got \(value)")
@@ -87,7 +90,7 @@ enum Validation {
 
     /// A date "YYYY-MM-DD" that exists, between 1900-01-01 and today (UTC), checked here so that nothing the
     /// database would refuse reaches it.
-    static func birthDate(_ value: String, now: Date = Date()) throws(RPCError) -> PostgresDate {
+    static func birthDate(_ value: String, now: Date = Date()) throws(IdentityError) -> PostgresDate {
         guard let date = PostgresDate(iso: value) else {
             throw .invalidArgument("birth_date must be a date written YYYY-MM-DD that exists, got \(quoted(value))")
         }
@@ -100,7 +103,7 @@ enum Validation {
     }
 
     /// A picture URL: http(s), at most 1024 characters.
-    static func pictureURL(_ value: String) throws(RPCError) -> String {
+    static func pictureURL(_ value: String) throws(IdentityError) -> String {
         guard value.count <= 1024, value.hasPrefix("https://") || value.hasPrefix("http://"),
             URL(string: value)?.host != nil
         else { throw .invalidArgument("picture_url must be an http(s) URL of at most 1024 characters") }
@@ -108,7 +111,7 @@ enum Validation {
     }
 
     /// A device: id 1…128 characters, name ≤ 128, platform ≤ 64.
-    static func device(_ device: IdentityV1.DeviceInfo?) throws(RPCError) -> IdentityV1.DeviceInfo {
+    static func device(_ device: IdentityV1.DeviceInfo?) throws(IdentityError) -> IdentityV1.DeviceInfo {
         guard let device else { throw .invalidArgument("device is required (device_id 1…128 characters)") }
         _ = try text(device.deviceId, field: "device.device_id", maximum: 128)
         _ = try text(device.name, field: "device.name", maximum: 128, allowEmpty: true)

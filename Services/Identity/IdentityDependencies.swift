@@ -7,7 +7,7 @@ import RaveTelemetry
 /// What every identity handler shares: the database, the token signer and the settings.
 ///
 /// The RPC services (`PlayerHandlers`, `AdminHandlers`, `InternalHandlers`) are thin views over one of these.
-final class IdentityService: Sendable {
+final class IdentityDependencies: Sendable {
     let pool: PostgresPool
     let configuration: IdentityConfiguration
     let signer: AccessTokenSigner
@@ -62,7 +62,7 @@ final class IdentityService: Sendable {
     static func start(
         pool: PostgresPool, configuration: IdentityConfiguration, blocks: (any BlockRegistry)? = nil,
         logger: Logger? = nil, clock: @escaping @Sendable () -> Date = { Date() }
-    ) async throws -> IdentityService {
+    ) async throws -> IdentityDependencies {
         if let sealed = try await SecretSealing.sealPlaintextRows(pool: pool, secrets: configuration.secretKeys) {
             logger?.notice(
                 "sealed the secrets stored in plaintext; the plaintext signing keys are retired",
@@ -76,14 +76,14 @@ final class IdentityService: Sendable {
             hasher: PasswordHasher(parameters: configuration.passwordParameters),
             threads: configuration.passwordHashers,
             queueLimit: configuration.passwordQueue)
-        return IdentityService(
+        return IdentityDependencies(
             pool: pool, configuration: configuration, signer: signer, passwordHashers: passwordHashers, blocks: blocks,
             clock: clock)
     }
 
     /// The three RPC services, ready for the server.
     var rpcServices: [any RPCService] {
-        [PlayerHandlers(service: self), AdminHandlers(service: self), InternalHandlers(service: self)]
+        [PlayerHandlers(dependencies: self), AdminHandlers(dependencies: self), InternalHandlers(dependencies: self)]
     }
 
     // MARK: - Sessions
@@ -118,18 +118,18 @@ final class IdentityService: Sendable {
     func player(_ context: RequestContext) async throws -> (userID: RaveID, appID: RaveID) {
         let caller = try context.requireUser()
         guard !caller.scopes.contains(PlayerHandlers.unbackedOnlyScope) else {
-            throw RPCError.permissionDenied(
+            throw IdentityError.permissionDenied(
                 "an unbacked token (scope \(PlayerHandlers.unbackedOnlyScope)) is for the wallet's unbacked bets only")
         }
         let userID = try Validation.raveID(caller.userID, field: "caller user id")
         let appID = try Validation.raveID(caller.appID, field: "caller app id")
         guard let sessionID = RaveID(caller.sessionID) else {
-            throw RPCError.unauthenticated("the access token names no session; log in again")
+            throw IdentityError.unauthenticated("the access token names no session; log in again")
         }
         guard let found = try await SessionStore(database: pool).caller(userID: userID, sessionID: sessionID) else {
-            throw RPCError.unauthenticated("the signed-in user \(userID.hex) no longer exists")
+            throw IdentityError.unauthenticated("the signed-in user \(userID.hex) no longer exists")
         }
-        guard !found.ended else { throw RPCError.unauthenticated("the session has ended; log in again") }
+        guard !found.ended else { throw IdentityError.unauthenticated("the session has ended; log in again") }
         return (found.canonical, appID)
     }
 }

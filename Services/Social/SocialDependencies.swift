@@ -7,7 +7,7 @@ import RaveTelemetry
 import RaveTransport
 
 /// What every handler shares: the stores, the directory of users, and the caller checks.
-final class SocialService: Sendable {
+final class SocialDependencies: Sendable {
     let pool: PostgresPool
     let directory: any UserDirectory
     let lists: ListStore
@@ -48,8 +48,8 @@ final class SocialService: Sendable {
     /// The RPC services; the calls of those that name users count for merges' drains (the participant's must not).
     var rpcServices: [any RPCService] {
         [
-            mergedUsers.track(PlayerHandlers(service: self)), AdminHandlers(service: self),
-            mergedUsers.track(InternalHandlers(service: self)), MergeHandler(service: self),
+            mergedUsers.track(PlayerHandlers(dependencies: self)), AdminHandlers(dependencies: self),
+            mergedUsers.track(InternalHandlers(dependencies: self)), SocialMergeParticipant(dependencies: self),
         ]
     }
 

@@ -40,7 +40,7 @@ protocol ProfileProvider: Sendable {
     func profiles(of userIDs: [RaveID], appID: String) async -> [RaveID: PlayerProfile]
 }
 
-/// Profiles held in memory: tests, and callers of `LeaderboardsMain.services(pool:...)` without identity.
+/// Profiles held in memory: tests, and and `LeaderboardsDependencies` without identity.
 final class StaticProfileProvider: ProfileProvider {
     private let profiles = Mutex<[RaveID: PlayerProfile]>([:])
 

@@ -4,11 +4,11 @@ import RaveRPC
 import RaveServices
 
 /// `rave.merge.v1.MergeParticipant`: identity's merge saga unites two players' gifts here.
-final class MergeHandler: MergeV1.MergeParticipantHandler {
-    let service: GiftsService
+final class GiftsMergeParticipant: MergeV1.MergeParticipantHandler {
+    let dependencies: GiftsDependencies
 
-    init(service: GiftsService) {
-        self.service = service
+    init(dependencies: GiftsDependencies) {
+        self.dependencies = dependencies
     }
 
     /// Gives the target every gift, request and share of the source; repeating a merge id changes nothing.
@@ -23,9 +23,9 @@ final class MergeHandler: MergeV1.MergeParticipantHandler {
         guard source != target else { throw GiftsError.invalidArgument("cannot merge a user into itself") }
         // From here the source resolves to the target in this process; the rows move once every call that resolved
         // it earlier has finished, so none of their gifts is left behind.
-        await service.mergedUsers.redirect(source: source, target: target)
-        let applied = try await service.merges.merge(
-            mergeID: request.mergeId, source: source, target: target, merges: service.mergedUsers)
+        await dependencies.mergedUsers.redirect(source: source, target: target)
+        let applied = try await dependencies.merges.merge(
+            mergeID: request.mergeId, source: source, target: target, merges: dependencies.mergedUsers)
         return MergeV1.MergeUsersResponse(alreadyApplied: !applied)
     }
 }

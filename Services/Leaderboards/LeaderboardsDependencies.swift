@@ -1,0 +1,64 @@
+import RaveMerges
+import RaveRPC
+import RaveTelemetry
+
+/// What every leaderboards handler shares: the engine (boards, scores, indexes, merged ids), which boards this
+/// instance owns, the stores beside the engine, and the peers that name friends and players.
+final class LeaderboardsDependencies: Sendable {
+    let engine: LeaderboardEngine
+    /// Which boards this instance serves; a board another instance owns is refused with `NotBoardOwner`.
+    let ownership: BoardOwnership
+    let friends: any FriendsProvider
+    let profiles: any ProfileProvider
+    let achievements: AchievementStore
+    /// Reads boards another instance owns from the table, for the listings that describe every board.
+    let unownedBoards: UnownedBoardReader
+    let mergeStore: MergeStore
+
+    /// A single instance that owns every board without leases, with friends and profiles held in memory, unless
+    /// told otherwise (tools and tests).
+    init(
+        engine: LeaderboardEngine, ownership: BoardOwnership = .sole(),
+        friends: any FriendsProvider = StaticFriendsProvider(), profiles: any ProfileProvider = StaticProfileProvider()
+    ) {
+        self.engine = engine
+        self.ownership = ownership
+        self.friends = friends
+        self.profiles = profiles
+        achievements = AchievementStore(pool: engine.scores.pool)
+        unownedBoards = UnownedBoardReader(pool: engine.scores.pool)
+        mergeStore = MergeStore(pool: engine.scores.pool)
+    }
+
+    /// Every RPC service leaderboards serves; player calls (the ones naming players) count for merges' drains, the
+    /// merge participant's must not.
+    var rpcServices: [any RPCService] {
+        [
+            engine.merges.track(LeaderboardsService(dependencies: self)), LeaderboardsAdminService(dependencies: self),
+            LeaderboardsMergeParticipant(dependencies: self), LeaderboardsInternalService(dependencies: self),
+        ]
+    }
+
+    /// Loads the current version of every active board this instance can take, so the first requests do not pay for
+    /// loading; boards other instances own are left to them.
+    func loadIndexes(logger: Logger) async throws {
+        let started = ContinuousClock.now
+        var entries = 0
+        var elsewhere = 0
+        for board in try await engine.definitions.everyActiveBoard() {
+            do {
+                try await ownership.acquire(board)
+            } catch let error as LeaderboardsError where error.notProcessed {
+                elsewhere += 1
+                continue
+            }
+            entries += try await engine.currentIndex(of: board).read { $0.count }
+        }
+        logger.info(
+            "indexes loaded",
+            [
+                ("entries", "\(entries)"), ("owned elsewhere", "\(elsewhere)"),
+                ("duration", "\(ContinuousClock.now - started)"),
+            ])
+    }
+}

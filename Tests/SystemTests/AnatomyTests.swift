@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+/// The layout every executable follows (docs/ARCHITECTURE.md, "Anatomy of a service"), checked by reading the
+/// source tree: the same root files, folders from one set, SQL only in stores, settings read only by the
+/// configuration, the merge participant and the composition root named alike everywhere.
+///
+/// The benchmark folders are left out: they are tools, not part of a service's anatomy.
+@Suite("Anatomy of a service")
+struct AnatomyTests {
+    static let dataServices = ["Identity", "Social", "Leaderboards", "Gifts", "Push", "Wallet"]
+    static let executables = dataServices + ["Gateway"]
+    static let benchmarkFolders: Set<String> = ["Bench", "Benchmark"]
+
+    /// The one folder a data service may have for what only it has.
+    static let ownFolder = ["Identity": "Crypto", "Leaderboards": "Engine", "Push": "Delivery", "Wallet": "Engine"]
+
+    static var repository: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }
+
+    static func directory(_ name: String) -> URL {
+        repository.appendingPathComponent("Services").appendingPathComponent(name)
+    }
+
+    /// The entries directly under `Services/<name>`: Swift files and folders (benchmark folders left out).
+    static func root(of name: String) throws -> (files: Set<String>, folders: Set<String>) {
+        var files: Set<String> = []
+        var folders: Set<String> = []
+        for entry in try FileManager.default.contentsOfDirectory(atPath: directory(name).path) {
+            var isFolder: ObjCBool = false
+            _ = FileManager.default.fileExists(
+                atPath: directory(name).appendingPathComponent(entry).path, isDirectory: &isFolder)
+            if isFolder.boolValue {
+                if !benchmarkFolders.contains(entry) { folders.insert(entry) }
+            } else if entry.hasSuffix(".swift") {
+                files.insert(entry)
+            }
+        }
+        return (files, folders)
+    }
+
+    /// Every Swift file of the service outside its benchmark folders, by path relative to `Services/<name>`.
+    static func sources(of name: String) throws -> [(path: String, text: String)] {
+        let base = directory(name)
+        guard let walker = FileManager.default.enumerator(atPath: base.path) else { return [] }
+        var found: [(path: String, text: String)] = []
+        while let path = walker.nextObject() as? String {
+            guard path.hasSuffix(".swift"), let first = path.split(separator: "/").first,
+                !benchmarkFolders.contains(String(first))
+            else { continue }
+            found.append((path, try String(contentsOf: base.appendingPathComponent(path), encoding: .utf8)))
+        }
+        return found.sorted { $0.path < $1.path }
+    }
+
+    @Test(arguments: executables)
+    func everyExecutableHasTheSameRootFiles(_ name: String) throws {
+        var expected: Set<String> = ["\(name)Main.swift", "\(name)Dependencies.swift", "\(name)Configuration.swift"]
+        // The gateway relays statuses as RPCError; every data service has an error type of its own.
+        if name != "Gateway" { expected.insert("\(name)Error.swift") }
+        #expect(try Self.root(of: name).files == expected)
+    }
+
+    @Test(arguments: executables)
+    func foldersComeFromTheFixedSet(_ name: String) throws {
+        var allowed: Set<String>
+        if name == "Gateway" {
+            allowed = ["Handlers", "Routing", "Auth", "Protection", "Batch"]
+        } else {
+            allowed = ["Handlers", "Domain", "Store", "Migrations", "Peers"]
+            if let own = Self.ownFolder[name] { allowed.insert(own) }
+        }
+        let folders = try Self.root(of: name).folders
+        #expect(folders.isSubset(of: allowed), "unexpected folders: \(folders.subtracting(allowed).sorted())")
+        #expect(folders.contains("Handlers"))
+    }
+
+    @Test(arguments: executables)
+    func theCompositionRootIsNamedDependencies(_ name: String) throws {
+        let text = try Self.sources(of: name).first { $0.path == "\(name)Dependencies.swift" }?.text ?? ""
+        #expect(
+            text.contains("final class \(name)Dependencies: Sendable") || text.contains("struct \(name)Dependencies:"))
+        if name != "Gateway" { #expect(text.contains("var rpcServices: [any RPCService]")) }
+    }
+
+    @Test(arguments: dataServices)
+    func theErrorFileHoldsTheErrorTypeAndTheRequestLimits(_ name: String) throws {
+        let text = try Self.sources(of: name).first { $0.path == "\(name)Error.swift" }?.text ?? ""
+        #expect(text.contains("struct \(name)Error: Error"))
+        #expect(text.contains("RPCStatusConvertible"))
+        #expect(text.contains("enum RequestLimits"))
+    }
+
+    @Test(arguments: dataServices)
+    func handlersThrowTheServicesOwnError(_ name: String) throws {
+        for source in try Self.sources(of: name) {
+            #expect(!source.text.contains("throw RPCError."), "\(name)/\(source.path) throws RPCError directly")
+        }
+    }
+
+    @Test(arguments: dataServices)
+    func theMergeParticipantIsNamedForItsService(_ name: String) throws {
+        let participants = try Self.sources(of: name).filter {
+            $0.text.contains(": MergeV1.MergeParticipantHandler")
+        }
+        // Identity runs merges (its saga) and takes part in none.
+        guard name != "Identity" else {
+            #expect(participants.isEmpty)
+            return
+        }
+        #expect(participants.map(\.path) == ["Handlers/\(name)MergeParticipant.swift"])
+        #expect(participants.first?.text.contains("\(name)MergeParticipant: MergeV1.MergeParticipantHandler") == true)
+    }
+
+    @Test(arguments: executables)
+    func sqlLivesOnlyInStores(_ name: String) throws {
+        let sql = try Regex(#"^\s*"*\s*(SELECT|INSERT INTO|DELETE FROM|UPDATE [a-z_]+ (?:[a-z]+ )?SET)\b"#)
+        for source in try Self.sources(of: name) where !source.path.hasPrefix("Store/") {
+            #expect(!source.text.contains("PostgresStatement("), "\(name)/\(source.path) declares a statement")
+            for line in source.text.split(separator: "\n") {
+                #expect(line.firstMatch(of: sql) == nil, "\(name)/\(source.path): \(line)")
+            }
+        }
+    }
+
+    @Test(arguments: executables)
+    func onlyTheConfigurationReadsTheEnvironment(_ name: String) throws {
+        for source in try Self.sources(of: name) where source.path != "\(name)Configuration.swift" {
+            #expect(!source.text.contains("environment["), "\(name)/\(source.path) reads a setting itself")
+        }
+    }
+}
