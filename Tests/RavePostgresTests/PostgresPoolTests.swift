@@ -30,10 +30,10 @@ import Testing
             // Wait until the holder is inside its closure: a fixed pause races with it on a loaded machine, and so
             // did polling the pool's statistics (a connection still being opened counts as open and not idle).
             for await _ in entered.stream {}
-            let started = ContinuousClock.now
+            // The holder never lets go by itself: the pool's own error, within the test's time limit, is the proof
+            // that the call did not hang.
             let error = try await #require(throws: PostgresError.self) { try await pool.query("SELECT 1") }
             #expect(error.code == .poolExhausted && error.kind == .resourceExhausted)
-            #expect(ContinuousClock.now - started < .seconds(1))
             release.continuation.finish()
             try await holder.value
             #expect(try await pool.query("SELECT 1 AS one").first?.decode(Int.self, column: "one") == 1)

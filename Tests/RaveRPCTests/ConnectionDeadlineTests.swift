@@ -1,7 +1,9 @@
 import RaveMessages
 import RaveRPC
 import RaveServices
+import RaveTestSupport
 import RaveTransport
+import RaveWire
 import Testing
 
 /// A connection keeps one deadline timer for all its calls (`ConnectionDeadlines`), and a server on the loop
@@ -10,7 +12,7 @@ import Testing
 @Suite("One deadline timer per connection, handlers started in place", .timeLimit(.minutes(1)))
 struct ConnectionDeadlineTests {
     @Test func aShorterDeadlineAfterALongerOneExpiresOnTheServer() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer(calls: CallLog(holdsCalls: true))
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
@@ -18,6 +20,8 @@ struct ConnectionDeadlineTests {
         // The first call arms the connection's timer for 30 s; the second must arm it earlier.
         client.sendRequest(streamID: 1, method: echoAfterDelayMethod, payload: slow, timeoutMs: 30_000)
         client.sendRequest(streamID: 3, method: echoAfterDelayMethod, payload: slow, timeoutMs: 100)
+        await server.calls.waitUntilStarted(2)
+        await server.clock.advance(by: .milliseconds(100))
         let frame = try #require(await events.nextFrame())
         #expect(frame.streamID == 3)
         #expect(frame.response?.code == .deadlineExceeded)
@@ -26,14 +30,20 @@ struct ConnectionDeadlineTests {
     }
 
     @Test func theServerRearmsForTheNextDeadlineAfterOneFired() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer(calls: CallLog(holdsCalls: true))
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
         let slow = EchoV1.EchoAfterDelayRequest(payload: [1], delayMs: 20_000).protobufBytes()
         client.sendRequest(streamID: 1, method: echoAfterDelayMethod, payload: slow, timeoutMs: 100)
         client.sendRequest(streamID: 3, method: echoAfterDelayMethod, payload: slow, timeoutMs: 400)
+        await server.calls.waitUntilStarted(2)
+        await server.clock.advance(by: .milliseconds(100))
         let first = try #require(await events.nextFrame())
+        // Only the first was due: a ping is answered before anything else comes.
+        client.send(Frame(type: .ping, streamID: 0, body: [1]))
+        #expect(try #require(await events.nextFrame()).type == .pong)
+        await server.clock.advance(by: .milliseconds(300))
         let second = try #require(await events.nextFrame())
         #expect([first.streamID, second.streamID] == [1, 3])
         #expect(first.response?.code == .deadlineExceeded)
@@ -69,43 +79,52 @@ struct ConnectionDeadlineTests {
     }
 
     @Test func aClientCallExpiresAfterAnEarlierCallFinished() async throws {
-        let server = try TestServer()
+        let clock = ManualLoopClock()
+        let server = try TestServer(clock: clock, calls: CallLog(holdsCalls: true))
         let connection = try await server.connect()
         // The quick call arms the connection's timer for its deadline and leaves it armed when it finishes.
         let quick = try await EchoV1.EchoClient(caller: connection).echo(
             EchoV1.EchoRequest(payload: [4]), options: CallOptions(timeout: .milliseconds(300)))
         #expect(quick.payload == [4])
-        await #expect {
-            try await echoAfterDelay(connection, delayMs: 20_000, timeout: .milliseconds(800))
-        } throws: { ($0 as? RPCError)?.code == .deadlineExceeded }
+        let first = Task { try await echoAfterDelay(connection, delayMs: 20_000, timeout: .milliseconds(800)) }
+        await server.calls.waitUntilStarted(1)
+        await clock.advance(by: .milliseconds(800))
+        await #expect { try await first.value } throws: { ($0 as? RPCError)?.code == .deadlineExceeded }
         // The timer fired and was armed again: a later call still expires, and the connection still works.
-        await #expect {
-            try await echoAfterDelay(connection, delayMs: 20_000, timeout: .milliseconds(100))
-        } throws: { ($0 as? RPCError)?.code == .deadlineExceeded }
+        let second = Task { try await echoAfterDelay(connection, delayMs: 20_000, timeout: .milliseconds(100)) }
+        await server.calls.waitUntilStarted(2)
+        await clock.advance(by: .milliseconds(100))
+        await #expect { try await second.value } throws: { ($0 as? RPCError)?.code == .deadlineExceeded }
+        server.calls.release()
         #expect(try await echoAfterDelay(connection, delayMs: 1, payload: [5]) == [5])
         connection.close()
         await server.stop()
     }
 
     @Test func aShorterClientDeadlineAfterALongerOneExpires() async throws {
-        let server = try TestServer()
+        let clock = ManualLoopClock()
+        let server = try TestServer(clock: clock, calls: CallLog(holdsCalls: true))
         let connection = try await server.connect()
         let long = Task { try await echoAfterDelay(connection, delayMs: 300, payload: [6], timeout: .seconds(30)) }
-        await #expect {
-            try await echoAfterDelay(connection, delayMs: 20_000, timeout: .milliseconds(100))
-        } throws: { ($0 as? RPCError)?.code == .deadlineExceeded }
+        await server.calls.waitUntilStarted(1)
+        let short = Task { try await echoAfterDelay(connection, delayMs: 20_000, timeout: .milliseconds(100)) }
+        await server.calls.waitUntilStarted(2)
+        await clock.advance(by: .milliseconds(100))
+        await #expect { try await short.value } throws: { ($0 as? RPCError)?.code == .deadlineExceeded }
+        server.calls.release()
         #expect(try await long.value == [6])
         connection.close()
         await server.stop()
     }
 
     @Test func aHandlerStartedInPlaceIsCancelledWithItsCall() async throws {
-        let server = try TestServer()
+        let server = try TestServer(calls: CallLog(holdsCalls: true))
         let connection = try await server.connect()
         let call = Task { try await echoAfterDelay(connection, delayMs: 20_000) }
-        try await Task.sleep(for: .milliseconds(50))
+        await server.calls.waitUntilStarted(1)
         call.cancel()
         await #expect { try await call.value } throws: { ($0 as? RPCError)?.code == .cancelled }
+        server.calls.release()
         // The server dropped the call: the connection serves the next one.
         #expect(try await echoAfterDelay(connection, delayMs: 1, payload: [8]) == [8])
         connection.close()

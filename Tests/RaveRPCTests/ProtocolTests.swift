@@ -3,11 +3,13 @@ import RaveServices
 import RaveWire
 import Testing
 
-/// Raw frames against a real server: what a misbehaving or foreign client may send.
+/// Raw frames against the server's connection handling, in memory: what a misbehaving or foreign client may send.
+///
+/// `InMemoryServer` runs them without sockets; the last test closes a real TLS connection mid-frame.
 @Suite("Protocol rules", .timeLimit(.minutes(1)))
 struct ProtocolTests {
     @Test func serverHandshakeAnnouncesVersionAndLimits() async throws {
-        let server = try TestServer(configuration: RPCServerConfiguration(maxConcurrentStreams: 1234))
+        let server = try InMemoryServer(configuration: RPCServerConfiguration(maxConcurrentStreams: 1234))
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         let frame = try #require(await events.nextFrame(skipping: []))
@@ -21,7 +23,7 @@ struct ProtocolTests {
     }
 
     @Test func requestBeforeHandshakeIsAProtocolError() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer()
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendRequest(streamID: 1, method: echoMethod, payload: [])
@@ -32,7 +34,7 @@ struct ProtocolTests {
     }
 
     @Test func versionMismatchIsRefused() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer()
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake(version: 2)
@@ -44,7 +46,7 @@ struct ProtocolTests {
     }
 
     @Test func pingIsAnsweredWithTheSameBody() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer()
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
@@ -56,12 +58,14 @@ struct ProtocolTests {
     }
 
     @Test func serverDeadlineAnswersDeadlineExceeded() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer()
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
         let request = EchoV1.EchoAfterDelayRequest(payload: [], delayMs: 10_000)
         client.sendRequest(streamID: 3, method: echoAfterDelayMethod, payload: request.protobufBytes(), timeoutMs: 100)
+        await server.calls.waitUntilStarted(1)
+        await server.clock.advance(by: .milliseconds(100))
         let frame = try #require(await events.nextFrame())
         #expect(frame.streamID == 3)
         #expect(frame.response?.code == .deadlineExceeded)
@@ -70,13 +74,13 @@ struct ProtocolTests {
     }
 
     @Test func cancelFrameAnswersCancelled() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer(calls: CallLog(holdsCalls: true))
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
         let request = EchoV1.EchoAfterDelayRequest(payload: [], delayMs: 10_000)
         client.sendRequest(streamID: 5, method: echoAfterDelayMethod, payload: request.protobufBytes())
-        try await Task.sleep(for: .milliseconds(50))
+        await server.calls.waitUntilStarted(1)
         client.send(Frame(type: .cancel, streamID: 5))
         let frame = try #require(await events.nextFrame())
         #expect(frame.streamID == 5)
@@ -86,13 +90,13 @@ struct ProtocolTests {
     }
 
     @Test func cancelledCallIsAnsweredExactlyOnceAndItsIdIsFreeAfterThat() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer(calls: CallLog(holdsCalls: true))
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
         let slow = EchoV1.EchoAfterDelayRequest(payload: [], delayMs: 10_000)
         client.sendRequest(streamID: 5, method: echoAfterDelayMethod, payload: slow.protobufBytes())
-        try await Task.sleep(for: .milliseconds(50))
+        await server.calls.waitUntilStarted(1)
         client.send(Frame(type: .cancel, streamID: 5))
         let cancelled = try #require(await events.nextFrame())
         #expect(cancelled.streamID == 5 && cancelled.response?.code == .cancelled)
@@ -109,7 +113,7 @@ struct ProtocolTests {
     }
 
     @Test func duplicateInFlightStreamIDIsAProtocolError() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer()
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
@@ -124,7 +128,7 @@ struct ProtocolTests {
     }
 
     @Test func undecodableEnvelopeGetsAStreamLevelAnswer() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer()
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
@@ -137,7 +141,7 @@ struct ProtocolTests {
     }
 
     @Test func overLimitLengthGetsAnErrorFrameThenClose() async throws {
-        let server = try TestServer(configuration: RPCServerConfiguration(maxFrameSize: 1024))
+        let server = try InMemoryServer(configuration: RPCServerConfiguration(maxFrameSize: 1024))
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()
@@ -150,7 +154,7 @@ struct ProtocolTests {
     }
 
     @Test func unknownFrameTypeIsAProtocolError() async throws {
-        let server = try TestServer()
+        let server = try InMemoryServer()
         let client = try await server.rawClient()
         var events = client.events.makeAsyncIterator()
         client.sendHandshake()

@@ -1,11 +1,13 @@
 import Foundation
 import Glibc
-import RaveRPC
 import RaveServices
 import RaveTelemetry
+import RaveTestSupport
 import RaveTransport
 import RaveWire
 import Synchronization
+
+@testable import RaveRPC
 
 /// Development certificates for the tests of this process.
 struct TestCertificates {
@@ -61,8 +63,11 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The echo service the tests call; `echoAfterDelay` sleeps cancellably, as ravectl's does.
+/// The echo service the tests call; `echoAfterDelay` sleeps cancellably, as ravectl's does, or waits for the
+/// test to release it (`CallLog(holdsCalls: true)`), and tells `calls` it started either way.
 struct TestEchoService: EchoV1.EchoHandler {
+    var calls = CallLog()
+
     func echo(_ request: EchoV1.EchoRequest, context: RequestContext) async throws -> EchoV1.EchoResponse {
         EchoV1.EchoResponse(payload: request.payload)
     }
@@ -70,7 +75,12 @@ struct TestEchoService: EchoV1.EchoHandler {
     func echoAfterDelay(
         _ request: EchoV1.EchoAfterDelayRequest, context: RequestContext
     ) async throws -> EchoV1.EchoResponse {
-        try await Task.sleep(for: .milliseconds(Int(request.delayMs)))
+        calls.started()
+        if calls.holdsCalls {
+            try await calls.waitForRelease()
+        } else {
+            try await Task.sleep(for: .milliseconds(Int(request.delayMs)))
+        }
         return EchoV1.EchoResponse(payload: request.payload)
     }
 
@@ -79,19 +89,102 @@ struct TestEchoService: EchoV1.EchoHandler {
     }
 }
 
+/// The `EchoAfterDelay` calls a test's echo service has started, and a gate that holds them until the test
+/// releases it: a test waits for the calls it made to be in flight instead of sleeping and hoping they are.
+final class CallLog: Sendable {
+    private struct State {
+        var started = 0
+        var released = false
+        var startWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var releaseWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    /// Whether `EchoAfterDelay` waits for `release()` instead of sleeping its delay.
+    let holdsCalls: Bool
+    private let state = Mutex(State())
+
+    init(holdsCalls: Bool = false) {
+        self.holdsCalls = holdsCalls
+    }
+
+    /// `EchoAfterDelay` calls started so far.
+    var startedCount: Int { state.withLock { $0.started } }
+
+    /// Returns once `count` calls have started.
+    func waitUntilStarted(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                guard state.started < count else { return true }
+                state.startWaiters.append((count, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Lets every held call, and every later one, finish.
+    func release() {
+        let waiters = state.withLock { state in
+            state.released = true
+            defer { state.releaseWaiters = [:] }
+            return Array(state.releaseWaiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    fileprivate func started() {
+        let ready = state.withLock { state in
+            state.started += 1
+            let count = state.started
+            defer { state.startWaiters.removeAll { $0.count <= count } }
+            return state.startWaiters.filter { $0.count <= count }.map(\.continuation)
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    /// Waits for `release()`; throws CancellationError when the call's task is cancelled first.
+    fileprivate func waitForRelease() async throws {
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    if state.released { return .success(()) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.releaseWaiters[id] = continuation
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let waiter = self.state.withLock { $0.releaseWaiters.removeValue(forKey: id) }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+}
+
 /// A running echo server with its own event loops and certificates, plus ways to reach it.
 final class TestServer: Sendable {
     let certificates: TestCertificates
     let group: EventLoopGroup
     let server: RPCServer
+    let calls: CallLog
 
-    init(configuration: RPCServerConfiguration = RPCServerConfiguration(), mutualTLS: Bool = false) throws {
+    /// `clock`: the server's (and its clients') timers follow it instead of the system's clock.
+    init(
+        configuration: RPCServerConfiguration = RPCServerConfiguration(), mutualTLS: Bool = false,
+        clock: ManualLoopClock? = nil, calls: CallLog = CallLog()
+    ) throws {
         certificates = try TestCertificates()
-        group = try EventLoopGroup(loopCount: 2)
+        group = try clock?.makeGroup(loopCount: 2) ?? EventLoopGroup(loopCount: 2)
+        self.calls = calls
         var configuration = configuration
         configuration.requestLogLevel = .debug
         server = RPCServer(
-            configuration: configuration, services: [TestEchoService()], access: .open,
+            configuration: configuration, services: [TestEchoService(calls: calls)], access: .open,
             tls: try certificates.serverTLS(requireClientCertificate: mutualTLS), group: group,
             logger: Logger(label: "test.server", level: .error))
         try server.start()
@@ -111,6 +204,58 @@ final class TestServer: Sendable {
 
     func stop() async {
         await server.shutdown()
+        group.shutdown()
+    }
+}
+
+/// The echo server's connection handling (`ServerConnection`) without a listener, TCP or TLS: each raw client is
+/// joined to a connection of its own by an `InMemoryConnection`, on one loop whose timers follow `clock`.
+///
+/// For tests of what a connection answers and when (frames, deadlines, idle and stalled connections, the drain
+/// grace period); a peer here has no certificate, so no role. Tests of TLS, accepting and limits per address use
+/// `TestServer`.
+final class InMemoryServer: Sendable {
+    let clock: ManualLoopClock
+    let group: EventLoopGroup
+    let calls: CallLog
+    private let router: RPCRouter
+    private let registry: ConnectionRegistry
+
+    init(configuration: RPCServerConfiguration = RPCServerConfiguration(), calls: CallLog = CallLog()) throws {
+        let clock = ManualLoopClock()
+        self.clock = clock
+        group = try clock.makeGroup()
+        self.calls = calls
+        var configuration = configuration
+        configuration.requestLogLevel = .debug
+        router = RPCRouter(
+            services: [TestEchoService(calls: calls)], access: .open, configuration: configuration,
+            logger: Logger(label: "test.server", level: .error), observer: SilentServerObserver())
+        registry = ConnectionRegistry(inputBudget: InputBudget(limit: configuration.maxBufferedInput))
+    }
+
+    /// A raw client joined to a new server connection.
+    func rawClient() async throws -> RawFrameClient {
+        let (router, registry) = (self.router, self.registry)
+        return try await RawFrameClient.inMemory(on: group.next()) { channel in
+            ServerConnection(channel: channel, router: router, registry: registry)
+        }
+    }
+
+    /// Bytes of unfinished frames the connections hold.
+    var bufferedInputBytes: Int { registry.inputBudget.current }
+
+    /// As `RPCServer.drain()`: GOAWAY on every connection; returns once they all closed.
+    func drain() async {
+        router.health.isDraining.store(true, ordering: .releasing)
+        for connection in registry.all {
+            connection.channel.loop.execute { connection.startDraining() }
+        }
+        await registry.waitUntilEmpty()
+    }
+
+    /// Stops the loop; its channels close, and the calls still running are cancelled.
+    func stop() async {
         group.shutdown()
     }
 }
@@ -138,6 +283,15 @@ final class RawFrameClient: ChannelHandler, @unchecked Sendable {
     static func connect(port: Int, tls: TLSContext, group: EventLoopGroup) async throws -> RawFrameClient {
         let client = RawFrameClient()
         client.channel = try await Connector.connect(to: "127.0.0.1", port: port, in: group, tls: tls, handler: client)
+        return client
+    }
+
+    /// A client joined to the handler `makeHandler` builds, in memory (`InMemoryConnection`).
+    static func inMemory(
+        on loop: EventLoop, handler makeHandler: @escaping @Sendable (Channel) -> any ChannelHandler
+    ) async throws -> RawFrameClient {
+        let client = RawFrameClient()
+        client.channel = try await InMemoryConnection.connect(on: loop, peer: client, handler: makeHandler)
         return client
     }
 

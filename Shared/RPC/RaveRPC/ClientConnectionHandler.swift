@@ -71,7 +71,7 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
             return
         }
         let timeout = call.timeout.nanoseconds
-        let deadline = monotonicNanoseconds() &+ timeout
+        let deadline = channel.loop.now() &+ timeout
         pending[call.streamID] = PendingCall(completion: completion, deadline: deadline)
         if deadlines.needsArming(for: deadline) {
             deadlines.arm(at: deadline, on: channel.loop) { [self] in expireCalls() }
@@ -96,7 +96,8 @@ final class ClientConnectionHandler: ChannelHandler, @unchecked Sendable {
     /// Fails the calls whose deadline passed, then arms the connection's timer for the earliest one left.
     private func expireCalls() {
         deadlines.fired()
-        for streamID in ConnectionDeadlines.due(in: pending, deadline: \.deadline) {
+        let now = channel?.loop.now() ?? monotonicNanoseconds()
+        for streamID in ConnectionDeadlines.due(in: pending, now: now, deadline: \.deadline) {
             cancel(streamID: streamID, code: .deadlineExceeded)
         }
         guard !closed, let channel else { return }

@@ -34,10 +34,10 @@ struct ConnectionDeadlines {
         arm(at: earliest, on: loop, expire: expire)
     }
 
-    /// The stream ids of `calls` whose deadline has passed, earliest deadline first: a timer that fires late may
-    /// find several due, and they are answered in the order separate timers would have fired.
-    static func due<Call>(in calls: [UInt32: Call], deadline: (Call) -> UInt64) -> [UInt32] {
-        let now = monotonicNanoseconds()
+    /// The stream ids of `calls` whose deadline has passed at `now` (the loop's `now()`), earliest deadline first:
+    /// a timer that fires late may find several due, and they are answered in the order separate timers would have
+    /// fired.
+    static func due<Call>(in calls: [UInt32: Call], now: UInt64, deadline: (Call) -> UInt64) -> [UInt32] {
         return calls.compactMap { streamID, call in
             let due = deadline(call)
             return due <= now ? (streamID, due) : nil

@@ -86,7 +86,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         // The gateway and our services may send large frames at once; a certificate without such a role proves
         // nothing more than a connection without one.
         let trusted = peer.role == .gateway || peer.role?.serviceName != nil
-        perform(machine.activated(now: monotonicNanoseconds(), trustedPeer: trusted, draining: router.isDraining))
+        perform(machine.activated(now: channel.loop.now(), trustedPeer: trusted, draining: router.isDraining))
     }
 
     func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
@@ -125,14 +125,14 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     }
 
     func channelReadComplete(_ channel: Channel) {
-        if let action = machine.readCompleted(now: monotonicNanoseconds(), hasPartialFrame: decoder.hasPartialFrame) {
+        if let action = machine.readCompleted(now: channel.loop.now(), hasPartialFrame: decoder.hasPartialFrame) {
             perform([action])
         }
     }
 
     func channelWritabilityChanged(_ channel: Channel) {
         // While the server does not read (back pressure), an unfinished frame is not the client's fault.
-        if channel.isWritable { machine.activity(now: monotonicNanoseconds()) }
+        if channel.isWritable { machine.activity(now: channel.loop.now()) }
     }
 
     func channelInactive(_ channel: Channel, error: TransportError?) {
@@ -247,7 +247,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     ) {
         let label = route == nil ? RPCServerConfiguration.unknownMethodLabel : request.method
         router.observer.callStarted(method: label)
-        let now = monotonicNanoseconds()
+        let now = channel.loop.now()
         let deadline = machine.deadline(now: now, timeoutMilliseconds: request.timeoutMs)
         let requestID = router.nextRequestID()
         let started = machine.callStarted(
@@ -354,7 +354,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     /// Records the call's end in metrics and the log, and sends its response while the connection is open.
     private func answer(streamID: UInt32, call: InFlightCall, response: RpcV1.Response) {
-        let elapsed = monotonicNanoseconds() &- call.startedAt
+        let elapsed = channel.loop.now() &- call.startedAt
         router.observer.callFinished(method: call.label, code: response.code, nanoseconds: elapsed)
         logger.log(
             call.quietWhenOK && response.code == .ok ? .debug : configuration.requestLogLevel, "call finished",
@@ -453,7 +453,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 call.cancelWork()
                 // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
                 router.observer.callFinished(
-                    method: call.label, code: .cancelled, nanoseconds: monotonicNanoseconds() &- call.startedAt)
+                    method: call.label, code: .cancelled, nanoseconds: channel.loop.now() &- call.startedAt)
             case .armTimer(let timer, let deadline):
                 arm(timer, at: deadline)
             case .cancelTimer(let timer):
@@ -483,7 +483,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     }
 
     private func timerFired(_ timer: Machine.Timer) {
-        let now = monotonicNanoseconds()
+        let now = channel.loop.now()
         switch timer {
         case .handshake:
             perform(machine.handshakeTimerFired())
@@ -513,7 +513,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// Sends GOAWAY; in-flight calls finish, later requests are refused, the connection closes when idle.
     func startDraining() {
         assert(channel.loop.isInLoop, "ServerConnection runs on its channel's loop")
-        perform(machine.drainRequested(now: monotonicNanoseconds()))
+        perform(machine.drainRequested(now: channel.loop.now()))
     }
 
     private func failConnection(code: StatusCode, _ message: String) {

@@ -65,11 +65,15 @@ public final class EventLoop: @unchecked Sendable {
     private var endOfIteration: [() -> Void] = []
     private var thread: pthread_t?
 
+    /// A test's manual clock in monotonic nanoseconds (`EventLoopGroup(loopCount:clock:)`); nil reads the system's.
+    private let clock: (@Sendable () -> UInt64)?
+
     private static let wakeToken: UInt64 = .max
     private static let timerToken: UInt64 = .max - 1
 
-    init(index: Int) throws {
+    init(index: Int, clock: (@Sendable () -> UInt64)? = nil) throws {
         self.index = index
+        self.clock = clock
         epollFD = try blockingSystemCall("epoll_create1") { rave_epoll_create() }
         wakeFD = try blockingSystemCall("eventfd") { rave_eventfd_create() }
         timerFD = try blockingSystemCall("timerfd_create") { rave_timerfd_create() }
@@ -85,6 +89,12 @@ public final class EventLoop: @unchecked Sendable {
         close(epollFD)
         close(wakeFD)
         close(timerFD)
+    }
+
+    /// Monotonic nanoseconds as this loop's timers count them: the system's, or the manual clock a test gave.
+    public func now() -> UInt64 {
+        if let clock { return clock() }
+        return monotonicNanoseconds()
     }
 
     /// Whether the caller runs on this loop's thread.
@@ -154,17 +164,14 @@ public final class EventLoop: @unchecked Sendable {
     public func scheduleTimer(at deadline: UInt64, _ callback: @escaping () -> Void) -> TimerHandle {
         assert(isInLoop, "scheduleTimer must run on the event loop")
         let handle = timers.insert(deadline: deadline, callback: callback)
-        if deadline < armedDeadline {
-            armedDeadline = deadline
-            _ = rave_timerfd_arm(timerFD, max(deadline, 1))
-        }
+        armTimerDescriptor(for: deadline)
         return handle
     }
 
     /// Calls `callback` on the loop after `nanoseconds`.
     @discardableResult
     public func scheduleTimer(after nanoseconds: UInt64, _ callback: @escaping () -> Void) -> TimerHandle {
-        scheduleTimer(at: monotonicNanoseconds() &+ nanoseconds, callback)
+        scheduleTimer(at: now() &+ nanoseconds, callback)
     }
 
     /// Cancels a timer that has not fired; cancelling a fired or cancelled timer does nothing.
@@ -296,12 +303,19 @@ public final class EventLoop: @unchecked Sendable {
     /// it armed for the next. That wake-up is rare, since deadlines are seconds away and calls take milliseconds;
     /// re-arming at every cancellation cost a `timerfd_settime` for nearly every call when many are in flight.
     private func fireDueTimers() {
-        let now = monotonicNanoseconds()
+        let now = self.now()
         while let callback = timers.popDue(now: now) { callback() }
-        if let next = timers.nextDeadline, next < armedDeadline {
-            armedDeadline = next
-            _ = rave_timerfd_arm(timerFD, max(next, 1))
-        }
+        if let next = timers.nextDeadline { armTimerDescriptor(for: next) }
+    }
+
+    /// Arms the timer descriptor for `deadline` when it is earlier than the armed one.
+    ///
+    /// Under a manual clock the descriptor stays unarmed: its deadlines are not the system's, and timers fire when
+    /// the test advances the clock and wakes the loop.
+    private func armTimerDescriptor(for deadline: UInt64) {
+        guard clock == nil, deadline < armedDeadline else { return }
+        armedDeadline = deadline
+        _ = rave_timerfd_arm(timerFD, max(deadline, 1))
     }
 
     private static func token(_ registration: IORegistration) -> UInt64 {
@@ -360,11 +374,14 @@ public final class EventLoopGroup: Sendable {
     private let nextIndex = Atomic<Int>(0)
 
     /// Starts `count` loops (default: one per core).
-    public init(loopCount count: Int = System.coreCount) throws {
+    ///
+    /// `clock`, for tests only, replaces the system's monotonic nanoseconds for the loops' timers (`EventLoop.now()`):
+    /// timers then fire only when the test moves that clock and wakes the loops.
+    public init(loopCount count: Int = System.coreCount, clock: (@Sendable () -> UInt64)? = nil) throws {
         precondition(count > 0, "an event loop group needs at least one loop")
         var loops: [EventLoop] = []
         for index in 0..<count {
-            let loop = try EventLoop(index: index)
+            let loop = try EventLoop(index: index, clock: clock)
             try loop.start(name: "rave-loop-\(index)")
             loops.append(loop)
         }
