@@ -6,12 +6,8 @@ import RaveRuntime
 /// It starts through the runtime every service uses (`RaveServiceMain`), so signals, the shutdown watchdog,
 /// metrics and health are the same: SIGTERM/SIGINT drain gracefully (a second one exits at once), SIGHUP reloads
 /// the client-facing certificate.
-@main
-enum GatewayMain {
-    static func main() async {
-        if CommandLine.arguments.dropFirst().first == "bench" {
-            exit(await GatewayBenchmark.run(environment: ProcessInfo.processInfo.environment))
-        }
+package enum GatewayMain {
+    package static func main() async {
         await RaveServiceMain.run(name: "gateway", options: Gateway.runtimeOptions) { context in
             try Gateway(context: context).serving
         }

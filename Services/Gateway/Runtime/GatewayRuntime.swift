@@ -97,7 +97,7 @@ final class Gateway: Sendable {
     }
 }
 
-/// A gateway process started in-process (tests, `gateway bench`): the shared runtime with the gateway's parts.
+/// A gateway process started in-process (tests, `rave-bench gateway`): the shared runtime with the gateway's parts.
 final class GatewayRuntime: Sendable {
     let runtime: ServiceRuntime
     let gateway: Gateway
