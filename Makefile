@@ -37,6 +37,8 @@ test: deps proto-check lint
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/with-postgres.sh scripts/run-tests.sh
 
+## bench: release builds of ravectl, rave-bench and the services bench-leaderboards.sh starts, then every benchmark
+## (docs/BENCHMARKS.md); results in .bench/.
 bench: deps
 	scripts/bench.sh
 
@@ -48,7 +50,7 @@ fuzz: deps
 	scripts/fuzz.sh
 
 # Hand-written Swift; generated code is formatted by scripts/generate-proto.sh and checked by proto-check.
-SWIFT_SOURCES = Package.swift $(shell find Shared Services Tools Tests Fuzz -name '*.swift' -not -path '*/Generated/*' | sort)
+SWIFT_SOURCES = Package.swift $(shell find Shared Services Benchmarks Tools Tests Fuzz -name '*.swift' -not -path '*/Generated/*' | sort)
 
 fmt:
 	@echo "swift format --in-place (hand-written Swift)"

@@ -11,13 +11,14 @@ let package = Package(
         .executable(name: "ravectl", targets: ["Ravectl"]),
         .library(name: "RaveClient", targets: ["RaveClient"]),
         .executable(name: "rave-protogen", targets: ["RaveProtoGen"]),
-        .executable(name: "identity", targets: ["Identity"]),
-        .executable(name: "leaderboards", targets: ["Leaderboards"]),
-        .executable(name: "wallet", targets: ["Wallet"]),
-        .executable(name: "gateway", targets: ["Gateway"]),
-        .executable(name: "social", targets: ["Social"]),
-        .executable(name: "push", targets: ["Push"]),
-        .executable(name: "gifts", targets: ["Gifts"]),
+        .executable(name: "identity", targets: ["IdentityExecutable"]),
+        .executable(name: "leaderboards", targets: ["LeaderboardsExecutable"]),
+        .executable(name: "wallet", targets: ["WalletExecutable"]),
+        .executable(name: "gateway", targets: ["GatewayExecutable"]),
+        .executable(name: "social", targets: ["SocialExecutable"]),
+        .executable(name: "push", targets: ["PushExecutable"]),
+        .executable(name: "gifts", targets: ["GiftsExecutable"]),
+        .executable(name: "rave-bench", targets: ["RaveBench"]),
     ],
     targets: [
         // MARK: - Shared/System: C libraries (pkg-config) and C shims
@@ -113,7 +114,7 @@ let package = Package(
         // MARK: - Tools: the code generator
         .executableTarget(name: "RaveProtoGen", path: "Tools/RaveProtoGen"),
 
-        // MARK: - Executables
+        // MARK: - Services: each a library (its code, named after the service) and Main/, the executable
         .executableTarget(
             name: "Ravectl",
             dependencies: [
@@ -122,72 +123,147 @@ let package = Package(
             ],
             path: "Services/Ravectl"
         ),
-        .executableTarget(
+        .target(
             name: "Identity",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveAuth",
             ],
             path: "Services/Identity",
+            exclude: ["Main"],
             resources: [.copy("Migrations")]
         ),
-        .executableTarget(
+        .executableTarget(name: "IdentityExecutable", dependencies: ["Identity"], path: "Services/Identity/Main"),
+        .target(
             name: "Wallet",
             dependencies: [
                 "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveCrypto",
             ],
             path: "Services/Wallet",
+            exclude: ["Main"],
             resources: [.copy("Migrations")]
         ),
+        .executableTarget(name: "WalletExecutable", dependencies: ["Wallet"], path: "Services/Wallet/Main"),
 
-        .executableTarget(
+        .target(
             name: "Leaderboards",
             dependencies: [
                 "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents",
             ],
             path: "Services/Leaderboards",
+            exclude: ["Main"],
             resources: [.copy("Migrations")]
         ),
-
         .executableTarget(
+            name: "LeaderboardsExecutable", dependencies: ["Leaderboards"], path: "Services/Leaderboards/Main"),
+
+        .target(
             name: "Social",
             dependencies: [
                 "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveEvents",
             ],
             path: "Services/Social",
+            exclude: ["Main"],
             resources: [.copy("Migrations")]
         ),
+        .executableTarget(name: "SocialExecutable", dependencies: ["Social"], path: "Services/Social/Main"),
 
-        .executableTarget(
+        .target(
             name: "Gateway",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RaveTelemetry",
                 "RaveTransport", "RaveAuth", "RaveDynamic",
             ],
-            path: "Services/Gateway"
+            path: "Services/Gateway",
+            exclude: ["Main"]
         ),
+        .executableTarget(name: "GatewayExecutable", dependencies: ["Gateway"], path: "Services/Gateway/Main"),
 
-        .executableTarget(
+        .target(
             name: "Push",
             dependencies: [
                 "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveCrypto", "RaveHTTPClient", "RaveEvents",
             ],
             path: "Services/Push",
+            exclude: ["Main"],
             resources: [.copy("Migrations")]
         ),
+        .executableTarget(name: "PushExecutable", dependencies: ["Push"], path: "Services/Push/Main"),
 
-        .executableTarget(
+        .target(
             name: "Gifts",
             dependencies: [
                 "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents",
             ],
             path: "Services/Gifts",
+            exclude: ["Main"],
             resources: [.copy("Migrations")]
+        ),
+        .executableTarget(name: "GiftsExecutable", dependencies: ["Gifts"], path: "Services/Gifts/Main"),
+
+        // MARK: - Benchmarks: `rave-bench <service>`, each service's benchmark in a module of its own, kept out of the
+        // service executables (docs/BENCHMARKS.md)
+        .target(name: "BenchmarkSupport", path: "Benchmarks/Support"),
+        .target(
+            name: "GatewayBenchmarks",
+            dependencies: [
+                "Gateway", "BenchmarkSupport", "RaveAuth", "RaveMessages", "RaveRPC", "RaveServices", "RaveTelemetry",
+                "RaveTransport",
+            ],
+            path: "Benchmarks/Gateway"
+        ),
+        .target(
+            name: "GiftsBenchmarks",
+            dependencies: [
+                "Gifts", "BenchmarkSupport", "RaveMessages", "RaveOutbox", "RavePostgres", "RaveRPC", "RaveTelemetry",
+                "RaveTransport",
+            ],
+            path: "Benchmarks/Gifts"
+        ),
+        .target(
+            name: "IdentityBenchmarks",
+            dependencies: [
+                "Identity", "BenchmarkSupport", "RaveCrypto", "RaveMessages", "RavePostgres", "RaveRPC",
+                "RaveTelemetry", "RaveTransport",
+            ],
+            path: "Benchmarks/Identity"
+        ),
+        .target(
+            name: "LeaderboardsBenchmarks", dependencies: ["Leaderboards", "RavePostgres"],
+            path: "Benchmarks/Leaderboards"),
+        .target(
+            name: "PushBenchmarks",
+            dependencies: ["Push", "RaveMessages", "RavePostgres", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
+            path: "Benchmarks/Push"
+        ),
+        .target(
+            name: "SocialBenchmarks",
+            dependencies: [
+                "Social", "BenchmarkSupport", "RaveMessages", "RavePostgres", "RaveRPC", "RaveTelemetry",
+                "RaveTransport",
+            ],
+            path: "Benchmarks/Social"
+        ),
+        .target(
+            name: "WalletBenchmarks",
+            dependencies: [
+                "Wallet", "BenchmarkSupport", "RaveMerges", "RaveMessages", "RavePostgres", "RaveRPC", "RaveTelemetry",
+                "RaveTransport",
+            ],
+            path: "Benchmarks/Wallet"
+        ),
+        .executableTarget(
+            name: "RaveBench",
+            dependencies: [
+                "GatewayBenchmarks", "GiftsBenchmarks", "IdentityBenchmarks", "LeaderboardsBenchmarks",
+                "PushBenchmarks", "SocialBenchmarks", "WalletBenchmarks",
+            ],
+            path: "Benchmarks/Main"
         ),
 
         // MARK: - Tests
@@ -254,6 +330,7 @@ let package = Package(
         .testTarget(
             name: "IdentityTests",
             dependencies: [
+                "IdentityBenchmarks",
                 "RaveTestSupport",
                 "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto",
@@ -265,6 +342,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
+                "GatewayBenchmarks",
                 "Gateway", "RaveAuth", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveTelemetry",
                 "RaveTransport", "RaveTestSupport",
             ],
@@ -283,6 +361,7 @@ let package = Package(
         .testTarget(
             name: "LeaderboardsTests",
             dependencies: [
+                "LeaderboardsBenchmarks",
                 "RaveMerges",
                 "RaveTestSupport",
                 "Leaderboards", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
@@ -303,6 +382,7 @@ let package = Package(
         .testTarget(
             name: "SocialTests",
             dependencies: [
+                "SocialBenchmarks",
                 "RaveMerges",
                 "Social", "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
                 "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveTestSupport",

@@ -4,8 +4,9 @@
 #   1. RPC over TLS 1.3: `ravectl serve-echo` in one process, `ravectl bench rpc` in another, Echo with a
 #      32-byte payload, at 50 connections × 1 in flight and 16 × 64; 3 runs each, medians.
 #   2. PostgreSQL client vs pgbench on the same throwaway server (scripts/bench-postgres.sh), if present.
-#   3. Every service's own bench mode (scripts/bench-services.sh), leaderboards under `ravectl loadtest`
-#      (scripts/bench-leaderboards.sh), and the gateway against stand-in backends (`gateway bench`);
+#   3. Every service's benchmark in `rave-bench` (scripts/bench-services.sh), leaderboards under `ravectl loadtest`
+#      (scripts/bench-leaderboards.sh), the leaderboards rank index alone (`rave-bench leaderboards`) and the
+#      gateway against stand-in backends (`rave-bench gateway`);
 #   4. our rows next to Redis's of this run, with both servers' CPU per call (scripts/bench-against-redis.py).
 # Results: a human summary on stdout, machine-readable JSON in .bench/.
 set -euo pipefail
@@ -84,11 +85,14 @@ if [ -x scripts/bench-postgres.sh ]; then
     scripts/bench-postgres.sh
 fi
 
-for product in identity social gifts wallet push leaderboards gateway; do
+# rave-bench holds the services' benchmarks; the service executables are what bench-leaderboards.sh starts.
+for product in rave-bench identity leaderboards gateway; do
     swift build -c release --product "$product" -q
 done
 scripts/bench-services.sh
 scripts/bench-leaderboards.sh
-echo "== gateway bench (stand-in backends, in one process)"
-RAVE_BENCH_OUT=.bench/gateway.json .build/release/gateway bench
+echo "== rave-bench leaderboards (the rank index alone, in memory)"
+RAVE_BENCH_OUT=.bench/leaderboards-index.json .build/release/rave-bench leaderboards
+echo "== rave-bench gateway (stand-in backends, in one process)"
+RAVE_BENCH_OUT=.bench/gateway.json .build/release/rave-bench gateway
 scripts/bench-against-redis.py

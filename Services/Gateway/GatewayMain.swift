@@ -9,19 +9,15 @@ import Synchronization
 /// It starts through the runtime every service uses (`RaveServiceMain`), so signals, the shutdown watchdog,
 /// metrics and health are the same: SIGTERM/SIGINT drain gracefully (a second one exits at once), SIGHUP reloads
 /// the client-facing certificate.
-@main
-enum GatewayMain {
-    static func main() async {
-        if CommandLine.arguments.dropFirst().first == "bench" {
-            exit(await GatewayBenchmark.run(environment: ProcessInfo.processInfo.environment))
-        }
+package enum GatewayMain {
+    package static func main() async {
         await RaveServiceMain.run(name: "gateway", options: GatewayDependencies.runtimeOptions) { context in
             try GatewayDependencies(context: context).serving
         }
     }
 }
 
-/// A gateway process started in-process (tests, `gateway bench`): the shared runtime with the gateway's parts.
+/// A gateway process started in-process (tests, `rave-bench gateway`): the shared runtime with the gateway's parts.
 final class GatewayRuntime: Sendable {
     let runtime: ServiceRuntime
     let dependencies: GatewayDependencies

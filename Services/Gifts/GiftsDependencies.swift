@@ -7,7 +7,7 @@ import RaveServices
 import RaveTelemetry
 
 /// What every handler shares: the stores, the directory of players, and the caller checks.
-final class GiftsDependencies: Sendable {
+package final class GiftsDependencies: Sendable {
     let pool: PostgresPool
     let directory: any PlayerDirectory
     let logger: Logger
@@ -22,7 +22,7 @@ final class GiftsDependencies: Sendable {
 
     /// `mergedUsers` defaults to one that listens to nothing (tools and tests), which resolves every id from the
     /// database.
-    init(pool: PostgresPool, directory: any PlayerDirectory, logger: Logger, mergedUsers: MergedUsers? = nil) {
+    package init(pool: PostgresPool, directory: any PlayerDirectory, logger: Logger, mergedUsers: MergedUsers? = nil) {
         self.pool = pool
         self.mergedUsers = mergedUsers ?? MergedUsers(pool: pool, loop: nil, logger: logger)
         self.directory = directory

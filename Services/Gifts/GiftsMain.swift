@@ -7,12 +7,8 @@ import RaveRuntime
 import RaveTransport
 
 /// The gifts service's entry point: gift types, gifts, requests, share-with-gift and install links.
-@main
-enum GiftsMain {
-    static func main() async {
-        if CommandLine.arguments.dropFirst().first == "bench" {
-            exit(await GiftsBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
-        }
+package enum GiftsMain {
+    package static func main() async {
         await RaveServiceMain.run(name: "gifts", migrations: .directory(migrationsDirectory)) { context in
             try await services(context: context)
         }
@@ -46,7 +42,7 @@ enum GiftsMain {
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.
-    static var migrationsDirectory: String {
+    package static var migrationsDirectory: String {
         (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
     }
 }

@@ -7,7 +7,7 @@ import RaveTelemetry
 /// What every identity handler shares: the database, the token signer and the settings.
 ///
 /// The RPC services (`PlayerHandlers`, `AdminHandlers`, `InternalHandlers`) are thin views over one of these.
-final class IdentityDependencies: Sendable {
+package final class IdentityDependencies: Sendable {
     let pool: PostgresPool
     let configuration: IdentityConfiguration
     let signer: AccessTokenSigner

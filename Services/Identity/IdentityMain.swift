@@ -4,11 +4,9 @@ import RaveRuntime
 import RaveTransport
 
 /// The identity service's entry point: accounts, sessions, profiles and the keys that sign access tokens.
-@main
-enum IdentityMain {
-    static func main() async {
+package enum IdentityMain {
+    package static func main() async {
         switch CommandLine.arguments.dropFirst().first {
-        case "bench": exit(await IdentityBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
         case "reseal-secrets": exit(await SecretResealCommand.run(environment: ProcessInfo.processInfo.environment))
         default: break
         }
@@ -81,7 +79,7 @@ enum IdentityMain {
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.
-    static var migrationsDirectory: String {
+    package static var migrationsDirectory: String {
         (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
     }
 }

@@ -8,9 +8,8 @@ import RaveTelemetry
 import RaveTransport
 
 /// The leaderboards service's entry point: high scores, ranks, tournaments and achievements.
-@main
-enum LeaderboardsMain {
-    static func main() async {
+package enum LeaderboardsMain {
+    package static func main() async {
         await RaveServiceMain.run(name: "leaderboards", migrations: .directory(migrationsDirectory)) { context in
             try await services(context: context)
         }

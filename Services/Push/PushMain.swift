@@ -4,12 +4,8 @@ import RaveRPC
 import RaveRuntime
 
 /// The push service's entry point: device tokens, notifications, their delivery to APNs and FCM, and the inbox.
-@main
-enum PushMain {
-    static func main() async {
-        if CommandLine.arguments.dropFirst().first == "bench" {
-            exit(await FanoutBenchmark.run(environment: ProcessInfo.processInfo.environment))
-        }
+package enum PushMain {
+    package static func main() async {
         await RaveServiceMain.run(name: "push", migrations: .directory(migrationsDirectory)) { context in
             try services(context: context)
         }
@@ -33,7 +29,7 @@ enum PushMain {
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.
-    static var migrationsDirectory: String {
+    package static var migrationsDirectory: String {
         (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
     }
 }

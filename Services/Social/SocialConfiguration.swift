@@ -8,14 +8,14 @@ import RaveRuntime
 /// | RAVE_SOCIAL_MAX_LIST_MEMBERS | 5000 | friends (or followed users) per user and list, unless a list says otherwise |
 /// | RAVE_SOCIAL_FRIEND_CACHE_IDS | 10000000 | friend ids FriendIds keeps in memory (16 bytes each); 0 turns it off |
 /// | RAVE_SOCIAL_FRIEND_CACHE_MAX_AGE | 60s | how long a cached friend list may serve before it is read again |
-struct SocialConfiguration: Sendable {
+package struct SocialConfiguration: Sendable {
     var identityAddress = SocketAddress(host: "127.0.0.1", port: 7501)
-    var maxListMembers = 5_000
+    package var maxListMembers = 5_000
     /// 10,000 players with 1,000 friends each (160 MB); a list larger than the whole cache is never kept.
-    var friendCacheIDs = 10_000_000
+    package var friendCacheIDs = 10_000_000
     var friendCacheMaxAge = Duration.seconds(60)
 
-    init() {}
+    package init() {}
 
     init(environment: [String: String]) throws(RuntimeError) {
         var reader = ConfigurationReader(environment: environment)

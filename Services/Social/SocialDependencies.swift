@@ -7,7 +7,7 @@ import RaveTelemetry
 import RaveTransport
 
 /// What every handler shares: the stores, the directory of users, and the caller checks.
-final class SocialDependencies: Sendable {
+package final class SocialDependencies: Sendable {
     let pool: PostgresPool
     let directory: any UserDirectory
     let lists: ListStore
@@ -23,7 +23,7 @@ final class SocialDependencies: Sendable {
     /// it as a background service (until then every id is resolved from the database).
     let mergedUsers: MergedUsers
 
-    init(
+    package init(
         pool: PostgresPool, directory: any UserDirectory, configuration: SocialConfiguration, loop: EventLoop,
         logger: Logger
     ) {

@@ -6,12 +6,8 @@ import RaveRuntime
 import RaveTransport
 
 /// The social service's entry point: friends, followers, lists, blocks and contacts.
-@main
-enum SocialMain {
-    static func main() async {
-        if CommandLine.arguments.dropFirst().first == "bench" {
-            exit(await SocialBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
-        }
+package enum SocialMain {
+    package static func main() async {
         await RaveServiceMain.run(name: "social", migrations: .directory(migrationsDirectory)) { context in
             try await services(context: context)
         }
@@ -41,7 +37,7 @@ enum SocialMain {
     }
 
     /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.
-    static var migrationsDirectory: String {
+    package static var migrationsDirectory: String {
         (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
     }
 }

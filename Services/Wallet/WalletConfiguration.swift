@@ -6,16 +6,16 @@ import RaveRuntime
 /// | --- | --- | --- |
 /// | RAVE_WALLET_IDENTITY_ADDRESS | 127.0.0.1:7501 | identity (mTLS with wallet's certificate): `IdentityInternal/ResolveUsers` before an operator deposit, withdrawal or adjustment |
 /// | RAVE_WALLET_LANES | 4 | group-commit lanes: rounds that commit at once, each on its own connection, 1…64 |
-struct WalletConfiguration: Sendable {
+package struct WalletConfiguration: Sendable {
     var identityAddress = SocketAddress(host: "127.0.0.1", port: 7501)
-    var laneCount = 4
+    package var laneCount = 4
     /// What was read, for the start-up log line.
     var settings: [(String, String)] = []
 
     init() {}
 
     /// Reads the settings; a value out of range stops start-up naming the variable.
-    init(environment: [String: String]) throws(RuntimeError) {
+    package init(environment: [String: String]) throws(RuntimeError) {
         var reader = ConfigurationReader(environment: environment)
         identityAddress = try reader.address("RAVE_WALLET_IDENTITY_ADDRESS", default: identityAddress)
         laneCount = try reader.integer("RAVE_WALLET_LANES", default: laneCount, range: 1...64)

@@ -7,8 +7,8 @@ import RaveServices
 import RaveTelemetry
 
 /// Everything the handlers share: the pool, the stores and the group committer.
-struct WalletDependencies: Sendable {
-    let pool: PostgresPool
+package struct WalletDependencies: Sendable {
+    package let pool: PostgresPool
     let catalog: CatalogStore
     let ledger: LedgerStore
     let bets: BetStore
@@ -23,7 +23,7 @@ struct WalletDependencies: Sendable {
 
     /// `merges` defaults to one that listens to nothing (tools and tests), which resolves every id from the
     /// database.
-    init(pool: PostgresPool, users: any UserDirectory, laneCount: Int = 4, merges: MergedUsers? = nil) {
+    package init(pool: PostgresPool, users: any UserDirectory, laneCount: Int = 4, merges: MergedUsers? = nil) {
         self.pool = pool
         self.users = users
         self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: Logger(label: "wallet"))

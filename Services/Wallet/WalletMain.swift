@@ -4,12 +4,8 @@ import RaveRPC
 import RaveRuntime
 
 /// The wallet service's entry point: balances, the double-entry ledger and bets.
-@main
-enum WalletMain {
-    static func main() async {
-        if CommandLine.arguments.dropFirst().first == "bench" {
-            exit(await WalletBenchmarkCommand.run(environment: ProcessInfo.processInfo.environment))
-        }
+package enum WalletMain {
+    package static func main() async {
         await RaveServiceMain.run(name: "wallet", migrations: .directory(WalletMain.migrationsDirectory)) {
             context in try services(context: context)
         }
@@ -31,7 +27,7 @@ enum WalletMain {
     }
 
     /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.
-    static var migrationsDirectory: String {
+    package static var migrationsDirectory: String {
         (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
     }
 }

@@ -4,6 +4,7 @@ import RaveRPC
 import Testing
 
 @testable import Gateway
+@testable import GatewayBenchmarks
 
 /// Bets of one batch reach the wallet as one PlaceBets call, each call still getting its own result.
 @Suite("Gateway batch bets")

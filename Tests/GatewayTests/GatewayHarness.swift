@@ -8,6 +8,7 @@ import RaveTransport
 import Synchronization
 
 @testable import Gateway
+@testable import GatewayBenchmarks
 
 /// A gateway started in-process with real backends on loopback.
 ///

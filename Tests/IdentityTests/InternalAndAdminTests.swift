@@ -3,6 +3,7 @@ import RaveRPC
 import Testing
 
 @testable import Identity
+@testable import IdentityBenchmarks
 
 @Suite struct InternalAndAdminTests {
     /// Who may call the internal methods is the RPC layer's decision (IdentityRuntimeTests, AccessPolicyTests);
@@ -85,7 +86,7 @@ import Testing
 
 @Suite("Identity benchmark")
 struct IdentityBenchmarkTests {
-    /// A short run keeps the benchmark working; `identity bench` gives the numbers.
+    /// A short run keeps the benchmark working; `rave-bench identity` gives the numbers.
     @Test func benchmarkMeasuresEveryOperationWithoutErrors() async throws {
         try await IdentityHarness.with { harness in
             let parameters = IdentityBenchmark.Parameters(seconds: 0.3, concurrency: 4)

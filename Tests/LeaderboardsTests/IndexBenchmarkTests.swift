@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Leaderboards
+@testable import LeaderboardsBenchmarks
 
 @Suite("Index benchmark")
 struct IndexBenchmarkTests {

@@ -3,10 +3,11 @@ import RaveTelemetry
 import Testing
 
 @testable import Social
+@testable import SocialBenchmarks
 
 @Suite("Benchmark")
 struct BenchmarkTests {
-    /// `social bench` at toy size, so the benchmark keeps working as the service changes.
+    /// `rave-bench social` at toy size, so the benchmark keeps working as the service changes.
     @Test func benchmarkRunsWithoutErrors() async throws {
         try await SocialHarness.withDatabase(prefix: "rave_social_bench_") { url in
             var configuration = PostgresPool.Configuration(connectionString: url)

@@ -10,7 +10,6 @@ import Testing
 struct AnatomyTests {
     static let dataServices = ["Identity", "Social", "Leaderboards", "Gifts", "Push", "Wallet"]
     static let executables = dataServices + ["Gateway"]
-    static let benchmarkFolders: Set<String> = ["Bench", "Benchmark"]
 
     /// The one folder a data service may have for what only it has.
     static let ownFolder = ["Identity": "Crypto", "Leaderboards": "Engine", "Push": "Delivery", "Wallet": "Engine"]
@@ -24,7 +23,8 @@ struct AnatomyTests {
         repository.appendingPathComponent("Services").appendingPathComponent(name)
     }
 
-    /// The entries directly under `Services/<name>`: Swift files and folders (benchmark folders left out).
+    /// The entries directly under `Services/<name>`: Swift files and folders (benchmarks live in `Benchmarks/`, so a
+    /// benchmark folder here is an unexpected folder).
     static func root(of name: String) throws -> (files: Set<String>, folders: Set<String>) {
         var files: Set<String> = []
         var folders: Set<String> = []
@@ -33,7 +33,7 @@ struct AnatomyTests {
             _ = FileManager.default.fileExists(
                 atPath: directory(name).appendingPathComponent(entry).path, isDirectory: &isFolder)
             if isFolder.boolValue {
-                if !benchmarkFolders.contains(entry) { folders.insert(entry) }
+                folders.insert(entry)
             } else if entry.hasSuffix(".swift") {
                 files.insert(entry)
             }
@@ -41,15 +41,13 @@ struct AnatomyTests {
         return (files, folders)
     }
 
-    /// Every Swift file of the service outside its benchmark folders, by path relative to `Services/<name>`.
+    /// Every Swift file of the service, by path relative to `Services/<name>`.
     static func sources(of name: String) throws -> [(path: String, text: String)] {
         let base = directory(name)
         guard let walker = FileManager.default.enumerator(atPath: base.path) else { return [] }
         var found: [(path: String, text: String)] = []
         while let path = walker.nextObject() as? String {
-            guard path.hasSuffix(".swift"), let first = path.split(separator: "/").first,
-                !benchmarkFolders.contains(String(first))
-            else { continue }
+            guard path.hasSuffix(".swift") else { continue }
             found.append((path, try String(contentsOf: base.appendingPathComponent(path), encoding: .utf8)))
         }
         return found.sorted { $0.path < $1.path }
@@ -60,6 +58,8 @@ struct AnatomyTests {
         var expected: Set<String> = ["\(name)Main.swift", "\(name)Dependencies.swift", "\(name)Configuration.swift"]
         // The gateway relays statuses as RPCError; every data service has an error type of its own.
         if name != "Gateway" { expected.insert("\(name)Error.swift") }
+        // What the service's benchmark calls in-process (leaderboards' benchmark needs only public types).
+        if name != "Leaderboards" { expected.insert("PackageInterface.swift") }
         #expect(try Self.root(of: name).files == expected)
     }
 
@@ -67,14 +67,18 @@ struct AnatomyTests {
     func foldersComeFromTheFixedSet(_ name: String) throws {
         var allowed: Set<String>
         if name == "Gateway" {
-            allowed = ["Handlers", "Routing", "Auth", "Protection", "Batch"]
+            allowed = ["Main", "Handlers", "Routing", "Auth", "Protection", "Batch"]
         } else {
-            allowed = ["Handlers", "Domain", "Store", "Migrations", "Peers"]
+            allowed = ["Main", "Handlers", "Domain", "Store", "Migrations", "Peers"]
             if let own = Self.ownFolder[name] { allowed.insert(own) }
         }
         let folders = try Self.root(of: name).folders
         #expect(folders.isSubset(of: allowed), "unexpected folders: \(folders.subtracting(allowed).sorted())")
         #expect(folders.contains("Handlers"))
+        // The executable is a single file that starts the library.
+        let main = try FileManager.default.contentsOfDirectory(
+            atPath: Self.directory(name).appendingPathComponent("Main").path)
+        #expect(main == ["main.swift"])
     }
 
     @Test(arguments: executables)

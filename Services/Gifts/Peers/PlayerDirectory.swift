@@ -2,13 +2,13 @@ import RavePostgres
 
 /// A provider account of someone who may not play yet: the provider (`IdentityV1.Provider` raw value) and the
 /// provider's user id.
-struct ExternalSubject: Hashable, Sendable {
+package struct ExternalSubject: Hashable, Sendable {
     var provider: Int32
     var subject: String
 }
 
 /// What gifts needs to know about players; identity and social answer it in production (`PeerDirectory`).
-protocol PlayerDirectory: Sendable {
+package protocol PlayerDirectory: Sendable {
     /// The canonical id of each known user among `ids` (a merged-away user resolves to its target); unknown
     /// users are missing from the result.
     func canonicalIDs(of ids: [RaveID]) async throws -> [RaveID: RaveID]

@@ -1,13 +1,13 @@
 import RavePostgres
 
 /// One scored player in rank order, as queries return it.
-struct RankedScore: Hashable, Sendable {
+package struct RankedScore: Hashable, Sendable {
     var userID: RaveID
     var score: Int64
     /// Microseconds since the Unix epoch.
     var achievedAt: Int64
     /// 1-based.
-    var position: Int
+    package var position: Int
 }
 
 /// The order-statistic index of one board version: every player's best score, in rank order.
@@ -19,7 +19,7 @@ struct RankedScore: Hashable, Sendable {
 ///
 /// Order: the best score first; equal scores by who reached the score first, then by Rave ID, so every entry has
 /// a distinct position. Not thread-safe: callers hold a lock around it (see `BoardIndex`).
-struct RankIndex {
+package struct RankIndex {
     /// True when a lower score is better.
     let ascending: Bool
     private var users: UserTable
@@ -44,7 +44,7 @@ struct RankIndex {
     }
 
     /// Builds an index from unsorted records in O(n log n), much faster than inserting them one by one.
-    init(ascending: Bool, records: [ScoreEntry]) {
+    package init(ascending: Bool, records: [ScoreEntry]) {
         self.init(ascending: ascending, chunks: [records])
     }
 
@@ -85,7 +85,7 @@ struct RankIndex {
     // MARK: - Reading
 
     /// The player's best score, when it was reached, and its 1-based position.
-    func standing(of userID: RaveID) -> RankedScore? {
+    package func standing(of userID: RaveID) -> RankedScore? {
         guard let slot = users.slot(of: userID), users[slot].isPresent else { return nil }
         let record = users[slot]
         let (block, index) = location(of: entry(for: slot))
@@ -95,7 +95,7 @@ struct RankIndex {
     }
 
     /// Up to `limit` entries starting at the 1-based `position`.
-    func scores(from position: Int, limit: Int) -> [RankedScore] {
+    package func scores(from position: Int, limit: Int) -> [RankedScore] {
         guard position >= 1, position <= count, limit > 0 else { return [] }
         var (block, index) = blockCounts.find(position - 1)
         var result: [RankedScore] = []
@@ -129,7 +129,7 @@ struct RankIndex {
 
     /// Keeps `score` as the player's best if it `improves` on the one held; returns whether it replaced it.
     @discardableResult
-    mutating func record(userID: RaveID, score: Int64, achievedAt: Int64) -> Bool {
+    package mutating func record(userID: RaveID, score: Int64, achievedAt: Int64) -> Bool {
         guard improves(score, achievedAt: achievedAt, for: userID) else { return false }
         replace(userID: userID, score: score, achievedAt: achievedAt)
         return true
@@ -178,7 +178,7 @@ struct RankIndex {
     }
 
     /// Bytes of memory the index's storage occupies (array storage; excludes the few fixed-size headers).
-    var residentBytes: Int {
+    package var residentBytes: Int {
         let arrayHeader = 32
         let blockBytes = blocks.reduce(0) { $0 + arrayHeader + $1.capacity * MemoryLayout<Entry>.stride }
         return blockBytes + blocks.capacity * MemoryLayout<[Entry]>.stride

@@ -17,7 +17,7 @@ struct ScoreWrite: Sendable, Hashable {
 }
 
 /// One stored best score: the player, the score, and when it was reached (microseconds since the Unix epoch).
-typealias ScoreEntry = (userID: RaveID, score: Int64, achievedAt: Int64)
+package typealias ScoreEntry = (userID: RaveID, score: Int64, achievedAt: Int64)
 
 /// Best scores per board version in PostgreSQL: the durable truth the in-memory indexes mirror.
 struct ScoreStore: Sendable {

@@ -5,14 +5,14 @@ import RaveServices
 import Synchronization
 
 /// What the social service shows of another user.
-struct DirectoryProfile: Sendable, Hashable {
+package struct DirectoryProfile: Sendable, Hashable {
     var userID: RaveID
     var displayName: String
     var pictureURL: String
 }
 
 /// How a player names another player.
-enum UserLookup: Sendable, Hashable {
+package enum UserLookup: Sendable, Hashable {
     case id(RaveID)
     case email(String)
     case username(String)
@@ -28,13 +28,13 @@ enum UserLookup: Sendable, Hashable {
 }
 
 /// A provider account or an email address that may belong to a Rave user.
-enum ExternalIdentifier: Sendable, Hashable {
+package enum ExternalIdentifier: Sendable, Hashable {
     case subject(IdentityV1.Provider, String)
     case email(String)
 }
 
 /// The identity service as social needs it: profiles, lookups, and who plays which application.
-protocol UserDirectory: Sendable {
+package protocol UserDirectory: Sendable {
     /// Display names and pictures as `appID` shows them (the global values when nil); unknown users are left out,
     /// merged ones are resolved.
     func profiles(of userIDs: [RaveID], appID: RaveID?) async throws -> [RaveID: DirectoryProfile]

@@ -4,7 +4,7 @@ import RaveRPC
 import RaveServices
 
 /// What identity knows of a user an operator names.
-enum UserStanding: Hashable, Sendable {
+package enum UserStanding: Hashable, Sendable {
     /// A user who can play and so reach the money.
     case active
     /// A merged source: its data moved to the target, and money sent to it would reach nobody.
@@ -14,7 +14,7 @@ enum UserStanding: Hashable, Sendable {
 }
 
 /// Asks whether users exist before money moves to or from them.
-protocol UserDirectory: Sendable {
+package protocol UserDirectory: Sendable {
     func standing(of user: RaveID) async throws -> UserStanding
 }
 

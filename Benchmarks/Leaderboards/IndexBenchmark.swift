@@ -1,0 +1,82 @@
+import Leaderboards
+import RavePostgres
+
+/// Measures the in-memory index alone: bulk build, inserts, rank and select rates, and memory per entry.
+///
+/// `rave-bench leaderboards` runs it; tests call it too (debug builds, small sizes). `ravectl loadtest leaderboards`
+/// is the end-to-end load tester.
+enum IndexBenchmark {
+    struct Result: Sendable, CustomStringConvertible {
+        var entries: Int
+        var buildSeconds: Double
+        var insertsPerSecond: Double
+        var ranksPerSecond: Double
+        var pagesPerSecond: Double
+        var bytesPerEntry: Double
+
+        var description: String {
+            "entries=\(entries) build=\(rounded(buildSeconds))s inserts/s=\(Int(insertsPerSecond)) "
+                + "ranks/s=\(Int(ranksPerSecond)) top100-pages/s=\(Int(pagesPerSecond)) "
+                + "bytes/entry=\(rounded(bytesPerEntry))"
+        }
+
+        private func rounded(_ value: Double) -> String { String(Double(Int(value * 100)) / 100) }
+    }
+
+    /// Builds an index of `entries` random scores, then times `operations` of each kind against it.
+    static func run(entries: Int, operations: Int, seed: UInt64 = 42) -> Result {
+        var random = SplitMix(state: seed)
+        let records = (0..<entries).map { offset in
+            (
+                userID: RaveID(high: random.next(), low: random.next()), score: Int64(random.next() % 1_000_000),
+                achievedAt: Int64(offset)
+            )
+        }
+        let clock = ContinuousClock()
+        var index = RankIndex(ascending: false, records: [])
+        let build = clock.measure { index = RankIndex(ascending: false, records: records) }
+        let bytes = Double(index.residentBytes) / Double(max(entries, 1))
+
+        var checksum = 0
+        let ranks = clock.measure {
+            for step in 0..<operations {
+                checksum &+= index.standing(of: records[step % entries].userID)?.position ?? 0
+            }
+        }
+        let pages = clock.measure {
+            for step in 0..<operations {
+                checksum &+= index.scores(from: 1 + step % max(entries - 100, 1), limit: 100).count
+            }
+        }
+        let inserts = clock.measure {
+            for step in 0..<operations {
+                index.record(
+                    userID: RaveID(high: random.next(), low: random.next()), score: Int64(random.next() % 1_000_000),
+                    achievedAt: Int64(entries + step))
+            }
+        }
+        precondition(checksum != 0, "keeps the loops from being optimized away")
+        return Result(
+            entries: entries, buildSeconds: seconds(build), insertsPerSecond: Double(operations) / seconds(inserts),
+            ranksPerSecond: Double(operations) / seconds(ranks), pagesPerSecond: Double(operations) / seconds(pages),
+            bytesPerEntry: bytes)
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (whole, fraction) = duration.components
+        return max(Double(whole) + Double(fraction) * 1e-18, 1e-9)
+    }
+
+    /// A small deterministic generator, so runs are comparable.
+    private struct SplitMix {
+        var state: UInt64
+
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var value = state
+            value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+            return value ^ (value >> 31)
+        }
+    }
+}
