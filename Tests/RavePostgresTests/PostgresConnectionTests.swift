@@ -192,6 +192,18 @@ import Testing
         }
         #expect(error.code == .connectionFailed && error.kind == .unavailable)
     }
+
+    /// libpq gives up inside `PQconnectStart` when the server's socket cannot exist (a Unix socket in a directory
+    /// that is not there): the attempt fails with libpq's reason, and the connection is finished exactly once (it
+    /// once was twice, which crashed a service started with such a `RAVE_DATABASE_URL`).
+    @Test(.timeLimit(.minutes(1))) func aConnectionThatFailsAtOnceIsAnErrorNotACrash() async throws {
+        for url in ["postgresql:///nowhere?host=/nonexistent-rave-socket-dir", "postgresql:///nowhere"] {
+            let error = try await #require(throws: PostgresError.self) {
+                _ = try await PostgresConnection.connect(to: url, on: TestDatabase.group.next(), timeout: .seconds(30))
+            }
+            #expect(!error.message.isEmpty)
+        }
+    }
 }
 
 @Suite struct PreparedStatementCacheTests {

@@ -46,12 +46,13 @@ final class LibPQConnection {
         guard let connection = PQconnectStart(connectionString) else {
             throw PostgresError(.client, "libpq could not allocate a connection")
         }
-        self.connection = connection
+        // Checked before `self.connection` is set: a throw after that would run `deinit`, finishing it twice.
         if PQstatus(connection) == CONNECTION_BAD {
             let message = Self.trimmed(PQerrorMessage(connection))
             PQfinish(connection)
-            throw PostgresError(.client, "invalid connection string: \(message)")
+            throw PostgresError(.client, "the connection failed at once: \(message)")
         }
+        self.connection = connection
     }
 
     deinit { PQfinish(connection) }
