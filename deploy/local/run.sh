@@ -50,11 +50,28 @@ services=(
 
 pids=()
 stopping=false
+# Each supervisor writes the pid of the process it runs here, so stopping reaches the processes themselves: a
+# supervisor's own trap is not enough when Ctrl-C reached the group first (a process started from a background
+# subshell ignores SIGINT, the supervisor's log pipe may be gone).
+children=.run/children
+rm -rf "$children"
+mkdir -p "$children"
 stop_all() {
     stopping=true
     echo "stopping…"
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    local running=()
+    for file in "$children"/*; do
+        [ -f "$file" ] || continue
+        local child
+        child=$(cat "$file")
+        kill -TERM "$child" 2>/dev/null && running+=("$child")
+    done
     wait || true
+    # The services drain in-flight calls first (at most the shutdown grace period, 30 s by default).
+    for child in "${running[@]}"; do
+        while kill -0 "$child" 2>/dev/null; do sleep 0.2; done
+    done
     echo "stopped (PostgreSQL keeps running: 'make stop' stops it)"
 }
 trap stop_all INT TERM
@@ -69,6 +86,7 @@ supervise() {
         local started=$SECONDS
         "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
         child=$!
+        echo "$child" >"$children/$name"
         wait $child && status=0 || status=$?
         [ $((SECONDS - started)) -gt 30 ] && backoff=1
         echo "[$name] exited with status $status; restarting in ${backoff}s" >&2

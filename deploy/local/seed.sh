@@ -21,7 +21,7 @@ call() {
     local output
     if output=$("$bin/ravectl" call "$1" --json "$2" "${admin[@]}" 2>&1); then
         printf '%s\n' "$output"
-    elif grep -q "ALREADY_EXISTS" <<<"$output"; then
+    elif grep -qiE "already_?exists" <<<"$output"; then
         return 0
     else
         echo "seed: $1 failed: $output" >&2
