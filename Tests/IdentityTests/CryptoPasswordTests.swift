@@ -75,7 +75,7 @@ struct CryptoPasswordTests {
         var encoded = ""
         let elapsed = try clock.measure { encoded = try production.hash("measure me") }
         #expect(try production.verify("measure me", against: encoded))
+        // Printed, not asserted: the cost is a deliberate setting, measured by `rave-bench identity`.
         print("scrypt \(production.parameters): hash took \(elapsed)")
-        #expect(elapsed < .seconds(2))
     }
 }

