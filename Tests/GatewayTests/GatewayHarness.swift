@@ -277,9 +277,17 @@ final class TestEcho: EchoV1.EchoHandler {
         return EchoV1.EchoResponse(payload: Array(text.utf8))
     }
 
+    /// EchoAfterDelay calls running now, and the most that ever ran at once (proves a fan-out is parallel).
+    let delayedCalls = Mutex<(running: Int, most: Int)>((0, 0))
+
     func echoAfterDelay(
         _ request: EchoV1.EchoAfterDelayRequest, context: RequestContext
     ) async throws -> EchoV1.EchoResponse {
+        delayedCalls.withLock { calls in
+            calls.running += 1
+            calls.most = max(calls.most, calls.running)
+        }
+        defer { delayedCalls.withLock { $0.running -= 1 } }
         do {
             try await Task.sleep(for: .milliseconds(Int(request.delayMs)))
         } catch {
