@@ -13,6 +13,7 @@
 # Results: .bench/leaderboards-<operation>-<run>.json (-compare-<run>-gateway/-direct.json) and a summary on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 if [ "${1:-}" != "--inside" ]; then
     for product in leaderboards ravectl; do
@@ -34,7 +35,7 @@ mkdir -p .bench
 "$bin/ravectl" certs --out "$work/certs" >/dev/null
 psql -q -d postgres -c "CREATE DATABASE rave_bench_leaderboards"
 url="${RAVE_TEST_POSTGRES_URL%/*}/rave_bench_leaderboards"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+port=$(free_port)
 
 start_server() {
     RAVE_DATABASE_URL=$url RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$port RAVE_ADMIN_LISTEN=127.0.0.1:0 \
@@ -60,7 +61,7 @@ loadtest() {
 commits() { psql -At -d rave_bench_leaderboards -c "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
 # Clock ticks of user + system time the service, and PostgreSQL's processes, have used so far.
-server_ticks() { awk '{ print $14 + $15 }' "/proc/$server/stat"; }
+server_ticks() { cpu_ticks "$server"; }
 postgres_ticks() {
     local postmaster
     postmaster=$(head -n 1 "$RAVE_TEST_POSTGRES_DATADIR/postmaster.pid")
@@ -104,8 +105,8 @@ done
 # rate limits lifted (every simulated player comes from 127.0.0.1, and the per-user limit would cap each one).
 if [ -x "$bin/identity" ] && [ -x "$bin/gateway" ] && [[ " $operations " == *" position "* ]]; then
     psql -q -d postgres -c "CREATE DATABASE rave_bench_identity"
-    identity_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
-    gateway_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    identity_port=$(free_port)
+    gateway_port=$(free_port)
     RAVE_DATABASE_URL=${url%/*}/rave_bench_identity RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$identity_port \
         RAVE_ADMIN_LISTEN=127.0.0.1:0 RAVE_IDENTITY_SOCIAL_ADDRESS=127.0.0.1:9 RAVE_LOG_LEVEL=error \
         "$bin/identity" >>"$work/identity.log" 2>&1 &

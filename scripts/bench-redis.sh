@@ -15,6 +15,7 @@
 # RAVE_BENCH_REDIS_REQUESTS scales the request counts (default 1: ~300,000 requests per unpipelined row).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || {
     echo "bench-redis: redis-server and redis-benchmark are missing (make deps installs them)" >&2
@@ -33,7 +34,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$ravectl" certs --out "$work/certs" >/dev/null
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+port=$(free_port)
 redis-server --port 0 --bind 127.0.0.1 --tls-port "$port" \
     --tls-cert-file "$work/certs/identity.pem" --tls-key-file "$work/certs/identity-key.pem" \
     --tls-ca-cert-file "$work/certs/ca.pem" --tls-auth-clients no \
@@ -55,16 +56,14 @@ for i in range(1_000_000):
 PY
 [ "$(redis-cli "${tls[@]}" ZCARD board)" = 1000000 ] || { echo "bench-redis: seeding the sorted set failed" >&2; exit 1; }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$redis_pid/stat"; }
-
 # row NAME REQUESTS redis-benchmark-arguments...: one line of JSON per row into $work/rows.
 row() {
     local name=$1 requests=$2
     shift 2
     local before after
-    before=$(cpu_ticks)
+    before=$(cpu_ticks "$redis_pid")
     redis-benchmark "${tls[@]}" -n "$requests" --csv "$@" >"$work/$name.csv"
-    after=$(cpu_ticks)
+    after=$(cpu_ticks "$redis_pid")
     python3 - "$name" "$requests" "$((after - before))" "$work/$name.csv" "$(getconf CLK_TCK)" >>"$work/rows" <<'PY'
 import csv, json, sys
 name, requests, ticks, path, hertz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])

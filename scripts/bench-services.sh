@@ -11,6 +11,7 @@
 # RAVE_PUSH_BENCH_DEVICES (default 100000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 if [ "${1:-}" != "--inside" ]; then
     scripts/install-deps.sh nghttp2-server
@@ -43,7 +44,7 @@ trap '[ -n "$sink" ] && kill "$sink" 2>/dev/null; rm -rf "$work"' EXIT
 .build/release/ravectl certs --out "$work" >/dev/null
 # The APNs provider-token key: any P-256 key, since the sink does not check the token.
 openssl ecparam -genkey -name prime256v1 -noout | openssl pkcs8 -topk8 -nocrypt -out "$work/apns.p8"
-sink_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+sink_port=$(free_port)
 nghttpd --echo-upload -n 2 -m 256 -a 127.0.0.1 "$sink_port" "$work/push-key.pem" "$work/push.pem" >/dev/null 2>&1 &
 sink=$!
 for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/"$sink_port") 2>/dev/null && break; sleep 0.1; done

@@ -11,6 +11,7 @@
 # Results: a human summary on stdout, machine-readable JSON in .bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 runs=${RAVE_BENCH_RUNS:-3}
 duration=${RAVE_BENCH_DURATION:-10}
@@ -28,24 +29,22 @@ trap cleanup EXIT
 # Redis over TLS on the same machine, measured in this run: the baseline of the "against Redis" table below.
 scripts/bench-redis.sh
 "$ravectl" certs --out "$certs" >/dev/null
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+port=$(free_port)
 "$ravectl" serve-echo --listen "127.0.0.1:$port" --cert "$certs/identity.pem" --key "$certs/identity-key.pem" \
     2>.bench/serve-echo.log &
 server_pid=$!
 for _ in $(seq 50); do "$ravectl" ping "127.0.0.1:$port" --ca "$certs/ca.pem" >/dev/null 2>&1 && break; sleep 0.1; done
 
-# The server's user + system clock ticks so far (for its CPU per call, as Redis's is measured).
-server_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
 bench_rpc() {
     local name=$1 connections=$2 in_flight=$3 before out
     for run in $(seq "$runs"); do
         echo "== rpc $name run $run/$runs: $connections connections × $in_flight in flight, ${duration}s"
         out=.bench/rpc-$name-$run.json
-        before=$(server_ticks)
+        before=$(cpu_ticks "$server_pid")
         "$ravectl" bench rpc --target "127.0.0.1:$port" --ca "$certs/ca.pem" --connections "$connections" \
             --in-flight "$in_flight" --duration "$duration" --payload 32 --out "$out" |
             grep -v '^\[' || true
-        python3 - "$out" "$(( $(server_ticks) - before ))" "$(getconf CLK_TCK)" <<'PY'
+        python3 - "$out" "$(( $(cpu_ticks "$server_pid") - before ))" "$(getconf CLK_TCK)" <<'PY'
 import json, sys
 path, ticks, hertz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 result = json.load(open(path))

@@ -6,6 +6,7 @@
 # The command sees RAVE_TEST_POSTGRES_URL (a superuser connection URL to database `postgres`),
 # plus PGHOST/PGPORT/PGUSER so psql works without arguments.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -n "$bindir" ] || { echo "with-postgres: no PostgreSQL server found (run 'make deps')" >&2; exit 1; }
@@ -20,7 +21,7 @@ if [ "$(id -u)" -eq 0 ]; then
     pg_user=postgres
 fi
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+port=$(free_port)
 
 cleanup() {
     "${run_as[@]}" "$bindir/pg_ctl" -D "$workdir/data" -m immediate stop >/dev/null 2>&1 || true
