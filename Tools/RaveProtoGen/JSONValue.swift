@@ -1,3 +1,5 @@
+import Foundation
+
 /// A JSON value whose objects keep their members in the order they were written, so a generated document reads
 /// in the order chosen for it and regenerates byte for byte.
 indirect enum JSONValue {
@@ -20,49 +22,40 @@ indirect enum JSONValue {
         case .integer(let number): text += String(number)
         case .bool(let flag): text += flag ? "true" : "false"
         case .array(let elements):
-            guard !elements.isEmpty else {
-                text += "[]"
-                return
-            }
-            text += "["
-            for (index, element) in elements.enumerated() {
-                text += index == 0 ? "\n" : ",\n"
-                text += String(repeating: "  ", count: depth + 1)
-                element.write(into: &text, depth: depth + 1)
-            }
-            text += "\n" + String(repeating: "  ", count: depth) + "]"
+            Self.writeContainer("[", "]", elements.map { (key: nil, value: $0) }, into: &text, depth: depth)
         case .object(let members):
-            guard !members.isEmpty else {
-                text += "{}"
-                return
-            }
-            text += "{"
-            for (index, member) in members.enumerated() {
-                text += index == 0 ? "\n" : ",\n"
-                text += String(repeating: "  ", count: depth + 1)
-                Self.writeString(member.key, into: &text)
-                text += ": "
-                member.value.write(into: &text, depth: depth + 1)
-            }
-            text += "\n" + String(repeating: "  ", count: depth) + "}"
+            Self.writeContainer("{", "}", members.map { (key: $0.key, value: $0.value) }, into: &text, depth: depth)
         }
     }
 
-    private static func writeString(_ string: String, into text: inout String) {
-        text += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\t": text += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
-            }
+    /// An array's elements (no keys) or an object's members, one per line; `[]` and `{}` when empty.
+    private static func writeContainer(
+        _ open: String, _ close: String, _ members: [(key: String?, value: JSONValue)], into text: inout String,
+        depth: Int
+    ) {
+        guard !members.isEmpty else {
+            text += open + close
+            return
         }
-        text += "\""
+        text += open
+        for (index, member) in members.enumerated() {
+            text += index == 0 ? "\n" : ",\n"
+            text += String(repeating: "  ", count: depth + 1)
+            if let key = member.key {
+                writeString(key, into: &text)
+                text += ": "
+            }
+            member.value.write(into: &text, depth: depth + 1)
+        }
+        text += "\n" + String(repeating: "  ", count: depth) + close
+    }
+
+    /// A JSON string as Foundation writes it (quotes, backslashes and control characters escaped; `/` and
+    /// non-ASCII text as they are).
+    private static func writeString(_ string: String, into text: inout String) {
+        let data = try? JSONSerialization.data(
+            withJSONObject: string, options: [.fragmentsAllowed, .withoutEscapingSlashes])
+        text += data.map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
     }
 }
 
