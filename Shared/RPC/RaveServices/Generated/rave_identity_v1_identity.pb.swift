@@ -896,8 +896,8 @@ extension IdentityV1 {
             _ request: IdentityV1.FindUsersRequest, context: RequestContext
         ) async throws -> IdentityV1.FindUsersResponse
 
-        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change), in the order they
-        /// ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
+        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change, a password change, a
+        /// ban), in the order they ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
         func listRevocations(
             _ request: IdentityV1.ListRevocationsRequest, context: RequestContext
         ) async throws -> IdentityV1.ListRevocationsResponse
@@ -1017,8 +1017,8 @@ extension IdentityV1 {
             }
         }
 
-        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change), in the order they
-        /// ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
+        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change, a password change, a
+        /// ban), in the order they ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
         public func listRevocations(
             _ request: IdentityV1.ListRevocationsRequest, options: CallOptions = CallOptions()
         ) async throws(RPCError) -> IdentityV1.ListRevocationsResponse {
