@@ -27,6 +27,11 @@ package final class IdentityDependencies: Sendable {
     let lookups: LookupLimiter
     /// Seals and opens signing keys and TOTP secrets (`SecretSealing`).
     var secretKeys: SecretKeyRing { configuration.secretKeys }
+    /// The clock the time rules read.
+    ///
+    /// Whether a ban still applies, the login throttle's windows, how recent a password change is: injected, so
+    /// tests move it instead of waiting.
+    let clock: @Sendable () -> Date
     /// Scopes a player access token carries: `player`, plus `guest` or `authenticated` by account state, so
     /// services can apply the seed's rules (guests cannot submit scores or place backed bets) without a lookup.
     static func playerScopes(for state: IdentityV1.AccountState) -> [String] {
@@ -42,6 +47,7 @@ package final class IdentityDependencies: Sendable {
         passwordHashers: PasswordHasherPool, blocks: (any BlockRegistry)?, clock: @escaping @Sendable () -> Date
     ) {
         self.pool = pool
+        self.clock = clock
         self.passwordHashers = passwordHashers
         loginThrottle = LoginThrottle(pool: pool, policy: configuration.loginThrottle, clock: clock)
         applications = ApplicationCache(pool: pool)
@@ -52,13 +58,13 @@ package final class IdentityDependencies: Sendable {
         self.configuration = configuration
         self.signer = signer
         providerVerifier = OIDCVerifier(configurations: configuration.providers)
-        mergeSaga = MergeSaga(participants: configuration.mergeParticipants.map(\.name))
+        mergeSaga = MergeSaga(participants: configuration.mergeParticipants.map(\.name), clock: clock)
     }
 
     /// Starts the service on a migrated schema.
     ///
     /// Seals secrets left in plaintext by releases before migration 0004, loads (or creates) the signing key and
-    /// starts the password hashing threads. `clock` is the login throttle's.
+    /// starts the password hashing threads. `clock` decides bans, the login throttle and password-change retries.
     static func start(
         pool: PostgresPool, configuration: IdentityConfiguration, blocks: (any BlockRegistry)? = nil,
         logger: Logger? = nil, clock: @escaping @Sendable () -> Date = { Date() }
@@ -107,6 +113,35 @@ package final class IdentityDependencies: Sendable {
     /// The lifetime of the last token it could have been issued, plus the verifiers' clock skew, twice (identity's
     /// and the gateway's clocks may each be off). The revocation feed keeps an ended session that long.
     var revocationHorizon: Int64 { configuration.accessTokenLifetime + 2 * AccessTokenVerifier.defaultClockSkew }
+
+    // MARK: - Bans
+
+    /// PERMISSION_DENIED with the ban when one applies to `userID` now: the check before a login issues anything.
+    func refuseIfBanned(_ userID: RaveID, database: (any PostgresQueryable)? = nil) async throws {
+        if let ban = try await BanStore(database: database ?? pool).ban(of: userID), ban.applies(at: clock()) {
+            throw Bans.refusal(ban)
+        }
+    }
+
+    /// The check after a login committed its session (`Bans`), with the user's stored `ban` as read after the
+    /// commit: when it applies now (it committed while the login ran), the session ends before its tokens leave and
+    /// the login is refused.
+    func endSessionIfBanned(userID: RaveID, sessionID: RaveID, ban: BanRecord?) async throws {
+        guard let ban, ban.applies(at: clock()) else { return }
+        try await SessionStore(database: pool).revoke(sessionID: sessionID, userID: userID, reason: "ban")
+        throw Bans.refusal(ban)
+    }
+
+    /// `response` of a committed login, once the check after the commit found no ban for the session it opened (a
+    /// two-factor challenge opened none).
+    func checkedAfterCommit(_ response: IdentityV1.LoginResponse) async throws -> IdentityV1.LoginResponse {
+        guard case .tokens(let tokens) = response.outcome, let sessionID = RaveID(tokens.sessionId),
+            let userID = RaveID(response.user?.profile?.userId ?? "")
+        else { return response }
+        try await endSessionIfBanned(
+            userID: userID, sessionID: sessionID, ban: try await BanStore(database: pool).ban(of: userID))
+        return response
+    }
 
     // MARK: - Callers
 

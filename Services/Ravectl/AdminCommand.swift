@@ -32,8 +32,24 @@ enum AdminCommand {
             noun: "application", verb: "get", method: "rave.identity.v1.IdentityAdmin/GetApplication",
             summary: "one application"),
         Entry(
+            noun: "application", verb: "set-origins", method: "rave.identity.v1.IdentityAdmin/UpdateApplication",
+            summary: "only an application's allowed web origins (CORS), e.g. "
+                + "{\"appId\": \"…\", \"allowedOrigins\": {\"origins\": [\"https://game.example\"]}}"),
+        Entry(
             noun: "merge", verb: "status", method: "rave.identity.v1.IdentityAdmin/GetMergeStatus",
             summary: "the state of a user merge"),
+        Entry(
+            noun: "user", verb: "get", method: "rave.identity.v1.IdentityAdmin/GetUser",
+            summary: "a user's account and ban"),
+        Entry(
+            noun: "user", verb: "ban", method: "rave.identity.v1.IdentityAdmin/BanUser",
+            summary: "bans a player (ends every session; logins refused until it ends or is lifted)"),
+        Entry(
+            noun: "user", verb: "unban", method: "rave.identity.v1.IdentityAdmin/UnbanUser",
+            summary: "lifts a player's ban"),
+        Entry(
+            noun: "audit", verb: "list", method: "rave.identity.v1.IdentityAdmin/ListAuditEvents",
+            summary: "the audit log of operator actions, newest first"),
         Entry(
             noun: "list", verb: "create", method: "rave.social.v1.SocialAdmin/CreateList",
             summary: "a social list definition"),

@@ -115,7 +115,7 @@ struct GatewayAuthTests {
         let connection = try await harness.connect(certificate: certificate)
         for (key, value) in [
             (MetadataKey.callerUserID, "someone-else"), (MetadataKey.callerScopes, "admin service"),
-            (MetadataKey.clientAddress, "10.9.9.9"),
+            (MetadataKey.clientAddress, "10.9.9.9"), (MetadataKey.callerAdmin, "root"),
         ] {
             var options = bearer(try harness.token(for: "user-1"))
             options.metadata[key] = value
@@ -188,6 +188,24 @@ struct GatewayAuthTests {
         let routed = await failure(admin, "rave.wallet.v1.WalletAdmin/Deposit", [])
         #expect(routed?.code == .unavailable)
         for connection in [player, otherCertificate, admin] { connection.close() }
+        try await harness.stop()
+    }
+
+    /// Services learn which admin credential acted (identity's audit log records it): the admin certificate's
+    /// common name, on admin calls only.
+    @Test func servicesSeeTheAdminCertificatesNameOnAdminCallsOnly() async throws {
+        let harness = try await GatewayHarness.start()
+        let whichAdmin = EchoV1.EchoRequest(payload: Array("whichadmin".utf8)).protobufBytes()
+        func seen(_ connection: RPCConnection, _ options: CallOptions) async throws -> String {
+            let response = try await connection.call(
+                method: "rave.echo.v1.Echo/Echo", request: whichAdmin, options: options)
+            return String(decoding: try EchoV1.EchoResponse(protobufBytes: response).payload, as: UTF8.self)
+        }
+        let admin = try await harness.connect(certificate: "admin")
+        #expect(try await seen(admin, bearer(try harness.token(for: "user-9"))) == "admin")
+        let player = try await harness.connect(certificate: "client")
+        #expect(try await seen(player, bearer(try harness.token(for: "user-9", scopes: ["player", "admin"]))) == "-")
+        for connection in [admin, player] { connection.close() }
         try await harness.stop()
     }
 

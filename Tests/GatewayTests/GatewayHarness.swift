@@ -161,6 +161,10 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     let revokedSessions = Mutex<[(session: String, expiresAt: Int64?, mergedUser: String)]>([])
     /// While set, ListRevocations fails as an unreachable identity would.
     let revocationFeedDown = Atomic<Bool>(false)
+    /// What ListAllowedOrigins answers, and while `allowedOriginsDown` is set, it fails as an unreachable identity
+    /// would.
+    let allowedOrigins = Mutex<[String]>([])
+    let allowedOriginsDown = Atomic<Bool>(false)
 
     /// Ends `sessionID`, as a logout would; `expiresAt` (Unix ms) says when its last token expires.
     func revoke(_ sessionID: String, expiresAt: Int64? = nil) {
@@ -227,6 +231,15 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
             cursor: UInt64(start + page.count), more: start + page.count < all.count)
     }
 
+    func listAllowedOrigins(
+        _ request: IdentityV1.ListAllowedOriginsRequest, context: RequestContext
+    ) async throws -> IdentityV1.ListAllowedOriginsResponse {
+        guard !allowedOriginsDown.load(ordering: .relaxed) else {
+            throw RPCError.unavailable("identity's database is down")
+        }
+        return IdentityV1.ListAllowedOriginsResponse(origins: allowedOrigins.withLock { $0 })
+    }
+
     func getUsers(
         _ request: IdentityV1.GetUsersRequest, context: RequestContext
     ) async throws -> IdentityV1.GetUsersResponse {
@@ -258,7 +271,8 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     }
 }
 
-/// Echo with a twist: the payload "whoami" answers with the caller and client address the service saw.
+/// Echo with a twist: the payload "whoami" answers with the caller and client address the service saw, "whichadmin"
+/// with the admin credential's name (`rave-caller-admin`).
 final class TestEcho: EchoV1.EchoHandler {
     /// Calls that saw their task cancelled (the client cancelled through the gateway).
     let cancelledCalls = Atomic<Int>(0)
@@ -267,6 +281,9 @@ final class TestEcho: EchoV1.EchoHandler {
 
     func echo(_ request: EchoV1.EchoRequest, context: RequestContext) async throws -> EchoV1.EchoResponse {
         remainingMilliseconds.withLock { $0.append(context.remainingNanoseconds / 1_000_000) }
+        if request.payload == Array("whichadmin".utf8) {
+            return EchoV1.EchoResponse(payload: Array((context.metadata[MetadataKey.callerAdmin] ?? "-").utf8))
+        }
         guard request.payload == Array("whoami".utf8) else { return EchoV1.EchoResponse(payload: request.payload) }
         let caller = context.caller
         let text = [

@@ -58,15 +58,17 @@ struct ProviderFixture {
 extension IdentityHarness {
     /// Runs `body` with identity configured to accept `providers`' tokens and the given merge participants.
     static func withProviders(
-        participants: [IdentityConfiguration.MergeParticipant] = [],
+        participants: [IdentityConfiguration.MergeParticipant] = [], clock: TestClock? = nil,
         _ body: (IdentityHarness, ProviderFixture) async throws -> Void
     ) async throws {
         let providers = try ProviderFixture()
         defer { providers.removeFiles() }
-        try await with(configure: {
-            $0.providers = providers.configurations
-            $0.mergeParticipants = participants
-        }) { harness in
+        try await with(
+            configure: {
+                $0.providers = providers.configurations
+                $0.mergeParticipants = participants
+            }, clock: clock
+        ) { harness in
             try await body(harness, providers)
         }
     }

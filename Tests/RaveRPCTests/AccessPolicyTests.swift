@@ -61,6 +61,8 @@ struct AccessPolicyTests {
         ("rave.merge.v1.MergeParticipant/MergeUsers", ["identity"]),
         ("rave.events.v1.EventSink/DeliverEvents", ["identity", "social", "leaderboards", "gifts"]),
         ("rave.identity.v1.IdentityInternal/SigningKeys", ["gateway", "social", "leaderboards", "gifts", "wallet"]),
+        // A method narrower than its block: only the gateway reads the allowed web origins.
+        ("rave.identity.v1.IdentityInternal/ListAllowedOrigins", ["gateway"]),
         ("rave.social.v1.SocialInternal/IsBlocked", ["identity", "leaderboards", "gifts"]),
         ("rave.leaderboards.v1.LeaderboardsInternal/ListBoardOwners", ["gateway"]),
         ("rave.push.v1.PushInternal/SendNotification", ["identity", "social", "leaderboards", "gifts", "wallet"]),
@@ -101,6 +103,26 @@ struct AccessPolicyTests {
                 #expect(error?.code == .permissionDenied, "\(peer ?? "no certificate") sending \(key)")
                 #expect(error?.message.contains("accepted only from gateway") == true)
             }
+        }
+    }
+
+    /// A method with a rule of its own is refused by name, while the rest of its block stays open to the block's
+    /// callers.
+    @Test func aMethodRuleNarrowsItsBlockAndNamesTheMethod() async throws {
+        try await MatrixServer.with { server in
+            let connection = try await server.connect(as: "social")
+            defer { connection.close() }
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await connection.call(
+                    method: "rave.identity.v1.IdentityInternal/ListAllowedOrigins", request: [],
+                    options: CallOptions(maxRetries: 0))
+            }
+            #expect(error?.code == .permissionDenied)
+            #expect(
+                error?.message
+                    == "rave.identity.v1.IdentityInternal/ListAllowedOrigins may be called only by gateway; this "
+                    + "peer's certificate has the role service/social")
+            #expect(await Self.code(of: "rave.identity.v1.IdentityInternal/SigningKeys", on: connection) == .ok)
         }
     }
 

@@ -11,7 +11,7 @@ final class CallPipeline: Sendable {
     /// Metadata a client may not pass on: credentials, and what only the gateway may assert.
     static let strippedMetadata: Set<String> = [
         MetadataKey.authorization, MetadataKey.callerUserID, MetadataKey.callerAppID, MetadataKey.callerSessionID,
-        MetadataKey.callerScopes, clientAddressKey,
+        MetadataKey.callerScopes, MetadataKey.callerAdmin, clientAddressKey,
     ]
     /// The client's IP address, for services' per-address limits (identity's login lockout).
     static let clientAddressKey = "rave-client-address"
@@ -138,6 +138,10 @@ final class CallPipeline: Sendable {
             added.append((MetadataKey.callerAppID, caller.appID))
             added.append((MetadataKey.callerSessionID, caller.sessionID))
             added.append((MetadataKey.callerScopes, caller.scopes.sorted().joined(separator: " ")))
+            // Who acted, for services that record operator actions: the admin certificate's name.
+            if context.peer.role == .admin, caller.scopes.contains(Caller.adminScope) {
+                added.append((MetadataKey.callerAdmin, context.peer.certificateCommonName ?? ""))
+            }
         }
         return incoming.replacing(removed, with: added)
     }

@@ -15,6 +15,8 @@ struct MergeSaga: Sendable {
     static let topic = "rave.merge.v1.MergeParticipant/MergeUsers"
 
     let participants: [String]
+    /// Decides whether a ban still applies.
+    let clock: @Sendable () -> Date
 
     /// The outcome of a merge request.
     struct Outcome: Sendable {
@@ -26,8 +28,9 @@ struct MergeSaga: Sendable {
 
     /// Merges `source` into `target` inside `transaction`.
     ///
-    /// A source that was already merged is a no-op that returns the earlier merge. Each provider link that moves to
-    /// the target is published as `identity.provider_linked` from `appID`, the application the merge was made in.
+    /// A source that was already merged is a no-op that returns the earlier merge. A banned user takes no part in a
+    /// merge (PERMISSION_DENIED with the ban): the sessions a merge moves would escape the ban, and a ban must stay on
+    /// the account it names. Each provider link that moves to the target is published as `identity.provider_linked` from `appID`, the application the merge was made in.
     func merge(
         source: RaveID, into target: RaveID, appID: RaveID?, in transaction: PostgresTransaction
     ) async throws -> Outcome {
@@ -46,6 +49,12 @@ struct MergeSaga: Sendable {
             throw IdentityError.aborted("user \(target.hex) was merged meanwhile; retry")
         }
         guard source != target else { throw IdentityError.failedPrecondition("a user cannot be merged into itself") }
+        // Read after both users are locked, as a ban locks its user: a ban either committed before (seen here) or
+        // waits for this merge and then bans the merged account.
+        let bans = BanStore(database: transaction)
+        for user in [target, source] {
+            if let ban = try await bans.ban(of: user), ban.applies(at: clock()) { throw Bans.refusal(ban) }
+        }
 
         let mergeID = RaveID.random()
         try await store.insert(id: mergeID, source: source, target: target, participants: participants)

@@ -63,9 +63,18 @@ enum Validation {
     }
 
     /// A password: 8…128 characters.
-    static func password(_ value: String) throws(IdentityError) -> String {
+    static func password(_ value: String, field: String = "password") throws(IdentityError) -> String {
         guard (8...128).contains(value.count) else {
-            throw .invalidArgument("password must be 8…128 characters, got \(value.count)")
+            throw .invalidArgument("\(field) must be 8…128 characters, got \(value.count)")
+        }
+        return value
+    }
+
+    /// An operator's reason (a ban's, shown to the player; an unban's): 1…500 characters, no control characters.
+    static func reason(_ value: String) throws(IdentityError) -> String {
+        _ = try text(value, field: "reason", maximum: 500)
+        guard !value.unicodeScalars.contains(where: TextRule.isControl) else {
+            throw .invalidArgument("reason must not hold control characters (line breaks, tabs, …)")
         }
         return value
     }
@@ -129,4 +138,9 @@ enum Validation {
 extension Date {
     /// Milliseconds since 1970, as the protocol's `*_unix_ms` fields carry time.
     var unixMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+
+    /// The time `milliseconds` after 1970, as the protocol's `*_unix_ms` fields carry it.
+    init(unixMilliseconds milliseconds: Int64) {
+        self.init(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
+    }
 }

@@ -14,7 +14,13 @@ extension PlayerHandlers {
         let application = try await dependencies.applications.application(appID)
         let login = try await GuestLoginStore(database: dependencies.pool).login(
             appID: appID, crossAppPublisher: application.settings.crossAppLogin ? application.publisherID : nil,
-            device: device, sessionLifetime: dependencies.configuration.sessionLifetime)
+            device: device, sessionLifetime: dependencies.configuration.sessionLifetime, now: dependencies.clock())
+        if let ban = login.ban {
+            // Banned before the login: it opened no session.
+            guard !login.refreshToken.isEmpty else { throw Bans.refusal(ban) }
+            // Banned while it ran: its session ends here.
+            try await dependencies.endSessionIfBanned(userID: login.user.id, sessionID: login.sessionID, ban: ban)
+        }
         let tokens = try dependencies.tokens(
             userID: login.user.id, appID: appID, sessionID: login.sessionID, refreshToken: login.refreshToken,
             accountState: login.user.globalAccountState)
@@ -34,7 +40,7 @@ extension PlayerHandlers {
         let hash = try await dependencies.passwordHashers.withSlot { try await $0.hash(password) }
         // A signed-in guest becomes the new account instead of leaving an orphan behind.
         let current = context.caller.flatMap { $0.appID == application.id.hex ? RaveID($0.userID) : nil }
-        return try await dependencies.pool.transaction { transaction in
+        let response = try await dependencies.pool.transaction { transaction in
             let users = UserStore(database: transaction)
             var userID: RaveID? = nil
             if let current, let canonical = try await users.canonicalIDs([current])[current],
@@ -55,6 +61,7 @@ extension PlayerHandlers {
                 birthYear: birthYear, country: country, newsletter: request.newsletterOptIn)
             return response
         }
+        return try await dependencies.checkedAfterCommit(response)
     }
 
     func loginWithPassword(
@@ -85,7 +92,7 @@ extension PlayerHandlers {
         }
         // A signed-in guest of this app logging in to the account is merged into it, as with provider logins.
         let callerID = context.caller.flatMap { $0.appID == appID.hex ? RaveID($0.userID) : nil }
-        return try await dependencies.pool.transaction { transaction in
+        let response = try await dependencies.pool.transaction { transaction in
             let users = UserStore(database: transaction)
             var guest: RaveID? = nil
             if let callerID, let canonical = try await users.canonicalIDs([callerID])[callerID],
@@ -97,6 +104,7 @@ extension PlayerHandlers {
             return try await loginOrChallenge(
                 userID: stored.userID, appID: appID, device: device, mergeSource: guest, in: transaction)
         }
+        return try await dependencies.checkedAfterCommit(response)
     }
 
     /// Records the device and app use, points the device at the user and starts a session.

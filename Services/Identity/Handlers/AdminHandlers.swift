@@ -2,7 +2,8 @@ import RaveMessages
 import RaveRPC
 import RaveServices
 
-/// Serves `rave.identity.v1.IdentityAdmin`: publishers and applications, for callers with the admin scope.
+/// Serves `rave.identity.v1.IdentityAdmin`: publishers and applications, for callers with the admin scope (users,
+/// bans and the audit log are `AdminHandlers+Users.swift`).
 struct AdminHandlers: IdentityV1.IdentityAdminHandler {
     let dependencies: IdentityDependencies
 
@@ -32,6 +33,7 @@ struct AdminHandlers: IdentityV1.IdentityAdminHandler {
         let publisherID = try Validation.raveID(request.publisherId, field: "publisher_id")
         let name = try Validation.text(request.name, field: "name", maximum: 100)
         let settings = request.settings ?? IdentityV1.ApplicationSettings(crossAppLogin: true)
+        _ = try AllowedOrigins.check(settings.allowedOrigins, field: "settings.allowed_origins")
         let application = try await store.createApplication(publisherID: publisherID, name: name, settings: settings)
         return IdentityV1.CreateApplicationResponse(application: application.message)
     }
@@ -42,7 +44,19 @@ struct AdminHandlers: IdentityV1.IdentityAdminHandler {
         _ = try context.requireAdmin()
         let id = try Validation.raveID(request.appId, field: "app_id")
         let name = try request.name.map { try Validation.text($0.value, field: "name", maximum: 100) }
-        let application = try await store.updateApplication(id: id, name: name, settings: request.settings)
+        if let settings = request.settings {
+            guard request.allowedOrigins == nil else {
+                throw IdentityError.invalidArgument(
+                    "set either settings (every setting, allowed origins included) or allowed_origins (only "
+                        + "them), not both")
+            }
+            _ = try AllowedOrigins.check(settings.allowedOrigins, field: "settings.allowed_origins")
+        }
+        let origins = try request.allowedOrigins.map {
+            try AllowedOrigins.check($0.origins, field: "allowed_origins.origins")
+        }
+        let application = try await store.updateApplication(
+            id: id, name: name, settings: request.settings, origins: origins)
         dependencies.applications.remember(application)
         return IdentityV1.UpdateApplicationResponse(application: application.message)
     }

@@ -76,6 +76,13 @@ struct InternalHandlers: IdentityV1.IdentityInternalHandler {
             keys: try await SigningKeyStore(database: dependencies.pool).publishedKeys())
     }
 
+    func listAllowedOrigins(
+        _ request: IdentityV1.ListAllowedOriginsRequest, context: RequestContext
+    ) async throws -> IdentityV1.ListAllowedOriginsResponse {
+        IdentityV1.ListAllowedOriginsResponse(
+            origins: try await ApplicationStore(database: dependencies.pool).allowedOrigins())
+    }
+
     /// ListRevocations answers at most this many per call (and 1000 when the request leaves it 0).
     static let maximumRevocations = 10_000
 

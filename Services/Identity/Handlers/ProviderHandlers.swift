@@ -15,7 +15,7 @@ extension PlayerHandlers {
         _ = try await dependencies.applications.application(appID)
         // The signed-in player of this app, if any: a guest becomes the account (or is merged into it).
         let callerID = context.caller.flatMap { $0.appID == appID.hex ? RaveID($0.userID) : nil }
-        return try await dependencies.pool.transaction { transaction in
+        let response = try await dependencies.pool.transaction { transaction in
             let links = ProviderStore(database: transaction)
             let users = UserStore(database: transaction)
             var guest: RaveID? = nil
@@ -43,6 +43,7 @@ extension PlayerHandlers {
                 userID: accountID, appID: appID, device: device, created: guest == nil, explicit: true,
                 in: transaction)
         }
+        return try await dependencies.checkedAfterCommit(response)
     }
 
     func connectProvider(

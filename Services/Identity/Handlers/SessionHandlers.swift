@@ -23,11 +23,13 @@ extension PlayerHandlers {
                     refreshToken: rotated.refreshToken, accountState: accountState))
         }
         let outcome: RefreshOutcome
+        var sessionUser: RaveID? = nil
         // One statement decides, rotates or revokes the family, so no transaction is needed around it.
         if let result = try await store.refresh(
             refreshToken: token, lifetime: dependencies.configuration.sessionLifetime)
         {
             let (found, next) = result
+            sessionUser = found.userID
             if found.revoked {
                 outcome = .revoked
             } else if found.tokenGeneration != found.sessionGeneration {
@@ -47,6 +49,9 @@ extension PlayerHandlers {
         } else {
             outcome = .unknown
         }
+        // A banned player's sessions all ended with the ban: say why rather than "log in again". Only refreshes that
+        // rotated nothing ask (a ban ends the session, so a banned player's refresh never rotates).
+        if let sessionUser, !outcome.isRotated { try await dependencies.refuseIfBanned(sessionUser) }
         switch outcome {
         case .rotated(let tokens): return IdentityV1.RefreshSessionResponse(tokens: tokens)
         case .unknown: throw IdentityError.unauthenticated("the refresh token is not valid; log in again")
@@ -111,4 +116,9 @@ private enum RefreshOutcome {
     case revoked
     case expired
     case reused
+
+    var isRotated: Bool {
+        if case .rotated = self { return true }
+        return false
+    }
 }

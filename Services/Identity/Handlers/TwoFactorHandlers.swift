@@ -98,9 +98,14 @@ extension PlayerHandlers {
         else {
             throw IdentityError.unauthenticated(Self.challengeGone)
         }
-        return try await codeAttempt(userID: owner, context: context, failure: .unauthenticated(Self.wrongCode)) {
+        // A player banned since the first factor is told so before a code is spent.
+        try await dependencies.refuseIfBanned(owner)
+        let response = try await codeAttempt(
+            userID: owner, context: context, failure: .unauthenticated(Self.wrongCode)
+        ) {
             try await completeChallenge(challengeID, code: request.code)
         }
+        return try await dependencies.checkedAfterCommit(response)
     }
 
     /// Completes the challenge with `code` and logs in; nil when the code is wrong.
@@ -135,6 +140,8 @@ extension PlayerHandlers {
         userID: RaveID, appID: RaveID, device: IdentityV1.DeviceInfo, mergeSource: RaveID?,
         in transaction: PostgresTransaction
     ) async throws -> IdentityV1.LoginResponse {
+        // Told only to whoever passed the first factor, so a ban says nothing to someone guessing passwords.
+        try await dependencies.refuseIfBanned(userID, database: transaction)
         let store = TwoFactorStore(database: transaction, secrets: dependencies.secretKeys)
         if try await store.state(userID: userID)?.confirmed == true {
             let expiresAt = Date().addingTimeInterval(dependencies.configuration.twoFactorChallengeLifetime)
@@ -177,7 +184,7 @@ extension PlayerHandlers {
     }
 
     /// Accepts a TOTP code or an unused backup code (which is then spent).
-    private func acceptSecondFactor(
+    func acceptSecondFactor(
         _ code: String, state: TwoFactorState, userID: RaveID, store: TwoFactorStore
     ) async throws -> Bool {
         if try await acceptTOTP(code, state: state, userID: userID, store: store) { return true }
@@ -188,7 +195,7 @@ extension PlayerHandlers {
 
     /// Runs `check` as a throttled code attempt of `userID` (`LoginThrottle.attempt`): nil from `check` (a wrong
     /// code) throws `failure`.
-    private func codeAttempt<Result>(
+    func codeAttempt<Result>(
         userID: RaveID, context: RequestContext, failure: IdentityError, _ check: () async throws -> Result?
     ) async throws -> Result {
         let result = try await dependencies.loginThrottle.attempt(

@@ -24,7 +24,7 @@ struct ApplicationStore: Sendable {
 
     private static let columns = """
         id, publisher_id, name, display_name_scope, picture_scope, allow_force_disconnect, merge_policy, \
-        two_factor_allowed, cross_app_login, created_at
+        two_factor_allowed, cross_app_login, allowed_origins, created_at
         """
     static let insertPublisher = PostgresStatement(
         name: "identity_insert_publisher",
@@ -36,8 +36,8 @@ struct ApplicationStore: Sendable {
         name: "identity_insert_application",
         sql: """
             INSERT INTO applications (id, publisher_id, name, display_name_scope, picture_scope,
-                allow_force_disconnect, merge_policy, two_factor_allowed, cross_app_login)
-            SELECT $1, p.id, $3, $4, $5, $6, $7, $8, $9 FROM publishers p WHERE p.id = $2
+                allow_force_disconnect, merge_policy, two_factor_allowed, cross_app_login, allowed_origins)
+            SELECT $1, p.id, $3, $4, $5, $6, $7, $8, $9, $10 FROM publishers p WHERE p.id = $2
             RETURNING \(columns)
             """)
     static let updateApplication = PostgresStatement(
@@ -47,13 +47,20 @@ struct ApplicationStore: Sendable {
                 picture_scope = coalesce($4, picture_scope),
                 allow_force_disconnect = coalesce($5, allow_force_disconnect),
                 merge_policy = coalesce($6, merge_policy), two_factor_allowed = coalesce($7, two_factor_allowed),
-                cross_app_login = coalesce($8, cross_app_login)
+                cross_app_login = coalesce($8, cross_app_login), allowed_origins = coalesce($9, allowed_origins)
             WHERE id = $1 RETURNING \(columns)
             """)
     static let selectApplication = PostgresStatement(
         name: "identity_select_application", sql: "SELECT \(columns) FROM applications WHERE id = $1")
     static let selectApplications = PostgresStatement(
         name: "identity_select_applications", sql: "SELECT \(columns) FROM applications WHERE id = ANY($1)")
+    /// Every application's allowed origins, each once, sorted: one row of one array.
+    static let selectAllowedOrigins = PostgresStatement(
+        name: "identity_select_allowed_origins",
+        sql: """
+            SELECT coalesce(array_agg(DISTINCT origin ORDER BY origin), '{}') AS origins
+            FROM applications, unnest(allowed_origins) AS origin
+            """)
 
     func createPublisher(name: String) async throws -> IdentityV1.Publisher {
         let id = RaveID.random()
@@ -78,13 +85,16 @@ struct ApplicationStore: Sendable {
             [
                 RaveID.random(), publisherID, name, values.displayNameScope, values.pictureScope,
                 settings.allowForceDisconnect, values.mergePolicy, settings.twoFactorAllowed, settings.crossAppLogin,
+                settings.allowedOrigins,
             ])
         guard let row = rows.first else { throw IdentityError.notFound("no publisher \(publisherID.hex)") }
         return try Self.record(row)
     }
 
+    /// Changes what is given: the name, every setting (`settings`), or only the allowed origins (`origins`, when
+    /// `settings` is nil).
     func updateApplication(
-        id: RaveID, name: String?, settings: IdentityV1.ApplicationSettings?
+        id: RaveID, name: String?, settings: IdentityV1.ApplicationSettings?, origins: [String]? = nil
     ) async throws -> ApplicationRecord {
         let values = settings.map(SettingsColumns.init)
         let rows = try await database.execute(
@@ -92,6 +102,7 @@ struct ApplicationStore: Sendable {
             [
                 id, name, values?.displayNameScope, values?.pictureScope, settings?.allowForceDisconnect,
                 values?.mergePolicy, settings?.twoFactorAllowed, settings?.crossAppLogin,
+                settings?.allowedOrigins ?? origins,
             ])
         guard let row = rows.first else { throw IdentityError.notFound("no application \(id.hex)") }
         return try Self.record(row)
@@ -115,6 +126,11 @@ struct ApplicationStore: Sendable {
         return found
     }
 
+    /// Every origin some application allows, each once, sorted.
+    func allowedOrigins() async throws -> [String] {
+        try await database.execute(Self.selectAllowedOrigins, []).first?.decode([String].self, column: "origins") ?? []
+    }
+
     private static func record(_ row: PostgresRow) throws -> ApplicationRecord {
         var settings = IdentityV1.ApplicationSettings()
         settings.displayNameScope = scope(try row.decode(String.self, column: "display_name_scope"))
@@ -128,6 +144,7 @@ struct ApplicationStore: Sendable {
             }
         settings.twoFactorAllowed = try row.decode(Bool.self, column: "two_factor_allowed")
         settings.crossAppLogin = try row.decode(Bool.self, column: "cross_app_login")
+        settings.allowedOrigins = try row.decode([String].self, column: "allowed_origins")
         return ApplicationRecord(
             id: try row.decode(RaveID.self, column: "id"),
             publisherID: try row.decode(RaveID.self, column: "publisher_id"),

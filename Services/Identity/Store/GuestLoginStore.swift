@@ -19,6 +19,9 @@ struct GuestLoginRecord: Sendable {
     var user: UserRecord
     var sessionID: RaveID
     var refreshToken: String
+    /// A ban that applied to the device's user (no session was opened), or, read after the statement, the one
+    /// stored for the user (the session is open: the caller decides).
+    var ban: BanRecord?
 }
 
 /// A whole guest login as one statement: PostgreSQL runs it atomically, so it needs no transaction and costs one
@@ -31,7 +34,10 @@ struct GuestLoginStore: Sendable {
     let database: any PostgresQueryable
 
     /// `$1` app, `$2` device, `$3` the app's publisher when the app allows cross-app login (else NULL), `$4` the id
-    /// for a new user, `$5`/`$6` device name and platform, `$7` session id, `$8` its expiry, `$9` refresh token hash.
+    /// for a new user, `$5`/`$6` device name and platform, `$7` session id, `$8` its expiry, `$9` refresh token hash,
+    /// `$10` now (bans that end before it no longer apply).
+    ///
+    /// A device whose user is banned gets no session: the statement returns the ban instead (a new user has none).
     ///
     /// The device's user is locked (`FOR KEY SHARE`, which only a merge's `FOR UPDATE` waits for) so a merge that
     /// commits meanwhile is seen: the login then continues as the merge's target. A concurrent first login of the
@@ -60,6 +66,9 @@ struct GuestLoginStore: Sendable {
             """ : ""
         let notShared = crossApp ? "NOT EXISTS (SELECT 1 FROM shared)" : "$3::uuid IS NULL"
         let chosenShared = crossApp ? "UNION ALL SELECT user_id, 'shared' FROM shared" : ""
+        let existing =
+            crossApp
+            ? "SELECT user_id FROM known UNION ALL SELECT user_id FROM shared" : "SELECT user_id FROM known"
         let pointed =
             crossApp
             ? """
@@ -79,6 +88,9 @@ struct GuestLoginStore: Sendable {
                 SELECT user_id, 'known' AS source FROM known
                 \(chosenShared)
                 UNION ALL SELECT user_id, 'created' FROM created
+            ), banned AS (
+                SELECT reason, until_at FROM user_bans
+                WHERE user_id = (\(existing) LIMIT 1) AND (until_at IS NULL OR until_at > $10)
             ), claimed AS (
                 INSERT INTO device_logins (app_id, device_id, user_id, cross_app) SELECT $1, $2, user_id, false
                 FROM created
@@ -91,22 +103,24 @@ struct GuestLoginStore: Sendable {
                     platform = CASE WHEN EXCLUDED.platform = '' THEN devices.platform ELSE EXCLUDED.platform END
             ), session AS (
                 INSERT INTO sessions (id, user_id, app_id, device_id, expires_at)
-                SELECT $7, user_id, $1, $2, $8 FROM chosen RETURNING id
+                SELECT $7, user_id, $1, $2, $8 FROM chosen WHERE NOT EXISTS (SELECT 1 FROM banned) RETURNING id
             ), token AS (
                 INSERT INTO refresh_tokens (token_hash, session_id, generation) SELECT $9, id, 0 FROM session
             )
             SELECT chosen.source, chosen.user_id AS chosen_user_id, created.created_at AS new_created_at,
-                created.updated_at AS new_updated_at
-            FROM chosen LEFT JOIN created ON true
+                created.updated_at AS new_updated_at, banned.reason AS ban_reason, banned.until_at AS ban_until
+            FROM chosen LEFT JOIN created ON true LEFT JOIN banned ON true
             """
     }
 
     /// Logs the device in to the application: its known user, else its cross-app player when `crossAppPublisher`
-    /// is given, else a new anonymous user; records the app use and the device and opens a session.
+    /// is given, else a new anonymous user; records the app use and the device and opens a session, unless the
+    /// user is banned at `now` (the record then carries the ban).
     ///
     /// ABORTED when a concurrent first login of the same device won (the client retries and finds its user).
     func login(
-        appID: RaveID, crossAppPublisher: RaveID?, device: IdentityV1.DeviceInfo, sessionLifetime: TimeInterval
+        appID: RaveID, crossAppPublisher: RaveID?, device: IdentityV1.DeviceInfo, sessionLifetime: TimeInterval,
+        now: Date
     ) async throws -> GuestLoginRecord {
         let sessionID = RaveID.random()
         let token = try OpaqueToken.generate()
@@ -116,7 +130,7 @@ struct GuestLoginStore: Sendable {
                 crossAppPublisher == nil ? Self.guestLoginWithinApp : Self.guestLogin,
                 [
                     appID, device.deviceId, crossAppPublisher, RaveID.random(), device.name, device.platform,
-                    sessionID, Date().addingTimeInterval(sessionLifetime), OpaqueToken.hash(token),
+                    sessionID, Date().addingTimeInterval(sessionLifetime), OpaqueToken.hash(token), now,
                 ])
         } catch let error as PostgresError where error.sqlState == "23505" && error.constraint == "device_logins_pkey" {
             throw IdentityError.aborted("another login of this device is in progress; retry")
@@ -124,7 +138,13 @@ struct GuestLoginStore: Sendable {
         guard let row = rows.first, let source = GuestLoginRecord.Source(rawValue: try row.decode(column: "source"))
         else { throw IdentityError.internalError("the guest login statement chose no user") }
         let userID = try row.decode(RaveID.self, column: "chosen_user_id")
+        if let reason = try row.decode(String?.self, column: "ban_reason") {
+            let ban = BanRecord(reason: reason, until: try row.decode(Date?.self, column: "ban_until"))
+            let user = try await knownUser(userID, appID: appID).user
+            return GuestLoginRecord(source: source, user: user, sessionID: sessionID, refreshToken: "", ban: ban)
+        }
         let user: UserRecord
+        var ban: BanRecord? = nil
         if source == .created {
             // The new row is not visible to the statement that inserted it; it is a blank anonymous user.
             user = UserRecord(
@@ -133,21 +153,22 @@ struct GuestLoginStore: Sendable {
                 updatedAt: try row.decode(column: "new_updated_at"),
                 hasGlobalNameOrPicture: false)
         } else {
-            user = try await knownUser(userID, appID: appID)
+            (user, ban) = try await knownUser(userID, appID: appID)
         }
-        return GuestLoginRecord(source: source, user: user, sessionID: sessionID, refreshToken: token)
+        return GuestLoginRecord(source: source, user: user, sessionID: sessionID, refreshToken: token, ban: ban)
     }
 
-    /// The device's user as the app shows it.
+    /// The device's user as the app shows it, and the ban stored for them, read after the login committed (so a
+    /// ban that committed meanwhile is seen).
     ///
     /// A merge that committed since the login statement moved the new session to the merge's target, so a user merged
     /// away meanwhile continues as that target.
-    private func knownUser(_ userID: RaveID, appID: RaveID) async throws -> UserRecord {
+    private func knownUser(_ userID: RaveID, appID: RaveID) async throws -> (user: UserRecord, ban: BanRecord?) {
         let users = UserStore(database: database)
-        if let user = try await users.users([userID], appID: appID)[userID] { return user }
-        guard let target = try await users.canonicalIDs([userID])[userID] else {
-            throw IdentityError.notFound("no user \(userID.hex)")
-        }
-        return try await users.user(target, appID: appID)
+        if let found = try await users.userWithBan(userID, appID: appID) { return found }
+        guard let target = try await users.canonicalIDs([userID])[userID],
+            let found = try await users.userWithBan(target, appID: appID)
+        else { throw IdentityError.notFound("no user \(userID.hex)") }
+        return found
     }
 }

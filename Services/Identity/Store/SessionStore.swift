@@ -116,8 +116,8 @@ struct SessionStore: Sendable {
             ), \(revocationFeed)
             SELECT device_id, app_id FROM ended
             """)
-    /// Ends every live session of a user but one (the caller's, which may be NULL): a two-factor change now, a
-    /// password change or a ban later.
+    /// Ends every live session of a user but one (the caller's, which may be NULL): a two-factor change, a password
+    /// change (the caller's goes on), a ban (none goes on).
     static let revokeOthers = PostgresStatement(
         name: "identity_revoke_other_sessions",
         sql: """

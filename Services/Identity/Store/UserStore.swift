@@ -109,6 +109,17 @@ struct UserStore: Sendable {
             LEFT JOIN user_app_profiles p ON p.user_id = u.id AND p.app_id = $2
             WHERE u.id = ANY($1) AND u.merged_into IS NULL
             """)
+    /// One user as the application `$2` shows them, with the ban stored for them (applying or not).
+    static let selectUserWithBan = PostgresStatement(
+        name: "identity_select_user_with_ban",
+        sql: """
+            SELECT \(recordColumns), b.reason AS ban_reason, b.until_at AS ban_until
+            FROM users u
+            LEFT JOIN applications a ON a.id = $2
+            LEFT JOIN user_app_profiles p ON p.user_id = u.id AND p.app_id = $2
+            LEFT JOIN user_bans b ON b.user_id = u.id
+            WHERE u.id = $1 AND u.merged_into IS NULL
+            """)
     /// Select-list columns (over `users u`) for `globalAccountState(_:)`, for statements that read a user's state
     /// along with other rows instead of in a query of their own.
     static let accountStateColumns = """
@@ -193,6 +204,15 @@ struct UserStore: Sendable {
             throw IdentityError.notFound("no user \(id.hex)")
         }
         return user
+    }
+
+    /// One (canonical) user as `appID` shows them, and the ban stored for them; nil when missing or merged.
+    func userWithBan(_ id: RaveID, appID: RaveID?) async throws -> (user: UserRecord, ban: BanRecord?)? {
+        guard let row = try await database.execute(Self.selectUserWithBan, [id, appID]).first else { return nil }
+        let ban = try row.decode(String?.self, column: "ban_reason").map { reason in
+            BanRecord(reason: reason, until: try row.decode(Date?.self, column: "ban_until"))
+        }
+        return (try Self.record(row), ban)
     }
 
     /// Canonical ids of existing users: a merged source maps to its target; unknown ids are absent.

@@ -33,6 +33,58 @@ extension IdentityV1 {
         }
     }
 
+    /// What an operator did.
+    public enum AuditAction: ProtoEnum {
+        case unspecified  // AUDIT_ACTION_UNSPECIFIED = 0
+        case banUser  // AUDIT_ACTION_BAN_USER = 1
+        case unbanUser  // AUDIT_ACTION_UNBAN_USER = 2
+        /// A value this build does not know; kept so that it survives decoding and re-encoding.
+        case unrecognized(Int32)
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .banUser
+            case 2: self = .unbanUser
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .banUser: 1
+            case .unbanUser: 2
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
+    /// Who did it.
+    public enum AuditActorKind: ProtoEnum {
+        case unspecified  // AUDIT_ACTOR_KIND_UNSPECIFIED = 0
+        /// The admin client certificate; `actor` is its common name.
+        case adminCertificate  // AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE = 1
+        /// A value this build does not know; kept so that it survives decoding and re-encoding.
+        case unrecognized(Int32)
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .adminCertificate
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .adminCertificate: 1
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
     public struct DeviceInfo: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.identity.v1.DeviceInfo"
 
@@ -774,6 +826,43 @@ extension IdentityV1 {
         public init() {}
     }
 
+    public struct ChangePasswordRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ChangePasswordRequest"
+
+        public var currentPassword: String = ""
+
+        /// A TOTP or backup code; required when the account has two-factor, ignored otherwise.
+        public var twoFactorCode: String = ""
+
+        /// The same rules as sign-up (8…128 characters); must differ from the current password.
+        public var newPassword: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(currentPassword: String = "", twoFactorCode: String = "", newPassword: String = "") {
+            self.currentPassword = currentPassword
+            self.twoFactorCode = twoFactorCode
+            self.newPassword = newPassword
+        }
+    }
+
+    public struct ChangePasswordResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ChangePasswordResponse"
+
+        /// The other sessions of the player this call ended (0 when it repeated a change that had already succeeded).
+        public var revokedSessions: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(revokedSessions: UInt32 = 0) {
+            self.revokedSessions = revokedSessions
+        }
+    }
+
     public struct CreatePublisherRequest: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.identity.v1.CreatePublisherRequest"
 
@@ -875,19 +964,24 @@ extension IdentityV1 {
 
         public var name: IdentityV1.StringValue? = nil
 
-        /// Replaces every setting when set.
+        /// Replaces every setting when set, allowed origins included.
         public var settings: IdentityV1.ApplicationSettings? = nil
+
+        /// When set (and `settings` is not), replaces only the allowed origins (an empty list clears them).
+        public var allowedOrigins: IdentityV1.AllowedOrigins? = nil
 
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given fields; the others keep their defaults.
         public init(
-            appId: String = "", name: IdentityV1.StringValue? = nil, settings: IdentityV1.ApplicationSettings? = nil
+            appId: String = "", name: IdentityV1.StringValue? = nil, settings: IdentityV1.ApplicationSettings? = nil,
+            allowedOrigins: IdentityV1.AllowedOrigins? = nil
         ) {
             self.appId = appId
             self.name = name
             self.settings = settings
+            self.allowedOrigins = allowedOrigins
         }
     }
 
@@ -930,6 +1024,223 @@ extension IdentityV1 {
         /// A message with the given fields; the others keep their defaults.
         public init(application: IdentityV1.Application? = nil) {
             self.application = application
+        }
+    }
+
+    public struct GetUserRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.GetUserRequest"
+
+        /// A merged-away id answers its merge target.
+        public var userId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "") {
+            self.userId = userId
+        }
+    }
+
+    public struct GetUserResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.GetUserResponse"
+
+        public var user: IdentityV1.User? = nil
+
+        /// Set while a ban applies; unset when there is none or it has ended.
+        public var ban: IdentityV1.BanInfo? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(user: IdentityV1.User? = nil, ban: IdentityV1.BanInfo? = nil) {
+            self.user = user
+            self.ban = ban
+        }
+    }
+
+    public struct BanUserRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.BanUserRequest"
+
+        /// A merged-away id bans the account it was merged into.
+        public var userId: String = ""
+
+        /// Shown to the player; 1…500 characters.
+        public var reason: String = ""
+
+        /// When the ban ends by itself (a future time, at most 100 years ahead); 0 for a ban until an operator lifts it.
+        /// Banning a banned player replaces the ban.
+        public var untilUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", reason: String = "", untilUnixMs: Int64 = 0) {
+            self.userId = userId
+            self.reason = reason
+            self.untilUnixMs = untilUnixMs
+        }
+    }
+
+    public struct BanUserResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.BanUserResponse"
+
+        /// The account banned (the merge target of a merged-away id).
+        public var userId: String = ""
+
+        public var ban: IdentityV1.BanInfo? = nil
+
+        /// The sessions the ban ended.
+        public var revokedSessions: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", ban: IdentityV1.BanInfo? = nil, revokedSessions: UInt32 = 0) {
+            self.userId = userId
+            self.ban = ban
+            self.revokedSessions = revokedSessions
+        }
+    }
+
+    public struct UnbanUserRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.UnbanUserRequest"
+
+        public var userId: String = ""
+
+        /// Why the ban is lifted (for the audit log); 1…500 characters.
+        public var reason: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", reason: String = "") {
+            self.userId = userId
+            self.reason = reason
+        }
+    }
+
+    public struct UnbanUserResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.UnbanUserResponse"
+
+        public var userId: String = ""
+
+        /// False when no ban applied (none, or it had ended): nothing changed, but the call is still recorded.
+        public var wasBanned: Bool = false
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", wasBanned: Bool = false) {
+            self.userId = userId
+            self.wasBanned = wasBanned
+        }
+    }
+
+    /// One entry of the audit log; entries are never changed or removed.
+    public struct AuditEvent: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.AuditEvent"
+
+        /// Increasing with time of writing.
+        public var eventId: String = ""
+
+        public var occurredAtUnixMs: Int64 = 0
+
+        public var actorKind: IdentityV1.AuditActorKind = .unspecified
+
+        public var actor: String = ""
+
+        public var action: IdentityV1.AuditAction = .unspecified
+
+        public var targetUserId: String = ""
+
+        public var reason: String = ""
+
+        /// The target's state before and after, as JSON objects (for bans: {"banned": …, "reason": …, "until_unix_ms": …}).
+        public var beforeJson: String = ""
+
+        public var afterJson: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            eventId: String = "", occurredAtUnixMs: Int64 = 0, actorKind: IdentityV1.AuditActorKind = .unspecified,
+            actor: String = "", action: IdentityV1.AuditAction = .unspecified, targetUserId: String = "",
+            reason: String = "", beforeJson: String = "", afterJson: String = ""
+        ) {
+            self.eventId = eventId
+            self.occurredAtUnixMs = occurredAtUnixMs
+            self.actorKind = actorKind
+            self.actor = actor
+            self.action = action
+            self.targetUserId = targetUserId
+            self.reason = reason
+            self.beforeJson = beforeJson
+            self.afterJson = afterJson
+        }
+    }
+
+    public struct ListAuditEventsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListAuditEventsRequest"
+
+        /// Only events about this user (as recorded: the account acted on); empty for every user.
+        public var targetUserId: String = ""
+
+        /// Only this action; unspecified for every action.
+        public var action: IdentityV1.AuditAction = .unspecified
+
+        /// Only events at or after this time (0: from the start).
+        public var sinceUnixMs: Int64 = 0
+
+        /// Only events before this time (0: until now).
+        public var beforeUnixMs: Int64 = 0
+
+        /// 1…100; 0 means 50.
+        public var pageSize: UInt32 = 0
+
+        /// From the previous page's next_page_token; empty for the first page.
+        public var pageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            targetUserId: String = "", action: IdentityV1.AuditAction = .unspecified, sinceUnixMs: Int64 = 0,
+            beforeUnixMs: Int64 = 0, pageSize: UInt32 = 0, pageToken: String = ""
+        ) {
+            self.targetUserId = targetUserId
+            self.action = action
+            self.sinceUnixMs = sinceUnixMs
+            self.beforeUnixMs = beforeUnixMs
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
+
+    public struct ListAuditEventsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListAuditEventsResponse"
+
+        /// Newest first.
+        public var events: [IdentityV1.AuditEvent] = []
+
+        /// Empty on the last page.
+        public var nextPageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(events: [IdentityV1.AuditEvent] = [], nextPageToken: String = "") {
+            self.events = events
+            self.nextPageToken = nextPageToken
         }
     }
 
@@ -1337,6 +1648,28 @@ extension IdentityV1 {
             self.revocations = revocations
             self.cursor = cursor
             self.more = more
+        }
+    }
+
+    public struct ListAllowedOriginsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListAllowedOriginsRequest"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct ListAllowedOriginsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListAllowedOriginsResponse"
+
+        /// Every origin some application allows, each once, sorted.
+        public var origins: [String] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(origins: [String] = []) {
+            self.origins = origins
         }
     }
 }
@@ -3481,6 +3814,98 @@ extension IdentityV1.DisableTwoFactorResponse {
     }
 }
 
+extension IdentityV1.ChangePasswordRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ChangePasswordRequest()
+        rave__identity__v1__change_password_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ChangePasswordRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ChangePasswordRequest()
+        rave__identity__v1__change_password_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ChangePasswordRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.currentPassword = try ProtoDecoding.string(
+            c.current_password, field: "current_password", of: Self.protoMessageName)
+        self.twoFactorCode = try ProtoDecoding.string(
+            c.two_factor_code, field: "two_factor_code", of: Self.protoMessageName)
+        self.newPassword = try ProtoDecoding.string(c.new_password, field: "new_password", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ChangePasswordRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ChangePasswordRequest.self)
+        rave__identity__v1__change_password_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ChangePasswordRequest, arena: inout ProtoArena) {
+        if !self.currentPassword.isEmpty { message.current_password = arena.string(self.currentPassword) }
+        if !self.twoFactorCode.isEmpty { message.two_factor_code = arena.string(self.twoFactorCode) }
+        if !self.newPassword.isEmpty { message.new_password = arena.string(self.newPassword) }
+    }
+}
+
+extension IdentityV1.ChangePasswordResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ChangePasswordResponse()
+        rave__identity__v1__change_password_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ChangePasswordResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ChangePasswordResponse()
+        rave__identity__v1__change_password_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ChangePasswordResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.revokedSessions = c.revoked_sessions
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ChangePasswordResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ChangePasswordResponse.self)
+        rave__identity__v1__change_password_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ChangePasswordResponse, arena: inout ProtoArena) {
+        message.revoked_sessions = self.revokedSessions
+    }
+}
+
 extension IdentityV1.CreatePublisherRequest {
     /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
     // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
@@ -3781,6 +4206,7 @@ extension IdentityV1.UpdateApplicationRequest {
         self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
         if let value = c.name { self.name = try IdentityV1.StringValue(protobufC: value) }
         if let value = c.settings { self.settings = try IdentityV1.ApplicationSettings(protobufC: value) }
+        if let value = c.allowed_origins { self.allowedOrigins = try IdentityV1.AllowedOrigins(protobufC: value) }
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__UpdateApplicationRequest>
@@ -3795,6 +4221,7 @@ extension IdentityV1.UpdateApplicationRequest {
         if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
         if let value = self.name { message.name = value.protobufCMessage(arena: &arena) }
         if let value = self.settings { message.settings = value.protobufCMessage(arena: &arena) }
+        if let value = self.allowedOrigins { message.allowed_origins = value.protobufCMessage(arena: &arena) }
     }
 }
 
@@ -3926,6 +4353,449 @@ extension IdentityV1.GetApplicationResponse {
 
     func protobufCFill(_ message: inout Rave__Identity__V1__GetApplicationResponse, arena: inout ProtoArena) {
         if let value = self.application { message.application = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.GetUserRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__GetUserRequest()
+        rave__identity__v1__get_user_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__GetUserRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__GetUserRequest()
+        rave__identity__v1__get_user_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__GetUserRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__GetUserRequest> {
+        let message = arena.allocate(Rave__Identity__V1__GetUserRequest.self)
+        rave__identity__v1__get_user_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__GetUserRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+    }
+}
+
+extension IdentityV1.GetUserResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__GetUserResponse()
+        rave__identity__v1__get_user_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__GetUserResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__GetUserResponse()
+        rave__identity__v1__get_user_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__GetUserResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.user { self.user = try IdentityV1.User(protobufC: value) }
+        if let value = c.ban { self.ban = try IdentityV1.BanInfo(protobufC: value) }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__GetUserResponse> {
+        let message = arena.allocate(Rave__Identity__V1__GetUserResponse.self)
+        rave__identity__v1__get_user_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__GetUserResponse, arena: inout ProtoArena) {
+        if let value = self.user { message.user = value.protobufCMessage(arena: &arena) }
+        if let value = self.ban { message.ban = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.BanUserRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__BanUserRequest()
+        rave__identity__v1__ban_user_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__BanUserRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__BanUserRequest()
+        rave__identity__v1__ban_user_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__BanUserRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+        self.untilUnixMs = c.until_unix_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__BanUserRequest> {
+        let message = arena.allocate(Rave__Identity__V1__BanUserRequest.self)
+        rave__identity__v1__ban_user_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__BanUserRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+        message.until_unix_ms = self.untilUnixMs
+    }
+}
+
+extension IdentityV1.BanUserResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__BanUserResponse()
+        rave__identity__v1__ban_user_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__BanUserResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__BanUserResponse()
+        rave__identity__v1__ban_user_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__BanUserResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        if let value = c.ban { self.ban = try IdentityV1.BanInfo(protobufC: value) }
+        self.revokedSessions = c.revoked_sessions
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__BanUserResponse> {
+        let message = arena.allocate(Rave__Identity__V1__BanUserResponse.self)
+        rave__identity__v1__ban_user_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__BanUserResponse, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if let value = self.ban { message.ban = value.protobufCMessage(arena: &arena) }
+        message.revoked_sessions = self.revokedSessions
+    }
+}
+
+extension IdentityV1.UnbanUserRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__UnbanUserRequest()
+        rave__identity__v1__unban_user_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__UnbanUserRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__UnbanUserRequest()
+        rave__identity__v1__unban_user_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__UnbanUserRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__UnbanUserRequest> {
+        let message = arena.allocate(Rave__Identity__V1__UnbanUserRequest.self)
+        rave__identity__v1__unban_user_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__UnbanUserRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+    }
+}
+
+extension IdentityV1.UnbanUserResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__UnbanUserResponse()
+        rave__identity__v1__unban_user_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__UnbanUserResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__UnbanUserResponse()
+        rave__identity__v1__unban_user_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__UnbanUserResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.wasBanned = c.was_banned != 0
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__UnbanUserResponse> {
+        let message = arena.allocate(Rave__Identity__V1__UnbanUserResponse.self)
+        rave__identity__v1__unban_user_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__UnbanUserResponse, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        message.was_banned = self.wasBanned ? 1 : 0
+    }
+}
+
+extension IdentityV1.AuditEvent {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__AuditEvent()
+        rave__identity__v1__audit_event__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__AuditEvent.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__AuditEvent()
+        rave__identity__v1__audit_event__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__AuditEvent>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.eventId = try ProtoDecoding.string(c.event_id, field: "event_id", of: Self.protoMessageName)
+        self.occurredAtUnixMs = c.occurred_at_unix_ms
+        self.actorKind = IdentityV1.AuditActorKind(rawValue: Int32(truncatingIfNeeded: c.actor_kind.rawValue))
+        self.actor = try ProtoDecoding.string(c.actor, field: "actor", of: Self.protoMessageName)
+        self.action = IdentityV1.AuditAction(rawValue: Int32(truncatingIfNeeded: c.action.rawValue))
+        self.targetUserId = try ProtoDecoding.string(
+            c.target_user_id, field: "target_user_id", of: Self.protoMessageName)
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+        self.beforeJson = try ProtoDecoding.string(c.before_json, field: "before_json", of: Self.protoMessageName)
+        self.afterJson = try ProtoDecoding.string(c.after_json, field: "after_json", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__AuditEvent> {
+        let message = arena.allocate(Rave__Identity__V1__AuditEvent.self)
+        rave__identity__v1__audit_event__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__AuditEvent, arena: inout ProtoArena) {
+        if !self.eventId.isEmpty { message.event_id = arena.string(self.eventId) }
+        message.occurred_at_unix_ms = self.occurredAtUnixMs
+        message.actor_kind = .init(rawValue: .init(truncatingIfNeeded: self.actorKind.rawValue))
+        if !self.actor.isEmpty { message.actor = arena.string(self.actor) }
+        message.action = .init(rawValue: .init(truncatingIfNeeded: self.action.rawValue))
+        if !self.targetUserId.isEmpty { message.target_user_id = arena.string(self.targetUserId) }
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+        if !self.beforeJson.isEmpty { message.before_json = arena.string(self.beforeJson) }
+        if !self.afterJson.isEmpty { message.after_json = arena.string(self.afterJson) }
+    }
+}
+
+extension IdentityV1.ListAuditEventsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListAuditEventsRequest()
+        rave__identity__v1__list_audit_events_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListAuditEventsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListAuditEventsRequest()
+        rave__identity__v1__list_audit_events_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListAuditEventsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.targetUserId = try ProtoDecoding.string(
+            c.target_user_id, field: "target_user_id", of: Self.protoMessageName)
+        self.action = IdentityV1.AuditAction(rawValue: Int32(truncatingIfNeeded: c.action.rawValue))
+        self.sinceUnixMs = c.since_unix_ms
+        self.beforeUnixMs = c.before_unix_ms
+        self.pageSize = c.page_size
+        self.pageToken = try ProtoDecoding.string(c.page_token, field: "page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListAuditEventsRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ListAuditEventsRequest.self)
+        rave__identity__v1__list_audit_events_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListAuditEventsRequest, arena: inout ProtoArena) {
+        if !self.targetUserId.isEmpty { message.target_user_id = arena.string(self.targetUserId) }
+        message.action = .init(rawValue: .init(truncatingIfNeeded: self.action.rawValue))
+        message.since_unix_ms = self.sinceUnixMs
+        message.before_unix_ms = self.beforeUnixMs
+        message.page_size = self.pageSize
+        if !self.pageToken.isEmpty { message.page_token = arena.string(self.pageToken) }
+    }
+}
+
+extension IdentityV1.ListAuditEventsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListAuditEventsResponse()
+        rave__identity__v1__list_audit_events_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListAuditEventsResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListAuditEventsResponse()
+        rave__identity__v1__list_audit_events_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListAuditEventsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.events = try ProtoDecoding.messages(c.events, count: c.n_events) { element throws(ProtoDecodingError) in
+            try IdentityV1.AuditEvent(protobufC: element)
+        }
+        self.nextPageToken = try ProtoDecoding.string(
+            c.next_page_token, field: "next_page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListAuditEventsResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__ListAuditEventsResponse.self)
+        rave__identity__v1__list_audit_events_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListAuditEventsResponse, arena: inout ProtoArena) {
+        message.n_events = self.events.count
+        if !self.events.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__AuditEvent>?.self, count: self.events.count)
+            for (index, element) in self.events.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.events = elements
+        }
+        if !self.nextPageToken.isEmpty { message.next_page_token = arena.string(self.nextPageToken) }
     }
 }
 
@@ -5087,5 +5957,95 @@ extension IdentityV1.ListRevocationsResponse {
         }
         message.cursor = self.cursor
         message.more = self.more ? 1 : 0
+    }
+}
+
+extension IdentityV1.ListAllowedOriginsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListAllowedOriginsRequest()
+        rave__identity__v1__list_allowed_origins_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListAllowedOriginsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListAllowedOriginsRequest()
+        rave__identity__v1__list_allowed_origins_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__ListAllowedOriginsRequest>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__ListAllowedOriginsRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ListAllowedOriginsRequest.self)
+        rave__identity__v1__list_allowed_origins_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__ListAllowedOriginsRequest, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.ListAllowedOriginsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListAllowedOriginsResponse()
+        rave__identity__v1__list_allowed_origins_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListAllowedOriginsResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListAllowedOriginsResponse()
+        rave__identity__v1__list_allowed_origins_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListAllowedOriginsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.origins = try ProtoDecoding.array(c.origins, count: c.n_origins) { element throws(ProtoDecodingError) in
+            try ProtoDecoding.string(element, field: "origins", of: Self.protoMessageName)
+        }
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__ListAllowedOriginsResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ListAllowedOriginsResponse.self)
+        rave__identity__v1__list_allowed_origins_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListAllowedOriginsResponse, arena: inout ProtoArena) {
+        message.n_origins = self.origins.count
+        message.origins = arena.strings(self.origins)
     }
 }

@@ -424,6 +424,12 @@ extension IdentityV1 {
 
         public var crossAppLogin: Bool = false
 
+        /// Web origins whose pages may call the gateway's HTTP/JSON front door from a browser (CORS; docs/gateway.md):
+        /// at most 20, each "https://host[:port]", or "http://localhost[:port]" or "http://127.0.0.1[:port]" for
+        /// development; lower-case host, no path, query, user info or wildcard, no default port (443, 80), at most 256
+        /// characters. Compared exactly with a browser's Origin header.
+        public var allowedOrigins: [String] = []
+
         /// A message with every field at its default.
         public init() {}
 
@@ -431,7 +437,7 @@ extension IdentityV1 {
         public init(
             displayNameScope: IdentityV1.ValueScope = .unspecified, pictureScope: IdentityV1.ValueScope = .unspecified,
             allowForceDisconnect: Bool = false, mergePolicy: IdentityV1.MergePolicy = .unspecified,
-            twoFactorAllowed: Bool = false, crossAppLogin: Bool = false
+            twoFactorAllowed: Bool = false, crossAppLogin: Bool = false, allowedOrigins: [String] = []
         ) {
             self.displayNameScope = displayNameScope
             self.pictureScope = pictureScope
@@ -439,6 +445,22 @@ extension IdentityV1 {
             self.mergePolicy = mergePolicy
             self.twoFactorAllowed = twoFactorAllowed
             self.crossAppLogin = crossAppLogin
+            self.allowedOrigins = allowedOrigins
+        }
+    }
+
+    /// A list whose presence matters: set, it replaces the whole list (empty clears it).
+    public struct AllowedOrigins: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.AllowedOrigins"
+
+        public var origins: [String] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(origins: [String] = []) {
+            self.origins = origins
         }
     }
 
@@ -488,6 +510,27 @@ extension IdentityV1 {
             self.name = name
             self.settings = settings
             self.createdAtUnixMs = createdAtUnixMs
+        }
+    }
+
+    /// Why and until when a player may not sign in. The status details of a login or refresh refused for a ban
+    /// (PERMISSION_DENIED) carry it, so a game can show the reason and the end.
+    public struct BanInfo: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.BanInfo"
+
+        /// The operator's words, shown to the player (1…500 characters).
+        public var reason: String = ""
+
+        /// When the ban ends by itself; 0 when it lasts until an operator lifts it.
+        public var untilUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(reason: String = "", untilUnixMs: Int64 = 0) {
+            self.reason = reason
+            self.untilUnixMs = untilUnixMs
         }
     }
 
@@ -994,7 +1037,7 @@ extension IdentityV1.ApplicationSettings {
         self = try ProtoDecoding.unpack(
             bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ApplicationSettings.self,
             messageName: Self.protoMessageName,
-            checksStrings: false
+            checksStrings: true
         ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
     }
 
@@ -1016,6 +1059,10 @@ extension IdentityV1.ApplicationSettings {
         self.mergePolicy = IdentityV1.MergePolicy(rawValue: Int32(truncatingIfNeeded: c.merge_policy.rawValue))
         self.twoFactorAllowed = c.two_factor_allowed != 0
         self.crossAppLogin = c.cross_app_login != 0
+        self.allowedOrigins = try ProtoDecoding.array(c.allowed_origins, count: c.n_allowed_origins) {
+            element throws(ProtoDecodingError) in
+            try ProtoDecoding.string(element, field: "allowed_origins", of: Self.protoMessageName)
+        }
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ApplicationSettings> {
@@ -1032,6 +1079,54 @@ extension IdentityV1.ApplicationSettings {
         message.merge_policy = .init(rawValue: .init(truncatingIfNeeded: self.mergePolicy.rawValue))
         message.two_factor_allowed = self.twoFactorAllowed ? 1 : 0
         message.cross_app_login = self.crossAppLogin ? 1 : 0
+        message.n_allowed_origins = self.allowedOrigins.count
+        message.allowed_origins = arena.strings(self.allowedOrigins)
+    }
+}
+
+extension IdentityV1.AllowedOrigins {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__AllowedOrigins()
+        rave__identity__v1__allowed_origins__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__AllowedOrigins.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__AllowedOrigins()
+        rave__identity__v1__allowed_origins__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__AllowedOrigins>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.origins = try ProtoDecoding.array(c.origins, count: c.n_origins) { element throws(ProtoDecodingError) in
+            try ProtoDecoding.string(element, field: "origins", of: Self.protoMessageName)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__AllowedOrigins> {
+        let message = arena.allocate(Rave__Identity__V1__AllowedOrigins.self)
+        rave__identity__v1__allowed_origins__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__AllowedOrigins, arena: inout ProtoArena) {
+        message.n_origins = self.origins.count
+        message.origins = arena.strings(self.origins)
     }
 }
 
@@ -1130,6 +1225,51 @@ extension IdentityV1.Application {
         if !self.name.isEmpty { message.name = arena.string(self.name) }
         if let value = self.settings { message.settings = value.protobufCMessage(arena: &arena) }
         message.created_at_unix_ms = self.createdAtUnixMs
+    }
+}
+
+extension IdentityV1.BanInfo {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__BanInfo()
+        rave__identity__v1__ban_info__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__BanInfo.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__BanInfo()
+        rave__identity__v1__ban_info__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__BanInfo>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+        self.untilUnixMs = c.until_unix_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__BanInfo> {
+        let message = arena.allocate(Rave__Identity__V1__BanInfo.self)
+        rave__identity__v1__ban_info__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__BanInfo, arena: inout ProtoArena) {
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+        message.until_unix_ms = self.untilUnixMs
     }
 }
 

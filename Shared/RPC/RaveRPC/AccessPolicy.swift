@@ -22,14 +22,21 @@ public struct AccessPolicy: Sendable {
 
     /// Rules by fully qualified service name ("rave.wallet.v1.MergeParticipant").
     public var services: [String: Peers]
+    /// Rules of single methods ("rave.identity.v1.IdentityInternal/ListAllowedOrigins"), narrower than their
+    /// service's rule; they win over it.
+    public var methods: [String: Peers]
     /// The rule of every service without its own, and of the server's fallback handler.
     public var otherwise: Peers
     /// The roles whose `rave-caller-*` and `rave-client-address` metadata is believed; from any other peer a call
     /// carrying them is refused, never served with the metadata ignored.
     public var callerMetadataFrom: Set<PeerRole>
 
-    public init(services: [String: Peers] = [:], otherwise: Peers, callerMetadataFrom: Set<PeerRole>) {
+    public init(
+        services: [String: Peers] = [:], methods: [String: Peers] = [:], otherwise: Peers,
+        callerMetadataFrom: Set<PeerRole>
+    ) {
         self.services = services
+        self.methods = methods
         self.otherwise = otherwise
         self.callerMetadataFrom = callerMetadataFrom
     }
@@ -41,6 +48,7 @@ public struct AccessPolicy: Sendable {
     /// The rule for a fully qualified method name ("rave.wallet.v1.Wallet/PlaceBet").
     public func peers(forMethod method: String) -> Peers {
         if method == HealthCheck.methodName { return .anyone }
+        if !methods.isEmpty, let rule = methods[method] { return rule }
         guard let slash = method.firstIndex(of: "/") else { return otherwise }
         return services[String(method[..<slash])] ?? otherwise
     }
@@ -51,8 +59,10 @@ public struct AccessPolicy: Sendable {
     }
 
     /// PERMISSION_DENIED for a peer of `role` calling `method` under `rule`.
-    static func refusal(method: String, role: PeerRole?, rule: Peers) -> RPCError {
-        let service = method.firstIndex(of: "/").map { String(method[..<$0]) } ?? method
+    func refusal(method: String, role: PeerRole?, rule: Peers) -> RPCError {
+        // A method with a rule of its own is named; any other is refused for its whole service.
+        let service =
+            methods[method] != nil ? method : method.firstIndex(of: "/").map { String(method[..<$0]) } ?? method
         let allowed: String
         switch rule {
         case .anyone: allowed = "anyone"

@@ -11,10 +11,15 @@ public enum MetadataKey {
     public static let callerAppID = "rave-caller-app-id"
     public static let callerSessionID = "rave-caller-session-id"
     public static let callerScopes = "rave-caller-scopes"
+    /// The name of the admin credential a call was made with (the admin client certificate's common name), set by
+    /// the gateway on calls that carry the admin scope, so services can record who acted (identity's audit log).
+    public static let callerAdmin = "rave-caller-admin"
     /// The client's IP address as the gateway saw it, for services' per-address limits.
     public static let clientAddress = "rave-client-address"
     /// Every key that asserts who calls: only the gateway may send them (`AccessPolicy.callerMetadataFrom`).
-    public static let callerAssertions = [callerUserID, callerAppID, callerSessionID, callerScopes, clientAddress]
+    public static let callerAssertions = [
+        callerUserID, callerAppID, callerSessionID, callerScopes, callerAdmin, clientAddress,
+    ]
 }
 
 /// Who is calling, as established by the gateway (or an admin credential).

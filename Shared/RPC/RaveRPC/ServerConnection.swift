@@ -232,7 +232,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         guard rule.admits(peer.role) else {
             reject(
                 streamID: streamID, method: request.method,
-                AccessPolicy.refusal(method: request.method, role: peer.role, rule: rule))
+                router.access.refusal(method: request.method, role: peer.role, rule: rule))
             return
         }
         // The built-in Health check always runs as written; every other method may be served on the loop.

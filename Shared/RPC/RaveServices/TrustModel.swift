@@ -28,8 +28,14 @@ public enum TrustModel {
         ],
     ]
 
+    /// Internal methods with fewer callers than their block: they win over `internalCallers`.
+    public static let internalMethodCallers: [String: Set<PeerRole>] = [
+        // Every application's allowed web origins, for the gateway's CORS checks; no data service needs them.
+        "\(IdentityV1.IdentityInternalClient.serviceName)/ListAllowedOrigins": [.gateway]
+    ]
+
     /// The policy of every backend service's port.
     public static let backend = AccessPolicy(
-        services: internalCallers.mapValues { .roles($0) }, otherwise: .roles([.gateway]),
-        callerMetadataFrom: [.gateway])
+        services: internalCallers.mapValues { .roles($0) }, methods: internalMethodCallers.mapValues { .roles($0) },
+        otherwise: .roles([.gateway]), callerMetadataFrom: [.gateway])
 }

@@ -114,6 +114,12 @@ extension IdentityV1 {
             _ request: IdentityV1.DisableTwoFactorRequest, context: RequestContext
         ) async throws -> IdentityV1.DisableTwoFactorResponse
 
+        /// Replaces the signed-in player's password, given the current one (and a two-factor code when enrolled); every
+        /// other session of the player ends, the caller's goes on.
+        func changePassword(
+            _ request: IdentityV1.ChangePasswordRequest, context: RequestContext
+        ) async throws -> IdentityV1.ChangePasswordResponse
+
         /// The seed betting SDK's unbacked token: a short-lived access token of the caller's user and session that the
         /// wallet accepts for unbacked bets only (scope "wallet:unbacked"); it has no refresh token.
         func issueUnbackedToken(
@@ -138,7 +144,8 @@ extension IdentityV1 {
             "rave.identity.v1.Identity/SelectAppDataKey", "rave.identity.v1.Identity/ConnectProvider",
             "rave.identity.v1.Identity/DisconnectProvider", "rave.identity.v1.Identity/GetMergeStatus",
             "rave.identity.v1.Identity/EnableTwoFactor", "rave.identity.v1.Identity/ConfirmTwoFactor",
-            "rave.identity.v1.Identity/DisableTwoFactor", "rave.identity.v1.Identity/IssueUnbackedToken",
+            "rave.identity.v1.Identity/DisableTwoFactor", "rave.identity.v1.Identity/ChangePassword",
+            "rave.identity.v1.Identity/IssueUnbackedToken",
         ]
 
         public let caller: any RPCCaller
@@ -438,6 +445,20 @@ extension IdentityV1 {
             }
         }
 
+        /// Replaces the signed-in player's password, given the current one (and a two-factor code when enrolled); every
+        /// other session of the player ends, the caller's goes on.
+        public func changePassword(
+            _ request: IdentityV1.ChangePasswordRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ChangePasswordResponse {
+            let method = "rave.identity.v1.Identity/ChangePassword"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ChangePasswordResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
         /// The seed betting SDK's unbacked token: a short-lived access token of the caller's user and session that the
         /// wallet accepts for unbacked bets only (scope "wallet:unbacked"); it has no refresh token.
         public func issueUnbackedToken(
@@ -568,6 +589,11 @@ extension IdentityV1.IdentityHandler {
                     IdentityV1.DisableTwoFactorRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
+            RPCMethod(name: "rave.identity.v1.Identity/ChangePassword") { request, context in
+                try await self.changePassword(
+                    IdentityV1.ChangePasswordRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
             RPCMethod(name: "rave.identity.v1.Identity/IssueUnbackedToken") { request, context in
                 try await self.issueUnbackedToken(
                     IdentityV1.IssueUnbackedTokenRequest(protobufBytes: request), context: context
@@ -605,6 +631,27 @@ extension IdentityV1 {
         func getMergeStatus(
             _ request: IdentityV1.GetMergeStatusRequest, context: RequestContext
         ) async throws -> IdentityV1.GetMergeStatusResponse
+
+        /// One user's account as an operator sees it, with its ban.
+        func getUser(
+            _ request: IdentityV1.GetUserRequest, context: RequestContext
+        ) async throws -> IdentityV1.GetUserResponse
+
+        /// Bans a player: every session ends at once and every login and refresh is refused (PERMISSION_DENIED with
+        /// BanInfo) until the ban ends or is lifted. Recorded in the audit log.
+        func banUser(
+            _ request: IdentityV1.BanUserRequest, context: RequestContext
+        ) async throws -> IdentityV1.BanUserResponse
+
+        /// Lifts a ban. Recorded in the audit log.
+        func unbanUser(
+            _ request: IdentityV1.UnbanUserRequest, context: RequestContext
+        ) async throws -> IdentityV1.UnbanUserResponse
+
+        /// The audit log of operator actions, newest first.
+        func listAuditEvents(
+            _ request: IdentityV1.ListAuditEventsRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListAuditEventsResponse
     }
 
     /// Calls rave.identity.v1.IdentityAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -616,6 +663,8 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityAdmin/CreatePublisher", "rave.identity.v1.IdentityAdmin/UpdatePublisher",
             "rave.identity.v1.IdentityAdmin/CreateApplication", "rave.identity.v1.IdentityAdmin/UpdateApplication",
             "rave.identity.v1.IdentityAdmin/GetApplication", "rave.identity.v1.IdentityAdmin/GetMergeStatus",
+            "rave.identity.v1.IdentityAdmin/GetUser", "rave.identity.v1.IdentityAdmin/BanUser",
+            "rave.identity.v1.IdentityAdmin/UnbanUser", "rave.identity.v1.IdentityAdmin/ListAuditEvents",
         ]
 
         public let caller: any RPCCaller
@@ -695,6 +744,59 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// One user's account as an operator sees it, with its ban.
+        public func getUser(
+            _ request: IdentityV1.GetUserRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.GetUserResponse {
+            let method = "rave.identity.v1.IdentityAdmin/GetUser"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.GetUserResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Bans a player: every session ends at once and every login and refresh is refused (PERMISSION_DENIED with
+        /// BanInfo) until the ban ends or is lifted. Recorded in the audit log.
+        public func banUser(
+            _ request: IdentityV1.BanUserRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.BanUserResponse {
+            let method = "rave.identity.v1.IdentityAdmin/BanUser"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.BanUserResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Lifts a ban. Recorded in the audit log.
+        public func unbanUser(
+            _ request: IdentityV1.UnbanUserRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.UnbanUserResponse {
+            let method = "rave.identity.v1.IdentityAdmin/UnbanUser"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.UnbanUserResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// The audit log of operator actions, newest first.
+        public func listAuditEvents(
+            _ request: IdentityV1.ListAuditEventsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListAuditEventsResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ListAuditEvents"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListAuditEventsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -732,6 +834,23 @@ extension IdentityV1.IdentityAdminHandler {
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/GetMergeStatus") { request, context in
                 try await self.getMergeStatus(
                     IdentityV1.GetMergeStatusRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/GetUser") { request, context in
+                try await self.getUser(IdentityV1.GetUserRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/BanUser") { request, context in
+                try await self.banUser(IdentityV1.BanUserRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/UnbanUser") { request, context in
+                try await self.unbanUser(IdentityV1.UnbanUserRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListAuditEvents") { request, context in
+                try await self.listAuditEvents(
+                    IdentityV1.ListAuditEventsRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]
@@ -777,11 +896,16 @@ extension IdentityV1 {
             _ request: IdentityV1.FindUsersRequest, context: RequestContext
         ) async throws -> IdentityV1.FindUsersResponse
 
-        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change), in the order they
-        /// ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
+        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change, a password change, a
+        /// ban), in the order they ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
         func listRevocations(
             _ request: IdentityV1.ListRevocationsRequest, context: RequestContext
         ) async throws -> IdentityV1.ListRevocationsResponse
+
+        /// Every application's allowed web origins, for the gateway's CORS checks (the gateway role only).
+        func listAllowedOrigins(
+            _ request: IdentityV1.ListAllowedOriginsRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListAllowedOriginsResponse
     }
 
     /// Calls rave.identity.v1.IdentityInternal through any `RPCCaller` (a connection, a pool, the gateway).
@@ -794,6 +918,7 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityInternal/LookupExternal", "rave.identity.v1.IdentityInternal/UsedApplications",
             "rave.identity.v1.IdentityInternal/SigningKeys", "rave.identity.v1.IdentityInternal/GetApplications",
             "rave.identity.v1.IdentityInternal/FindUsers", "rave.identity.v1.IdentityInternal/ListRevocations",
+            "rave.identity.v1.IdentityInternal/ListAllowedOrigins",
         ]
 
         public let caller: any RPCCaller
@@ -892,8 +1017,8 @@ extension IdentityV1 {
             }
         }
 
-        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change), in the order they
-        /// ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
+        /// Sessions that ended (logout, RevokeSession, a reused refresh token, a two-factor change, a password change, a
+        /// ban), in the order they ended: the gateway polls this feed and refuses the access tokens of these sessions until they expire.
         public func listRevocations(
             _ request: IdentityV1.ListRevocationsRequest, options: CallOptions = CallOptions()
         ) async throws(RPCError) -> IdentityV1.ListRevocationsResponse {
@@ -901,6 +1026,19 @@ extension IdentityV1 {
             let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
             do {
                 return try IdentityV1.ListRevocationsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Every application's allowed web origins, for the gateway's CORS checks (the gateway role only).
+        public func listAllowedOrigins(
+            _ request: IdentityV1.ListAllowedOriginsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListAllowedOriginsResponse {
+            let method = "rave.identity.v1.IdentityInternal/ListAllowedOrigins"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListAllowedOriginsResponse(protobufBytes: response)
             } catch {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
@@ -948,6 +1086,11 @@ extension IdentityV1.IdentityInternalHandler {
             RPCMethod(name: "rave.identity.v1.IdentityInternal/ListRevocations") { request, context in
                 try await self.listRevocations(
                     IdentityV1.ListRevocationsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityInternal/ListAllowedOrigins") { request, context in
+                try await self.listAllowedOrigins(
+                    IdentityV1.ListAllowedOriginsRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

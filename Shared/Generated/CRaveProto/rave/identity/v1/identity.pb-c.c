@@ -2077,6 +2077,96 @@ void   rave__identity__v1__disable_two_factor_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__disable_two_factor_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__change_password_request__init
+                     (Rave__Identity__V1__ChangePasswordRequest         *message)
+{
+  static const Rave__Identity__V1__ChangePasswordRequest init_value = RAVE__IDENTITY__V1__CHANGE_PASSWORD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__change_password_request__get_packed_size
+                     (const Rave__Identity__V1__ChangePasswordRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_password_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__change_password_request__pack
+                     (const Rave__Identity__V1__ChangePasswordRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_password_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__change_password_request__pack_to_buffer
+                     (const Rave__Identity__V1__ChangePasswordRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_password_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ChangePasswordRequest *
+       rave__identity__v1__change_password_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ChangePasswordRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__change_password_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__change_password_request__free_unpacked
+                     (Rave__Identity__V1__ChangePasswordRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__change_password_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__change_password_response__init
+                     (Rave__Identity__V1__ChangePasswordResponse         *message)
+{
+  static const Rave__Identity__V1__ChangePasswordResponse init_value = RAVE__IDENTITY__V1__CHANGE_PASSWORD_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__change_password_response__get_packed_size
+                     (const Rave__Identity__V1__ChangePasswordResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_password_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__change_password_response__pack
+                     (const Rave__Identity__V1__ChangePasswordResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_password_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__change_password_response__pack_to_buffer
+                     (const Rave__Identity__V1__ChangePasswordResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_password_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ChangePasswordResponse *
+       rave__identity__v1__change_password_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ChangePasswordResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__change_password_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__change_password_response__free_unpacked
+                     (Rave__Identity__V1__ChangePasswordResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__change_password_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rave__identity__v1__create_publisher_request__init
                      (Rave__Identity__V1__CreatePublisherRequest         *message)
 {
@@ -2525,6 +2615,411 @@ void   rave__identity__v1__get_application_response__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &rave__identity__v1__get_application_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__get_user_request__init
+                     (Rave__Identity__V1__GetUserRequest         *message)
+{
+  static const Rave__Identity__V1__GetUserRequest init_value = RAVE__IDENTITY__V1__GET_USER_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__get_user_request__get_packed_size
+                     (const Rave__Identity__V1__GetUserRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_user_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__get_user_request__pack
+                     (const Rave__Identity__V1__GetUserRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_user_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__get_user_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetUserRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_user_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__GetUserRequest *
+       rave__identity__v1__get_user_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__GetUserRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__get_user_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__get_user_request__free_unpacked
+                     (Rave__Identity__V1__GetUserRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__get_user_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__get_user_response__init
+                     (Rave__Identity__V1__GetUserResponse         *message)
+{
+  static const Rave__Identity__V1__GetUserResponse init_value = RAVE__IDENTITY__V1__GET_USER_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__get_user_response__get_packed_size
+                     (const Rave__Identity__V1__GetUserResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_user_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__get_user_response__pack
+                     (const Rave__Identity__V1__GetUserResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_user_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__get_user_response__pack_to_buffer
+                     (const Rave__Identity__V1__GetUserResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_user_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__GetUserResponse *
+       rave__identity__v1__get_user_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__GetUserResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__get_user_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__get_user_response__free_unpacked
+                     (Rave__Identity__V1__GetUserResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__get_user_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__ban_user_request__init
+                     (Rave__Identity__V1__BanUserRequest         *message)
+{
+  static const Rave__Identity__V1__BanUserRequest init_value = RAVE__IDENTITY__V1__BAN_USER_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__ban_user_request__get_packed_size
+                     (const Rave__Identity__V1__BanUserRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__ban_user_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__ban_user_request__pack
+                     (const Rave__Identity__V1__BanUserRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__ban_user_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__ban_user_request__pack_to_buffer
+                     (const Rave__Identity__V1__BanUserRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__ban_user_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__BanUserRequest *
+       rave__identity__v1__ban_user_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__BanUserRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__ban_user_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__ban_user_request__free_unpacked
+                     (Rave__Identity__V1__BanUserRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__ban_user_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__ban_user_response__init
+                     (Rave__Identity__V1__BanUserResponse         *message)
+{
+  static const Rave__Identity__V1__BanUserResponse init_value = RAVE__IDENTITY__V1__BAN_USER_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__ban_user_response__get_packed_size
+                     (const Rave__Identity__V1__BanUserResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__ban_user_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__ban_user_response__pack
+                     (const Rave__Identity__V1__BanUserResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__ban_user_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__ban_user_response__pack_to_buffer
+                     (const Rave__Identity__V1__BanUserResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__ban_user_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__BanUserResponse *
+       rave__identity__v1__ban_user_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__BanUserResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__ban_user_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__ban_user_response__free_unpacked
+                     (Rave__Identity__V1__BanUserResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__ban_user_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__unban_user_request__init
+                     (Rave__Identity__V1__UnbanUserRequest         *message)
+{
+  static const Rave__Identity__V1__UnbanUserRequest init_value = RAVE__IDENTITY__V1__UNBAN_USER_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__unban_user_request__get_packed_size
+                     (const Rave__Identity__V1__UnbanUserRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__unban_user_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__unban_user_request__pack
+                     (const Rave__Identity__V1__UnbanUserRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__unban_user_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__unban_user_request__pack_to_buffer
+                     (const Rave__Identity__V1__UnbanUserRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__unban_user_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__UnbanUserRequest *
+       rave__identity__v1__unban_user_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__UnbanUserRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__unban_user_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__unban_user_request__free_unpacked
+                     (Rave__Identity__V1__UnbanUserRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__unban_user_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__unban_user_response__init
+                     (Rave__Identity__V1__UnbanUserResponse         *message)
+{
+  static const Rave__Identity__V1__UnbanUserResponse init_value = RAVE__IDENTITY__V1__UNBAN_USER_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__unban_user_response__get_packed_size
+                     (const Rave__Identity__V1__UnbanUserResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__unban_user_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__unban_user_response__pack
+                     (const Rave__Identity__V1__UnbanUserResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__unban_user_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__unban_user_response__pack_to_buffer
+                     (const Rave__Identity__V1__UnbanUserResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__unban_user_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__UnbanUserResponse *
+       rave__identity__v1__unban_user_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__UnbanUserResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__unban_user_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__unban_user_response__free_unpacked
+                     (Rave__Identity__V1__UnbanUserResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__unban_user_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__audit_event__init
+                     (Rave__Identity__V1__AuditEvent         *message)
+{
+  static const Rave__Identity__V1__AuditEvent init_value = RAVE__IDENTITY__V1__AUDIT_EVENT__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__audit_event__get_packed_size
+                     (const Rave__Identity__V1__AuditEvent *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__audit_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__audit_event__pack
+                     (const Rave__Identity__V1__AuditEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__audit_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__audit_event__pack_to_buffer
+                     (const Rave__Identity__V1__AuditEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__audit_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__AuditEvent *
+       rave__identity__v1__audit_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__AuditEvent *)
+     protobuf_c_message_unpack (&rave__identity__v1__audit_event__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__audit_event__free_unpacked
+                     (Rave__Identity__V1__AuditEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__audit_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_audit_events_request__init
+                     (Rave__Identity__V1__ListAuditEventsRequest         *message)
+{
+  static const Rave__Identity__V1__ListAuditEventsRequest init_value = RAVE__IDENTITY__V1__LIST_AUDIT_EVENTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_audit_events_request__get_packed_size
+                     (const Rave__Identity__V1__ListAuditEventsRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_audit_events_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_audit_events_request__pack
+                     (const Rave__Identity__V1__ListAuditEventsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_audit_events_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_audit_events_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListAuditEventsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_audit_events_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListAuditEventsRequest *
+       rave__identity__v1__list_audit_events_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListAuditEventsRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_audit_events_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_audit_events_request__free_unpacked
+                     (Rave__Identity__V1__ListAuditEventsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_audit_events_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_audit_events_response__init
+                     (Rave__Identity__V1__ListAuditEventsResponse         *message)
+{
+  static const Rave__Identity__V1__ListAuditEventsResponse init_value = RAVE__IDENTITY__V1__LIST_AUDIT_EVENTS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_audit_events_response__get_packed_size
+                     (const Rave__Identity__V1__ListAuditEventsResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_audit_events_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_audit_events_response__pack
+                     (const Rave__Identity__V1__ListAuditEventsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_audit_events_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_audit_events_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListAuditEventsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_audit_events_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListAuditEventsResponse *
+       rave__identity__v1__list_audit_events_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListAuditEventsResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_audit_events_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_audit_events_response__free_unpacked
+                     (Rave__Identity__V1__ListAuditEventsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_audit_events_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   rave__identity__v1__resolve_users_request__init
@@ -3560,6 +4055,96 @@ void   rave__identity__v1__list_revocations_response__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &rave__identity__v1__list_revocations_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_allowed_origins_request__init
+                     (Rave__Identity__V1__ListAllowedOriginsRequest         *message)
+{
+  static const Rave__Identity__V1__ListAllowedOriginsRequest init_value = RAVE__IDENTITY__V1__LIST_ALLOWED_ORIGINS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_allowed_origins_request__get_packed_size
+                     (const Rave__Identity__V1__ListAllowedOriginsRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_allowed_origins_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_allowed_origins_request__pack
+                     (const Rave__Identity__V1__ListAllowedOriginsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_allowed_origins_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_allowed_origins_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListAllowedOriginsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_allowed_origins_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListAllowedOriginsRequest *
+       rave__identity__v1__list_allowed_origins_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListAllowedOriginsRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_allowed_origins_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_allowed_origins_request__free_unpacked
+                     (Rave__Identity__V1__ListAllowedOriginsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_allowed_origins_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_allowed_origins_response__init
+                     (Rave__Identity__V1__ListAllowedOriginsResponse         *message)
+{
+  static const Rave__Identity__V1__ListAllowedOriginsResponse init_value = RAVE__IDENTITY__V1__LIST_ALLOWED_ORIGINS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_allowed_origins_response__get_packed_size
+                     (const Rave__Identity__V1__ListAllowedOriginsResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_allowed_origins_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_allowed_origins_response__pack
+                     (const Rave__Identity__V1__ListAllowedOriginsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_allowed_origins_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_allowed_origins_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListAllowedOriginsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_allowed_origins_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListAllowedOriginsResponse *
+       rave__identity__v1__list_allowed_origins_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListAllowedOriginsResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_allowed_origins_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_allowed_origins_response__free_unpacked
+                     (Rave__Identity__V1__ListAllowedOriginsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_allowed_origins_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
@@ -5662,6 +6247,108 @@ const ProtobufCMessageDescriptor rave__identity__v1__disable_two_factor_response
   (ProtobufCMessageInit) rave__identity__v1__disable_two_factor_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__change_password_request__field_descriptors[3] =
+{
+  {
+    "current_password",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ChangePasswordRequest, current_password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "two_factor_code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ChangePasswordRequest, two_factor_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "new_password",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ChangePasswordRequest, new_password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__change_password_request__field_indices_by_name[] = {
+  0,   /* field[0] = current_password */
+  2,   /* field[2] = new_password */
+  1,   /* field[1] = two_factor_code */
+};
+static const ProtobufCIntRange rave__identity__v1__change_password_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__change_password_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ChangePasswordRequest",
+  "ChangePasswordRequest",
+  "Rave__Identity__V1__ChangePasswordRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ChangePasswordRequest),
+  3,
+  rave__identity__v1__change_password_request__field_descriptors,
+  rave__identity__v1__change_password_request__field_indices_by_name,
+  1,  rave__identity__v1__change_password_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__change_password_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__change_password_response__field_descriptors[1] =
+{
+  {
+    "revoked_sessions",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ChangePasswordResponse, revoked_sessions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__change_password_response__field_indices_by_name[] = {
+  0,   /* field[0] = revoked_sessions */
+};
+static const ProtobufCIntRange rave__identity__v1__change_password_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__change_password_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ChangePasswordResponse",
+  "ChangePasswordResponse",
+  "Rave__Identity__V1__ChangePasswordResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ChangePasswordResponse),
+  1,
+  rave__identity__v1__change_password_response__field_descriptors,
+  rave__identity__v1__change_password_response__field_indices_by_name,
+  1,  rave__identity__v1__change_password_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__change_password_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor rave__identity__v1__create_publisher_request__field_descriptors[1] =
 {
   {
@@ -5929,7 +6616,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__create_application_response
   (ProtobufCMessageInit) rave__identity__v1__create_application_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__update_application_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor rave__identity__v1__update_application_request__field_descriptors[4] =
 {
   {
     "app_id",
@@ -5967,8 +6654,21 @@ static const ProtobufCFieldDescriptor rave__identity__v1__update_application_req
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "allowed_origins",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__UpdateApplicationRequest, allowed_origins),
+    &rave__identity__v1__allowed_origins__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__update_application_request__field_indices_by_name[] = {
+  3,   /* field[3] = allowed_origins */
   0,   /* field[0] = app_id */
   1,   /* field[1] = name */
   2,   /* field[2] = settings */
@@ -5976,7 +6676,7 @@ static const unsigned rave__identity__v1__update_application_request__field_indi
 static const ProtobufCIntRange rave__identity__v1__update_application_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__update_application_request__descriptor =
 {
@@ -5986,7 +6686,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__update_application_request_
   "Rave__Identity__V1__UpdateApplicationRequest",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__UpdateApplicationRequest),
-  3,
+  4,
   rave__identity__v1__update_application_request__field_descriptors,
   rave__identity__v1__update_application_request__field_indices_by_name,
   1,  rave__identity__v1__update_application_request__number_ranges,
@@ -6105,6 +6805,621 @@ const ProtobufCMessageDescriptor rave__identity__v1__get_application_response__d
   rave__identity__v1__get_application_response__field_indices_by_name,
   1,  rave__identity__v1__get_application_response__number_ranges,
   (ProtobufCMessageInit) rave__identity__v1__get_application_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__get_user_request__field_descriptors[1] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__GetUserRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__get_user_request__field_indices_by_name[] = {
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__get_user_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__get_user_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.GetUserRequest",
+  "GetUserRequest",
+  "Rave__Identity__V1__GetUserRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__GetUserRequest),
+  1,
+  rave__identity__v1__get_user_request__field_descriptors,
+  rave__identity__v1__get_user_request__field_indices_by_name,
+  1,  rave__identity__v1__get_user_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__get_user_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__get_user_response__field_descriptors[2] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__GetUserResponse, user),
+    &rave__identity__v1__user__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ban",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__GetUserResponse, ban),
+    &rave__identity__v1__ban_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__get_user_response__field_indices_by_name[] = {
+  1,   /* field[1] = ban */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange rave__identity__v1__get_user_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__get_user_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.GetUserResponse",
+  "GetUserResponse",
+  "Rave__Identity__V1__GetUserResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__GetUserResponse),
+  2,
+  rave__identity__v1__get_user_response__field_descriptors,
+  rave__identity__v1__get_user_response__field_indices_by_name,
+  1,  rave__identity__v1__get_user_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__get_user_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__ban_user_request__field_descriptors[3] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BanUserRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BanUserRequest, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "until_unix_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BanUserRequest, until_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__ban_user_request__field_indices_by_name[] = {
+  1,   /* field[1] = reason */
+  2,   /* field[2] = until_unix_ms */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__ban_user_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__ban_user_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.BanUserRequest",
+  "BanUserRequest",
+  "Rave__Identity__V1__BanUserRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__BanUserRequest),
+  3,
+  rave__identity__v1__ban_user_request__field_descriptors,
+  rave__identity__v1__ban_user_request__field_indices_by_name,
+  1,  rave__identity__v1__ban_user_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__ban_user_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__ban_user_response__field_descriptors[3] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BanUserResponse, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ban",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BanUserResponse, ban),
+    &rave__identity__v1__ban_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revoked_sessions",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BanUserResponse, revoked_sessions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__ban_user_response__field_indices_by_name[] = {
+  1,   /* field[1] = ban */
+  2,   /* field[2] = revoked_sessions */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__ban_user_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__ban_user_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.BanUserResponse",
+  "BanUserResponse",
+  "Rave__Identity__V1__BanUserResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__BanUserResponse),
+  3,
+  rave__identity__v1__ban_user_response__field_descriptors,
+  rave__identity__v1__ban_user_response__field_indices_by_name,
+  1,  rave__identity__v1__ban_user_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__ban_user_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__unban_user_request__field_descriptors[2] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__UnbanUserRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__UnbanUserRequest, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__unban_user_request__field_indices_by_name[] = {
+  1,   /* field[1] = reason */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__unban_user_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__unban_user_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.UnbanUserRequest",
+  "UnbanUserRequest",
+  "Rave__Identity__V1__UnbanUserRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__UnbanUserRequest),
+  2,
+  rave__identity__v1__unban_user_request__field_descriptors,
+  rave__identity__v1__unban_user_request__field_indices_by_name,
+  1,  rave__identity__v1__unban_user_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__unban_user_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__unban_user_response__field_descriptors[2] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__UnbanUserResponse, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "was_banned",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__UnbanUserResponse, was_banned),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__unban_user_response__field_indices_by_name[] = {
+  0,   /* field[0] = user_id */
+  1,   /* field[1] = was_banned */
+};
+static const ProtobufCIntRange rave__identity__v1__unban_user_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__unban_user_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.UnbanUserResponse",
+  "UnbanUserResponse",
+  "Rave__Identity__V1__UnbanUserResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__UnbanUserResponse),
+  2,
+  rave__identity__v1__unban_user_response__field_descriptors,
+  rave__identity__v1__unban_user_response__field_indices_by_name,
+  1,  rave__identity__v1__unban_user_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__unban_user_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__audit_event__field_descriptors[9] =
+{
+  {
+    "event_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, event_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "occurred_at_unix_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, occurred_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "actor_kind",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, actor_kind),
+    &rave__identity__v1__audit_actor_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "actor",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, actor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "action",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, action),
+    &rave__identity__v1__audit_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "target_user_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, target_user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "before_json",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, before_json),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "after_json",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, after_json),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__audit_event__field_indices_by_name[] = {
+  4,   /* field[4] = action */
+  3,   /* field[3] = actor */
+  2,   /* field[2] = actor_kind */
+  8,   /* field[8] = after_json */
+  7,   /* field[7] = before_json */
+  0,   /* field[0] = event_id */
+  1,   /* field[1] = occurred_at_unix_ms */
+  6,   /* field[6] = reason */
+  5,   /* field[5] = target_user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__audit_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 9 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__audit_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AuditEvent",
+  "AuditEvent",
+  "Rave__Identity__V1__AuditEvent",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__AuditEvent),
+  9,
+  rave__identity__v1__audit_event__field_descriptors,
+  rave__identity__v1__audit_event__field_indices_by_name,
+  1,  rave__identity__v1__audit_event__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__audit_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_audit_events_request__field_descriptors[6] =
+{
+  {
+    "target_user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsRequest, target_user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "action",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsRequest, action),
+    &rave__identity__v1__audit_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "since_unix_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsRequest, since_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "before_unix_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsRequest, before_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_audit_events_request__field_indices_by_name[] = {
+  1,   /* field[1] = action */
+  3,   /* field[3] = before_unix_ms */
+  4,   /* field[4] = page_size */
+  5,   /* field[5] = page_token */
+  2,   /* field[2] = since_unix_ms */
+  0,   /* field[0] = target_user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__list_audit_events_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_audit_events_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListAuditEventsRequest",
+  "ListAuditEventsRequest",
+  "Rave__Identity__V1__ListAuditEventsRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListAuditEventsRequest),
+  6,
+  rave__identity__v1__list_audit_events_request__field_descriptors,
+  rave__identity__v1__list_audit_events_request__field_indices_by_name,
+  1,  rave__identity__v1__list_audit_events_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_audit_events_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_audit_events_response__field_descriptors[2] =
+{
+  {
+    "events",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__ListAuditEventsResponse, n_events),
+    offsetof(Rave__Identity__V1__ListAuditEventsResponse, events),
+    &rave__identity__v1__audit_event__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_audit_events_response__field_indices_by_name[] = {
+  0,   /* field[0] = events */
+  1,   /* field[1] = next_page_token */
+};
+static const ProtobufCIntRange rave__identity__v1__list_audit_events_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_audit_events_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListAuditEventsResponse",
+  "ListAuditEventsResponse",
+  "Rave__Identity__V1__ListAuditEventsResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListAuditEventsResponse),
+  2,
+  rave__identity__v1__list_audit_events_response__field_descriptors,
+  rave__identity__v1__list_audit_events_response__field_indices_by_name,
+  1,  rave__identity__v1__list_audit_events_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_audit_events_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rave__identity__v1__resolve_users_request__field_descriptors[1] =
@@ -7221,6 +8536,62 @@ const ProtobufCMessageDescriptor rave__identity__v1__list_revocations_response__
   (ProtobufCMessageInit) rave__identity__v1__list_revocations_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+#define rave__identity__v1__list_allowed_origins_request__field_descriptors NULL
+#define rave__identity__v1__list_allowed_origins_request__field_indices_by_name NULL
+#define rave__identity__v1__list_allowed_origins_request__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListAllowedOriginsRequest",
+  "ListAllowedOriginsRequest",
+  "Rave__Identity__V1__ListAllowedOriginsRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListAllowedOriginsRequest),
+  0,
+  rave__identity__v1__list_allowed_origins_request__field_descriptors,
+  rave__identity__v1__list_allowed_origins_request__field_indices_by_name,
+  0,  rave__identity__v1__list_allowed_origins_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_allowed_origins_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_allowed_origins_response__field_descriptors[1] =
+{
+  {
+    "origins",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__ListAllowedOriginsResponse, n_origins),
+    offsetof(Rave__Identity__V1__ListAllowedOriginsResponse, origins),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_allowed_origins_response__field_indices_by_name[] = {
+  0,   /* field[0] = origins */
+};
+static const ProtobufCIntRange rave__identity__v1__list_allowed_origins_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListAllowedOriginsResponse",
+  "ListAllowedOriginsResponse",
+  "Rave__Identity__V1__ListAllowedOriginsResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListAllowedOriginsResponse),
+  1,
+  rave__identity__v1__list_allowed_origins_response__field_descriptors,
+  rave__identity__v1__list_allowed_origins_response__field_indices_by_name,
+  1,  rave__identity__v1__list_allowed_origins_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_allowed_origins_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -7251,7 +8622,65 @@ const ProtobufCEnumDescriptor rave__identity__v1__conflict_resolution__descripto
   rave__identity__v1__conflict_resolution__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[24] =
+static const ProtobufCEnumValue rave__identity__v1__audit_action__enum_values_by_number[3] =
+{
+  { "AUDIT_ACTION_UNSPECIFIED", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED", 0 },
+  { "AUDIT_ACTION_BAN_USER", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_BAN_USER", 1 },
+  { "AUDIT_ACTION_UNBAN_USER", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNBAN_USER", 2 },
+};
+static const ProtobufCIntRange rave__identity__v1__audit_action__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex rave__identity__v1__audit_action__enum_values_by_name[3] =
+{
+  { "AUDIT_ACTION_BAN_USER", 1 },
+  { "AUDIT_ACTION_UNBAN_USER", 2 },
+  { "AUDIT_ACTION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rave__identity__v1__audit_action__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AuditAction",
+  "AuditAction",
+  "Rave__Identity__V1__AuditAction",
+  "rave.identity.v1",
+  3,
+  rave__identity__v1__audit_action__enum_values_by_number,
+  3,
+  rave__identity__v1__audit_action__enum_values_by_name,
+  1,
+  rave__identity__v1__audit_action__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue rave__identity__v1__audit_actor_kind__enum_values_by_number[2] =
+{
+  { "AUDIT_ACTOR_KIND_UNSPECIFIED", "RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED", 0 },
+  { "AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE", "RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE", 1 },
+};
+static const ProtobufCIntRange rave__identity__v1__audit_actor_kind__value_ranges[] = {
+{0, 0},{0, 2}
+};
+static const ProtobufCEnumValueIndex rave__identity__v1__audit_actor_kind__enum_values_by_name[2] =
+{
+  { "AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE", 1 },
+  { "AUDIT_ACTOR_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rave__identity__v1__audit_actor_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AuditActorKind",
+  "AuditActorKind",
+  "Rave__Identity__V1__AuditActorKind",
+  "rave.identity.v1",
+  2,
+  rave__identity__v1__audit_actor_kind__enum_values_by_number,
+  2,
+  rave__identity__v1__audit_actor_kind__enum_values_by_name,
+  1,
+  rave__identity__v1__audit_actor_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[25] =
 {
   { "GuestLogin", &rave__identity__v1__guest_login_request__descriptor, &rave__identity__v1__login_response__descriptor },
   { "SignUp", &rave__identity__v1__sign_up_request__descriptor, &rave__identity__v1__login_response__descriptor },
@@ -7276,9 +8705,11 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_desc
   { "EnableTwoFactor", &rave__identity__v1__enable_two_factor_request__descriptor, &rave__identity__v1__enable_two_factor_response__descriptor },
   { "ConfirmTwoFactor", &rave__identity__v1__confirm_two_factor_request__descriptor, &rave__identity__v1__confirm_two_factor_response__descriptor },
   { "DisableTwoFactor", &rave__identity__v1__disable_two_factor_request__descriptor, &rave__identity__v1__disable_two_factor_response__descriptor },
+  { "ChangePassword", &rave__identity__v1__change_password_request__descriptor, &rave__identity__v1__change_password_response__descriptor },
   { "IssueUnbackedToken", &rave__identity__v1__issue_unbacked_token_request__descriptor, &rave__identity__v1__issue_unbacked_token_response__descriptor },
 };
 const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
+  23,        /* ChangePassword */
   4,        /* CompleteTwoFactorLogin */
   21,        /* ConfirmTwoFactor */
   17,        /* ConnectProvider */
@@ -7292,7 +8723,7 @@ const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   14,        /* GetMergedIdentities */
   13,        /* GetRandomUsers */
   0,        /* GuestLogin */
-  23,        /* IssueUnbackedToken */
+  24,        /* IssueUnbackedToken */
   8,        /* ListDevices */
   7,        /* ListSessions */
   2,        /* LoginWithPassword */
@@ -7311,7 +8742,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor =
   "Identity",
   "Rave__Identity__V1__Identity",
   "rave.identity.v1",
-  24,
+  25,
   rave__identity__v1__identity__method_descriptors,
   rave__identity__v1__identity__method_indices_by_name
 };
@@ -7499,13 +8930,21 @@ void rave__identity__v1__identity__disable_two_factor(ProtobufCService *service,
   assert(service->descriptor == &rave__identity__v1__identity__descriptor);
   service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void rave__identity__v1__identity__change_password(ProtobufCService *service,
+                                                   const Rave__Identity__V1__ChangePasswordRequest *input,
+                                                   Rave__Identity__V1__ChangePasswordResponse_Closure closure,
+                                                   void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void rave__identity__v1__identity__issue_unbacked_token(ProtobufCService *service,
                                                         const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
                                                         Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
                                                         void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity__descriptor);
-  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
                                          Rave__Identity__V1__Identity_ServiceDestroy destroy)
@@ -7514,7 +8953,7 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
                                      &rave__identity__v1__identity__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[6] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[10] =
 {
   { "CreatePublisher", &rave__identity__v1__create_publisher_request__descriptor, &rave__identity__v1__create_publisher_response__descriptor },
   { "UpdatePublisher", &rave__identity__v1__update_publisher_request__descriptor, &rave__identity__v1__update_publisher_response__descriptor },
@@ -7522,12 +8961,20 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__metho
   { "UpdateApplication", &rave__identity__v1__update_application_request__descriptor, &rave__identity__v1__update_application_response__descriptor },
   { "GetApplication", &rave__identity__v1__get_application_request__descriptor, &rave__identity__v1__get_application_response__descriptor },
   { "GetMergeStatus", &rave__identity__v1__get_merge_status_request__descriptor, &rave__identity__v1__get_merge_status_response__descriptor },
+  { "GetUser", &rave__identity__v1__get_user_request__descriptor, &rave__identity__v1__get_user_response__descriptor },
+  { "BanUser", &rave__identity__v1__ban_user_request__descriptor, &rave__identity__v1__ban_user_response__descriptor },
+  { "UnbanUser", &rave__identity__v1__unban_user_request__descriptor, &rave__identity__v1__unban_user_response__descriptor },
+  { "ListAuditEvents", &rave__identity__v1__list_audit_events_request__descriptor, &rave__identity__v1__list_audit_events_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
+  7,        /* BanUser */
   2,        /* CreateApplication */
   0,        /* CreatePublisher */
   4,        /* GetApplication */
   5,        /* GetMergeStatus */
+  6,        /* GetUser */
+  9,        /* ListAuditEvents */
+  8,        /* UnbanUser */
   3,        /* UpdateApplication */
   1         /* UpdatePublisher */
 };
@@ -7538,7 +8985,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor 
   "IdentityAdmin",
   "Rave__Identity__V1__IdentityAdmin",
   "rave.identity.v1",
-  6,
+  10,
   rave__identity__v1__identity_admin__method_descriptors,
   rave__identity__v1__identity_admin__method_indices_by_name
 };
@@ -7590,6 +9037,38 @@ void rave__identity__v1__identity_admin__get_merge_status(ProtobufCService *serv
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
   service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void rave__identity__v1__identity_admin__get_user(ProtobufCService *service,
+                                                  const Rave__Identity__V1__GetUserRequest *input,
+                                                  Rave__Identity__V1__GetUserResponse_Closure closure,
+                                                  void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__ban_user(ProtobufCService *service,
+                                                  const Rave__Identity__V1__BanUserRequest *input,
+                                                  Rave__Identity__V1__BanUserResponse_Closure closure,
+                                                  void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__unban_user(ProtobufCService *service,
+                                                    const Rave__Identity__V1__UnbanUserRequest *input,
+                                                    Rave__Identity__V1__UnbanUserResponse_Closure closure,
+                                                    void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__list_audit_events(ProtobufCService *service,
+                                                           const Rave__Identity__V1__ListAuditEventsRequest *input,
+                                                           Rave__Identity__V1__ListAuditEventsResponse_Closure closure,
+                                                           void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
                                                Rave__Identity__V1__IdentityAdmin_ServiceDestroy destroy)
 {
@@ -7597,7 +9076,7 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
                                      &rave__identity__v1__identity_admin__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__method_descriptors[8] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__method_descriptors[9] =
 {
   { "ResolveUsers", &rave__identity__v1__resolve_users_request__descriptor, &rave__identity__v1__resolve_users_response__descriptor },
   { "GetUsers", &rave__identity__v1__get_users_request__descriptor, &rave__identity__v1__get_users_response__descriptor },
@@ -7607,11 +9086,13 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__me
   { "GetApplications", &rave__identity__v1__get_applications_request__descriptor, &rave__identity__v1__get_applications_response__descriptor },
   { "FindUsers", &rave__identity__v1__find_users_request__descriptor, &rave__identity__v1__find_users_response__descriptor },
   { "ListRevocations", &rave__identity__v1__list_revocations_request__descriptor, &rave__identity__v1__list_revocations_response__descriptor },
+  { "ListAllowedOrigins", &rave__identity__v1__list_allowed_origins_request__descriptor, &rave__identity__v1__list_allowed_origins_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_internal__method_indices_by_name[] = {
   6,        /* FindUsers */
   5,        /* GetApplications */
   1,        /* GetUsers */
+  8,        /* ListAllowedOrigins */
   7,        /* ListRevocations */
   2,        /* LookupExternal */
   0,        /* ResolveUsers */
@@ -7625,7 +9106,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descript
   "IdentityInternal",
   "Rave__Identity__V1__IdentityInternal",
   "rave.identity.v1",
-  8,
+  9,
   rave__identity__v1__identity_internal__method_descriptors,
   rave__identity__v1__identity_internal__method_indices_by_name
 };
@@ -7692,6 +9173,14 @@ void rave__identity__v1__identity_internal__list_revocations(ProtobufCService *s
 {
   assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
   service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_internal__list_allowed_origins(ProtobufCService *service,
+                                                                 const Rave__Identity__V1__ListAllowedOriginsRequest *input,
+                                                                 Rave__Identity__V1__ListAllowedOriginsResponse_Closure closure,
+                                                                 void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityInternal_Service *service,
                                                   Rave__Identity__V1__IdentityInternal_ServiceDestroy destroy)

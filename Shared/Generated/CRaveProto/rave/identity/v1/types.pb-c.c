@@ -457,6 +457,51 @@ void   rave__identity__v1__application_settings__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__application_settings__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__allowed_origins__init
+                     (Rave__Identity__V1__AllowedOrigins         *message)
+{
+  static const Rave__Identity__V1__AllowedOrigins init_value = RAVE__IDENTITY__V1__ALLOWED_ORIGINS__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__allowed_origins__get_packed_size
+                     (const Rave__Identity__V1__AllowedOrigins *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__allowed_origins__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__allowed_origins__pack
+                     (const Rave__Identity__V1__AllowedOrigins *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__allowed_origins__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__allowed_origins__pack_to_buffer
+                     (const Rave__Identity__V1__AllowedOrigins *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__allowed_origins__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__AllowedOrigins *
+       rave__identity__v1__allowed_origins__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__AllowedOrigins *)
+     protobuf_c_message_unpack (&rave__identity__v1__allowed_origins__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__allowed_origins__free_unpacked
+                     (Rave__Identity__V1__AllowedOrigins *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__allowed_origins__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rave__identity__v1__publisher__init
                      (Rave__Identity__V1__Publisher         *message)
 {
@@ -545,6 +590,51 @@ void   rave__identity__v1__application__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &rave__identity__v1__application__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__ban_info__init
+                     (Rave__Identity__V1__BanInfo         *message)
+{
+  static const Rave__Identity__V1__BanInfo init_value = RAVE__IDENTITY__V1__BAN_INFO__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__ban_info__get_packed_size
+                     (const Rave__Identity__V1__BanInfo *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__ban_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__ban_info__pack
+                     (const Rave__Identity__V1__BanInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__ban_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__ban_info__pack_to_buffer
+                     (const Rave__Identity__V1__BanInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__ban_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__BanInfo *
+       rave__identity__v1__ban_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__BanInfo *)
+     protobuf_c_message_unpack (&rave__identity__v1__ban_info__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__ban_info__free_unpacked
+                     (Rave__Identity__V1__BanInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__ban_info__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   rave__identity__v1__merge__init
@@ -1324,7 +1414,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__device__descriptor =
   (ProtobufCMessageInit) rave__identity__v1__device__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__application_settings__field_descriptors[6] =
+static const ProtobufCFieldDescriptor rave__identity__v1__application_settings__field_descriptors[7] =
 {
   {
     "display_name_scope",
@@ -1398,9 +1488,22 @@ static const ProtobufCFieldDescriptor rave__identity__v1__application_settings__
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "allowed_origins",
+    7,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__ApplicationSettings, n_allowed_origins),
+    offsetof(Rave__Identity__V1__ApplicationSettings, allowed_origins),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__application_settings__field_indices_by_name[] = {
   2,   /* field[2] = allow_force_disconnect */
+  6,   /* field[6] = allowed_origins */
   5,   /* field[5] = cross_app_login */
   0,   /* field[0] = display_name_scope */
   3,   /* field[3] = merge_policy */
@@ -1410,7 +1513,7 @@ static const unsigned rave__identity__v1__application_settings__field_indices_by
 static const ProtobufCIntRange rave__identity__v1__application_settings__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__application_settings__descriptor =
 {
@@ -1420,11 +1523,49 @@ const ProtobufCMessageDescriptor rave__identity__v1__application_settings__descr
   "Rave__Identity__V1__ApplicationSettings",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__ApplicationSettings),
-  6,
+  7,
   rave__identity__v1__application_settings__field_descriptors,
   rave__identity__v1__application_settings__field_indices_by_name,
   1,  rave__identity__v1__application_settings__number_ranges,
   (ProtobufCMessageInit) rave__identity__v1__application_settings__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__allowed_origins__field_descriptors[1] =
+{
+  {
+    "origins",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__AllowedOrigins, n_origins),
+    offsetof(Rave__Identity__V1__AllowedOrigins, origins),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__allowed_origins__field_indices_by_name[] = {
+  0,   /* field[0] = origins */
+};
+static const ProtobufCIntRange rave__identity__v1__allowed_origins__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__allowed_origins__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AllowedOrigins",
+  "AllowedOrigins",
+  "Rave__Identity__V1__AllowedOrigins",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__AllowedOrigins),
+  1,
+  rave__identity__v1__allowed_origins__field_descriptors,
+  rave__identity__v1__allowed_origins__field_indices_by_name,
+  1,  rave__identity__v1__allowed_origins__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__allowed_origins__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rave__identity__v1__publisher__field_descriptors[3] =
@@ -1579,6 +1720,57 @@ const ProtobufCMessageDescriptor rave__identity__v1__application__descriptor =
   rave__identity__v1__application__field_indices_by_name,
   1,  rave__identity__v1__application__number_ranges,
   (ProtobufCMessageInit) rave__identity__v1__application__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__ban_info__field_descriptors[2] =
+{
+  {
+    "reason",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BanInfo, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "until_unix_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BanInfo, until_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__ban_info__field_indices_by_name[] = {
+  0,   /* field[0] = reason */
+  1,   /* field[1] = until_unix_ms */
+};
+static const ProtobufCIntRange rave__identity__v1__ban_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__ban_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.BanInfo",
+  "BanInfo",
+  "Rave__Identity__V1__BanInfo",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__BanInfo),
+  2,
+  rave__identity__v1__ban_info__field_descriptors,
+  rave__identity__v1__ban_info__field_indices_by_name,
+  1,  rave__identity__v1__ban_info__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__ban_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rave__identity__v1__merge__field_descriptors[7] =

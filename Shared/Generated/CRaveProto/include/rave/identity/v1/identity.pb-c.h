@@ -62,6 +62,8 @@ typedef struct Rave__Identity__V1__ConfirmTwoFactorRequest Rave__Identity__V1__C
 typedef struct Rave__Identity__V1__ConfirmTwoFactorResponse Rave__Identity__V1__ConfirmTwoFactorResponse;
 typedef struct Rave__Identity__V1__DisableTwoFactorRequest Rave__Identity__V1__DisableTwoFactorRequest;
 typedef struct Rave__Identity__V1__DisableTwoFactorResponse Rave__Identity__V1__DisableTwoFactorResponse;
+typedef struct Rave__Identity__V1__ChangePasswordRequest Rave__Identity__V1__ChangePasswordRequest;
+typedef struct Rave__Identity__V1__ChangePasswordResponse Rave__Identity__V1__ChangePasswordResponse;
 typedef struct Rave__Identity__V1__CreatePublisherRequest Rave__Identity__V1__CreatePublisherRequest;
 typedef struct Rave__Identity__V1__CreatePublisherResponse Rave__Identity__V1__CreatePublisherResponse;
 typedef struct Rave__Identity__V1__UpdatePublisherRequest Rave__Identity__V1__UpdatePublisherRequest;
@@ -72,6 +74,15 @@ typedef struct Rave__Identity__V1__UpdateApplicationRequest Rave__Identity__V1__
 typedef struct Rave__Identity__V1__UpdateApplicationResponse Rave__Identity__V1__UpdateApplicationResponse;
 typedef struct Rave__Identity__V1__GetApplicationRequest Rave__Identity__V1__GetApplicationRequest;
 typedef struct Rave__Identity__V1__GetApplicationResponse Rave__Identity__V1__GetApplicationResponse;
+typedef struct Rave__Identity__V1__GetUserRequest Rave__Identity__V1__GetUserRequest;
+typedef struct Rave__Identity__V1__GetUserResponse Rave__Identity__V1__GetUserResponse;
+typedef struct Rave__Identity__V1__BanUserRequest Rave__Identity__V1__BanUserRequest;
+typedef struct Rave__Identity__V1__BanUserResponse Rave__Identity__V1__BanUserResponse;
+typedef struct Rave__Identity__V1__UnbanUserRequest Rave__Identity__V1__UnbanUserRequest;
+typedef struct Rave__Identity__V1__UnbanUserResponse Rave__Identity__V1__UnbanUserResponse;
+typedef struct Rave__Identity__V1__AuditEvent Rave__Identity__V1__AuditEvent;
+typedef struct Rave__Identity__V1__ListAuditEventsRequest Rave__Identity__V1__ListAuditEventsRequest;
+typedef struct Rave__Identity__V1__ListAuditEventsResponse Rave__Identity__V1__ListAuditEventsResponse;
 typedef struct Rave__Identity__V1__ResolveUsersRequest Rave__Identity__V1__ResolveUsersRequest;
 typedef struct Rave__Identity__V1__ResolvedUser Rave__Identity__V1__ResolvedUser;
 typedef struct Rave__Identity__V1__ResolveUsersResponse Rave__Identity__V1__ResolveUsersResponse;
@@ -95,6 +106,8 @@ typedef struct Rave__Identity__V1__FindUsersResponse Rave__Identity__V1__FindUse
 typedef struct Rave__Identity__V1__ListRevocationsRequest Rave__Identity__V1__ListRevocationsRequest;
 typedef struct Rave__Identity__V1__Revocation Rave__Identity__V1__Revocation;
 typedef struct Rave__Identity__V1__ListRevocationsResponse Rave__Identity__V1__ListRevocationsResponse;
+typedef struct Rave__Identity__V1__ListAllowedOriginsRequest Rave__Identity__V1__ListAllowedOriginsRequest;
+typedef struct Rave__Identity__V1__ListAllowedOriginsResponse Rave__Identity__V1__ListAllowedOriginsResponse;
 
 
 /* --- enums --- */
@@ -111,6 +124,26 @@ typedef enum _Rave__Identity__V1__ConflictResolution {
   RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_MERGE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__CONFLICT_RESOLUTION)
 } Rave__Identity__V1__ConflictResolution;
+/*
+ * What an operator did.
+ */
+typedef enum _Rave__Identity__V1__AuditAction {
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED = 0,
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_BAN_USER = 1,
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNBAN_USER = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__AUDIT_ACTION)
+} Rave__Identity__V1__AuditAction;
+/*
+ * Who did it.
+ */
+typedef enum _Rave__Identity__V1__AuditActorKind {
+  RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED = 0,
+  /*
+   * The admin client certificate; `actor` is its common name.
+   */
+  RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE = 1
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND)
+} Rave__Identity__V1__AuditActorKind;
 
 /* --- messages --- */
 
@@ -697,6 +730,37 @@ struct  Rave__Identity__V1__DisableTwoFactorResponse
      }
 
 
+struct  Rave__Identity__V1__ChangePasswordRequest
+{
+  ProtobufCMessage base;
+  char *current_password;
+  /*
+   * A TOTP or backup code; required when the account has two-factor, ignored otherwise.
+   */
+  char *two_factor_code;
+  /*
+   * The same rules as sign-up (8…128 characters); must differ from the current password.
+   */
+  char *new_password;
+};
+#define RAVE__IDENTITY__V1__CHANGE_PASSWORD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__change_password_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ChangePasswordResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The other sessions of the player this call ended (0 when it repeated a change that had already succeeded).
+   */
+  uint32_t revoked_sessions;
+};
+#define RAVE__IDENTITY__V1__CHANGE_PASSWORD_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__change_password_response__descriptor) \
+    , 0 }
+
+
 struct  Rave__Identity__V1__CreatePublisherRequest
 {
   ProtobufCMessage base;
@@ -769,13 +833,17 @@ struct  Rave__Identity__V1__UpdateApplicationRequest
   char *app_id;
   Rave__Identity__V1__StringValue *name;
   /*
-   * Replaces every setting when set.
+   * Replaces every setting when set, allowed origins included.
    */
   Rave__Identity__V1__ApplicationSettings *settings;
+  /*
+   * When set (and `settings` is not), replaces only the allowed origins (an empty list clears them).
+   */
+  Rave__Identity__V1__AllowedOrigins *allowed_origins;
 };
 #define RAVE__IDENTITY__V1__UPDATE_APPLICATION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__update_application_request__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, NULL }
+    , (char *)protobuf_c_empty_string, NULL, NULL, NULL }
 
 
 struct  Rave__Identity__V1__UpdateApplicationResponse
@@ -806,6 +874,179 @@ struct  Rave__Identity__V1__GetApplicationResponse
 #define RAVE__IDENTITY__V1__GET_APPLICATION_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_application_response__descriptor) \
     , NULL }
+
+
+struct  Rave__Identity__V1__GetUserRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A merged-away id answers its merge target.
+   */
+  char *user_id;
+};
+#define RAVE__IDENTITY__V1__GET_USER_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_user_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__GetUserResponse
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__User *user;
+  /*
+   * Set while a ban applies; unset when there is none or it has ended.
+   */
+  Rave__Identity__V1__BanInfo *ban;
+};
+#define RAVE__IDENTITY__V1__GET_USER_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_user_response__descriptor) \
+    , NULL, NULL }
+
+
+struct  Rave__Identity__V1__BanUserRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A merged-away id bans the account it was merged into.
+   */
+  char *user_id;
+  /*
+   * Shown to the player; 1…500 characters.
+   */
+  char *reason;
+  /*
+   * When the ban ends by itself (a future time, at most 100 years ahead); 0 for a ban until an operator lifts it.
+   * Banning a banned player replaces the ban.
+   */
+  int64_t until_unix_ms;
+};
+#define RAVE__IDENTITY__V1__BAN_USER_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__ban_user_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Identity__V1__BanUserResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The account banned (the merge target of a merged-away id).
+   */
+  char *user_id;
+  Rave__Identity__V1__BanInfo *ban;
+  /*
+   * The sessions the ban ended.
+   */
+  uint32_t revoked_sessions;
+};
+#define RAVE__IDENTITY__V1__BAN_USER_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__ban_user_response__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL, 0 }
+
+
+struct  Rave__Identity__V1__UnbanUserRequest
+{
+  ProtobufCMessage base;
+  char *user_id;
+  /*
+   * Why the ban is lifted (for the audit log); 1…500 characters.
+   */
+  char *reason;
+};
+#define RAVE__IDENTITY__V1__UNBAN_USER_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__unban_user_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__UnbanUserResponse
+{
+  ProtobufCMessage base;
+  char *user_id;
+  /*
+   * False when no ban applied (none, or it had ended): nothing changed, but the call is still recorded.
+   */
+  protobuf_c_boolean was_banned;
+};
+#define RAVE__IDENTITY__V1__UNBAN_USER_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__unban_user_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * One entry of the audit log; entries are never changed or removed.
+ */
+struct  Rave__Identity__V1__AuditEvent
+{
+  ProtobufCMessage base;
+  /*
+   * Increasing with time of writing.
+   */
+  char *event_id;
+  int64_t occurred_at_unix_ms;
+  Rave__Identity__V1__AuditActorKind actor_kind;
+  char *actor;
+  Rave__Identity__V1__AuditAction action;
+  char *target_user_id;
+  char *reason;
+  /*
+   * The target's state before and after, as JSON objects (for bans: {"banned": …, "reason": …, "until_unix_ms": …}).
+   */
+  char *before_json;
+  char *after_json;
+};
+#define RAVE__IDENTITY__V1__AUDIT_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__audit_event__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ListAuditEventsRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Only events about this user (as recorded: the account acted on); empty for every user.
+   */
+  char *target_user_id;
+  /*
+   * Only this action; unspecified for every action.
+   */
+  Rave__Identity__V1__AuditAction action;
+  /*
+   * Only events at or after this time (0: from the start).
+   */
+  int64_t since_unix_ms;
+  /*
+   * Only events before this time (0: until now).
+   */
+  int64_t before_unix_ms;
+  /*
+   * 1…100; 0 means 50.
+   */
+  uint32_t page_size;
+  /*
+   * From the previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_AUDIT_EVENTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_audit_events_request__descriptor) \
+    , (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED, 0, 0, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ListAuditEventsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Newest first.
+   */
+  size_t n_events;
+  Rave__Identity__V1__AuditEvent **events;
+  /*
+   * Empty on the last page.
+   */
+  char *next_page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_AUDIT_EVENTS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_audit_events_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Rave__Identity__V1__ResolveUsersRequest
@@ -1168,6 +1409,29 @@ struct  Rave__Identity__V1__ListRevocationsResponse
 #define RAVE__IDENTITY__V1__LIST_REVOCATIONS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_revocations_response__descriptor) \
     , 0,NULL, 0, 0 }
+
+
+struct  Rave__Identity__V1__ListAllowedOriginsRequest
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__LIST_ALLOWED_ORIGINS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_allowed_origins_request__descriptor) \
+     }
+
+
+struct  Rave__Identity__V1__ListAllowedOriginsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Every origin some application allows, each once, sorted.
+   */
+  size_t n_origins;
+  char **origins;
+};
+#define RAVE__IDENTITY__V1__LIST_ALLOWED_ORIGINS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_allowed_origins_response__descriptor) \
+    , 0,NULL }
 
 
 /* Rave__Identity__V1__DeviceInfo methods */
@@ -2044,6 +2308,44 @@ Rave__Identity__V1__DisableTwoFactorResponse *
 void   rave__identity__v1__disable_two_factor_response__free_unpacked
                      (Rave__Identity__V1__DisableTwoFactorResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ChangePasswordRequest methods */
+void   rave__identity__v1__change_password_request__init
+                     (Rave__Identity__V1__ChangePasswordRequest         *message);
+size_t rave__identity__v1__change_password_request__get_packed_size
+                     (const Rave__Identity__V1__ChangePasswordRequest   *message);
+size_t rave__identity__v1__change_password_request__pack
+                     (const Rave__Identity__V1__ChangePasswordRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__change_password_request__pack_to_buffer
+                     (const Rave__Identity__V1__ChangePasswordRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ChangePasswordRequest *
+       rave__identity__v1__change_password_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__change_password_request__free_unpacked
+                     (Rave__Identity__V1__ChangePasswordRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ChangePasswordResponse methods */
+void   rave__identity__v1__change_password_response__init
+                     (Rave__Identity__V1__ChangePasswordResponse         *message);
+size_t rave__identity__v1__change_password_response__get_packed_size
+                     (const Rave__Identity__V1__ChangePasswordResponse   *message);
+size_t rave__identity__v1__change_password_response__pack
+                     (const Rave__Identity__V1__ChangePasswordResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__change_password_response__pack_to_buffer
+                     (const Rave__Identity__V1__ChangePasswordResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ChangePasswordResponse *
+       rave__identity__v1__change_password_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__change_password_response__free_unpacked
+                     (Rave__Identity__V1__ChangePasswordResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Rave__Identity__V1__CreatePublisherRequest methods */
 void   rave__identity__v1__create_publisher_request__init
                      (Rave__Identity__V1__CreatePublisherRequest         *message);
@@ -2233,6 +2535,177 @@ Rave__Identity__V1__GetApplicationResponse *
                       const uint8_t       *data);
 void   rave__identity__v1__get_application_response__free_unpacked
                      (Rave__Identity__V1__GetApplicationResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__GetUserRequest methods */
+void   rave__identity__v1__get_user_request__init
+                     (Rave__Identity__V1__GetUserRequest         *message);
+size_t rave__identity__v1__get_user_request__get_packed_size
+                     (const Rave__Identity__V1__GetUserRequest   *message);
+size_t rave__identity__v1__get_user_request__pack
+                     (const Rave__Identity__V1__GetUserRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__get_user_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetUserRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__GetUserRequest *
+       rave__identity__v1__get_user_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__get_user_request__free_unpacked
+                     (Rave__Identity__V1__GetUserRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__GetUserResponse methods */
+void   rave__identity__v1__get_user_response__init
+                     (Rave__Identity__V1__GetUserResponse         *message);
+size_t rave__identity__v1__get_user_response__get_packed_size
+                     (const Rave__Identity__V1__GetUserResponse   *message);
+size_t rave__identity__v1__get_user_response__pack
+                     (const Rave__Identity__V1__GetUserResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__get_user_response__pack_to_buffer
+                     (const Rave__Identity__V1__GetUserResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__GetUserResponse *
+       rave__identity__v1__get_user_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__get_user_response__free_unpacked
+                     (Rave__Identity__V1__GetUserResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__BanUserRequest methods */
+void   rave__identity__v1__ban_user_request__init
+                     (Rave__Identity__V1__BanUserRequest         *message);
+size_t rave__identity__v1__ban_user_request__get_packed_size
+                     (const Rave__Identity__V1__BanUserRequest   *message);
+size_t rave__identity__v1__ban_user_request__pack
+                     (const Rave__Identity__V1__BanUserRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__ban_user_request__pack_to_buffer
+                     (const Rave__Identity__V1__BanUserRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__BanUserRequest *
+       rave__identity__v1__ban_user_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__ban_user_request__free_unpacked
+                     (Rave__Identity__V1__BanUserRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__BanUserResponse methods */
+void   rave__identity__v1__ban_user_response__init
+                     (Rave__Identity__V1__BanUserResponse         *message);
+size_t rave__identity__v1__ban_user_response__get_packed_size
+                     (const Rave__Identity__V1__BanUserResponse   *message);
+size_t rave__identity__v1__ban_user_response__pack
+                     (const Rave__Identity__V1__BanUserResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__ban_user_response__pack_to_buffer
+                     (const Rave__Identity__V1__BanUserResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__BanUserResponse *
+       rave__identity__v1__ban_user_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__ban_user_response__free_unpacked
+                     (Rave__Identity__V1__BanUserResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__UnbanUserRequest methods */
+void   rave__identity__v1__unban_user_request__init
+                     (Rave__Identity__V1__UnbanUserRequest         *message);
+size_t rave__identity__v1__unban_user_request__get_packed_size
+                     (const Rave__Identity__V1__UnbanUserRequest   *message);
+size_t rave__identity__v1__unban_user_request__pack
+                     (const Rave__Identity__V1__UnbanUserRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__unban_user_request__pack_to_buffer
+                     (const Rave__Identity__V1__UnbanUserRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__UnbanUserRequest *
+       rave__identity__v1__unban_user_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__unban_user_request__free_unpacked
+                     (Rave__Identity__V1__UnbanUserRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__UnbanUserResponse methods */
+void   rave__identity__v1__unban_user_response__init
+                     (Rave__Identity__V1__UnbanUserResponse         *message);
+size_t rave__identity__v1__unban_user_response__get_packed_size
+                     (const Rave__Identity__V1__UnbanUserResponse   *message);
+size_t rave__identity__v1__unban_user_response__pack
+                     (const Rave__Identity__V1__UnbanUserResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__unban_user_response__pack_to_buffer
+                     (const Rave__Identity__V1__UnbanUserResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__UnbanUserResponse *
+       rave__identity__v1__unban_user_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__unban_user_response__free_unpacked
+                     (Rave__Identity__V1__UnbanUserResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__AuditEvent methods */
+void   rave__identity__v1__audit_event__init
+                     (Rave__Identity__V1__AuditEvent         *message);
+size_t rave__identity__v1__audit_event__get_packed_size
+                     (const Rave__Identity__V1__AuditEvent   *message);
+size_t rave__identity__v1__audit_event__pack
+                     (const Rave__Identity__V1__AuditEvent   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__audit_event__pack_to_buffer
+                     (const Rave__Identity__V1__AuditEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__AuditEvent *
+       rave__identity__v1__audit_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__audit_event__free_unpacked
+                     (Rave__Identity__V1__AuditEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListAuditEventsRequest methods */
+void   rave__identity__v1__list_audit_events_request__init
+                     (Rave__Identity__V1__ListAuditEventsRequest         *message);
+size_t rave__identity__v1__list_audit_events_request__get_packed_size
+                     (const Rave__Identity__V1__ListAuditEventsRequest   *message);
+size_t rave__identity__v1__list_audit_events_request__pack
+                     (const Rave__Identity__V1__ListAuditEventsRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_audit_events_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListAuditEventsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListAuditEventsRequest *
+       rave__identity__v1__list_audit_events_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_audit_events_request__free_unpacked
+                     (Rave__Identity__V1__ListAuditEventsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListAuditEventsResponse methods */
+void   rave__identity__v1__list_audit_events_response__init
+                     (Rave__Identity__V1__ListAuditEventsResponse         *message);
+size_t rave__identity__v1__list_audit_events_response__get_packed_size
+                     (const Rave__Identity__V1__ListAuditEventsResponse   *message);
+size_t rave__identity__v1__list_audit_events_response__pack
+                     (const Rave__Identity__V1__ListAuditEventsResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_audit_events_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListAuditEventsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListAuditEventsResponse *
+       rave__identity__v1__list_audit_events_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_audit_events_response__free_unpacked
+                     (Rave__Identity__V1__ListAuditEventsResponse *message,
                       ProtobufCAllocator *allocator);
 /* Rave__Identity__V1__ResolveUsersRequest methods */
 void   rave__identity__v1__resolve_users_request__init
@@ -2671,6 +3144,44 @@ Rave__Identity__V1__ListRevocationsResponse *
 void   rave__identity__v1__list_revocations_response__free_unpacked
                      (Rave__Identity__V1__ListRevocationsResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListAllowedOriginsRequest methods */
+void   rave__identity__v1__list_allowed_origins_request__init
+                     (Rave__Identity__V1__ListAllowedOriginsRequest         *message);
+size_t rave__identity__v1__list_allowed_origins_request__get_packed_size
+                     (const Rave__Identity__V1__ListAllowedOriginsRequest   *message);
+size_t rave__identity__v1__list_allowed_origins_request__pack
+                     (const Rave__Identity__V1__ListAllowedOriginsRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_allowed_origins_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListAllowedOriginsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListAllowedOriginsRequest *
+       rave__identity__v1__list_allowed_origins_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_allowed_origins_request__free_unpacked
+                     (Rave__Identity__V1__ListAllowedOriginsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListAllowedOriginsResponse methods */
+void   rave__identity__v1__list_allowed_origins_response__init
+                     (Rave__Identity__V1__ListAllowedOriginsResponse         *message);
+size_t rave__identity__v1__list_allowed_origins_response__get_packed_size
+                     (const Rave__Identity__V1__ListAllowedOriginsResponse   *message);
+size_t rave__identity__v1__list_allowed_origins_response__pack
+                     (const Rave__Identity__V1__ListAllowedOriginsResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_allowed_origins_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListAllowedOriginsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListAllowedOriginsResponse *
+       rave__identity__v1__list_allowed_origins_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_allowed_origins_response__free_unpacked
+                     (Rave__Identity__V1__ListAllowedOriginsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -2811,6 +3322,12 @@ typedef void (*Rave__Identity__V1__DisableTwoFactorRequest_Closure)
 typedef void (*Rave__Identity__V1__DisableTwoFactorResponse_Closure)
                  (const Rave__Identity__V1__DisableTwoFactorResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__ChangePasswordRequest_Closure)
+                 (const Rave__Identity__V1__ChangePasswordRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ChangePasswordResponse_Closure)
+                 (const Rave__Identity__V1__ChangePasswordResponse *message,
+                  void *closure_data);
 typedef void (*Rave__Identity__V1__CreatePublisherRequest_Closure)
                  (const Rave__Identity__V1__CreatePublisherRequest *message,
                   void *closure_data);
@@ -2840,6 +3357,33 @@ typedef void (*Rave__Identity__V1__GetApplicationRequest_Closure)
                   void *closure_data);
 typedef void (*Rave__Identity__V1__GetApplicationResponse_Closure)
                  (const Rave__Identity__V1__GetApplicationResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__GetUserRequest_Closure)
+                 (const Rave__Identity__V1__GetUserRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__GetUserResponse_Closure)
+                 (const Rave__Identity__V1__GetUserResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__BanUserRequest_Closure)
+                 (const Rave__Identity__V1__BanUserRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__BanUserResponse_Closure)
+                 (const Rave__Identity__V1__BanUserResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__UnbanUserRequest_Closure)
+                 (const Rave__Identity__V1__UnbanUserRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__UnbanUserResponse_Closure)
+                 (const Rave__Identity__V1__UnbanUserResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__AuditEvent_Closure)
+                 (const Rave__Identity__V1__AuditEvent *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListAuditEventsRequest_Closure)
+                 (const Rave__Identity__V1__ListAuditEventsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListAuditEventsResponse_Closure)
+                 (const Rave__Identity__V1__ListAuditEventsResponse *message,
                   void *closure_data);
 typedef void (*Rave__Identity__V1__ResolveUsersRequest_Closure)
                  (const Rave__Identity__V1__ResolveUsersRequest *message,
@@ -2909,6 +3453,12 @@ typedef void (*Rave__Identity__V1__Revocation_Closure)
                   void *closure_data);
 typedef void (*Rave__Identity__V1__ListRevocationsResponse_Closure)
                  (const Rave__Identity__V1__ListRevocationsResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListAllowedOriginsRequest_Closure)
+                 (const Rave__Identity__V1__ListAllowedOriginsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListAllowedOriginsResponse_Closure)
+                 (const Rave__Identity__V1__ListAllowedOriginsResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -3009,6 +3559,10 @@ struct Rave__Identity__V1__Identity_Service
                              const Rave__Identity__V1__DisableTwoFactorRequest *input,
                              Rave__Identity__V1__DisableTwoFactorResponse_Closure closure,
                              void *closure_data);
+  void (*change_password)(Rave__Identity__V1__Identity_Service *service,
+                          const Rave__Identity__V1__ChangePasswordRequest *input,
+                          Rave__Identity__V1__ChangePasswordResponse_Closure closure,
+                          void *closure_data);
   void (*issue_unbacked_token)(Rave__Identity__V1__Identity_Service *service,
                                const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
                                Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
@@ -3044,6 +3598,7 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
       function_prefix__ ## enable_two_factor,\
       function_prefix__ ## confirm_two_factor,\
       function_prefix__ ## disable_two_factor,\
+      function_prefix__ ## change_password,\
       function_prefix__ ## issue_unbacked_token  }
 void rave__identity__v1__identity__guest_login(ProtobufCService *service,
                                                const Rave__Identity__V1__GuestLoginRequest *input,
@@ -3137,6 +3692,10 @@ void rave__identity__v1__identity__disable_two_factor(ProtobufCService *service,
                                                       const Rave__Identity__V1__DisableTwoFactorRequest *input,
                                                       Rave__Identity__V1__DisableTwoFactorResponse_Closure closure,
                                                       void *closure_data);
+void rave__identity__v1__identity__change_password(ProtobufCService *service,
+                                                   const Rave__Identity__V1__ChangePasswordRequest *input,
+                                                   Rave__Identity__V1__ChangePasswordResponse_Closure closure,
+                                                   void *closure_data);
 void rave__identity__v1__identity__issue_unbacked_token(ProtobufCService *service,
                                                         const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
                                                         Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
@@ -3169,6 +3728,22 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                            const Rave__Identity__V1__GetMergeStatusRequest *input,
                            Rave__Identity__V1__GetMergeStatusResponse_Closure closure,
                            void *closure_data);
+  void (*get_user)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                   const Rave__Identity__V1__GetUserRequest *input,
+                   Rave__Identity__V1__GetUserResponse_Closure closure,
+                   void *closure_data);
+  void (*ban_user)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                   const Rave__Identity__V1__BanUserRequest *input,
+                   Rave__Identity__V1__BanUserResponse_Closure closure,
+                   void *closure_data);
+  void (*unban_user)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                     const Rave__Identity__V1__UnbanUserRequest *input,
+                     Rave__Identity__V1__UnbanUserResponse_Closure closure,
+                     void *closure_data);
+  void (*list_audit_events)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                            const Rave__Identity__V1__ListAuditEventsRequest *input,
+                            Rave__Identity__V1__ListAuditEventsResponse_Closure closure,
+                            void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityAdmin_ServiceDestroy)(Rave__Identity__V1__IdentityAdmin_Service *);
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
@@ -3182,7 +3757,11 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## create_application,\
       function_prefix__ ## update_application,\
       function_prefix__ ## get_application,\
-      function_prefix__ ## get_merge_status  }
+      function_prefix__ ## get_merge_status,\
+      function_prefix__ ## get_user,\
+      function_prefix__ ## ban_user,\
+      function_prefix__ ## unban_user,\
+      function_prefix__ ## list_audit_events  }
 void rave__identity__v1__identity_admin__create_publisher(ProtobufCService *service,
                                                           const Rave__Identity__V1__CreatePublisherRequest *input,
                                                           Rave__Identity__V1__CreatePublisherResponse_Closure closure,
@@ -3207,6 +3786,22 @@ void rave__identity__v1__identity_admin__get_merge_status(ProtobufCService *serv
                                                           const Rave__Identity__V1__GetMergeStatusRequest *input,
                                                           Rave__Identity__V1__GetMergeStatusResponse_Closure closure,
                                                           void *closure_data);
+void rave__identity__v1__identity_admin__get_user(ProtobufCService *service,
+                                                  const Rave__Identity__V1__GetUserRequest *input,
+                                                  Rave__Identity__V1__GetUserResponse_Closure closure,
+                                                  void *closure_data);
+void rave__identity__v1__identity_admin__ban_user(ProtobufCService *service,
+                                                  const Rave__Identity__V1__BanUserRequest *input,
+                                                  Rave__Identity__V1__BanUserResponse_Closure closure,
+                                                  void *closure_data);
+void rave__identity__v1__identity_admin__unban_user(ProtobufCService *service,
+                                                    const Rave__Identity__V1__UnbanUserRequest *input,
+                                                    Rave__Identity__V1__UnbanUserResponse_Closure closure,
+                                                    void *closure_data);
+void rave__identity__v1__identity_admin__list_audit_events(ProtobufCService *service,
+                                                           const Rave__Identity__V1__ListAuditEventsRequest *input,
+                                                           Rave__Identity__V1__ListAuditEventsResponse_Closure closure,
+                                                           void *closure_data);
 typedef struct Rave__Identity__V1__IdentityInternal_Service Rave__Identity__V1__IdentityInternal_Service;
 struct Rave__Identity__V1__IdentityInternal_Service
 {
@@ -3243,6 +3838,10 @@ struct Rave__Identity__V1__IdentityInternal_Service
                            const Rave__Identity__V1__ListRevocationsRequest *input,
                            Rave__Identity__V1__ListRevocationsResponse_Closure closure,
                            void *closure_data);
+  void (*list_allowed_origins)(Rave__Identity__V1__IdentityInternal_Service *service,
+                               const Rave__Identity__V1__ListAllowedOriginsRequest *input,
+                               Rave__Identity__V1__ListAllowedOriginsResponse_Closure closure,
+                               void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityInternal_ServiceDestroy)(Rave__Identity__V1__IdentityInternal_Service *);
 void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityInternal_Service *service,
@@ -3258,7 +3857,8 @@ void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityIn
       function_prefix__ ## signing_keys,\
       function_prefix__ ## get_applications,\
       function_prefix__ ## find_users,\
-      function_prefix__ ## list_revocations  }
+      function_prefix__ ## list_revocations,\
+      function_prefix__ ## list_allowed_origins  }
 void rave__identity__v1__identity_internal__resolve_users(ProtobufCService *service,
                                                           const Rave__Identity__V1__ResolveUsersRequest *input,
                                                           Rave__Identity__V1__ResolveUsersResponse_Closure closure,
@@ -3291,10 +3891,16 @@ void rave__identity__v1__identity_internal__list_revocations(ProtobufCService *s
                                                              const Rave__Identity__V1__ListRevocationsRequest *input,
                                                              Rave__Identity__V1__ListRevocationsResponse_Closure closure,
                                                              void *closure_data);
+void rave__identity__v1__identity_internal__list_allowed_origins(ProtobufCService *service,
+                                                                 const Rave__Identity__V1__ListAllowedOriginsRequest *input,
+                                                                 Rave__Identity__V1__ListAllowedOriginsResponse_Closure closure,
+                                                                 void *closure_data);
 
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    rave__identity__v1__conflict_resolution__descriptor;
+extern const ProtobufCEnumDescriptor    rave__identity__v1__audit_action__descriptor;
+extern const ProtobufCEnumDescriptor    rave__identity__v1__audit_actor_kind__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__device_info__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__guest_login_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__sign_up_request__descriptor;
@@ -3341,6 +3947,8 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__confirm_two_factor_r
 extern const ProtobufCMessageDescriptor rave__identity__v1__confirm_two_factor_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__disable_two_factor_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__disable_two_factor_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__change_password_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__change_password_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__create_publisher_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__create_publisher_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__update_publisher_request__descriptor;
@@ -3351,6 +3959,15 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__update_application_r
 extern const ProtobufCMessageDescriptor rave__identity__v1__update_application_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__get_application_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__get_application_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__get_user_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__get_user_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__ban_user_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__ban_user_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__unban_user_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__unban_user_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__audit_event__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_audit_events_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_audit_events_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__resolve_users_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__resolved_user__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__resolve_users_response__descriptor;
@@ -3374,6 +3991,8 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__find_users_response_
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_revocations_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__revocation__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_revocations_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;

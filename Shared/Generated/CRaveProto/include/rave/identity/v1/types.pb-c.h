@@ -25,8 +25,10 @@ typedef struct Rave__Identity__V1__TwoFactorChallenge Rave__Identity__V1__TwoFac
 typedef struct Rave__Identity__V1__Session Rave__Identity__V1__Session;
 typedef struct Rave__Identity__V1__Device Rave__Identity__V1__Device;
 typedef struct Rave__Identity__V1__ApplicationSettings Rave__Identity__V1__ApplicationSettings;
+typedef struct Rave__Identity__V1__AllowedOrigins Rave__Identity__V1__AllowedOrigins;
 typedef struct Rave__Identity__V1__Publisher Rave__Identity__V1__Publisher;
 typedef struct Rave__Identity__V1__Application Rave__Identity__V1__Application;
+typedef struct Rave__Identity__V1__BanInfo Rave__Identity__V1__BanInfo;
 typedef struct Rave__Identity__V1__Merge Rave__Identity__V1__Merge;
 
 
@@ -294,10 +296,32 @@ struct  Rave__Identity__V1__ApplicationSettings
   Rave__Identity__V1__MergePolicy merge_policy;
   protobuf_c_boolean two_factor_allowed;
   protobuf_c_boolean cross_app_login;
+  /*
+   * Web origins whose pages may call the gateway's HTTP/JSON front door from a browser (CORS; docs/gateway.md):
+   * at most 20, each "https://host[:port]", or "http://localhost[:port]" or "http://127.0.0.1[:port]" for
+   * development; lower-case host, no path, query, user info or wildcard, no default port (443, 80), at most 256
+   * characters. Compared exactly with a browser's Origin header.
+   */
+  size_t n_allowed_origins;
+  char **allowed_origins;
 };
 #define RAVE__IDENTITY__V1__APPLICATION_SETTINGS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__application_settings__descriptor) \
-    , RAVE__IDENTITY__V1__VALUE_SCOPE__VALUE_SCOPE_UNSPECIFIED, RAVE__IDENTITY__V1__VALUE_SCOPE__VALUE_SCOPE_UNSPECIFIED, 0, RAVE__IDENTITY__V1__MERGE_POLICY__MERGE_POLICY_UNSPECIFIED, 0, 0 }
+    , RAVE__IDENTITY__V1__VALUE_SCOPE__VALUE_SCOPE_UNSPECIFIED, RAVE__IDENTITY__V1__VALUE_SCOPE__VALUE_SCOPE_UNSPECIFIED, 0, RAVE__IDENTITY__V1__MERGE_POLICY__MERGE_POLICY_UNSPECIFIED, 0, 0, 0,NULL }
+
+
+/*
+ * A list whose presence matters: set, it replaces the whole list (empty clears it).
+ */
+struct  Rave__Identity__V1__AllowedOrigins
+{
+  ProtobufCMessage base;
+  size_t n_origins;
+  char **origins;
+};
+#define RAVE__IDENTITY__V1__ALLOWED_ORIGINS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__allowed_origins__descriptor) \
+    , 0,NULL }
 
 
 struct  Rave__Identity__V1__Publisher
@@ -324,6 +348,27 @@ struct  Rave__Identity__V1__Application
 #define RAVE__IDENTITY__V1__APPLICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__application__descriptor) \
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0 }
+
+
+/*
+ * Why and until when a player may not sign in. The status details of a login or refresh refused for a ban
+ * (PERMISSION_DENIED) carry it, so a game can show the reason and the end.
+ */
+struct  Rave__Identity__V1__BanInfo
+{
+  ProtobufCMessage base;
+  /*
+   * The operator's words, shown to the player (1…500 characters).
+   */
+  char *reason;
+  /*
+   * When the ban ends by itself; 0 when it lasts until an operator lifts it.
+   */
+  int64_t until_unix_ms;
+};
+#define RAVE__IDENTITY__V1__BAN_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__ban_info__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Rave__Identity__V1__Merge
@@ -537,6 +582,25 @@ Rave__Identity__V1__ApplicationSettings *
 void   rave__identity__v1__application_settings__free_unpacked
                      (Rave__Identity__V1__ApplicationSettings *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__AllowedOrigins methods */
+void   rave__identity__v1__allowed_origins__init
+                     (Rave__Identity__V1__AllowedOrigins         *message);
+size_t rave__identity__v1__allowed_origins__get_packed_size
+                     (const Rave__Identity__V1__AllowedOrigins   *message);
+size_t rave__identity__v1__allowed_origins__pack
+                     (const Rave__Identity__V1__AllowedOrigins   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__allowed_origins__pack_to_buffer
+                     (const Rave__Identity__V1__AllowedOrigins   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__AllowedOrigins *
+       rave__identity__v1__allowed_origins__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__allowed_origins__free_unpacked
+                     (Rave__Identity__V1__AllowedOrigins *message,
+                      ProtobufCAllocator *allocator);
 /* Rave__Identity__V1__Publisher methods */
 void   rave__identity__v1__publisher__init
                      (Rave__Identity__V1__Publisher         *message);
@@ -574,6 +638,25 @@ Rave__Identity__V1__Application *
                       const uint8_t       *data);
 void   rave__identity__v1__application__free_unpacked
                      (Rave__Identity__V1__Application *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__BanInfo methods */
+void   rave__identity__v1__ban_info__init
+                     (Rave__Identity__V1__BanInfo         *message);
+size_t rave__identity__v1__ban_info__get_packed_size
+                     (const Rave__Identity__V1__BanInfo   *message);
+size_t rave__identity__v1__ban_info__pack
+                     (const Rave__Identity__V1__BanInfo   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__ban_info__pack_to_buffer
+                     (const Rave__Identity__V1__BanInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__BanInfo *
+       rave__identity__v1__ban_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__ban_info__free_unpacked
+                     (Rave__Identity__V1__BanInfo *message,
                       ProtobufCAllocator *allocator);
 /* Rave__Identity__V1__Merge methods */
 void   rave__identity__v1__merge__init
@@ -626,11 +709,17 @@ typedef void (*Rave__Identity__V1__Device_Closure)
 typedef void (*Rave__Identity__V1__ApplicationSettings_Closure)
                  (const Rave__Identity__V1__ApplicationSettings *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__AllowedOrigins_Closure)
+                 (const Rave__Identity__V1__AllowedOrigins *message,
+                  void *closure_data);
 typedef void (*Rave__Identity__V1__Publisher_Closure)
                  (const Rave__Identity__V1__Publisher *message,
                   void *closure_data);
 typedef void (*Rave__Identity__V1__Application_Closure)
                  (const Rave__Identity__V1__Application *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__BanInfo_Closure)
+                 (const Rave__Identity__V1__BanInfo *message,
                   void *closure_data);
 typedef void (*Rave__Identity__V1__Merge_Closure)
                  (const Rave__Identity__V1__Merge *message,
@@ -656,8 +745,10 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__two_factor_challenge
 extern const ProtobufCMessageDescriptor rave__identity__v1__session__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__device__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__application_settings__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__allowed_origins__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__publisher__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__application__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__ban_info__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__merge__descriptor;
 
 PROTOBUF_C__END_DECLS
