@@ -4535,6 +4535,99 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.Identity/DisableTwoFactor"
           }
         },
+        "/v1/rave.identity.v1.Identity/ChangePassword": {
+          "post": {
+            "operationId": "Identity_ChangePassword",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Replaces the signed-in player's password, given the current one (and a two-factor code when enrolled); every other session of the player ends, the caller's goes on.",
+            "description": "Replaces the signed-in player's password, given the current one (and a two-factor code when enrolled); every\nother session of the player ends, the caller's goes on.\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/ChangePassword`.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ChangePasswordRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ChangePasswordRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ChangePasswordRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ChangePasswordResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ChangePasswordResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ChangePasswordResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/ChangePassword"
+          }
+        },
         "/v1/rave.identity.v1.Identity/IssueUnbackedToken": {
           "post": {
             "operationId": "Identity_IssueUnbackedToken",
@@ -5178,6 +5271,378 @@ private let openAPIDocumentText = #"""
               }
             },
             "x-rave-method": "rave.identity.v1.IdentityAdmin/GetMergeStatus"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/GetUser": {
+          "post": {
+            "operationId": "IdentityAdmin_GetUser",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "One user's account as an operator sees it, with its ban.",
+            "description": "One user's account as an operator sees it, with its ban.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/GetUser`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.GetUserRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.GetUserRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.GetUserRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.GetUserResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.GetUserResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.GetUserResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/GetUser"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/BanUser": {
+          "post": {
+            "operationId": "IdentityAdmin_BanUser",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Bans a player: every session ends at once and every login and refresh is refused (PERMISSION_DENIED with BanInfo) until the ban ends or is lifted.",
+            "description": "Bans a player: every session ends at once and every login and refresh is refused (PERMISSION_DENIED with\nBanInfo) until the ban ends or is lifted. Recorded in the audit log.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/BanUser`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.BanUserRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.BanUserRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.BanUserRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.BanUserResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.BanUserResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.BanUserResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/BanUser"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/UnbanUser": {
+          "post": {
+            "operationId": "IdentityAdmin_UnbanUser",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Lifts a ban.",
+            "description": "Lifts a ban. Recorded in the audit log.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/UnbanUser`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.UnbanUserRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.UnbanUserRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.UnbanUserRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.UnbanUserResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.UnbanUserResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.UnbanUserResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/UnbanUser"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/ListAuditEvents": {
+          "post": {
+            "operationId": "IdentityAdmin_ListAuditEvents",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "The audit log of operator actions, newest first.",
+            "description": "The audit log of operator actions, newest first.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListAuditEvents`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ListAuditEventsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ListAuditEventsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ListAuditEventsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ListAuditEventsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ListAuditEventsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ListAuditEventsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ListAuditEvents"
           }
         },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
@@ -12120,6 +12585,19 @@ private let openAPIDocumentText = #"""
               "ACCOUNT_STATE_AUTHENTICATED"
             ]
           },
+          "rave.identity.v1.AllowedOrigins": {
+            "type": "object",
+            "description": "A list whose presence matters: set, it replaces the whole list (empty clears it).",
+            "properties": {
+              "origins": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.Application": {
             "type": "object",
             "properties": {
@@ -12168,6 +12646,163 @@ private let openAPIDocumentText = #"""
               },
               "crossAppLogin": {
                 "type": "boolean"
+              },
+              "allowedOrigins": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                },
+                "description": "Web origins whose pages may call the gateway's HTTP/JSON front door from a browser (CORS; docs/gateway.md):\nat most 20, each \"https://host[:port]\", or \"http://localhost[:port]\" or \"http://127.0.0.1[:port]\" for\ndevelopment; lower-case host, no path, query, user info or wildcard, no default port (443, 80), at most 256\ncharacters. Compared exactly with a browser's Origin header."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.AuditAction": {
+            "type": "string",
+            "description": "What an operator did.",
+            "enum": [
+              "AUDIT_ACTION_UNSPECIFIED",
+              "AUDIT_ACTION_BAN_USER",
+              "AUDIT_ACTION_UNBAN_USER"
+            ]
+          },
+          "rave.identity.v1.AuditActorKind": {
+            "type": "string",
+            "description": "Who did it.\n\n- `AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE`: The admin client certificate; `actor` is its common name.",
+            "enum": [
+              "AUDIT_ACTOR_KIND_UNSPECIFIED",
+              "AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE"
+            ]
+          },
+          "rave.identity.v1.AuditEvent": {
+            "type": "object",
+            "description": "One entry of the audit log; entries are never changed or removed.",
+            "properties": {
+              "eventId": {
+                "type": "string",
+                "description": "Increasing with time of writing."
+              },
+              "occurredAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "A 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "actorKind": {
+                "$ref": "#/components/schemas/rave.identity.v1.AuditActorKind"
+              },
+              "actor": {
+                "type": "string"
+              },
+              "action": {
+                "$ref": "#/components/schemas/rave.identity.v1.AuditAction"
+              },
+              "targetUserId": {
+                "type": "string"
+              },
+              "reason": {
+                "type": "string"
+              },
+              "beforeJson": {
+                "type": "string",
+                "description": "The target's state before and after, as JSON objects (for bans: {\"banned\": …, \"reason\": …, \"until_unix_ms\": …})."
+              },
+              "afterJson": {
+                "type": "string"
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.BanInfo": {
+            "type": "object",
+            "description": "Why and until when a player may not sign in. The status details of a login or refresh refused for a ban\n(PERMISSION_DENIED) carry it, so a game can show the reason and the end.",
+            "properties": {
+              "reason": {
+                "type": "string",
+                "description": "The operator's words, shown to the player (1…500 characters)."
+              },
+              "untilUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "When the ban ends by itself; 0 when it lasts until an operator lifts it.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.BanUserRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id bans the account it was merged into."
+              },
+              "reason": {
+                "type": "string",
+                "description": "Shown to the player; 1…500 characters."
+              },
+              "untilUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "When the ban ends by itself (a future time, at most 100 years ahead); 0 for a ban until an operator lifts it.\nBanning a banned player replaces the ban.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.BanUserResponse": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string",
+                "description": "The account banned (the merge target of a merged-away id)."
+              },
+              "ban": {
+                "$ref": "#/components/schemas/rave.identity.v1.BanInfo"
+              },
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "The sessions the ban ended."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ChangePasswordRequest": {
+            "type": "object",
+            "properties": {
+              "currentPassword": {
+                "type": "string"
+              },
+              "twoFactorCode": {
+                "type": "string",
+                "description": "A TOTP or backup code; required when the account has two-factor, ignored otherwise."
+              },
+              "newPassword": {
+                "type": "string",
+                "description": "The same rules as sign-up (8…128 characters); must differ from the current password."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ChangePasswordResponse": {
+            "type": "object",
+            "properties": {
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "The other sessions of the player this call ended (0 when it repeated a change that had already succeeded)."
               }
             },
             "additionalProperties": false
@@ -12576,6 +13211,29 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.GetUserRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id answers its merge target."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.GetUserResponse": {
+            "type": "object",
+            "properties": {
+              "user": {
+                "$ref": "#/components/schemas/rave.identity.v1.User"
+              },
+              "ban": {
+                "$ref": "#/components/schemas/rave.identity.v1.BanInfo",
+                "description": "Set while a ban applies; unset when there is none or it has ended."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.GuestLoginRequest": {
             "type": "object",
             "properties": {
@@ -12610,6 +13268,65 @@ private let openAPIDocumentText = #"""
               "userId": {
                 "type": "string",
                 "description": "The user the token acts as (the caller, resolved through merges)."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListAuditEventsRequest": {
+            "type": "object",
+            "properties": {
+              "targetUserId": {
+                "type": "string",
+                "description": "Only events about this user (as recorded: the account acted on); empty for every user."
+              },
+              "action": {
+                "$ref": "#/components/schemas/rave.identity.v1.AuditAction",
+                "description": "Only this action; unspecified for every action."
+              },
+              "sinceUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "Only events at or after this time (0: from the start).\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "beforeUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "Only events before this time (0: until now).\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "pageSize": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "1…100; 0 means 50."
+              },
+              "pageToken": {
+                "type": "string",
+                "description": "From the previous page's next_page_token; empty for the first page."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListAuditEventsResponse": {
+            "type": "object",
+            "properties": {
+              "events": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.identity.v1.AuditEvent"
+                },
+                "description": "Newest first."
+              },
+              "nextPageToken": {
+                "type": "string",
+                "description": "Empty on the last page."
               }
             },
             "additionalProperties": false
@@ -13034,6 +13751,32 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.UnbanUserRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string"
+              },
+              "reason": {
+                "type": "string",
+                "description": "Why the ban is lifted (for the audit log); 1…500 characters."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.UnbanUserResponse": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string"
+              },
+              "wasBanned": {
+                "type": "boolean",
+                "description": "False when no ban applied (none, or it had ended): nothing changed, but the call is still recorded."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.UpdateApplicationRequest": {
             "type": "object",
             "properties": {
@@ -13045,7 +13788,11 @@ private let openAPIDocumentText = #"""
               },
               "settings": {
                 "$ref": "#/components/schemas/rave.identity.v1.ApplicationSettings",
-                "description": "Replaces every setting when set."
+                "description": "Replaces every setting when set, allowed origins included."
+              },
+              "allowedOrigins": {
+                "$ref": "#/components/schemas/rave.identity.v1.AllowedOrigins",
+                "description": "When set (and `settings` is not), replaces only the allowed origins (an empty list clears them)."
               }
             },
             "additionalProperties": false
