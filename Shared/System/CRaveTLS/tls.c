@@ -24,7 +24,11 @@ int rave_ssl_ctx_set_verify_peer(SSL_CTX *ctx, int require_certificate) {
     int mode = SSL_VERIFY_PEER;
     if (require_certificate) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
     SSL_CTX_set_verify(ctx, mode, NULL);
-    return 1;
+    // A server that asks for certificates must name its sessions' context, or OpenSSL refuses every resumption
+    // with an internal error (browsers resume a page's first connection on the next ones). A resumed session
+    // keeps the peer certificate of its full handshake, so the peer's role is the same on both.
+    static const unsigned char session_context[] = "rave";
+    return SSL_CTX_set_session_id_context(ctx, session_context, sizeof session_context - 1);
 }
 
 int rave_ssl_error_want_read(void) { return SSL_ERROR_WANT_READ; }
