@@ -253,6 +253,14 @@ import Testing
         #expect(error == .badRequest("the chunk size line exceeds 1024 bytes"))
     }
 
+    @Test func aPortForProbesMayWaiveHostButNeverTakesTwo() {
+        var limits = Self.limits
+        limits.requiresHost = false
+        #expect(parseAll("GET / HTTP/1.1\r\n\r\n", limits: limits).requests.count == 1)
+        #expect(error("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", limits: limits)?.status == .badRequest)
+        #expect(error("GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n")?.status == .badRequest)
+    }
+
     @Test func otherVersionsAreNotSupported() {
         #expect(error("GET / HTTP/2.0\r\nHost: a\r\n\r\n")?.status == .httpVersionNotSupported)
     }

@@ -180,6 +180,13 @@ import Testing
         #expect(head.hasSuffix("\r\n\r\n"))
     }
 
+    @Test func aProbeWithoutHostIsAnswered() async throws {
+        let harness = try Harness.start()
+        let response = try await harness.exchange("GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        try await harness.stop()
+        #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
+    }
+
     @Test func malformedRequestIsBadRequestAndClosed() async throws {
         let harness = try Harness.start()
         let response = try await harness.exchange("GET /healthz\r\n\r\n")

@@ -23,8 +23,9 @@ public final class AdminHTTPServer: Service {
     public static let defaultMaxConnections = 64
     /// Connections one IP address may hold on the admin port, so one client cannot take every slot.
     public static let maxConnectionsPerAddress = 16
-    /// What an admin request may be: a head of at most 8 KiB and 64 fields, no body.
-    static let requestLimits = HTTPLimits(maxHeadBytes: 8192, maxHeaderCount: 64, maxBodyBytes: 0)
+    /// What an admin request may be: a head of at most 8 KiB and 64 fields, no body; `Host` may be missing (probes
+    /// are written by hand).
+    static let requestLimits = HTTPLimits(maxHeadBytes: 8192, maxHeaderCount: 64, maxBodyBytes: 0, requiresHost: false)
     /// Connections idle this long are closed, so forgotten keep-alive clients don't hold descriptors.
     static let idleTimeout = Duration.seconds(30)
 

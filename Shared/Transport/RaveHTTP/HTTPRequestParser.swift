@@ -10,12 +10,19 @@ public struct HTTPLimits: Sendable, Hashable {
     public var maxBodyBytes: Int
     /// Longest chunk-size line (size and extensions), in bytes; longer: 400.
     public var maxChunkLineBytes: Int
+    /// Whether an HTTP/1.1 request without a `Host` is refused (RFC 9112 §3.2).
+    ///
+    /// A port for hand-written probes may waive it; two `Host` fields are refused either way.
+    public var requiresHost: Bool
 
-    public init(maxHeadBytes: Int = 16 << 10, maxHeaderCount: Int = 100, maxBodyBytes: Int = 0) {
+    public init(
+        maxHeadBytes: Int = 16 << 10, maxHeaderCount: Int = 100, maxBodyBytes: Int = 0, requiresHost: Bool = true
+    ) {
         self.maxHeadBytes = maxHeadBytes
         self.maxHeaderCount = maxHeaderCount
         self.maxBodyBytes = maxBodyBytes
         self.maxChunkLineBytes = 1024
+        self.requiresHost = requiresHost
     }
 }
 
@@ -47,7 +54,8 @@ public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible
 /// `Content-Length` or a malformed one, a transfer coding other than `chunked` (or any with HTTP/1.0), line folding
 /// (obs-fold), a bare CR or LF anywhere in the framing (lines end with CRLF only), whitespace before a field's
 /// colon, control characters in a field, a malformed chunk size or one longer than `maxChunkLineBytes`, chunk data
-/// not followed by CRLF, and an HTTP/1.1 request without exactly one `Host`. Every limit counts from the first byte.
+/// not followed by CRLF, and an HTTP/1.1 request without exactly one `Host` (`HTTPLimits.requiresHost`). Every limit
+/// counts from the first byte.
 public struct HTTPRequestParser: Sendable {
     public var limits: HTTPLimits
 
@@ -300,10 +308,9 @@ public struct HTTPRequestParser: Sendable {
     private mutating func frame(_ request: HTTPServerRequest) throws(HTTPParseError) {
         let lengths = request.headers(named: "Content-Length")
         let codings = request.headers(named: "Transfer-Encoding")
-        if request.version == .http11 {
-            guard request.headers(named: "Host").count == 1 else {
-                throw .badRequest("an HTTP/1.1 request needs exactly one Host header")
-            }
+        let hosts = request.headers(named: "Host").count
+        if hosts > 1 || (hosts == 0 && request.version == .http11 && limits.requiresHost) {
+            throw .badRequest("an HTTP/1.1 request needs exactly one Host header")
         }
         let expectsContinue =
             request.version == .http11
