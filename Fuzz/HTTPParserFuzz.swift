@@ -56,20 +56,6 @@ private func parseAll(_ stream: [UInt8], limits: HTTPLimits, pieceSizes: [Int]) 
     return outcome
 }
 
-/// Piece sizes from 1 to 64 bytes that add up to `total`, from a small linear congruential generator.
-private func pieceSizes(seed: UInt8, total: Int) -> [Int] {
-    var state = UInt32(seed) &* 2_654_435_761 | 1
-    var sizes: [Int] = []
-    var remaining = total
-    while remaining > 0 {
-        state = state &* 1_664_525 &+ 1_013_904_223
-        let size = min(remaining, Int(state >> 26) + 1)
-        sizes.append(size)
-        remaining -= size
-    }
-    return sizes
-}
-
 private func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {
     guard haystack.count >= needle.count else { return 0 }
     return (0...(haystack.count - needle.count)).filter { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }

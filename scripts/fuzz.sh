@@ -44,8 +44,8 @@ build_message_modules() {
 build_all() {
     echo "fuzz: building (swiftc -sanitize=fuzzer,address)"
     swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzFrames \
-        Fuzz/FrameDecoderFuzz.swift Shared/Wire/RaveWire/*.swift -o "$out/bin/frame-decoder"
-    swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzHTTP Fuzz/HTTPParserFuzz.swift \
+        Fuzz/FrameDecoderFuzz.swift Fuzz/FuzzPieces.swift Shared/Wire/RaveWire/*.swift -o "$out/bin/frame-decoder"
+    swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzHTTP Fuzz/HTTPParserFuzz.swift Fuzz/FuzzPieces.swift \
         Shared/Transport/RaveHTTP/HTTPMessage.swift Shared/Transport/RaveHTTP/HTTPRequestParser.swift \
         -o "$out/bin/http-parser"
     build_message_modules
