@@ -350,9 +350,9 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "GatewayBenchmarks",
+                "GatewayBenchmarks", "Identity",
                 "Gateway", "RaveAuth", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveTelemetry",
-                "RaveTransport", "RaveTestSupport",
+                "RaveTransport", "RaveTestSupport", "RaveHTTP", "RavePostgres",
             ],
             path: "Tests/GatewayTests"
         ),
