@@ -103,7 +103,22 @@ struct FrontDoorCaller: Sendable {
     let transcoder: FrontDoorTranscoder
     let logger: Logger
 
+    /// Runs `call` and logs it as the binary port logs a call (method, status, latency, request id).
     func execute(_ call: FrontDoorCall, peer: PeerIdentity) async -> HTTPServerResponse {
+        let started = monotonicNanoseconds()
+        let (response, code) = await run(call, peer: peer)
+        let elapsed = monotonicNanoseconds() &- started
+        logger.info(
+            "http call finished",
+            [
+                ("method", MethodNames.printable(call.method)), ("status", "\(code)"),
+                ("http_status", String(response.status.code)), ("latency_us", String(elapsed / 1000)),
+                ("request_id", call.requestID),
+            ])
+        return response
+    }
+
+    private func run(_ call: FrontDoorCall, peer: PeerIdentity) async -> (HTTPServerResponse, StatusCode) {
         let context = RequestContext(
             requestID: call.requestID, method: call.method, deadline: monotonicNanoseconds() &+ call.timeout,
             metadata: call.metadata, peer: peer, caller: nil, logger: logger.with("request_id", call.requestID))
@@ -117,9 +132,10 @@ struct FrontDoorCaller: Sendable {
                 response = try await pipeline.proxy(request: request.bytes, context: context)
             }
             let body = try transcoder.response(response, for: call, batchMethods: request.batchMethods)
-            return HTTPFrontDoor.success(body, encoding: call.responseEncoding, headers: call.headers)
+            return (HTTPFrontDoor.success(body, encoding: call.responseEncoding, headers: call.headers), .ok)
         } catch {
-            return HTTPFrontDoor.failure(RPCError(mapping: error, requestID: call.requestID), headers: call.headers)
+            let error = RPCError(mapping: error, requestID: call.requestID)
+            return (HTTPFrontDoor.failure(error, headers: call.headers), error.code)
         }
     }
 }
