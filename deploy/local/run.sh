@@ -16,6 +16,9 @@ export RAVE_IDENTITY_SOCIAL_ADDRESS=${RAVE_IDENTITY_SOCIAL_ADDRESS:-127.0.0.1:75
 export RAVE_WALLET_IDENTITY_ADDRESS=${RAVE_WALLET_IDENTITY_ADDRESS:-127.0.0.1:7501}
 export RAVE_IDENTITY_MERGE_PARTICIPANTS=${RAVE_IDENTITY_MERGE_PARTICIPANTS:-social=127.0.0.1:7502,leaderboards=127.0.0.1:7503,gifts=127.0.0.1:7504,push=127.0.0.1:7505,wallet=127.0.0.1:7506}
 export RAVE_EVENT_SINKS=${RAVE_EVENT_SINKS:-push=127.0.0.1:7505,gifts=127.0.0.1:7504}
+# The gateway's HTTP/JSON front door (docs/gateway.md), with the demo game and the browser SDK as static files.
+export RAVE_GATEWAY_HTTP_LISTEN=${RAVE_GATEWAY_HTTP_LISTEN-127.0.0.1:8443}
+export RAVE_GATEWAY_HTTP_STATIC=${RAVE_GATEWAY_HTTP_STATIC-/demo/=Clients/demo,/sdk/=Clients/web}
 mkdir -p .run/logs
 
 deploy/local/postgres.sh start
@@ -129,6 +132,10 @@ for entry in "${started[@]}"; do
     read -r name port admin <<<"$entry"
     printf '  %-14s 127.0.0.1:%s (TLS), metrics http://127.0.0.1:%s/metrics\n' "$name" "$port" "$admin"
 done
+if [ -x "$bin/gateway" ] && [ -n "$RAVE_GATEWAY_HTTP_LISTEN" ]; then
+    printf '  %-14s https://%s/ (HTTP/JSON front door; demo https://%s/demo/, trust %s)\n' "gateway http" \
+        "$RAVE_GATEWAY_HTTP_LISTEN" "$RAVE_GATEWAY_HTTP_LISTEN" "$RAVE_CERT_DIR/ca.pem"
+fi
 echo "  echo           127.0.0.1:7600 (TLS, the protocol's conformance service)"
 echo "  certificates   $RAVE_CERT_DIR"
 echo
@@ -145,6 +152,11 @@ if [ -n "$demo_app" ]; then
     echo "  $bin/ravectl call rave.identity.v1.Identity/GetCurrentUser --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
     echo "  $bin/ravectl call rave.leaderboards.v1.Leaderboards/ListLeaderboards --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
     echo "  $bin/ravectl call rave.wallet.v1.Wallet/ListGames --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
+    if [ -n "$RAVE_GATEWAY_HTTP_LISTEN" ]; then
+        echo "  curl --cacert $RAVE_CERT_DIR/ca.pem -H 'Content-Type: application/json' \\"
+        echo "    -d '{\"appId\": \"$demo_app\", \"device\": {\"deviceId\": \"curl-1\"}}' \\"
+        echo "    https://$RAVE_GATEWAY_HTTP_LISTEN/v1/rave.identity.v1.Identity/GuestLogin"
+    fi
 fi
 echo "  $bin/ravectl bench rpc --target 127.0.0.1:7600 --ca $RAVE_CERT_DIR/ca.pem --duration 5"
 echo
