@@ -3,7 +3,8 @@
 # throwaway PostgreSQL, seeded by binary COPY, driven by `ravectl loadtest leaderboards` over mTLS, 50 × 1 in
 # flight: my position, around me ±5, top 100, durable submits — RAVE_BENCH_RUNS runs each (default 3) —
 # then, when identity and the gateway are built too, "my position" through the gateway and directly in one run
-# (`ravectl loadtest --gateway`: one guest per connection, signed in through the gateway), then a restart timed
+# (`ravectl loadtest --gateway`: one guest per connection, signed in through the gateway) and over the gateway's
+# HTTP/JSON front door (wrk, HTTP/1.1 keep-alive; .bench/front-door-<run>.json), then a restart timed
 # until the service accepts calls again.
 #   RAVE_BENCH_LEADERBOARD_USERS       entries in the board (default 1,000,000)
 #   RAVE_BENCH_LEADERBOARD_OPERATIONS  the operations measured (default "position around top submit")
@@ -107,12 +108,13 @@ if [ -x "$bin/identity" ] && [ -x "$bin/gateway" ] && [[ " $operations " == *" p
     psql -q -d postgres -c "CREATE DATABASE rave_bench_identity"
     identity_port=$(free_port)
     gateway_port=$(free_port)
+    http_port=$(free_port)
     RAVE_DATABASE_URL=${url%/*}/rave_bench_identity RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$identity_port \
         RAVE_ADMIN_LISTEN=127.0.0.1:0 RAVE_IDENTITY_SOCIAL_ADDRESS=127.0.0.1:9 RAVE_LOG_LEVEL=error \
         "$bin/identity" >>"$work/identity.log" 2>&1 &
     stack+=($!)
     RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$gateway_port RAVE_ADMIN_LISTEN=127.0.0.1:0 RAVE_LOG_LEVEL=error \
-        RAVE_GATEWAY_HTTP_LISTEN= RAVE_GATEWAY_IDENTITY_ADDRESSES=127.0.0.1:$identity_port RAVE_GATEWAY_LEADERBOARDS_ADDRESSES=127.0.0.1:$port \
+        RAVE_GATEWAY_HTTP_LISTEN=127.0.0.1:$http_port RAVE_GATEWAY_IDENTITY_ADDRESSES=127.0.0.1:$identity_port RAVE_GATEWAY_LEADERBOARDS_ADDRESSES=127.0.0.1:$port \
         RAVE_GATEWAY_ADDRESS_RATE=10000000 RAVE_GATEWAY_ADDRESS_BURST=10000000 RAVE_GATEWAY_USER_RATE=10000000 \
         RAVE_GATEWAY_USER_BURST=10000000 "$bin/gateway" >>"$work/gateway.log" 2>&1 &
     stack+=($!)
@@ -136,6 +138,35 @@ if [ -x "$bin/identity" ] && [ -x "$bin/gateway" ] && [[ " $operations " == *" p
         loadtest --app "$app" --gateway "127.0.0.1:$gateway_port" --mix position=1 --duration 8 \
             --out ".bench/leaderboards-compare-$run.json" | grep -v '^\['
     done
+    # The HTTP/JSON front door of the same gateway, in the same run: "my position" (GetLeaderboard) of one guest
+    # over HTTP/1.1 keep-alive (wrk, 50 connections as above), against the binary port's rate through the gateway.
+    if command -v wrk >/dev/null; then
+        front=https://127.0.0.1:$http_port/v1
+        token=$(curl -sS --cacert "$work/certs/ca.pem" -H 'Content-Type: application/json' \
+            -d "{\"appId\": \"$app\", \"device\": {\"deviceId\": \"bench-http\"}}" \
+            "$front/rave.identity.v1.Identity/GuestLogin" | json_field '["tokens"]["accessToken"]')
+        curl -sS --cacert "$work/certs/ca.pem" -H "Authorization: Bearer $token" -d '{"leaderboardKey": "loadtest-1",
+            "score": "1000"}' "$front/rave.leaderboards.v1.Leaderboards/SubmitScore" >/dev/null
+        cat >"$work/position.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"leaderboardKey": "loadtest-1"}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $token"
+LUA
+        for run in $(seq "$runs"); do
+            echo "== position over the HTTP/JSON front door (HTTP/1.1 keep-alive, wrk, 50 connections), run $run"
+            wrk -t 2 -c 50 -d 8s --latency -s "$work/position.lua" \
+                "$front/rave.leaderboards.v1.Leaderboards/GetLeaderboard" >"$work/wrk.txt"
+            grep -E "Requests/sec|Non-2xx|Socket errors| 50%| 99%" "$work/wrk.txt"
+            python3 -c "import json, re
+http = float(re.search(r'Requests/sec:\s+([0-9.]+)', open('$work/wrk.txt').read()).group(1))
+binary = json.load(open('.bench/leaderboards-compare-$run-gateway.json'))['operations']['position']['throughputPerSecond']
+json.dump({'http1_calls_per_second': http, 'binary_calls_per_second': binary, 'ratio': http / binary},
+          open('.bench/front-door-$run.json', 'w'), indent=2)
+print(f'front door HTTP/1.1 {http:,.0f}/s, binary port through the gateway {binary:,.0f}/s (run {run}): '
+      f'{http / binary:.2f}x')"
+        done
+    fi
 fi
 psql -At -d rave_bench_leaderboards -c "SELECT 'score updates: ' || n_tup_upd || ', of them HOT (no index entries): ' \
     || n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'scores'"

@@ -1,4 +1,5 @@
 import RaveHTTP
+import RaveMessages
 import RaveRPC
 import RaveRuntime
 import RaveTelemetry
@@ -28,9 +29,8 @@ final class GatewayDependencies: Sendable {
     let allowedOrigins: AllowedOrigins
     /// The HTTP/JSON front door; nil when `RAVE_GATEWAY_HTTP_LISTEN` is empty.
     let frontDoor: FrontDoorServer?
-    /// The OpenAPI document `/v1/openapi.json` serves; nil until the generated document is wired in (the path then
-    /// answers 404).
-    static let openAPIDocument: [UInt8]? = nil
+    /// The OpenAPI document `/v1/openapi.json` serves, generated from Proto/ by `rave-protogen`.
+    static let openAPIDocument: [UInt8]? = Array(OpenAPIDocument.json.utf8)
 
     /// Reads the gateway's settings and builds its parts, registering their readiness checks and background
     /// services with `context`.
@@ -96,6 +96,11 @@ final class GatewayDependencies: Sendable {
         let admission = ConnectionAdmission(limits: rpcConfiguration.connectionLimits)
         let allowedOrigins = AllowedOrigins()
         if let address = settings.httpListen {
+            // The applications' web origins, for the front door's CORS rule.
+            context.addBackgroundService(
+                AllowedOriginsFeed(identity: identity, logger: logger.with("component", "allowed-origins")) {
+                    origins in allowedOrigins.replace(with: origins)
+                })
             let frontDoor = try Self.makeFrontDoor(
                 address: address, context: context, settings: settings, pipeline: pipeline,
                 rpcConfiguration: rpcConfiguration, admission: admission, allowedOrigins: allowedOrigins)

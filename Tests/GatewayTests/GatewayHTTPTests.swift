@@ -311,6 +311,18 @@ struct GatewayHTTPTests {
         }
     }
 
+    @Test func theOpenAPIDocumentIsServed() async throws {
+        try await Self.with { harness in
+            let connection = try await harness.http()
+            defer { connection.close() }
+            let document = try await connection.request("GET", "/v1/openapi.json")
+            #expect(document.status == 200)
+            #expect(document.header("Content-Type")?.hasPrefix("application/json") == true)
+            #expect(document.text == OpenAPIDocument.json)
+            #expect(document.json?["openapi"] as? String == "3.1.0")
+        }
+    }
+
     // MARK: - Batch
 
     @Test func aBatchTakesAndGivesJSONAndReferencesWork() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import RaveDynamic
+import RaveGatewayRules
 import RaveHTTP
 import RaveMessages
 import RaveRPC
@@ -33,22 +34,10 @@ extension HTTPFrontDoor {
             + "\"notProcessed\": \(error.notProcessed)}"
     }
 
-    /// The HTTP status of a protocol status code (docs/gateway.md, the table under "Responses").
+    /// The HTTP status of a protocol status code (docs/gateway.md, the table under "Responses"): the rule the
+    /// OpenAPI document is generated from too (`HTTPStatusMapping`).
     static func httpStatus(_ code: StatusCode) -> HTTPStatus {
-        switch code {
-        case .ok: .ok
-        case .cancelled: HTTPStatus(code: 499)
-        case .invalidArgument, .failedPrecondition, .outOfRange: .badRequest
-        case .deadlineExceeded: .gatewayTimeout
-        case .notFound: .notFound
-        case .alreadyExists, .aborted: HTTPStatus(code: 409)
-        case .permissionDenied: .forbidden
-        case .resourceExhausted: .tooManyRequests
-        case .unimplemented: .notImplemented
-        case .unavailable: .serviceUnavailable
-        case .unauthenticated: HTTPStatus(code: 401)
-        default: .internalServerError
-        }
+        HTTPStatus(code: HTTPStatusMapping.httpStatus(ofCode: Int(code.rawValue)))
     }
 
     /// Whole seconds to wait before retrying: a rate limit's `RetryInfo` rounded up, 1 for a not-processed
