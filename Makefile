@@ -10,7 +10,8 @@ PROTO_FILES := $(shell find Proto -name '*.proto' | sort)
 # Debian packages the build, the tests, and `make run` need.
 DEB_PACKAGES := libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libssl-dev libpq-dev \
 	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps \
-	libcurl4-openssl-dev python3-h2 python3-yaml systemd redis-server redis-tools
+	libcurl4-openssl-dev python3-h2 python3-yaml systemd redis-server redis-tools \
+	chromium chromium-driver python3-selenium
 
 .PHONY: deps proto proto-check build release test test-swift bench soak fuzz fmt lint certs run stop reset clean
 
@@ -31,11 +32,13 @@ build: deps
 release:
 	@$(MAKE) --no-print-directory build CONFIG=release
 
-## test: generated code is current, lint passes, deploy/ checks out, then every test against a throwaway PostgreSQL.
+## test: generated code is current, lint passes, deploy/ checks out, then every test against a throwaway PostgreSQL,
+## then the browser tests against a whole stack (scripts/browser-tests.sh; screenshots in .test-output/demo/).
 test: deps proto-check lint
 	scripts/check-deploy.sh
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/with-postgres.sh scripts/run-tests.sh
+	scripts/browser-tests.sh
 
 ## bench: release builds of ravectl, rave-bench and the services bench-leaderboards.sh starts, then every benchmark
 ## (docs/BENCHMARKS.md); results in .bench/.

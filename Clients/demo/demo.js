@@ -23,7 +23,7 @@ function say(id, text, kind = "info") {
 
 function describe(error) {
     if (error instanceof RaveError) {
-        $("last-request").textContent = error.requestId || "–";
+        $("last-request").textContent = error.requestId || "none";
         return `${error.status}: ${error.message}`;
     }
     return String(error?.message ?? error);
@@ -146,7 +146,7 @@ function showBalance() {
     $("bet-mode").textContent = backed
         ? "Backed bet: the wager leaves your GOLD and the payout comes back."
         : "Practice roll: you have no GOLD for this wager, so the bet is unbacked (the same provably fair draw, no " +
-          "GOLD moves). An operator funds players with `ravectl admin wallet deposit`.";
+          "GOLD moves). An operator funds players with ravectl admin wallet deposit.";
     $("bet-mode").dataset.mode = backed ? "backed" : "unbacked";
 }
 
@@ -271,10 +271,10 @@ async function submitScore() {
     await act($("submit-score"), "board-status", async () => {
         const answer = await rave.call("rave.leaderboards.v1.Leaderboards/SubmitScore",
             { leaderboardKey: board, score: String(state.points) });
+        await loadBoard();
         say("board-status", answer.newBest
             ? `Posted ${state.points}: a new best, #${answer.globalPosition}.`
             : `Posted ${state.points}; your best stays ${answer.highScore}.`);
-        await loadBoard();
     });
 }
 
@@ -311,8 +311,9 @@ async function loadInbox() {
         accept.setAttribute("aria-label", `Accept ${gift.giftTypeName} from ${names[index]}`);
         accept.addEventListener("click", () => act(accept, "gifts-status", async () => {
             await rave.call("rave.gifts.v1.Gifts/AcceptGift", { giftId: gift.giftId });
-            say("gifts-status", `Accepted ${gift.giftTypeName} from ${names[index]}.`);
             await loadInbox();
+            say("gifts-status", `Accepted ${gift.giftTypeName} from ${names[index]}.`);
+            $("reload-gifts").focus();
         }));
         item.append(accept);
         inbox.append(item);
