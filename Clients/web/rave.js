@@ -392,7 +392,9 @@ export class Rave {
             if (requireToken) {
                 token = (await this.#usableSession()).accessToken;
             } else if (withToken && this.session) {
-                token = this.session.accessToken;
+                // A login that upgrades the signed-in guest: its token, fresh, if the session still lives;
+                // otherwise the login goes without one.
+                token = await this.#usableSession().then((session) => session.accessToken, () => "");
             }
             try {
                 const answer = await this.#post(method, request, { token, requestId, idempotencyKey, deadline, signal });
