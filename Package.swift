@@ -35,12 +35,13 @@ let package = Package(
         .target(name: "RaveHTTPClient", dependencies: ["CCurl"], path: "Shared/Core/RaveHTTPClient"),
         .target(name: "RaveTelemetry", path: "Shared/Core/RaveTelemetry"),
 
-        // MARK: - Shared/Transport: event loops, TCP, TLS
+        // MARK: - Shared/Transport: event loops, TCP, TLS, HTTP/1.1 servers
         .target(
             name: "RaveTransport",
             dependencies: ["CRaveSystem", "CRaveTLS", "COpenSSL", "RaveTelemetry"],
             path: "Shared/Transport/RaveTransport"
         ),
+        .target(name: "RaveHTTP", dependencies: ["RaveTransport"], path: "Shared/Transport/RaveHTTP"),
 
         // MARK: - Shared/Wire: frames and protobuf
         .target(name: "RaveWire", path: "Shared/Wire/RaveWire"),
@@ -85,7 +86,9 @@ let package = Package(
         // MARK: - Shared/Runtime: the service process, events between services, merged ids
         .target(
             name: "RaveRuntime",
-            dependencies: ["RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "RaveTelemetry", "CRaveSystem"],
+            dependencies: [
+                "RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "RaveHTTP", "RaveTelemetry", "CRaveSystem",
+            ],
             path: "Shared/Runtime/RaveRuntime"
         ),
         .target(
@@ -175,7 +178,7 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RaveTelemetry",
-                "RaveTransport", "RaveAuth", "RaveDynamic",
+                "RaveTransport", "RaveHTTP", "RaveAuth", "RaveDynamic",
             ],
             path: "Services/Gateway",
             exclude: ["Main"]
@@ -278,6 +281,11 @@ let package = Package(
             path: "Tests/RaveTransportTests"
         ),
         .testTarget(
+            name: "RaveHTTPTests",
+            dependencies: ["RaveHTTP", "RaveTransport", "RaveTestSupport"],
+            path: "Tests/RaveHTTPTests"
+        ),
+        .testTarget(
             name: "RavePostgresTests",
             dependencies: ["RaveTestSupport", "RavePostgres", "RaveTransport", "RaveTelemetry"],
             path: "Tests/RavePostgresTests"
@@ -342,9 +350,9 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "GatewayBenchmarks",
+                "GatewayBenchmarks", "Identity",
                 "Gateway", "RaveAuth", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveTelemetry",
-                "RaveTransport", "RaveTestSupport",
+                "RaveTransport", "RaveTestSupport", "RaveHTTP", "RavePostgres",
             ],
             path: "Tests/GatewayTests"
         ),

@@ -61,20 +61,6 @@ private func decodeAll(_ stream: [UInt8], maxFrameSize: Int, pieceSizes: [Int]) 
     return outcome
 }
 
-/// Piece sizes from 1 to 64 bytes that add up to `total`, from a small linear congruential generator.
-private func pieceSizes(seed: UInt8, total: Int) -> [Int] {
-    var state = UInt32(seed) &* 2_654_435_761 | 1
-    var sizes: [Int] = []
-    var remaining = total
-    while remaining > 0 {
-        state = state &* 1_664_525 &+ 1_013_904_223
-        let size = min(remaining, Int(state >> 26) + 1)
-        sizes.append(size)
-        remaining -= size
-    }
-    return sizes
-}
-
 /// Checks that the error names what is actually wrong with the first undecoded frame.
 private func checkError(_ error: WireError, at rest: [UInt8], maxFrameSize: Int) {
     precondition(rest.count >= Frame.lengthPrefixSize, "an error before a whole length prefix arrived")

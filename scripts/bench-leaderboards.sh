@@ -112,7 +112,7 @@ if [ -x "$bin/identity" ] && [ -x "$bin/gateway" ] && [[ " $operations " == *" p
         "$bin/identity" >>"$work/identity.log" 2>&1 &
     stack+=($!)
     RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$gateway_port RAVE_ADMIN_LISTEN=127.0.0.1:0 RAVE_LOG_LEVEL=error \
-        RAVE_GATEWAY_IDENTITY_ADDRESSES=127.0.0.1:$identity_port RAVE_GATEWAY_LEADERBOARDS_ADDRESSES=127.0.0.1:$port \
+        RAVE_GATEWAY_HTTP_LISTEN= RAVE_GATEWAY_IDENTITY_ADDRESSES=127.0.0.1:$identity_port RAVE_GATEWAY_LEADERBOARDS_ADDRESSES=127.0.0.1:$port \
         RAVE_GATEWAY_ADDRESS_RATE=10000000 RAVE_GATEWAY_ADDRESS_BURST=10000000 RAVE_GATEWAY_USER_RATE=10000000 \
         RAVE_GATEWAY_USER_BURST=10000000 "$bin/gateway" >>"$work/gateway.log" 2>&1 &
     stack+=($!)

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# `make fuzz`: libFuzzer with AddressSanitizer over the frame decoder and the protobuf-c message decoders.
+# `make fuzz`: libFuzzer with AddressSanitizer over the frame decoder, the protobuf-c message decoders and the HTTP/1.1
+# request parser.
 #
 #   scripts/fuzz.sh                  build the fuzzers and run each for $RAVE_FUZZ_SECONDS (default 60)
-#   scripts/fuzz.sh frame-decoder    run only the named fuzzers (frame-decoder, envelope, strings)
+#   scripts/fuzz.sh frame-decoder    run only the named fuzzers (frame-decoder, envelope, strings, http-parser)
 #   scripts/fuzz.sh --build-only     build, don't run
 #   scripts/fuzz.sh --seeds          rewrite the committed seed corpora in Fuzz/corpus from real messages
 #
 # SwiftPM can't link libFuzzer into an executable, so everything is compiled here with swiftc and clang:
-# RaveWire's pure-Swift sources go into the frame fuzzer's own module; for the envelope and strings fuzzers (text
-# fields: NULs encoded exactly, refused on decoding), the protoc-c C files, RaveProtobuf and RaveMessages are
-# built as instrumented objects and linked with the entry point.
+# RaveWire's pure-Swift sources go into the frame fuzzer's own module, RaveHTTP's parser and message files (pure
+# Swift, no imports) into the HTTP fuzzer's (its seeds, Fuzz/corpus/http, are written by hand); for the envelope
+# and strings fuzzers (text fields: NULs encoded exactly, refused on decoding), the protoc-c C files, RaveProtobuf
+# and RaveMessages are built as instrumented objects and linked with the entry point.
 # Everything lands under .fuzz/ (git-ignored): bin/, build/, corpus/ (inputs found), crashes/, logs/.
 # A crash leaves its input in .fuzz/crashes/<fuzzer>/; reproduce it with `.fuzz/bin/<fuzzer> <file>`.
 set -euo pipefail
@@ -42,7 +44,10 @@ build_message_modules() {
 build_all() {
     echo "fuzz: building (swiftc -sanitize=fuzzer,address)"
     swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzFrames \
-        Fuzz/FrameDecoderFuzz.swift Shared/Wire/RaveWire/*.swift -o "$out/bin/frame-decoder"
+        Fuzz/FrameDecoderFuzz.swift Fuzz/FuzzPieces.swift Shared/Wire/RaveWire/*.swift -o "$out/bin/frame-decoder"
+    swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzHTTP Fuzz/HTTPParserFuzz.swift Fuzz/FuzzPieces.swift \
+        Shared/Transport/RaveHTTP/HTTPMessage.swift Shared/Transport/RaveHTTP/HTTPRequestParser.swift \
+        -o "$out/bin/http-parser"
     build_message_modules
     swiftc "${sanitize[@]}" -use-ld=lld -module-name FuzzEnvelopes "${includes[@]}" \
         Fuzz/EnvelopeFuzz.swift "$build"/*.o -lprotobuf-c -o "$out/bin/envelope"
@@ -83,11 +88,14 @@ for argument in "$@"; do
     case $argument in
     --seeds) write_seeds; exit 0 ;;
     --build-only) build_only=true ;;
-    frame-decoder | envelope | strings) fuzzers+=("$argument") ;;
-    *) echo "usage: scripts/fuzz.sh [--build-only | --seeds] [frame-decoder] [envelope] [strings]" >&2; exit 2 ;;
+    frame-decoder | envelope | strings | http-parser) fuzzers+=("$argument") ;;
+    *)
+        echo "usage: scripts/fuzz.sh [--build-only | --seeds] [frame-decoder] [envelope] [strings] [http-parser]" >&2
+        exit 2
+        ;;
     esac
 done
-[[ ${#fuzzers[@]} -gt 0 ]] || fuzzers=(frame-decoder envelope strings)
+[[ ${#fuzzers[@]} -gt 0 ]] || fuzzers=(frame-decoder envelope strings http-parser)
 
 build_all
 $build_only && exit 0
@@ -98,6 +106,7 @@ for name in "${fuzzers[@]}"; do
     frame-decoder) run_fuzzer frame-decoder Fuzz/corpus/frames || failed+=("$name") ;;
     envelope) run_fuzzer envelope Fuzz/corpus/envelopes || failed+=("$name") ;;
     strings) run_fuzzer strings Fuzz/corpus/strings || failed+=("$name") ;;
+    http-parser) run_fuzzer http-parser Fuzz/corpus/http || failed+=("$name") ;;
     esac
 done
 if [[ ${#failed[@]} -gt 0 ]]; then

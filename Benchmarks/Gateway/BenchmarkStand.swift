@@ -61,6 +61,8 @@ final class BenchmarkStand: Sendable {
             // The load is one user from one address: limits sized for players would only measure themselves.
             "RAVE_GATEWAY_USER_RATE": "10000000", "RAVE_GATEWAY_USER_BURST": "10000000",
             "RAVE_GATEWAY_ADDRESS_RATE": "10000000", "RAVE_GATEWAY_ADDRESS_BURST": "10000000",
+            // The benchmark measures the binary port; the HTTP front door stays off.
+            "RAVE_GATEWAY_HTTP_LISTEN": "",
         ]
         for service in ["social", "leaderboards", "gifts", "push"] {
             environment["RAVE_GATEWAY_\(service.uppercased())_ADDRESSES"] = "127.0.0.1:1"

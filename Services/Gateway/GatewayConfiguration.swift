@@ -21,7 +21,9 @@ import RaveRuntime
 /// | RAVE_GATEWAY_ADDRESS_RATE, _ADDRESS_BURST | 2000, 4000 | per-client-address token bucket |
 /// | RAVE_GATEWAY_MAX_IN_FLIGHT | 20000 | requests handled at once; more are shed with RESOURCE_EXHAUSTED |
 /// | RAVE_GATEWAY_MAX_REQUEST | 256KiB | largest request message of one call |
-/// | RAVE_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS | 1000 | connections one client IP may hold open; more are refused |
+/// | RAVE_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS | 1000 | connections one client IP may hold open (both ports); more are refused |
+/// | RAVE_GATEWAY_HTTP_LISTEN | 127.0.0.1:8443 | the HTTP/JSON front door's TLS address; empty turns it off |
+/// | RAVE_GATEWAY_HTTP_STATIC | (none) | static files of the front door: comma-separated `/prefix/=directory` |
 struct GatewayConfiguration: Sendable {
     /// Backend addresses by service name; a method `rave.<service>.v1.*` goes to `backends[<service>]`.
     var backends: [String: [SocketAddress]]
@@ -42,6 +44,10 @@ struct GatewayConfiguration: Sendable {
     var maxInFlight: Int
     var maxRequestBytes: Int
     var maxConnectionsPerAddress: Int
+    /// The HTTP/JSON front door's address; nil when it is off.
+    var httpListen: SocketAddress?
+    /// Directories the front door serves under URL prefixes.
+    var httpStatic: [StaticFiles.Mount]
     /// The settings as read, for the start-up log line.
     var effectiveSettings: [(String, String)]
 
@@ -100,6 +106,16 @@ struct GatewayConfiguration: Sendable {
             "RAVE_GATEWAY_MAX_REQUEST", default: 256 << 10, range: 1024...(64 << 20))
         maxConnectionsPerAddress = try reader.integer(
             "RAVE_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS", default: 1000, range: 1...1_000_000)
+        if environment["RAVE_GATEWAY_HTTP_LISTEN"] == "" {
+            httpListen = nil
+            reader.record("RAVE_GATEWAY_HTTP_LISTEN", "(off)")
+        } else {
+            httpListen = try reader.address(
+                "RAVE_GATEWAY_HTTP_LISTEN", default: SocketAddress(host: "127.0.0.1", port: 8443))
+        }
+        let staticText = environment["RAVE_GATEWAY_HTTP_STATIC"] ?? ""
+        httpStatic = try StaticFiles.mounts(parsing: staticText, variable: "RAVE_GATEWAY_HTTP_STATIC")
+        reader.record("RAVE_GATEWAY_HTTP_STATIC", staticText.isEmpty ? "(none)" : staticText)
         effectiveSettings = reader.effectiveSettings
     }
 }

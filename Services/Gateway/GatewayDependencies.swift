@@ -1,3 +1,4 @@
+import RaveHTTP
 import RaveRPC
 import RaveRuntime
 import RaveTelemetry
@@ -23,6 +24,13 @@ final class GatewayDependencies: Sendable {
     let revocations: RevocationFeed
     /// What the RPC server serves: the gateway's own methods, every other one proxied.
     let serving: RPCServing
+    /// The web origins the HTTP front door serves besides its own (filled from the applications' settings).
+    let allowedOrigins: AllowedOrigins
+    /// The HTTP/JSON front door; nil when `RAVE_GATEWAY_HTTP_LISTEN` is empty.
+    let frontDoor: FrontDoorServer?
+    /// The OpenAPI document `/v1/openapi.json` serves; nil until the generated document is wired in (the path then
+    /// answers 404).
+    static let openAPIDocument: [UInt8]? = nil
 
     /// Reads the gateway's settings and builds its parts, registering their readiness checks and background
     /// services with `context`.
@@ -84,16 +92,68 @@ final class GatewayDependencies: Sendable {
         rpcConfiguration.maxConnectionsPerAddress = settings.maxConnectionsPerAddress
         // Metrics name the methods the gateway routes; any other name a client sends is "unknown".
         rpcConfiguration.fallbackMethodNames = MethodRoute.knownMethods
+        // One count for both ports: a client's HTTP and binary connections share its per-address limit.
+        let admission = ConnectionAdmission(limits: rpcConfiguration.connectionLimits)
+        let allowedOrigins = AllowedOrigins()
+        if let address = settings.httpListen {
+            let frontDoor = try Self.makeFrontDoor(
+                address: address, context: context, settings: settings, pipeline: pipeline,
+                rpcConfiguration: rpcConfiguration, admission: admission, allowedOrigins: allowedOrigins)
+            // Started before the RPC server; stopped after it, draining its own requests.
+            context.addBackgroundService(frontDoor)
+            self.frontDoor = frontDoor
+        } else {
+            frontDoor = nil
+        }
+        self.allowedOrigins = allowedOrigins
         serving = RPCServing(
             services: [GatewayHandler(pipeline: pipeline)], access: .open,
             fallback: { request, context in try await pipeline.proxy(request: request, context: context) },
             loopFallback: { request, context, loop, completion in
                 pipeline.startProxy(request: request, context: context, loop: loop, completion: completion)
             },
-            configuration: rpcConfiguration)
+            configuration: rpcConfiguration, admission: admission)
         self.pipeline = pipeline
         self.signingKeys = signingKeys
         self.revocations = revocations
+    }
+}
+
+extension GatewayDependencies {
+    /// The HTTP/JSON front door on `address` (docs/gateway.md, "HTTP/JSON front door"), its port bound.
+    static func makeFrontDoor(
+        address: SocketAddress, context: ServiceContext, settings: GatewayConfiguration, pipeline: CallPipeline,
+        rpcConfiguration: RPCServerConfiguration, admission: ConnectionAdmission, allowedOrigins: AllowedOrigins
+    ) throws -> FrontDoorServer {
+        let logger = context.logger.with("component", "http")
+        let tls = try TLSContext(FrontDoorServer.tlsConfiguration(context.configuration))
+        context.reloadWithCertificates(tls)
+        let (files, missing) = try StaticFiles.load(settings.httpStatic)
+        for directory in missing {
+            logger.warning("static file directory not found; nothing is served from it", [("directory", directory)])
+        }
+        let frontDoor = HTTPFrontDoor(
+            settings: HTTPFrontDoor.Settings(
+                maxRequestBytes: settings.maxRequestBytes, defaultTimeout: rpcConfiguration.defaultTimeout,
+                maxTimeout: rpcConfiguration.maxTimeout),
+            cors: CORSPolicy(allowedOrigins: allowedOrigins), staticFiles: files,
+            openAPIDocument: openAPIDocument, knownMethods: MethodRoute.knownMethods)
+        let responder = FrontDoorResponder(
+            frontDoor: frontDoor,
+            caller: FrontDoorCaller(pipeline: pipeline, transcoder: FrontDoorTranscoder(), logger: logger),
+            metrics: FrontDoorMetrics(registry: context.metrics))
+        let server = try FrontDoorServer(
+            address: address, group: context.group, tls: tls, options: rpcConfiguration.channelOptions,
+            admission: admission,
+            settings: HTTPServerSettings(
+                limits: FrontDoorServer.requestLimits(maxBodyBytes: settings.maxRequestBytes),
+                stalledRequestTimeout: context.configuration.stalledFrameTimeout,
+                idleTimeout: context.configuration.idleTimeout),
+            responder: responder, gracePeriod: context.configuration.shutdownGracePeriod)
+        logger.info(
+            "HTTP front door listening",
+            [("url", "https://\(address.host):\(server.localPort)/"), ("static_files", String(files.files.count))])
+        return server
     }
 }
 

@@ -51,6 +51,10 @@ final class GatewayRuntime: Sendable {
     var logger: Logger { runtime.logger }
     /// The RPC port actually bound.
     var rpcPort: Int { runtime.rpcPort }
+    /// The HTTP/JSON front door's port actually bound; nil when it is off.
+    var httpPort: Int? { dependencies.frontDoor?.localPort }
+    /// The origins the front door serves besides its own.
+    var allowedOrigins: AllowedOrigins { dependencies.allowedOrigins }
     /// The admin port actually bound.
     var adminPort: Int { runtime.adminPort }
 

@@ -67,6 +67,7 @@ final class GatewayHarness: Sendable {
             "RAVE_GATEWAY_IDENTITY_ADDRESSES": "127.0.0.1:\(identityServer.localPort)",
             "RAVE_GATEWAY_ECHO_ADDRESSES": "127.0.0.1:\(echoServer.localPort)",
             "RAVE_GATEWAY_KEY_REFRESH_GAP": "0s", "RAVE_GATEWAY_HEALTH_INTERVAL": "200ms",
+            "RAVE_GATEWAY_HTTP_LISTEN": "127.0.0.1:0",
         ]
         // Services that are not running: port 1 refuses connections, so nothing here reaches a real stack.
         for service in ["social", "leaderboards", "gifts", "push", "wallet"] {

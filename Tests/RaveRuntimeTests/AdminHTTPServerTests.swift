@@ -100,7 +100,7 @@ import Testing
         let answer = try await onOwnThread {
             let socket = try TestSocket(port: port)
             defer { socket.close() }
-            try socket.send("GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+            try socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             return socket.readUntilClosed()
         }
         #expect(answer.isEmpty)
@@ -114,7 +114,7 @@ import Testing
         let harness = try Harness.start()
         harness.readiness.add("database") { nil }
         harness.readiness.add("migrations", throwing: {})
-        let response = try await harness.exchange("GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let response = try await harness.exchange("GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         try await harness.stop()
         #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(response.hasSuffix("database: ok\nmigrations: ok\n"))
@@ -129,7 +129,7 @@ import Testing
             return nil
         }
         // The hung check would answer "ok" after 30 s: its line says the check's timeout cut it off instead.
-        let response = try await harness.exchange("GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let response = try await harness.exchange("GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         try await harness.stop()
         #expect(response.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"))
         #expect(response.contains("database: connection refused on 127.0.0.1:55432\n"))
@@ -139,11 +139,11 @@ import Testing
 
     @Test func readyzFailsUntilStartupIsFinishedEvenWithoutChecks() async throws {
         let harness = try Harness.start(startupFinished: false)
-        let starting = try await harness.exchange("GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let starting = try await harness.exchange("GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         harness.readiness.add("database") { nil }
-        let stillStarting = try await harness.exchange("GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let stillStarting = try await harness.exchange("GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         harness.readiness.finishStartup()
-        let started = try await harness.exchange("GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let started = try await harness.exchange("GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         try await harness.stop()
         #expect(starting.hasPrefix("HTTP/1.1 503 "))
         #expect(starting.hasSuffix("startup: ports and checks are still being set up\n"))
@@ -155,7 +155,7 @@ import Testing
 
     @Test func readyzFailsWhileShuttingDown() async throws {
         let harness = try Harness.start(shuttingDown: true)
-        let response = try await harness.exchange("GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let response = try await harness.exchange("GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         try await harness.stop()
         #expect(response.hasPrefix("HTTP/1.1 503 "))
         #expect(response.hasSuffix("shutting down\n"))
@@ -163,21 +163,28 @@ import Testing
 
     @Test func unknownPathIsNotFound() async throws {
         let harness = try Harness.start()
-        let response = try await harness.exchange("GET /admin/secrets HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let response = try await harness.exchange("GET /admin/secrets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         try await harness.stop()
         #expect(response.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
     }
 
     @Test func otherMethodsAreNotAllowedAndHeadHasNoBody() async throws {
         let harness = try Harness.start()
-        let delete = try await harness.exchange("DELETE /metrics HTTP/1.1\r\nConnection: close\r\n\r\n")
-        let head = try await harness.exchange("HEAD /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let delete = try await harness.exchange("DELETE /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let head = try await harness.exchange("HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         try await harness.stop()
         #expect(delete.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n"))
         #expect(delete.contains("Allow: GET, HEAD\r\n"))
         #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(head.contains("Content-Length: 3\r\n"))
         #expect(head.hasSuffix("\r\n\r\n"))
+    }
+
+    @Test func aProbeWithoutHostIsAnswered() async throws {
+        let harness = try Harness.start()
+        let response = try await harness.exchange("GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        try await harness.stop()
+        #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
     }
 
     @Test func malformedRequestIsBadRequestAndClosed() async throws {
@@ -191,7 +198,7 @@ import Testing
     @Test func oversizedHeadersAreRefused() async throws {
         let harness = try Harness.start()
         let filler = String(repeating: "x", count: 20_000)
-        let response = try await harness.exchange("GET /healthz HTTP/1.1\r\nX-Filler: \(filler)\r\n\r\n")
+        let response = try await harness.exchange("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Filler: \(filler)\r\n\r\n")
         try await harness.stop()
         #expect(response.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n"))
     }
@@ -203,7 +210,8 @@ import Testing
             return nil
         }
         let response = try await harness.exchange(
-            "GET /readyz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\nConnection: close\r\n\r\n")
+            "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
         try await harness.stop()
         let statuses = response.split(whereSeparator: \.isNewline).filter { $0.hasPrefix("HTTP/1.1 ") }.map(String.init)
         #expect(statuses == ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 404 Not Found"])

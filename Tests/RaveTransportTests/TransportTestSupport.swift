@@ -62,6 +62,7 @@ final class RecordingHandler: ChannelHandler, Sendable {
         var peerCertificate: PeerCertificate?
         var protocolVersion: String?
         var cipherSuite: String?
+        var applicationProtocol: String?
     }
 
     let observations = Mutex(Observations())
@@ -78,6 +79,7 @@ final class RecordingHandler: ChannelHandler, Sendable {
             $0.peerCertificate = channel.peerCertificate
             $0.protocolVersion = channel.negotiatedProtocolVersion
             $0.cipherSuite = channel.negotiatedCipherSuite
+            $0.applicationProtocol = channel.negotiatedApplicationProtocol
         }
     }
 

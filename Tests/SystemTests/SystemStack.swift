@@ -155,6 +155,8 @@ final class SystemStack: @unchecked Sendable {
                         ([address(service)] + replicaAddresses).joined(separator: ",")
                 }
                 environment["RAVE_GATEWAY_HEALTH_INTERVAL"] = "500ms"
+                // Stacks run side by side: the HTTP front door's fixed default port would collide.
+                environment["RAVE_GATEWAY_HTTP_LISTEN"] = ""
                 environment["RAVE_GATEWAY_MERGE_CACHE_TTL"] = gatewayMergeCacheTTL
             default:
                 break

@@ -51,6 +51,9 @@ export RAVE_GATEWAY_LEADERBOARDS_ADDRESSES=${RAVE_GATEWAY_LEADERBOARDS_ADDRESSES
 export RAVE_GATEWAY_GIFTS_ADDRESSES=${RAVE_GATEWAY_GIFTS_ADDRESSES:-$gifts}
 export RAVE_GATEWAY_PUSH_ADDRESSES=${RAVE_GATEWAY_PUSH_ADDRESSES:-$push}
 export RAVE_GATEWAY_WALLET_ADDRESSES=${RAVE_GATEWAY_WALLET_ADDRESSES:-$wallet}
+# The gateway's HTTP/JSON front door (docs/gateway.md), with the demo game and the browser SDK as static files.
+export RAVE_GATEWAY_HTTP_LISTEN=${RAVE_GATEWAY_HTTP_LISTEN-127.0.0.1:8443}
+export RAVE_GATEWAY_HTTP_STATIC=${RAVE_GATEWAY_HTTP_STATIC-/demo/=Clients/demo,/sdk/=Clients/web}
 mkdir -p "$state/logs"
 
 deploy/local/postgres.sh start
@@ -161,6 +164,10 @@ for entry in "${started[@]}"; do
     read -r name port admin <<<"$entry"
     printf '  %-14s 127.0.0.1:%s (TLS), metrics http://127.0.0.1:%s/metrics\n' "$name" "$port" "$admin"
 done
+if [ -x "$bin/gateway" ] && [ -n "$RAVE_GATEWAY_HTTP_LISTEN" ]; then
+    printf '  %-14s https://%s/ (HTTP/JSON front door; demo https://%s/demo/, trust %s)\n' "gateway http" \
+        "$RAVE_GATEWAY_HTTP_LISTEN" "$RAVE_GATEWAY_HTTP_LISTEN" "$RAVE_CERT_DIR/ca.pem"
+fi
 echo "  echo           $echo_address (TLS, the protocol's conformance service)"
 echo "  certificates   $RAVE_CERT_DIR"
 echo
@@ -177,8 +184,11 @@ if [ -n "$demo_app" ]; then
     echo "  $bin/ravectl call rave.identity.v1.Identity/GetCurrentUser --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
     echo "  $bin/ravectl call rave.leaderboards.v1.Leaderboards/ListLeaderboards --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
     echo "  $bin/ravectl call rave.wallet.v1.Wallet/ListGames --json '{}' --ca $RAVE_CERT_DIR/ca.pem"
-    if [ -n "${RAVE_GATEWAY_HTTP_LISTEN-127.0.0.1:8443}" ]; then
-        echo "  the demo game: https://${RAVE_GATEWAY_HTTP_LISTEN:-127.0.0.1:8443}/demo/?app=$demo_app" \
+    if [ -n "$RAVE_GATEWAY_HTTP_LISTEN" ]; then
+        echo "  curl --cacert $RAVE_CERT_DIR/ca.pem -H 'Content-Type: application/json' \\"
+        echo "    -d '{\"appId\": \"$demo_app\", \"device\": {\"deviceId\": \"curl-1\"}}' \\"
+        echo "    https://$RAVE_GATEWAY_HTTP_LISTEN/v1/rave.identity.v1.Identity/GuestLogin"
+        echo "  the demo game: https://$RAVE_GATEWAY_HTTP_LISTEN/demo/?app=$demo_app" \
             "(your browser must trust $RAVE_CERT_DIR/ca.pem)"
     fi
 fi

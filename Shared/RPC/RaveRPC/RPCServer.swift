@@ -15,6 +15,8 @@ public final class RPCServer: Sendable {
     private let tls: TLSContext?
     private let listener = Mutex<Listener?>(nil)
     private let connections: ConnectionRegistry
+    /// Counts connections against `configuration.connectionLimits`, or a count shared with other listeners.
+    private let admission: ConnectionAdmission
 
     /// Prepares a server; `start()` opens the port.
     ///
@@ -25,13 +27,17 @@ public final class RPCServer: Sendable {
     /// method name in `RequestContext.method`. `loopFallback` is asked first for every call but the Health
     /// check, served or not, and may serve it on the connection's loop instead (the gateway's single calls and
     /// batches); when it declines, the service or `fallback` serves the call.
+    ///
+    /// `admission`, when given, counts this server's connections together with another listener's (the gateway's
+    /// HTTP port); its limits then apply instead of `configuration.connectionLimits`.
     public init(
         configuration: RPCServerConfiguration = RPCServerConfiguration(), services: [any RPCService],
         access: AccessPolicy, tls: TLSContext?, group: EventLoopGroup, logger: Logger = Logger(label: "rpc.server"),
         observer: any RPCServerObserver = SilentServerObserver(), fallback: RPCMethod.Handler? = nil,
-        loopFallback: RPCLoopHandler? = nil
+        loopFallback: RPCLoopHandler? = nil, admission: ConnectionAdmission? = nil
     ) {
         self.configuration = configuration
+        self.admission = admission ?? ConnectionAdmission(limits: configuration.connectionLimits)
         self.group = group
         self.tls = tls
         self.connections = ConnectionRegistry(inputBudget: InputBudget(limit: configuration.maxBufferedInput))
@@ -47,7 +53,7 @@ public final class RPCServer: Sendable {
         do {
             let listener = try Listener(
                 group: group, host: configuration.host, port: configuration.port, tls: tls,
-                options: configuration.channelOptions, limits: configuration.connectionLimits
+                options: configuration.channelOptions, admission: admission
             ) { channel in
                 let connection = ServerConnection(channel: channel, router: router, registry: connections)
                 channel.setHandler(connection)

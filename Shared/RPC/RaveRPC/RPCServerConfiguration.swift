@@ -95,7 +95,8 @@ public struct RPCServerConfiguration: Sendable {
         self.writeLowWaterMark = writeLowWaterMark
     }
 
-    var channelOptions: ChannelOptions {
+    /// The options of the server's channels (write water marks, handshake timeout).
+    public var channelOptions: ChannelOptions {
         var options = ChannelOptions()
         options.highWaterMark = writeHighWaterMark
         options.lowWaterMark = writeLowWaterMark
@@ -103,7 +104,8 @@ public struct RPCServerConfiguration: Sendable {
         return options
     }
 
-    var connectionLimits: ConnectionLimits {
+    /// The limits the server's listener counts connections under.
+    public var connectionLimits: ConnectionLimits {
         ConnectionLimits(
             maxPerAddress: maxConnectionsPerAddress, maxHandshakes: maxHandshakes,
             maxHandshakesPerAddress: maxHandshakesPerAddress)

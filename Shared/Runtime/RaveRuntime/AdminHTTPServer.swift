@@ -1,3 +1,4 @@
+import RaveHTTP
 import RaveTelemetry
 import RaveTransport
 import Synchronization
@@ -5,16 +6,16 @@ import Synchronization
 /// The admin HTTP/1.1 server: `/metrics` (Prometheus text), `/healthz` (liveness) and `/readyz` (readiness).
 ///
 /// Plain TCP on the admin port, meant for a local scraper and the orchestrator's probes. It answers GET and HEAD
-/// only, takes no request bodies, closes connections that send malformed or oversized heads, and holds at most
-/// `maxConnections` connections. `/metrics` is rendered on Swift's global pool, never on an event loop, so a
-/// scrape cannot delay the RPC connections that share the loops.
+/// only, takes no request bodies, closes connections that send malformed or oversized heads (RaveHTTP's parser,
+/// with the limits `requestLimits`), and holds at most `maxConnections` connections. `/metrics` is rendered on
+/// Swift's global pool, never on an event loop, so a scrape cannot delay the RPC connections that share the loops.
 public final class AdminHTTPServer: Service {
     public let name = "admin-http"
     private let address: SocketAddress
     private let group: EventLoopGroup
     private let router: AdminRouter
     private let logger: Logger
-    private let listener = Mutex<Listener?>(nil)
+    private let server = Mutex<HTTPServer?>(nil)
     private let stopped = ShutdownLatch()
     private let limits: ConnectionLimits
 
@@ -22,6 +23,11 @@ public final class AdminHTTPServer: Service {
     public static let defaultMaxConnections = 64
     /// Connections one IP address may hold on the admin port, so one client cannot take every slot.
     public static let maxConnectionsPerAddress = 16
+    /// What an admin request may be: a head of at most 8 KiB and 64 fields, no body; `Host` may be missing (probes
+    /// are written by hand).
+    static let requestLimits = HTTPLimits(maxHeadBytes: 8192, maxHeaderCount: 64, maxBodyBytes: 0, requiresHost: false)
+    /// Connections idle this long are closed, so forgotten keep-alive clients don't hold descriptors.
+    static let idleTimeout = Duration.seconds(30)
 
     /// - Parameters:
     ///   - isShuttingDown: when it returns true, `/readyz` answers 503 so load balancers stop sending traffic.
@@ -44,15 +50,15 @@ public final class AdminHTTPServer: Service {
     public func bind() throws(RuntimeError) -> Int {
         let router = self.router
         let logger = self.logger
-        return try listener.withLock { listener throws(RuntimeError) -> Int in
-            if let listener { return listener.localPort }
+        return try server.withLock { server throws(RuntimeError) -> Int in
+            if let server { return server.localPort }
             do {
-                let bound = try Listener(
-                    group: group, host: address.host, port: address.port, tls: nil, limits: limits
-                ) { channel in
-                    channel.setHandler(AdminHTTPConnection(router: router, logger: logger))
-                }
-                listener = bound
+                let bound = try HTTPServer(
+                    group: group, host: address.host, port: address.port, tls: nil,
+                    admission: ConnectionAdmission(limits: limits),
+                    settings: HTTPServerSettings(limits: Self.requestLimits, idleTimeout: Self.idleTimeout),
+                    responder: AdminResponder(router: router, logger: logger))
+                server = bound
                 logger.info("admin server listening", [("address", "\(address.host):\(bound.localPort)")])
                 return bound.localPort
             } catch {
@@ -62,14 +68,14 @@ public final class AdminHTTPServer: Service {
     }
 
     /// The bound port, once `bind()` or `run()` has bound it.
-    public var localPort: Int? { listener.withLock { $0?.localPort } }
+    public var localPort: Int? { server.withLock { $0?.localPort } }
 
     public func run() async throws {
         try bind()
         await stopped.wait()
-        listener.withLock { listener in
-            listener?.close()
-            listener = nil
+        server.withLock { server in
+            server?.close()
+            server = nil
         }
     }
 
@@ -79,9 +85,9 @@ public final class AdminHTTPServer: Service {
 
     /// Closes the port at once, for a start-up that failed before `run()`.
     public func closeNow() {
-        listener.withLock { listener in
-            listener?.close()
-            listener = nil
+        server.withLock { server in
+            server?.close()
+            server = nil
         }
     }
 }
@@ -94,126 +100,59 @@ struct AdminRouter: Sendable {
 
     /// The response to `request`: immediate for cheap endpoints, deferred (produced on Swift's global pool) for
     /// `/readyz`, which awaits its checks, and `/metrics`, whose rendering is not for an event loop.
-    enum Answer {
-        case immediate(HTTPResponse)
-        case deferred(@Sendable () async -> HTTPResponse)
-    }
-
-    func answer(_ request: HTTPRequest) -> Answer {
+    func answer(_ request: HTTPServerRequest) -> HTTPAnswer {
         guard request.method == "GET" || request.method == "HEAD" else {
-            var response = HTTPResponse(status: .methodNotAllowed, body: "only GET and HEAD are allowed\n")
-            response.extraHeaders.append(HTTPHeader(name: "Allow", value: "GET, HEAD"))
-            return .immediate(response)
+            return .immediate(
+                Self.text(
+                    .methodNotAllowed, "only GET and HEAD are allowed\n",
+                    headers: [HTTPHeader(name: "Allow", value: "GET, HEAD")]))
         }
         switch request.path {
         case "/healthz":
-            return .immediate(HTTPResponse(status: .ok, body: "ok\n"))
+            return .immediate(Self.text(.ok, "ok\n"))
         case "/metrics":
             // Rendered off the event loop: the loop that parsed the request also serves RPC connections.
             let metrics = self.metrics
             return .deferred {
-                HTTPResponse(status: .ok, contentType: MetricsRegistry.contentType, body: metrics.exposition())
+                Self.text(.ok, metrics.exposition(), contentType: MetricsRegistry.contentType)
             }
         case "/readyz":
             if isShuttingDown() {
-                return .immediate(HTTPResponse(status: .serviceUnavailable, body: "shutting down\n"))
+                return .immediate(Self.text(.serviceUnavailable, "shutting down\n"))
             }
             let readiness = self.readiness
+            // Bounded: each readiness check gives up after its timeout.
             return .deferred {
                 let report = await readiness.evaluate()
-                return HTTPResponse(status: report.isReady ? .ok : .serviceUnavailable, body: report.text)
+                return Self.text(report.isReady ? .ok : .serviceUnavailable, report.text)
             }
         default:
-            return .immediate(
-                HTTPResponse(status: .notFound, body: "no such endpoint; try /metrics, /healthz or /readyz\n"))
+            return .immediate(Self.text(.notFound, "no such endpoint; try /metrics, /healthz or /readyz\n"))
         }
+    }
+
+    /// A plain-text admin response, never cached.
+    static func text(
+        _ status: HTTPStatus, _ body: String, contentType: String = "text/plain; charset=utf-8",
+        headers: [HTTPHeader] = []
+    ) -> HTTPServerResponse {
+        HTTPServerResponse(
+            status: status, contentType: contentType, text: body,
+            headers: [HTTPHeader(name: "Cache-Control", value: "no-store")] + headers)
     }
 }
 
-/// One admin connection: parses requests and answers them one at a time, in order.
-final class AdminHTTPConnection: ChannelHandler, @unchecked Sendable {
-    // @unchecked: every property is used only on the channel's loop; deferred answers hop back with `execute`.
+/// The admin port's `HTTPResponder`: the router's answers, and plain-text refusals of unreadable requests.
+struct AdminResponder: HTTPResponder {
+    let router: AdminRouter
+    let logger: Logger
 
-    private let router: AdminRouter
-    private let logger: Logger
-    private var parser = HTTPRequestParser()
-    private var answering = false
-    private var closed = false
-    private var idleTimer: TimerHandle?
-
-    /// Connections idle this long are closed, so forgotten keep-alive clients don't hold descriptors.
-    private static let idleTimeout: UInt64 = 30_000_000_000
-
-    init(router: AdminRouter, logger: Logger) {
-        self.router = router
-        self.logger = logger
+    func answer(_ request: HTTPServerRequest, from connection: HTTPConnectionInfo) -> HTTPAnswer {
+        router.answer(request)
     }
 
-    func channelActive(_ channel: Channel) {
-        armIdleTimer(channel)
-    }
-
-    func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
-        parser.append(bytes)
-        answerNext(channel)
-    }
-
-    func channelInactive(_ channel: Channel, error: TransportError?) {
-        closed = true
-        if let idleTimer { channel.loop.cancelTimer(idleTimer) }
-        idleTimer = nil
-    }
-
-    private func answerNext(_ channel: Channel) {
-        guard !answering, !closed else { return }
-        let request: HTTPRequest
-        do {
-            guard let next = try parser.nextRequest() else { return }
-            request = next
-        } catch {
-            logger.debug("bad admin request", [("peer", channel.remoteAddress), ("reason", error.reason)])
-            send(HTTPResponse(status: error.status, body: error.reason + "\n"), to: channel, keepAlive: false)
-            return
-        }
-        armIdleTimer(channel)
-        switch router.answer(request) {
-        case .immediate(let response):
-            send(response, for: request, to: channel)
-        case .deferred(let produce):
-            answering = true
-            // Bounded: a deferred answer is the readiness report, whose checks each give up after their timeout.
-            Task.detached {
-                let response = await produce()
-                channel.loop.execute { [self] in
-                    answering = false
-                    send(response, for: request, to: channel)
-                }
-            }
-        }
-    }
-
-    private func send(_ response: HTTPResponse, for request: HTTPRequest, to channel: Channel) {
-        send(response, to: channel, keepAlive: request.keepAlive, includeBody: request.method != "HEAD")
-    }
-
-    private func send(_ response: HTTPResponse, to channel: Channel, keepAlive: Bool, includeBody: Bool = true) {
-        guard !closed else { return }
-        channel.write(response.serialized(keepAlive: keepAlive, includeBody: includeBody))
-        channel.flush()
-        if keepAlive {
-            answerNext(channel)
-        } else {
-            closed = true
-            channel.close()
-        }
-    }
-
-    private func armIdleTimer(_ channel: Channel) {
-        if let idleTimer { channel.loop.cancelTimer(idleTimer) }
-        idleTimer = channel.loop.scheduleTimer(after: Self.idleTimeout) { [weak self, weak channel] in
-            guard let self, let channel, !self.closed else { return }
-            self.closed = true
-            channel.close()
-        }
+    func answer(_ error: HTTPParseError, from connection: HTTPConnectionInfo) -> HTTPServerResponse {
+        logger.debug("bad admin request", [("peer", connection.remoteAddress), ("reason", error.reason)])
+        return AdminRouter.text(error.status, error.reason + "\n")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import RaveRPC
 import RaveServices
+import RaveTransport
 import Synchronization
 
 /// How a process uses `ServiceRuntime` beyond what its `ServiceConfiguration` says.
@@ -36,16 +37,21 @@ public struct RPCServing: Sendable {
     /// The server's settings when the process changes those `ServiceConfiguration` reads (a per-address
     /// connection limit, the fallback's method names); nil uses `ServiceConfiguration.rpcServerConfiguration`.
     public var configuration: RPCServerConfiguration?
+    /// Counts the RPC port's connections together with another listener of the process (the gateway's HTTP
+    /// port); nil counts them alone under the configuration's limits.
+    public var admission: ConnectionAdmission?
 
     public init(
         services: [any RPCService], access: AccessPolicy = TrustModel.backend, fallback: RPCMethod.Handler? = nil,
-        loopFallback: RPCLoopHandler? = nil, configuration: RPCServerConfiguration? = nil
+        loopFallback: RPCLoopHandler? = nil, configuration: RPCServerConfiguration? = nil,
+        admission: ConnectionAdmission? = nil
     ) {
         self.services = services
         self.access = access
         self.fallback = fallback
         self.loopFallback = loopFallback
         self.configuration = configuration
+        self.admission = admission
     }
 }
 

@@ -26,6 +26,7 @@ public final class ServiceContext: Sendable {
     /// The database pool; nil for processes without a database (the gateway).
     public let database: PostgresPool?
     private let extraServices: Mutex<[any Service]>
+    private let extraTLS = Mutex<[TLSContext]>([])
 
     init(
         configuration: ServiceConfiguration, environment: [String: String], logger: Logger, group: EventLoopGroup,
@@ -58,4 +59,12 @@ public final class ServiceContext: Sendable {
     }
 
     var backgroundServices: [any Service] { extraServices.withLock { $0 } }
+
+    /// Reloads `tls` whenever the process reloads its own certificates (SIGHUP): another port of the process that
+    /// serves the same files (the gateway's HTTP port).
+    public func reloadWithCertificates(_ tls: TLSContext) {
+        extraTLS.withLock { $0.append(tls) }
+    }
+
+    var reloadableTLS: [TLSContext] { extraTLS.withLock { $0 } }
 }

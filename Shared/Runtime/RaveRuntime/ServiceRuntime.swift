@@ -107,7 +107,7 @@ public final class ServiceRuntime: Sendable {
                 services: serving.services, access: serving.access, tls: tls, group: group,
                 logger: logger.with("component", "rpc"),
                 observer: RPCMetrics(registry: metrics), fallback: serving.fallback,
-                loopFallback: serving.loopFallback)
+                loopFallback: serving.loopFallback, admission: serving.admission)
             metrics.registerGauges(for: server)
             let rpc = RPCServerService(server: server)
             try rpc.bind()
@@ -171,6 +171,7 @@ public final class ServiceRuntime: Sendable {
     /// Re-reads the TLS files (what SIGHUP does); new connections use them, established ones keep theirs.
     public func reloadCertificates() throws(TransportError) {
         try tls.reload()
+        for other in context.reloadableTLS { try other.reload() }
     }
 
     /// Applies the service's migrations and returns, serving nothing (`<service> migrate`, `ravectl migrate`).

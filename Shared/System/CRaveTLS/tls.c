@@ -1,6 +1,8 @@
 #include "CRaveTLS.h"
 
 #include <openssl/x509v3.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 int rave_ssl_ctx_set_min_tls12(SSL_CTX *ctx) { return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
@@ -70,4 +72,51 @@ int rave_ssl_ctx_set_tls12_aead_only(SSL_CTX *ctx) {
                                    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
                                    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
                                    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305");
+}
+
+// MARK: - ALPN (servers)
+
+struct rave_alpn {
+    unsigned int length;
+    unsigned char protocols[];
+};
+
+static int rave_alpn_index = -1;
+static pthread_once_t rave_alpn_once = PTHREAD_ONCE_INIT;
+
+static void rave_alpn_free(void *parent, void *pointer, CRYPTO_EX_DATA *data, int index, long argl, void *argp) {
+    (void)parent, (void)data, (void)index, (void)argl, (void)argp;
+    free(pointer);
+}
+
+static void rave_alpn_make_index(void) {
+    rave_alpn_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, rave_alpn_free);
+}
+
+static int rave_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *out_length, const unsigned char *in,
+                            unsigned int in_length, void *argument) {
+    (void)ssl;
+    const struct rave_alpn *alpn = argument;
+    unsigned char *selected = NULL;
+    if (SSL_select_next_proto(&selected, out_length, alpn->protocols, alpn->length, in, in_length) !=
+        OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+int rave_ssl_ctx_set_alpn_server(SSL_CTX *ctx, const unsigned char *protocols, unsigned int length) {
+    pthread_once(&rave_alpn_once, rave_alpn_make_index);
+    if (rave_alpn_index < 0) return 0;
+    struct rave_alpn *copy = malloc(sizeof(struct rave_alpn) + length);
+    if (copy == NULL) return 0;
+    copy->length = length;
+    memcpy(copy->protocols, protocols, length);
+    // Owned by the context: freed when its last reference goes, after every session's handshake.
+    if (!SSL_CTX_set_ex_data(ctx, rave_alpn_index, copy)) {
+        free(copy);
+        return 0;
+    }
+    SSL_CTX_set_alpn_select_cb(ctx, rave_alpn_select, copy);
+    return 1;
 }

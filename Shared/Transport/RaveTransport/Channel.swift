@@ -20,6 +20,8 @@ public final class Channel: @unchecked Sendable {
 
     /// Whether buffered output is below the high-water mark; while false the channel does not read.
     public private(set) var isWritable = true
+    /// Whether the handler stopped reading with `pauseReading()`.
+    public private(set) var isReadingPaused = false
     /// Monotonic nanoseconds of the last byte read or written: the RPC layer's idle timer checks it.
     public private(set) var lastActivity: UInt64
     /// The peer's verified certificate (mutual TLS), once active; nil when it sent none.
@@ -30,6 +32,8 @@ public final class Channel: @unchecked Sendable {
     public private(set) var negotiatedProtocolVersion: String?
     /// The cipher suite's OpenSSL name once active; nil for plain TCP.
     public private(set) var negotiatedCipherSuite: String?
+    /// The application protocol ALPN selected ("http/1.1", "h2") once active; nil when none was (or plain TCP).
+    public private(set) var negotiatedApplicationProtocol: String?
 
     private var fd: Int32
     private var registration: IORegistration?
@@ -111,6 +115,26 @@ public final class Channel: @unchecked Sendable {
         updateInterest()
     }
 
+    // MARK: - Reading
+
+    /// Stops reading until `resumeReading()`, so a handler still answering earlier input (an HTTP request,
+    /// answered in order) bounds what it buffers; the kernel's buffers then push back on the peer.
+    public func pauseReading() {
+        assert(loop.isInLoop, "pauseReading must run on the channel's loop")
+        guard !isReadingPaused else { return }
+        isReadingPaused = true
+        updateInterest()
+    }
+
+    /// Reads again after `pauseReading()`, starting with what OpenSSL may already hold.
+    public func resumeReading() {
+        assert(loop.isInLoop, "resumeReading must run on the channel's loop")
+        guard isReadingPaused else { return }
+        isReadingPaused = false
+        if state == .active { scheduleRead() }
+        updateInterest()
+    }
+
     // MARK: - Closing
 
     /// Closes gracefully: sends what is buffered, then TLS close_notify, then closes the socket.
@@ -183,6 +207,7 @@ public final class Channel: @unchecked Sendable {
             peerCertificate = session.peerCertificate
             negotiatedProtocolVersion = session.protocolVersion
             negotiatedCipherSuite = session.cipherSuite
+            negotiatedApplicationProtocol = session.applicationProtocol
             state = .active
             becomeActive()
         case .wantRead:
@@ -297,7 +322,7 @@ extension Channel: IOHandler {
         var budget = options.readBudget
         var delivered = false
         var ending: TransportError?? = nil
-        reading: while budget > 0, (state == .active && isWritable) || (force && state != .closed) {
+        reading: while budget > 0, (state == .active && isWritable && !isReadingPaused) || (force && state != .closed) {
             // Fill the chunk from as many TLS records as are ready before handing it over.
             var filled = 0
             var drained = false
@@ -430,7 +455,7 @@ extension Channel: IOHandler {
         case .handshaking:
             wanted = handshakeWants
         case .active, .closing:
-            if (state == .active && isWritable) || writeWantsReadable { wanted.insert(.readable) }
+            if (state == .active && isWritable && !isReadingPaused) || writeWantsReadable { wanted.insert(.readable) }
             if (flushRequested && !outbound.isEmpty && !writeWantsReadable) || readWantsWritable {
                 wanted.insert(.writable)
             }

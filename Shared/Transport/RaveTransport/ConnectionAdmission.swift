@@ -42,10 +42,11 @@ public struct ConnectionRefusal: Hashable, Sendable, CustomStringConvertible {
     public var description: String { name }
 }
 
-/// The counts behind `ConnectionLimits`, shared by a listener and the channels it accepted.
+/// The counts behind `ConnectionLimits`, shared by a listener and the channels it accepted, and by several
+/// listeners when one count covers them (the gateway's binary and HTTP ports).
 ///
-/// Thread-safe: the listener admits on its loop, channels report their handshake's end and their close on theirs.
-final class ConnectionAdmission: Sendable {
+/// Thread-safe: listeners admit on their loops, channels report their handshake's end and their close on theirs.
+public final class ConnectionAdmission: Sendable {
     private struct Counts {
         var byHost: [String: Int] = [:]
         var handshakingByHost: [String: Int] = [:]
@@ -54,10 +55,10 @@ final class ConnectionAdmission: Sendable {
         var refusals: [ConnectionRefusal: Int] = [:]
     }
 
-    let limits: ConnectionLimits
+    public let limits: ConnectionLimits
     private let counts = Mutex(Counts())
 
-    init(limits: ConnectionLimits) {
+    public init(limits: ConnectionLimits) {
         self.limits = limits
     }
 
@@ -113,12 +114,12 @@ final class ConnectionAdmission: Sendable {
     }
 
     /// Connections refused so far for `reason`.
-    func refusedCount(_ reason: ConnectionRefusal) -> Int {
+    public func refusedCount(_ reason: ConnectionRefusal) -> Int {
         counts.withLock { $0.refusals[reason] ?? 0 }
     }
 
     /// Connections open (handshaking included) and those of them still in their handshake.
-    var current: (open: Int, handshaking: Int) {
+    public var current: (open: Int, handshaking: Int) {
         counts.withLock { ($0.total, $0.handshaking) }
     }
 

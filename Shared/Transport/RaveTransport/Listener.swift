@@ -25,14 +25,30 @@ public final class Listener: @unchecked Sendable {
     /// Connections taken per readiness event, so one busy listener doesn't starve its loop's channels.
     private static let acceptBatch = 256
 
-    /// Binds host:port (port 0 picks a free port) and starts accepting.
-    public init(
+    /// Binds host:port (port 0 picks a free port) and starts accepting, counting connections under `limits`.
+    public convenience init(
         group: EventLoopGroup,
         host: String,
         port: Int,
         tls: TLSContext?,
         options: ChannelOptions = ChannelOptions(),
         limits: ConnectionLimits = ConnectionLimits(),
+        onAccept: @escaping @Sendable (Channel) -> Void
+    ) throws(TransportError) {
+        try self.init(
+            group: group, host: host, port: port, tls: tls, options: options,
+            admission: ConnectionAdmission(limits: limits), onAccept: onAccept)
+    }
+
+    /// Binds host:port and starts accepting, counting connections in `admission`, which other listeners may share
+    /// (one client's connections to several ports then count against one limit).
+    public init(
+        group: EventLoopGroup,
+        host: String,
+        port: Int,
+        tls: TLSContext?,
+        options: ChannelOptions = ChannelOptions(),
+        admission: ConnectionAdmission,
         onAccept: @escaping @Sendable (Channel) -> Void
     ) throws(TransportError) {
         ignoreBrokenPipes()
@@ -51,7 +67,7 @@ public final class Listener: @unchecked Sendable {
         self.group = group
         self.tls = tls
         self.options = options
-        self.admission = ConnectionAdmission(limits: limits)
+        self.admission = admission
         self.onAccept = onAccept
         loop = group.next()
         loop.execute { [self] in

@@ -33,6 +33,11 @@ public struct TLSConfiguration: Sendable {
     /// Clients only: the name or IP the server certificate must match and the SNI sent for names;
     /// `Connector` falls back to the host it connects to.
     public var serverName: String?
+    /// ALPN protocol names ("h2", "http/1.1") in order of preference; empty: no ALPN.
+    ///
+    /// A server selects the first one the client offers (a client offering none of them, or no ALPN at all, gets
+    /// no ALPN answer); a client offers them.
+    public var applicationProtocols: [String] = []
     /// Tests only: offer nothing newer than TLS 1.1, to prove such peers are refused.
     var offersOnlyTLS11ForTesting = false
     /// Tests only: offer nothing newer than TLS 1.2, with these OpenSSL cipher suites, to see which are accepted.

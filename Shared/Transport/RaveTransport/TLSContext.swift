@@ -100,6 +100,9 @@ private final class ContextBox: Sendable {
                 throw .tlsConfiguration("trust roots \(roots): \(takeErrorText())")
             }
         }
+        if !configuration.applicationProtocols.isEmpty {
+            try Self.setApplicationProtocols(configuration.applicationProtocols, role: configuration.role, on: context)
+        }
         switch configuration.role {
         case .client:
             _ = rave_ssl_ctx_set_verify_peer(context, 1)
@@ -116,6 +119,27 @@ private final class ContextBox: Sendable {
     }
 
     deinit { SSL_CTX_free(pointer) }
+
+    /// Sets ALPN: the protocols a server selects from, or those a client offers.
+    private static func setApplicationProtocols(
+        _ protocols: [String], role: TLSConfiguration.Role, on context: OpaquePointer
+    ) throws(TransportError) {
+        var wire: [UInt8] = []
+        for name in protocols {
+            guard (1...255).contains(name.utf8.count) else {
+                throw .tlsConfiguration("ALPN protocol name \"\(name)\" must be 1…255 bytes")
+            }
+            wire.append(UInt8(name.utf8.count))
+            wire.append(contentsOf: name.utf8)
+        }
+        let applied =
+            switch role {
+            case .server: rave_ssl_ctx_set_alpn_server(context, wire, UInt32(wire.count)) == 1
+            // SSL_CTX_set_alpn_protos returns 0 on success.
+            case .client: SSL_CTX_set_alpn_protos(context, wire, UInt32(wire.count)) == 0
+            }
+        guard applied else { throw .tlsConfiguration("ALPN \(protocols): \(takeErrorText())") }
+    }
 }
 
 /// The outcome of one non-blocking TLS operation.
@@ -195,6 +219,15 @@ final class TLSSession {
                 .split(separator: "\n").map(String.init)
             : []
         return PeerCertificate(commonName: commonName, uris: list)
+    }
+
+    /// The protocol ALPN selected ("http/1.1", "h2"), nil when none was.
+    var applicationProtocol: String? {
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
     }
 
     /// "TLSv1.3" or "TLSv1.2".

@@ -27,5 +27,9 @@ int rave_ssl_set_expected_host(SSL *ssl, const char *host);
 int rave_x509_san_uris(X509 *certificate, char *buffer, int capacity);
 /// Restricts TLS 1.2 to ECDHE key exchange with AEAD ciphers (AES-GCM, ChaCha20-Poly1305); TLS 1.3 is unaffected.
 int rave_ssl_ctx_set_tls12_aead_only(SSL_CTX *ctx);
+/// Servers: selects the first of `protocols` (ALPN wire format: each name preceded by its length) that the client
+/// offers; a client offering none of them gets no ALPN answer. The context keeps its own copy (freed with it).
+/// Returns 1, or 0 when out of memory.
+int rave_ssl_ctx_set_alpn_server(SSL_CTX *ctx, const unsigned char *protocols, unsigned int length);
 
 #endif

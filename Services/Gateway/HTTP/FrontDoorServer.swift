@@ -1,0 +1,184 @@
+import RaveHTTP
+import RaveMessages
+import RaveRPC
+import RaveRuntime
+import RaveTelemetry
+import RaveTransport
+import Synchronization
+
+/// The HTTP/JSON front door's port (`RAVE_GATEWAY_HTTP_LISTEN`): TLS with the gateway's certificate, client
+/// certificates requested, ALPN `http/1.1`, connections counted with the binary port's.
+///
+/// Only sockets live here: `HTTPFrontDoor` decides, `FrontDoorCaller` runs the calls through the pipeline. On
+/// shutdown it stops accepting, lets requests under way finish (for at most the grace period) and closes.
+final class FrontDoorServer: Service {
+    let name = "http-front-door"
+    private let server: HTTPServer
+    private let stopped = ShutdownLatch()
+    private let gracePeriod: Duration
+
+    /// Binds the port now, so a conflict stops start-up.
+    init(
+        address: SocketAddress, group: EventLoopGroup, tls: TLSContext, options: ChannelOptions,
+        admission: ConnectionAdmission, settings: HTTPServerSettings, responder: FrontDoorResponder,
+        gracePeriod: Duration
+    ) throws(RuntimeError) {
+        do {
+            server = try HTTPServer(
+                group: group, host: address.host, port: address.port, tls: tls, options: options,
+                admission: admission, settings: settings, responder: responder)
+        } catch {
+            throw RuntimeError(.startupFailed, "cannot listen on RAVE_GATEWAY_HTTP_LISTEN \(address): \(error)")
+        }
+        self.gracePeriod = gracePeriod
+    }
+
+    /// The bound port.
+    var localPort: Int { server.localPort }
+
+    func run() async throws {
+        await stopped.wait()
+        await server.drain(gracePeriod: gracePeriod)
+    }
+
+    func shutdown() async {
+        stopped.open()
+    }
+
+    /// What one request may be: a head of at most 16 KiB and 100 fields (431 beyond), a body of at most
+    /// `maxBodyBytes` (`RAVE_GATEWAY_MAX_REQUEST`; 413 beyond).
+    static func requestLimits(maxBodyBytes: Int) -> HTTPLimits {
+        HTTPLimits(maxHeadBytes: 16 << 10, maxHeaderCount: 100, maxBodyBytes: maxBodyBytes)
+    }
+
+    /// The TLS settings of the port: the gateway's pair, client certificates requested, ALPN `http/1.1`.
+    static func tlsConfiguration(_ service: ServiceConfiguration) -> TLSConfiguration {
+        var configuration = TLSConfiguration.server(
+            certificateChainPath: service.tlsCertificatePath, privateKeyPath: service.tlsPrivateKeyPath,
+            trustRootsPath: service.tlsCertificateAuthorityPath)
+        configuration.requestClientCertificate = true
+        configuration.applicationProtocols = ["http/1.1"]
+        return configuration
+    }
+}
+
+/// Answers the front door's requests on the connection's loop: `HTTPFrontDoor`'s immediate answers at once, calls
+/// as deferred answers run off the loop by `FrontDoorCaller`.
+struct FrontDoorResponder: HTTPResponder {
+    let frontDoor: HTTPFrontDoor
+    let caller: FrontDoorCaller
+    let metrics: FrontDoorMetrics
+
+    func answer(_ request: HTTPServerRequest, from connection: HTTPConnectionInfo) -> HTTPAnswer {
+        let started = monotonicNanoseconds()
+        switch frontDoor.decide(request, makeRequestID: RequestIDs.make) {
+        case .respond(let response):
+            metrics.record(response, since: started)
+            return .immediate(response)
+        case .call(let call):
+            let peer = PeerIdentity(
+                address: connection.remoteAddress, certificateCommonName: connection.peerCertificate?.commonName,
+                role: PeerRole(certificate: connection.peerCertificate))
+            let caller = self.caller
+            let metrics = self.metrics
+            return .deferred {
+                let response = await caller.execute(call, peer: peer)
+                metrics.record(response, since: started)
+                return response
+            }
+        }
+    }
+
+    func answer(_ error: HTTPParseError, from connection: HTTPConnectionInfo) -> HTTPServerResponse {
+        let response = HTTPFrontDoor.parseFailure(error, requestID: RequestIDs.make())
+        metrics.record(response, since: monotonicNanoseconds())
+        return response
+    }
+}
+
+/// Runs a front-door call through the same code as a binary call: `CallPipeline.proxy` for a routed method,
+/// `GatewayHandler.batch` for a batch.
+struct FrontDoorCaller: Sendable {
+    let pipeline: CallPipeline
+    let transcoder: FrontDoorTranscoder
+    let logger: Logger
+
+    /// Runs `call` and logs it as the binary port logs a call (method, status, latency, request id).
+    func execute(_ call: FrontDoorCall, peer: PeerIdentity) async -> HTTPServerResponse {
+        let started = monotonicNanoseconds()
+        let (response, code) = await run(call, peer: peer)
+        let elapsed = monotonicNanoseconds() &- started
+        logger.info(
+            "http call finished",
+            [
+                ("method", MethodNames.printable(call.method)), ("status", "\(code)"),
+                ("http_status", String(response.status.code)), ("latency_us", String(elapsed / 1000)),
+                ("request_id", call.requestID),
+            ])
+        return response
+    }
+
+    private func run(_ call: FrontDoorCall, peer: PeerIdentity) async -> (HTTPServerResponse, StatusCode) {
+        let context = RequestContext(
+            requestID: call.requestID, method: call.method, deadline: monotonicNanoseconds() &+ call.timeout,
+            metadata: call.metadata, peer: peer, caller: nil, logger: logger.with("request_id", call.requestID))
+        do {
+            let request = try transcoder.request(call)
+            let response: [UInt8]
+            if call.isBatch {
+                let batch = try GatewayV1.BatchRequest(protobufBytes: request.bytes)
+                response = try await GatewayHandler(pipeline: pipeline).batch(batch, context: context).protobufBytes()
+            } else {
+                response = try await pipeline.proxy(request: request.bytes, context: context)
+            }
+            let body = try transcoder.response(response, for: call, batchMethods: request.batchMethods)
+            return (HTTPFrontDoor.success(body, encoding: call.responseEncoding, headers: call.headers), .ok)
+        } catch {
+            let error = RPCError(mapping: error, requestID: call.requestID)
+            return (HTTPFrontDoor.failure(error, headers: call.headers), error.code)
+        }
+    }
+}
+
+/// The front door's metrics: requests by status class and their latency, series registered up front (a closed
+/// label set whatever clients send).
+struct FrontDoorMetrics: Sendable {
+    private let requests: [Counter]
+    private let durations: [Histogram]
+
+    init(registry: MetricsRegistry) {
+        let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+        requests = classes.map {
+            registry.counter(
+                "http_server_requests_total", help: "HTTP requests answered by the front door, by status class.",
+                labels: [("http.status_class", $0)])
+        }
+        durations = classes.map {
+            registry.histogram(
+                "http.server.duration", help: "Time from a complete HTTP request to its response, in seconds.",
+                labels: [("http.status_class", $0)])
+        }
+    }
+
+    func record(_ response: HTTPServerResponse, since started: UInt64) {
+        let index = min(max(response.status.code / 100, 1), 5) - 1
+        requests[index].increment()
+        let now = monotonicNanoseconds()
+        durations[index].observe(nanoseconds: now > started ? now - started : 0)
+    }
+}
+
+/// Request ids the front door makes up for requests without a usable `X-Request-Id`: 32 hex digits.
+enum RequestIDs {
+    static func make() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        return hex(high) + hex(low)
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
