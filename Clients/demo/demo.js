@@ -383,6 +383,7 @@ async function start() {
     }
 }
 
+$("loading").hidden = true;
 if (appId && /^[0-9a-f]{32}$/.test(appId)) {
     start();
 } else {
