@@ -10,7 +10,8 @@ PROTO_FILES := $(shell find Proto -name '*.proto' | sort)
 # Debian packages the build, the tests, and `make run` need.
 DEB_PACKAGES := libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libssl-dev libpq-dev \
 	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps \
-	libcurl4-openssl-dev python3-h2 python3-yaml python3-venv systemd redis-server redis-tools curl wrk
+	libcurl4-openssl-dev python3-h2 python3-yaml python3-venv systemd redis-server redis-tools curl wrk \
+	chromium chromium-driver python3-selenium
 
 .PHONY: deps proto proto-check build release test test-swift bench soak fuzz fmt lint certs run stop reset clean
 
@@ -34,12 +35,15 @@ release:
 	@$(MAKE) --no-print-directory build CONFIG=release
 
 ## test: generated code is current, lint passes, deploy/ and docs/openapi.json check out, then every test against a
-## throwaway PostgreSQL.
+## throwaway PostgreSQL, then the browser tests (screenshots in .test-output/demo/) and schemathesis against whole
+## stacks (scripts/browser-tests.sh, scripts/api-tests.sh).
 test: deps proto-check lint
 	scripts/check-deploy.sh
 	scripts/check-openapi.sh
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/with-postgres.sh scripts/run-tests.sh
+	scripts/browser-tests.sh
+	scripts/api-tests.sh
 
 ## bench: release builds of ravectl, rave-bench and the services bench-leaderboards.sh starts, then every benchmark
 ## (docs/BENCHMARKS.md); results in .bench/.

@@ -14,9 +14,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 port=${RAVE_LOCAL_POSTGRES_PORT:-55432}
-root=$(pwd)/.run
+# run.sh's state directory (scripts/with-stack.sh runs a throwaway one elsewhere).
+root=${RAVE_LOCAL_DIR:-$(pwd)/.run}
 data=$root/postgres
 databases=(rave_identity rave_social rave_leaderboards rave_gifts rave_push rave_wallet)
+# shellcheck disable=SC2012 # the directories are PostgreSQL's versions: digits only
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -n "$bindir" ] || { echo "postgres.sh: no PostgreSQL server found (run 'make deps')" >&2; exit 1; }
 
@@ -75,10 +77,10 @@ start)
             "SELECT 1 FROM pg_database WHERE datname = '$database'")
         [ "$exists" = 1 ] || psql -h 127.0.0.1 -p "$port" -U "$pg_user" -d postgres -qc "CREATE DATABASE $database"
     done
-    echo "postgres: 127.0.0.1:$port (user $pg_user, password in .run/pgpass, data in .run/postgres)"
+    echo "postgres: 127.0.0.1:$port (user $pg_user, password in $passfile, data in $data)"
     ;;
 stop)
-    [ -f "$data/PG_VERSION" ] && ctl -m fast stop >/dev/null 2>&1 || true
+    if [ -f "$data/PG_VERSION" ]; then ctl -m fast stop >/dev/null 2>&1 || true; fi
     ;;
 status)
     ctl status

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Seeds the demo content of `make run` through the gateway with the admin certificate: a publisher and an
-# application (their ids kept in .run/demo-app-id), a leaderboard and a weekly tournament, achievements,
+# application (their ids kept in <state>/demo-app-id), a leaderboard and a weekly tournament, achievements,
 # gift types, a slot machine and a dice game, and a sandbox currency. Every step is create-or-replace or
-# tolerates "already exists", so running it on every `make run` is harmless.
+# tolerates "already exists", so running it on every `make run` is harmless. The gateway and the state directory
+# are run.sh's (RAVE_LOCAL_GATEWAY_PORT, RAVE_LOCAL_DIR; default 7443 and .run).
 #
 #   deploy/local/seed.sh BIN_DIR
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$1
-certs=${RAVE_CERT_DIR:-.run/certs}
-admin=(--target 127.0.0.1:7443 --ca "$certs/ca.pem" --cert "$certs/admin.pem" --key "$certs/admin-key.pem")
+state=${RAVE_LOCAL_DIR:-.run}
+certs=${RAVE_CERT_DIR:-$state/certs}
+admin=(--target "127.0.0.1:${RAVE_LOCAL_GATEWAY_PORT:-7443}" --ca "$certs/ca.pem" --cert "$certs/admin.pem"
+    --key "$certs/admin-key.pem")
 # Operator calls carry only the admin certificate: a player login stored by `ravectl login` (perhaps from before a
 # `make reset`, signed by keys this stack never had) must not ride along.
 XDG_CONFIG_HOME=$(mktemp -d /tmp/rave-seed.XXXXXX)
@@ -31,14 +34,14 @@ call() {
 
 json_field() { python3 -c "import json, sys; print(json.load(sys.stdin)$1)"; }
 
-if [ ! -s .run/demo-app-id ]; then
+if [ ! -s "$state/demo-app-id" ]; then
     publisher=$(call rave.identity.v1.IdentityAdmin/CreatePublisher '{"name": "Demo Studio"}' |
         json_field '["publisher"]["publisherId"]')
     call rave.identity.v1.IdentityAdmin/CreateApplication "{\"publisherId\": \"$publisher\", \"name\": \"Demo Game\"}" |
-        json_field '["application"]["appId"]' >.run/demo-app-id.tmp
-    mv .run/demo-app-id.tmp .run/demo-app-id
+        json_field '["application"]["appId"]' >"$state/demo-app-id.tmp"
+    mv "$state/demo-app-id.tmp" "$state/demo-app-id"
 fi
-app=$(cat .run/demo-app-id)
+app=$(cat "$state/demo-app-id")
 
 call rave.leaderboards.v1.LeaderboardsAdmin/DefineLeaderboard "{\"appId\": \"$app\", \"definition\":
     {\"key\": \"high-scores\", \"name\": \"High Scores\", \"sorter\": 1, \"active\": true}}" >/dev/null
