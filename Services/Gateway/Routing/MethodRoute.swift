@@ -26,11 +26,13 @@ struct MethodRoute: Sendable, Hashable {
     var service: String
     var access: Access
 
-    /// Identity methods that create or renew a session, so cannot require one.
+    /// Identity methods that create or renew a session, or recover an account whose password is lost (the player has
+    /// no session then), so cannot require one.
     static let loginMethods: Set<String> = [
         "rave.identity.v1.Identity/GuestLogin", "rave.identity.v1.Identity/SignUp",
         "rave.identity.v1.Identity/LoginWithPassword", "rave.identity.v1.Identity/LoginWithProvider",
         "rave.identity.v1.Identity/CompleteTwoFactorLogin", "rave.identity.v1.Identity/RefreshSession",
+        "rave.identity.v1.Identity/RequestPasswordReset", "rave.identity.v1.Identity/ResetPassword",
     ]
 
     /// Every method of Proto/ (from the generated descriptors), the only names the gateway routes; also the
