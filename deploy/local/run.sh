@@ -16,6 +16,10 @@ export RAVE_IDENTITY_SOCIAL_ADDRESS=${RAVE_IDENTITY_SOCIAL_ADDRESS:-127.0.0.1:75
 export RAVE_WALLET_IDENTITY_ADDRESS=${RAVE_WALLET_IDENTITY_ADDRESS:-127.0.0.1:7501}
 export RAVE_IDENTITY_MERGE_PARTICIPANTS=${RAVE_IDENTITY_MERGE_PARTICIPANTS:-social=127.0.0.1:7502,leaderboards=127.0.0.1:7503,gifts=127.0.0.1:7504,push=127.0.0.1:7505,wallet=127.0.0.1:7506}
 export RAVE_EVENT_SINKS=${RAVE_EVENT_SINKS:-push=127.0.0.1:7505,gifts=127.0.0.1:7504}
+# Identity's mails (verification and reset codes) go to the development mail sink started below, which writes each
+# to .run/mail/<time>-<to>.eml and prints its subject.
+export RAVE_IDENTITY_SMTP_URL=${RAVE_IDENTITY_SMTP_URL:-smtp://127.0.0.1:2525}
+export RAVE_IDENTITY_SMTP_FROM=${RAVE_IDENTITY_SMTP_FROM:-no-reply@rave.localhost}
 mkdir -p .run/logs
 
 deploy/local/postgres.sh start
@@ -95,6 +99,9 @@ supervise() {
     done
 }
 
+supervise mail python3 deploy/local/mail-sink.py 2525 .run/mail &
+pids+=($!)
+
 started=()
 for entry in "${services[@]}"; do
     read -r name port admin <<<"$entry"
@@ -131,6 +138,7 @@ for entry in "${started[@]}"; do
 done
 echo "  echo           127.0.0.1:7600 (TLS, the protocol's conformance service)"
 echo "  certificates   $RAVE_CERT_DIR"
+echo "  mail sink      smtp://127.0.0.1:2525 (identity's mails land in .run/mail/*.eml)"
 echo
 # The demo content (publisher, application, leaderboards, achievements, gift types, games, currency).
 demo_app=""
