@@ -10,12 +10,14 @@ PROTO_FILES := $(shell find Proto -name '*.proto' | sort)
 # Debian packages the build, the tests, and `make run` need.
 DEB_PACKAGES := libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libssl-dev libpq-dev \
 	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps \
-	libcurl4-openssl-dev python3-h2 python3-yaml systemd redis-server redis-tools
+	libcurl4-openssl-dev python3-h2 python3-yaml python3-venv systemd redis-server redis-tools
 
 .PHONY: deps proto proto-check build release test test-swift bench soak fuzz fmt lint certs run stop reset clean
 
+## deps: the Debian packages above, then the Python tools of scripts/python-requirements.txt in .venv.
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
+	@scripts/install-python-deps.sh
 
 ## proto: regenerate the C (protoc-c) and Swift (rave-protogen) code from Proto/.
 proto: deps
@@ -31,9 +33,11 @@ build: deps
 release:
 	@$(MAKE) --no-print-directory build CONFIG=release
 
-## test: generated code is current, lint passes, deploy/ checks out, then every test against a throwaway PostgreSQL.
+## test: generated code is current, lint passes, deploy/ and docs/openapi.json check out, then every test against a
+## throwaway PostgreSQL.
 test: deps proto-check lint
 	scripts/check-deploy.sh
+	scripts/check-openapi.sh
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/with-postgres.sh scripts/run-tests.sh
 

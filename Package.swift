@@ -67,6 +67,9 @@ let package = Package(
             dependencies: ["RaveRPC", "RaveMessages", "RaveProtobuf"],
             path: "Shared/RPC/RaveServices"
         ),
+        // Who may call which method through the gateway, and the HTTP status of each code: read by the gateway and
+        // by rave-protogen (for docs/openapi.json), so it depends on nothing.
+        .target(name: "RaveGatewayRules", path: "Shared/RPC/RaveGatewayRules"),
         .target(
             name: "RaveClient", dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveTransport"],
             path: "Shared/RPC/RaveClient"),
@@ -113,7 +116,7 @@ let package = Package(
             path: "Tests/RaveTestSupport"),
 
         // MARK: - Tools: the code generator
-        .executableTarget(name: "RaveProtoGen", path: "Tools/RaveProtoGen"),
+        .executableTarget(name: "RaveProtoGen", dependencies: ["RaveGatewayRules"], path: "Tools/RaveProtoGen"),
 
         // MARK: - Services: each a library (its code, named after the service) and Main/, the executable
         .executableTarget(
@@ -176,7 +179,7 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RaveTelemetry",
-                "RaveTransport", "RaveAuth", "RaveDynamic",
+                "RaveTransport", "RaveAuth", "RaveDynamic", "RaveGatewayRules",
             ],
             path: "Services/Gateway",
             exclude: ["Main"]

@@ -94,6 +94,8 @@ struct FieldDescriptor {
     var typeName = ""
     var oneofIndex: Int?
     var isProto3Optional = false
+    /// The name in protobuf's JSON mapping, as protoc computed it ("timeout_ms" → "timeoutMs").
+    var jsonName = ""
 
     init(_ bytes: ArraySlice<UInt8>) throws {
         try WireReader.forEachField(in: bytes) { number, value in
@@ -108,6 +110,7 @@ struct FieldDescriptor {
                 self.kind = kind
             case 6: typeName = value.string
             case 9: oneofIndex = value.integer
+            case 10: jsonName = value.string
             case 17: isProto3Optional = value.integer != 0
             default: break
             }

@@ -29,15 +29,23 @@ struct SourceWriter {
     /// Writes a proto comment as `///` lines; the first sentence stands alone as the summary.
     mutating func documentation(_ comment: String?) {
         guard let comment else { return }
-        var lines = comment.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-            var text = Substring(line)
-            if text.first == " " { text = text.dropFirst() }
-            while text.last == " " { text = text.dropLast() }
-            return String(text)
+        let text = commentText(comment)
+        guard !text.isEmpty else { return }
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            self.line(line.isEmpty ? "///" : "/// " + line)
         }
-        while lines.last?.isEmpty == true { lines.removeLast() }
-        while lines.first?.isEmpty == true { lines.removeFirst() }
-        guard !lines.isEmpty else { return }
-        for text in lines { line(text.isEmpty ? "///" : "/// " + text) }
     }
+}
+
+/// A proto comment's text: each line without the space after `//` and trailing spaces, no blank lines around it.
+func commentText(_ comment: String) -> String {
+    var lines = comment.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+        var text = Substring(line)
+        if text.first == " " { text = text.dropFirst() }
+        while text.last == " " { text = text.dropLast() }
+        return String(text)
+    }
+    while lines.last?.isEmpty == true { lines.removeLast() }
+    while lines.first?.isEmpty == true { lines.removeFirst() }
+    return lines.joined(separator: "\n")
 }

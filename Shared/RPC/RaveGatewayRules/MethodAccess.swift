@@ -1,0 +1,52 @@
+/// Who may call a method of Proto/ through the gateway: the one rule, read by the gateway to admit calls
+/// (`MethodRoute`) and by `rave-protogen` to write each operation's security into docs/openapi.json.
+///
+/// It depends on the method's name alone: `<Area>Admin` services need the admin credential, `<Area>Internal`
+/// services and the packages `rave.merge.v1` and `rave.events.v1` are for services only, identity's login methods
+/// need no token, gifts' install service serves clients without an account, and everything else needs a player's
+/// access token.
+public enum MethodAccess: String, Sendable, Hashable, CaseIterable {
+    /// Signs a player in: no token needed (GuestLogin, SignUp, …); a valid one is passed on when present.
+    case login
+    /// Serves clients that have no account yet (a fresh install following a link): no token needed.
+    case anonymous
+    /// Needs a valid access token.
+    case player
+    /// Needs the admin client certificate.
+    case admin
+
+    /// Identity methods that create or renew a session, or recover an account whose password is lost (the player has
+    /// no session then), so cannot require one.
+    public static let loginMethods: Set<String> = [
+        "rave.identity.v1.Identity/GuestLogin", "rave.identity.v1.Identity/SignUp",
+        "rave.identity.v1.Identity/LoginWithPassword", "rave.identity.v1.Identity/LoginWithProvider",
+        "rave.identity.v1.Identity/CompleteTwoFactorLogin", "rave.identity.v1.Identity/RefreshSession",
+        "rave.identity.v1.Identity/RequestPasswordReset", "rave.identity.v1.Identity/ResetPassword",
+    ]
+
+    /// Services whose every method is for clients without an account (gifts' install links).
+    public static let anonymousServices: Set<Substring> = ["rave.gifts.v1.GiftsInstall"]
+
+    /// The access of `method`, a well-formed name `rave.<area>.v1.<Service>/<Method>`; nil when the method is
+    /// internal to the backend (merge participants, event sinks, `<Area>Internal` services), which the gateway
+    /// never forwards.
+    public init?(method: String) {
+        guard let slash = method.firstIndex(of: "/") else { return nil }
+        let qualifiedService = method[..<slash]
+        let components = qualifiedService.split(separator: ".", omittingEmptySubsequences: false)
+        guard components.count == 4 else { return nil }
+        let area = components[1]
+        let service = components[3]
+        // Contracts between services only: the merge saga's participants and the event sinks.
+        if area == "merge" || area == "events" || service.hasSuffix("Internal") { return nil }
+        if service.hasSuffix("Admin") {
+            self = .admin
+        } else if Self.loginMethods.contains(method) {
+            self = .login
+        } else if Self.anonymousServices.contains(qualifiedService) {
+            self = .anonymous
+        } else {
+            self = .player
+        }
+    }
+}
