@@ -223,6 +223,24 @@ struct EmailTests {
         }
     }
 
+    /// A reset code mailed to the old login email ends when a new login email is verified.
+    @Test func verifyingANewLoginEmailEndsAResetCodeMailedToTheOldOne() async throws {
+        try await Self.with { harness, sink in
+            let app = try await harness.makeApplication()
+            let account = try await signUp(harness, app: app, email: "before@example.com")
+            _ = try await sink.waitForMail(to: "before@example.com")
+            try await requestReset(harness, app: app, email: "before@example.com")
+            let resetCode = try Self.code(in: try await sink.waitForMail(to: "before@example.com", after: 1), digits: 8)
+            let context = Harness.playerContext(account, appID: app.appId)
+            _ = try await harness.player.changeEmail(
+                .init(password: Self.password, newEmail: "after@example.com"), context: context)
+            let code = try Self.code(in: try await sink.waitForMail(to: "after@example.com"), digits: 6)
+            _ = try await harness.player.verifyEmail(.init(code: code), context: context)
+            let stale = await statusCode { _ = try await reset(harness, email: "before@example.com", code: resetCode) }
+            #expect(stale?.code == .invalidArgument)
+        }
+    }
+
     @Test func changeEmailToAnotherAccountsLoginEmailIsRefused() async throws {
         try await Self.with { harness, _ in
             let app = try await harness.makeApplication()
@@ -484,6 +502,53 @@ struct EmailTests {
                 #expect(!text.contains(code) && !text.contains("retry@example.com"))
             }
             #expect(!rows.isEmpty)
+        }
+    }
+
+    /// Without SMTP settings a mail is logged as not sent and counts as delivered (development).
+    @Test func withoutSMTPMailsAreMarkedDeliveredUnsent() async throws {
+        try await Harness.with { harness in
+            var dispatcher = OutboxDispatcher.Configuration()
+            dispatcher.pollInterval = .milliseconds(50)
+            let logger = Logger(label: "mail", level: .critical)
+            let delivery = MergeDelivery(
+                pool: harness.pool, participants: [],
+                mail: IdentityMailer(sender: nil, secrets: harness.dependencies.secretKeys, logger: logger),
+                tls: nil, group: Harness.group, dispatcherConfiguration: dispatcher, logger: logger)
+            let running = Task { try await delivery.run() }
+            let app = try await harness.makeApplication()
+            _ = try await signUp(harness, app: app, email: "dev@example.com")
+            try await eventually(timeout: .seconds(20)) {
+                let rows = try await harness.pool.query(
+                    PostgresQuery(
+                        "SELECT count(*) AS n FROM outbox_events WHERE topic = 'identity.mail' AND delivered_at IS NOT NULL"
+                    ))
+                return try rows.first?.decode(Int64.self, column: "n") == 1
+            }
+            await delivery.shutdown()
+            try await running.value
+        }
+    }
+
+    /// The sweeper deletes expired codes (and old mail counters) with the login throttle's idle counters.
+    @Test func theSweeperDeletesExpiredCodes() async throws {
+        let clock = TestClock(Date())
+        try await Harness.with(clock: clock) { harness in
+            let app = try await harness.makeApplication()
+            _ = try await signUp(harness, app: app, email: "swept@example.com")
+            func codes() async throws -> Int64 {
+                try await harness.pool.query(PostgresQuery("SELECT count(*) AS n FROM email_codes")).first?
+                    .decode(Int64.self, column: "n") ?? -1
+            }
+            #expect(try await codes() == 1)
+            clock.advance(by: 1801)
+            let sweeper = LoginThrottleSweeper(
+                throttle: harness.dependencies.loginThrottle, interval: .milliseconds(20),
+                logger: Logger(label: "sweeper", level: .critical))
+            let running = Task { try await sweeper.run() }
+            try await eventually(timeout: .seconds(10)) { try await codes() == 0 }
+            await sweeper.shutdown()
+            try await running.value
         }
     }
 

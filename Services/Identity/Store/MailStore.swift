@@ -47,6 +47,9 @@ struct MailStore: Sendable {
     static let setLoginEmail = PostgresStatement(
         name: "identity_set_login_email",
         sql: "UPDATE password_credentials SET email = $2 WHERE user_id = $1")
+    /// A reset code was mailed to the login email it names: once that changes, the code goes.
+    static let dropResetCode = PostgresStatement(
+        name: "identity_drop_reset_code", sql: "DELETE FROM email_codes WHERE user_id = $1 AND purpose = 'reset'")
     static let loginEmailHolder = PostgresStatement(
         name: "identity_login_email_holder",
         sql: "SELECT user_id FROM password_credentials WHERE lower(email) = lower($1)")
@@ -81,8 +84,8 @@ struct MailStore: Sendable {
         }
     }
 
-    /// Makes `email` the verified email of `userID` (and, with `loginEmail`, its login email); ALREADY_EXISTS when
-    /// another account holds it verified or logs in with it.
+    /// Makes `email` the verified email of `userID` (and, with `loginEmail`, its login email, ending a pending reset
+    /// code mailed to the old one); ALREADY_EXISTS when another account holds it verified or logs in with it.
     func markVerified(userID: RaveID, email: String, loginEmail: Bool) async throws {
         if loginEmail {
             if let holder = try await database.execute(Self.loginEmailHolder, [email]).first,
@@ -91,6 +94,7 @@ struct MailStore: Sendable {
                 throw IdentityError.alreadyExists("another account logs in with \(email)")
             }
             _ = try await database.execute(Self.setLoginEmail, [userID, email])
+            _ = try await database.execute(Self.dropResetCode, [userID])
         }
         guard try await database.execute(Self.markVerified, [userID, email]).affectedRowCount == 1 else {
             throw IdentityError.alreadyExists("another account has already verified \(email)")
