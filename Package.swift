@@ -33,6 +33,7 @@ let package = Package(
         .target(name: "RaveCrypto", dependencies: ["COpenSSL"], path: "Shared/Core/RaveCrypto"),
         .target(name: "RaveAuth", dependencies: ["RaveCrypto"], path: "Shared/Core/RaveAuth"),
         .target(name: "RaveHTTPClient", dependencies: ["CCurl"], path: "Shared/Core/RaveHTTPClient"),
+        .target(name: "RaveMail", dependencies: ["CCurl"], path: "Shared/Core/RaveMail"),
         .target(name: "RaveTelemetry", path: "Shared/Core/RaveTelemetry"),
 
         // MARK: - Shared/Transport: event loops, TCP, TLS, HTTP/1.1 servers
@@ -133,7 +134,7 @@ let package = Package(
             name: "Identity",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveAuth",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveAuth", "RaveMail",
             ],
             path: "Services/Identity",
             exclude: ["Main"],
@@ -344,12 +345,13 @@ let package = Package(
                 "IdentityBenchmarks",
                 "RaveTestSupport",
                 "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveMail",
             ],
             path: "Tests/IdentityTests"
         ),
         .testTarget(name: "RaveAuthTests", dependencies: ["RaveAuth"], path: "Tests/RaveAuthTests"),
         .testTarget(name: "RaveCryptoTests", dependencies: ["RaveCrypto"], path: "Tests/RaveCryptoTests"),
+        .testTarget(name: "RaveMailTests", dependencies: ["RaveMail", "RaveTestSupport"], path: "Tests/RaveMailTests"),
         .testTarget(
             name: "GatewayTests",
             dependencies: [

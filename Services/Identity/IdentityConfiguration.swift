@@ -1,5 +1,6 @@
 import Foundation
 import RaveCrypto
+import RaveMail
 import RaveRPC
 import RaveRuntime
 
@@ -38,6 +39,10 @@ struct IdentityConfiguration: Sendable {
     /// FindUser lookups by email or username a player may make at once and per minute (`LookupLimiter`); a client
     /// address may make five times as many.
     var findUserLookupsPerMinute = 20
+    /// Where identity's mails go (`RAVE_IDENTITY_SMTP_*`); nil (the default): they are logged as not sent.
+    var smtp: SMTPSettings?
+    /// Email code lifetimes, attempts and mail limits.
+    var mail = MailPolicy()
     /// The keys that seal signing keys and TOTP secrets at rest (`RAVE_SECRET_KEY_FILE`); there is no default.
     var secretKeys: SecretKeyRing
 
@@ -72,6 +77,7 @@ struct IdentityConfiguration: Sendable {
         }
         try readPasswordSettings(environment)
         mergeParticipants = try Self.participants(environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] ?? "")
+        smtp = try Self.smtp(environment)
         if let text = environment["RAVE_IDENTITY_SOCIAL_ADDRESS"], !text.isEmpty {
             guard let address = SocketAddress(parsing: text) else {
                 throw .invalidArgument("RAVE_IDENTITY_SOCIAL_ADDRESS must look like host:port, got \"\(text)\"")
@@ -128,6 +134,40 @@ struct IdentityConfiguration: Sendable {
             try integer("RAVE_IDENTITY_LOGIN_FAILURES_PER_ACCOUNT", 1...100_000) ?? loginThrottle.perAccount
         loginThrottle.perAddress =
             try integer("RAVE_IDENTITY_LOGIN_FAILURES_PER_ADDRESS", 1...100_000) ?? loginThrottle.perAddress
+    }
+
+    /// `RAVE_IDENTITY_SMTP_URL` (smtp:// or smtps://), `RAVE_IDENTITY_SMTP_FROM` (required with the URL),
+    /// `RAVE_IDENTITY_SMTP_USER` with `RAVE_IDENTITY_SMTP_PASSWORD_FILE` (both or neither) and
+    /// `RAVE_IDENTITY_SMTP_CA_FILE`; nil when the URL is unset or empty.
+    static func smtp(_ environment: [String: String]) throws(IdentityError) -> SMTPSettings? {
+        func value(_ name: String) -> String? {
+            guard let text = environment[name]?.trimmingWhitespace, !text.isEmpty else { return nil }
+            return text
+        }
+        guard let url = value("RAVE_IDENTITY_SMTP_URL") else { return nil }
+        guard let from = value("RAVE_IDENTITY_SMTP_FROM") else {
+            throw .invalidArgument(
+                "RAVE_IDENTITY_SMTP_FROM must name the sender address when RAVE_IDENTITY_SMTP_URL is set")
+        }
+        let user = value("RAVE_IDENTITY_SMTP_USER")
+        let passwordFile = value("RAVE_IDENTITY_SMTP_PASSWORD_FILE")
+        guard (user == nil) == (passwordFile == nil) else {
+            throw .invalidArgument(
+                "RAVE_IDENTITY_SMTP_USER and RAVE_IDENTITY_SMTP_PASSWORD_FILE are set together or not at all")
+        }
+        var password: String?
+        if let passwordFile {
+            guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
+                throw .invalidArgument("RAVE_IDENTITY_SMTP_PASSWORD_FILE: cannot read \(passwordFile)")
+            }
+            password = String(text.trimmingWhitespace)
+        }
+        do {
+            return try SMTPSettings(
+                url: url, from: from, username: user, password: password, caFile: value("RAVE_IDENTITY_SMTP_CA_FILE"))
+        } catch {
+            throw .invalidArgument("RAVE_IDENTITY_SMTP_URL / RAVE_IDENTITY_SMTP_FROM: \(error.message)")
+        }
     }
 
     /// Parses "social=127.0.0.1:7502,leaderboards=127.0.0.1:7503"; names must be unique.

@@ -1,4 +1,5 @@
 import Foundation
+import RaveMail
 import RaveRPC
 import RaveRuntime
 import RaveTransport
@@ -46,8 +47,17 @@ package enum IdentityMain {
         let dependencies = try await IdentityDependencies.start(
             pool: context.pool, configuration: configuration, blocks: try socialBlocks(context: context, configuration),
             logger: context.logger)
+        let mailer = IdentityMailer(
+            sender: configuration.smtp.map { SMTPSender(settings: $0) }, secrets: secretKeys,
+            logger: context.logger.with("component", "mail"))
+        if let smtp = configuration.smtp {
+            context.logger.info("mail delivery over SMTP", [("smtp_url", smtp.url), ("from", smtp.from)])
+        } else {
+            context.logger.warning(
+                "RAVE_IDENTITY_SMTP_URL is not set: verification and password reset mails are logged as not sent")
+        }
         context.addBackgroundService(
-            try MergeDelivery.forService(context: context, participants: configuration.mergeParticipants))
+            try MergeDelivery.forService(context: context, participants: configuration.mergeParticipants, mail: mailer))
         context.addBackgroundService(LoginThrottleSweeper(throttle: dependencies.loginThrottle, logger: context.logger))
         context.logger.info(
             "password hashing and login throttle",

@@ -162,6 +162,20 @@ struct GatewayAuthTests {
         try await harness.stop()
     }
 
+    /// A player who lost the password has no session: recovery needs no token.
+    ///
+    /// Verifying an email or changing it acts on the signed-in account, so those need one.
+    @Test func passwordRecoveryNeedsNoTokenAndEmailVerificationDoes() async throws {
+        let open = ["RequestPasswordReset", "ResetPassword"].map { "rave.identity.v1.Identity/\($0)" }
+        for method in open {
+            #expect(try MethodRoute(method: method).access == .login, "\(method)")
+        }
+        for method in ["VerifyEmail", "ResendVerification", "ChangeEmail"].map({ "rave.identity.v1.Identity/\($0)" }) {
+            #expect(try MethodRoute(method: method).access == .player, "\(method)")
+        }
+        #expect(try MethodRoute(method: "rave.identity.v1.IdentityAdmin/SetMailTemplate").access == .admin)
+    }
+
     @Test func adminMethodsNeedTheAdminCertificate() async throws {
         let harness = try await GatewayHarness.start()
         let player = try await harness.connect()

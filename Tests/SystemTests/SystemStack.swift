@@ -36,6 +36,8 @@ final class SystemStack: @unchecked Sendable {
     let certificates: String
     let providers: TestIdentityProviders
     let apns: FakeAPNs
+    /// The SMTP server identity sends its mails to (verification and reset codes).
+    let mail: SMTPSink
     /// Protocol and admin ports per process name ("gateway" included).
     let ports: [String: (rpc: Int, admin: Int)]
     /// Each data service's database URL.
@@ -100,6 +102,7 @@ final class SystemStack: @unchecked Sendable {
         try DevelopmentCertificates.write(to: certificates)
         providers = try TestIdentityProviders(directory: directory)
         apns = try FakeAPNs(directory: directory)
+        mail = try SMTPSink()
         let secretKeyFile = try SecretKeyFile.write(in: directory.path)
 
         let names = Self.dataServices.filter(StackProcess.isBuilt)
@@ -146,6 +149,8 @@ final class SystemStack: @unchecked Sendable {
                 environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] = list(Self.mergeParticipants)
                 environment["RAVE_SECRET_KEY_FILE"] = secretKeyFile
                 environment.merge(providers.identityEnvironment) { $1 }
+                environment["RAVE_IDENTITY_SMTP_URL"] = mail.url
+                environment["RAVE_IDENTITY_SMTP_FROM"] = "no-reply@rave.test"
             case "push":
                 environment.merge(apns.pushEnvironment) { $1 }
             case "gateway":
@@ -205,6 +210,7 @@ final class SystemStack: @unchecked Sendable {
         admin.close()
         for process in processes.values { process.kill() }
         apns.stop()
+        mail.stop()
         for name in databaseNames { await ScratchDatabase.drop(name) }
         if !keepsLogs.load(ordering: .relaxed) && ProcessInfo.processInfo.environment["RAVE_SYSTEM_KEEP_LOGS"] == nil {
             try? FileManager.default.removeItem(at: directory)

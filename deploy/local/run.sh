@@ -54,6 +54,11 @@ export RAVE_GATEWAY_WALLET_ADDRESSES=${RAVE_GATEWAY_WALLET_ADDRESSES:-$wallet}
 # The gateway's HTTP/JSON front door (docs/gateway.md), with the demo game and the browser SDK as static files.
 export RAVE_GATEWAY_HTTP_LISTEN=${RAVE_GATEWAY_HTTP_LISTEN-127.0.0.1:8443}
 export RAVE_GATEWAY_HTTP_STATIC=${RAVE_GATEWAY_HTTP_STATIC-/demo/=Clients/demo,/sdk/=Clients/web}
+# Identity's mails (verification and reset codes) go to the development mail sink started below, which writes each
+# to $state/mail/<time>-<to>.eml and prints its subject.
+mail_sink=127.0.0.1:$(port mail 2525)
+export RAVE_IDENTITY_SMTP_URL=${RAVE_IDENTITY_SMTP_URL:-smtp://$mail_sink}
+export RAVE_IDENTITY_SMTP_FROM=${RAVE_IDENTITY_SMTP_FROM:-no-reply@rave.localhost}
 mkdir -p "$state/logs"
 
 deploy/local/postgres.sh start
@@ -128,6 +133,9 @@ supervise() {
     done
 }
 
+supervise mail python3 deploy/local/mail-sink.py "${mail_sink##*:}" "$state/mail" &
+pids+=($!)
+
 started=()
 for entry in "${services[@]}"; do
     read -r name port admin <<<"$entry"
@@ -170,6 +178,7 @@ if [ -x "$bin/gateway" ] && [ -n "$RAVE_GATEWAY_HTTP_LISTEN" ]; then
 fi
 echo "  echo           $echo_address (TLS, the protocol's conformance service)"
 echo "  certificates   $RAVE_CERT_DIR"
+echo "  mail sink      smtp://$mail_sink (identity's mails land in $state/mail/*.eml)"
 echo
 # The demo content (publisher, application, leaderboards, achievements, gift types, games, currency).
 demo_app=""

@@ -18,7 +18,7 @@ struct MethodRoute: Sendable, Hashable {
     var service: String
     var access: Access
 
-    /// Identity methods that create or renew a session, so cannot require one.
+    /// Identity methods that need no token (`MethodAccess.loginMethods`).
     static var loginMethods: Set<String> { MethodAccess.loginMethods }
 
     /// Every method of Proto/ (from the generated descriptors), the only names the gateway routes; also the

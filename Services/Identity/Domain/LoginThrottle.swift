@@ -91,7 +91,7 @@ final class LoginThrottle: Sendable {
 
     let policy: Policy
     let clock: @Sendable () -> Date
-    private let pool: PostgresPool
+    let pool: PostgresPool
 
     init(pool: PostgresPool, policy: Policy, clock: @escaping @Sendable () -> Date) {
         self.pool = pool

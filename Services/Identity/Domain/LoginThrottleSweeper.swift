@@ -2,7 +2,8 @@ import RaveRuntime
 import RaveTelemetry
 
 /// Deletes the login throttle's idle counters every `interval` (a background service of the runtime), so the table
-/// holds only recent failures and recently trusted pairs.
+/// holds only recent failures and recently trusted pairs; and, in the same round, expired email codes and mail
+/// limit counters a day past their window.
 final class LoginThrottleSweeper: Service {
     let name = "login-throttle-sweeper"
     private let throttle: LoginThrottle
@@ -24,6 +25,12 @@ final class LoginThrottleSweeper: Service {
                 do {
                     let deleted = try await throttle.sweep()
                     logger.debug("deleted idle login throttle counters", [("deleted", String(deleted))])
+                    let now = throttle.clock()
+                    let codes = try await EmailCodeStore(database: throttle.pool).sweep(now: now)
+                    let limits = try await MailStore(database: throttle.pool).sweep(now: now)
+                    logger.debug(
+                        "deleted expired email codes and mail limits",
+                        [("codes", String(codes)), ("limits", String(limits))])
                 } catch {
                     logger.warning("could not delete idle login throttle counters", [("error", "\(error)")])
                 }

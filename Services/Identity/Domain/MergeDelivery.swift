@@ -10,7 +10,8 @@ import RaveTelemetry
 import RaveTransport
 
 /// Delivers identity's outbox: merge events to the participant services until each acknowledges (the second half
-/// of the merge saga), and every other topic (`identity.provider_linked`) to the event sinks.
+/// of the merge saga), mails (`identity.mail`) to the SMTP server (`IdentityMailer`), and every other topic
+/// (`identity.provider_linked`) to the event sinks.
 ///
 /// Runs one `OutboxDispatcher` over identity's outbox, so both kinds keep their per-key order and share one poller.
 /// A merge event calls `rave.merge.v1.MergeParticipant/MergeUsers` on the participant its key names, over mTLS with
@@ -30,7 +31,7 @@ final class MergeDelivery: Service {
     /// events other than merges are marked delivered without a receiver.
     init(
         pool: PostgresPool, participants: [IdentityConfiguration.MergeParticipant], events: EventSinks? = nil,
-        tls: TLSContext,
+        mail: IdentityMailer? = nil, tls: TLSContext?,
         group: EventLoopGroup, listenOn databaseURL: String? = nil,
         dispatcherConfiguration: OutboxDispatcher.Configuration = .init(), callTimeout: Duration = .seconds(10),
         logger: Logger
@@ -38,6 +39,8 @@ final class MergeDelivery: Service {
         var clients: [String: MergeV1.MergeParticipantClient] = [:]
         var closers: [RPCClient] = []
         for participant in participants {
+            // Without a TLS context no participant is called (their merges fail as unconfigured, and are retried).
+            guard let tls else { break }
             var configuration = RPCClient.Configuration()
             configuration.connectionCount = 1
             let client = RPCClient(
@@ -51,7 +54,7 @@ final class MergeDelivery: Service {
         self.closers = closers
         self.callTimeout = callTimeout
         self.events = events
-        let deliver = Self.deliverer(pool: pool, clients: clients, events: events, timeout: callTimeout)
+        let deliver = Self.deliverer(pool: pool, clients: clients, events: events, mail: mail, timeout: callTimeout)
         // LISTEN wakes the dispatcher at a merge's commit; without it, merges wait for the next poll.
         dispatcher = OutboxDispatcher(
             pool: pool, listenOn: databaseURL.map { ($0, group.next()) }, configuration: dispatcherConfiguration,
@@ -61,7 +64,7 @@ final class MergeDelivery: Service {
 
     /// The delivery worker the runtime runs next to the RPC server, with identity's certificate for mTLS.
     static func forService(
-        context: ServiceContext, participants: [IdentityConfiguration.MergeParticipant]
+        context: ServiceContext, participants: [IdentityConfiguration.MergeParticipant], mail: IdentityMailer
     ) throws -> MergeDelivery {
         let configuration = context.configuration
         let tls = try TLSContext(
@@ -70,10 +73,9 @@ final class MergeDelivery: Service {
                 certificateChainPath: configuration.tlsCertificatePath,
                 privateKeyPath: configuration.tlsPrivateKeyPath))
         let events = try EventSinks.fromEnvironment(context: context, source: "identity")
-        let idle = participants.isEmpty && events.addresses.isEmpty
         return MergeDelivery(
-            pool: context.pool, participants: participants, events: events, tls: tls, group: context.group,
-            listenOn: idle ? nil : configuration.databaseURL, logger: context.logger)
+            pool: context.pool, participants: participants, events: events, mail: mail, tls: tls,
+            group: context.group, listenOn: configuration.databaseURL, logger: context.logger)
     }
 
     func run() async throws {
@@ -90,9 +92,13 @@ final class MergeDelivery: Service {
     /// goes to the event sinks.
     private static func deliverer(
         pool: PostgresPool, clients: [String: MergeV1.MergeParticipantClient], events: EventSinks?,
-        timeout: Duration
+        mail: IdentityMailer?, timeout: Duration
     ) -> @Sendable (OutboxEvent) async throws -> Void {
         { event in
+            if event.topic == IdentityMail.topic {
+                try await mail?.deliver(event)
+                return
+            }
             guard event.topic == MergeSaga.topic else {
                 try await events?.deliver(event)
                 return

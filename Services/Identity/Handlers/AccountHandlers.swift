@@ -36,6 +36,7 @@ extension PlayerHandlers {
         let birthYear = try Validation.birthYear(request.birthYear)
         let country = try Validation.country(request.country)
         let username = request.username.isEmpty ? nil : try Validation.username(request.username)
+        let languages = try IdentityMail.languages(request.language)
         let application = try await dependencies.applications.application(appID)
         let hash = try await dependencies.passwordHashers.withSlot { try await $0.hash(password) }
         // A signed-in guest becomes the new account instead of leaving an orphan behind.
@@ -55,6 +56,14 @@ extension PlayerHandlers {
             try await ProfileStore(database: transaction).recordSignUp(
                 userID: accountID, email: email, birthYear: birthYear, country: country,
                 newsletter: request.newsletterOptIn, username: username)
+            // The verification mail leaves with the account (the outbox), or not at all.
+            try await sendCode(
+                .verifyEmail, userID: accountID, email: email, setsLoginEmail: false, application: application,
+                languages: languages, in: transaction)
+            // Sign-up's mail counts toward the account's verification mails (never refused: the account is new).
+            let policy = dependencies.configuration.mail
+            _ = try await MailStore(database: transaction).charge(
+                key: "verify:\(accountID.hex)", limit: .max, window: policy.window, now: dependencies.clock())
             var response = try await finishLogin(
                 userID: accountID, appID: appID, device: device, created: created, explicit: true, in: transaction)
             response.signUpData = Self.signUpData(

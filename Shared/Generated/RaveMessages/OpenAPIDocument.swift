@@ -4628,6 +4628,473 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.Identity/ChangePassword"
           }
         },
+        "/v1/rave.identity.v1.Identity/VerifyEmail": {
+          "post": {
+            "operationId": "Identity_VerifyEmail",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Proves the signed-in player's email with the code the verification mail carried (SignUp, ChangeEmail, ResendVerification send one): the address becomes the account's verified email (and, after ChangeEmail, its login email).",
+            "description": "Proves the signed-in player's email with the code the verification mail carried (SignUp, ChangeEmail,\nResendVerification send one): the address becomes the account's verified email (and, after ChangeEmail, its\nlogin email).\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/VerifyEmail`.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.VerifyEmailRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.VerifyEmailRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.VerifyEmailRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.VerifyEmailResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.VerifyEmailResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.VerifyEmailResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/VerifyEmail"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/ResendVerification": {
+          "post": {
+            "operationId": "Identity_ResendVerification",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Sends a new verification code to the address waiting for verification (rate limited).",
+            "description": "Sends a new verification code to the address waiting for verification (rate limited).\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/ResendVerification`.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ResendVerificationRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ResendVerificationRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ResendVerificationRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ResendVerificationResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ResendVerificationResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ResendVerificationResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/ResendVerification"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/ChangeEmail": {
+          "post": {
+            "operationId": "Identity_ChangeEmail",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Starts changing the login email, given the password: a code goes to the new address, which replaces the old one only once VerifyEmail proves it.",
+            "description": "Starts changing the login email, given the password: a code goes to the new address, which replaces the old\none only once VerifyEmail proves it.\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/ChangeEmail`.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ChangeEmailRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ChangeEmailRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ChangeEmailRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ChangeEmailResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ChangeEmailResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ChangeEmailResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/ChangeEmail"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/RequestPasswordReset": {
+          "post": {
+            "operationId": "Identity_RequestPasswordReset",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Mails a password reset code to the account that logs in with `email`, if there is one; the answer is the same either way (rate limited per email and per client address).",
+            "description": "Mails a password reset code to the account that logs in with `email`, if there is one; the answer is the same\neither way (rate limited per email and per client address). Needs no token.\n\nNo credential needed. A valid access token, when sent, is passed on (a guest signing in is upgraded). The protocol's method `rave.identity.v1.Identity/RequestPasswordReset`.",
+            "security": [
+              {},
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.RequestPasswordResetRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.RequestPasswordResetRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.RequestPasswordResetRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.RequestPasswordResetResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.RequestPasswordResetResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.RequestPasswordResetResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/RequestPasswordReset"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/ResetPassword": {
+          "post": {
+            "operationId": "Identity_ResetPassword",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Sets a new password with a reset code (and a two-factor code when enrolled); every session of the account ends.",
+            "description": "Sets a new password with a reset code (and a two-factor code when enrolled); every session of the account\nends. Needs no token.\n\nNo credential needed. A valid access token, when sent, is passed on (a guest signing in is upgraded). The protocol's method `rave.identity.v1.Identity/ResetPassword`.",
+            "security": [
+              {},
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ResetPasswordRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ResetPasswordRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ResetPasswordRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ResetPasswordResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ResetPasswordResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ResetPasswordResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/ResetPassword"
+          }
+        },
         "/v1/rave.identity.v1.Identity/IssueUnbackedToken": {
           "post": {
             "operationId": "Identity_IssueUnbackedToken",
@@ -5643,6 +6110,99 @@ private let openAPIDocumentText = #"""
               }
             },
             "x-rave-method": "rave.identity.v1.IdentityAdmin/ListAuditEvents"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/SetMailTemplate": {
+          "post": {
+            "operationId": "IdentityAdmin_SetMailTemplate",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Sets (or, with an empty subject and body, removes) an application's mail template for one kind and language.",
+            "description": "Sets (or, with an empty subject and body, removes) an application's mail template for one kind and language.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/SetMailTemplate`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.SetMailTemplateRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.SetMailTemplateRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.SetMailTemplateRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.SetMailTemplateResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.SetMailTemplateResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.SetMailTemplateResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/SetMailTemplate"
           }
         },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
@@ -12778,6 +13338,27 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.ChangeEmailRequest": {
+            "type": "object",
+            "properties": {
+              "password": {
+                "type": "string",
+                "description": "The account's current password."
+              },
+              "newEmail": {
+                "type": "string"
+              },
+              "language": {
+                "type": "string",
+                "description": "The mail's language (BCP 47); empty means English."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ChangeEmailResponse": {
+            "type": "object",
+            "additionalProperties": false
+          },
           "rave.identity.v1.ChangePasswordRequest": {
             "type": "object",
             "properties": {
@@ -13449,6 +14030,15 @@ private let openAPIDocumentText = #"""
             "type": "object",
             "additionalProperties": false
           },
+          "rave.identity.v1.MailKind": {
+            "type": "string",
+            "description": "- `MAIL_KIND_VERIFY_EMAIL`: Carries an email verification code (SignUp, ChangeEmail, ResendVerification).\n- `MAIL_KIND_PASSWORD_RESET`: Carries a password reset code (RequestPasswordReset).",
+            "enum": [
+              "MAIL_KIND_UNSPECIFIED",
+              "MAIL_KIND_VERIFY_EMAIL",
+              "MAIL_KIND_PASSWORD_RESET"
+            ]
+          },
           "rave.identity.v1.Merge": {
             "type": "object",
             "properties": {
@@ -13572,6 +14162,76 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.RequestPasswordResetRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string",
+                "description": "The application whose name and templates the mail uses."
+              },
+              "email": {
+                "type": "string",
+                "description": "The login email of the account."
+              },
+              "language": {
+                "type": "string",
+                "description": "The mail's language (BCP 47); empty means English."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.RequestPasswordResetResponse": {
+            "type": "object",
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ResendVerificationRequest": {
+            "type": "object",
+            "properties": {
+              "language": {
+                "type": "string",
+                "description": "The mail's language (BCP 47); empty means English."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ResendVerificationResponse": {
+            "type": "object",
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ResetPasswordRequest": {
+            "type": "object",
+            "properties": {
+              "email": {
+                "type": "string",
+                "description": "The login email the reset was requested for."
+              },
+              "code": {
+                "type": "string",
+                "description": "The 8-digit code of the reset mail."
+              },
+              "newPassword": {
+                "type": "string",
+                "description": "The same rules as sign-up (8…128 characters)."
+              },
+              "twoFactorCode": {
+                "type": "string",
+                "description": "A TOTP or backup code; required when the account has two-factor, ignored otherwise."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ResetPasswordResponse": {
+            "type": "object",
+            "properties": {
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "The sessions of the account this reset ended."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.RevokeSessionRequest": {
             "type": "object",
             "properties": {
@@ -13667,6 +14327,35 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.SetMailTemplateRequest": {
+            "type": "object",
+            "description": "Templates replace {{code}}, {{app_name}} and {{minutes}} (the code's lifetime); the body is plain text.",
+            "properties": {
+              "appId": {
+                "type": "string"
+              },
+              "kind": {
+                "$ref": "#/components/schemas/rave.identity.v1.MailKind"
+              },
+              "language": {
+                "type": "string",
+                "description": "BCP 47 (\"en\", \"pt-BR\"); a mail in a language without a template uses the app's \"en\" template, then the\nbuilt-in English one."
+              },
+              "subject": {
+                "type": "string",
+                "description": "1…200 characters, no line breaks; empty together with `body` removes the template."
+              },
+              "body": {
+                "type": "string",
+                "description": "1…10000 characters; must contain {{code}}."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.SetMailTemplateResponse": {
+            "type": "object",
+            "additionalProperties": false
+          },
           "rave.identity.v1.SignUpData": {
             "type": "object",
             "description": "What a new sign-up returns in regions with rules about it (the seed SDK's BigFishSignUpData).",
@@ -13718,6 +14407,10 @@ private let openAPIDocumentText = #"""
               },
               "username": {
                 "type": "string"
+              },
+              "language": {
+                "type": "string",
+                "description": "The language of the verification mail (BCP 47, e.g. \"en\", \"pt-BR\"); empty means English."
               }
             },
             "additionalProperties": false
@@ -13960,6 +14653,25 @@ private let openAPIDocumentText = #"""
               "VALUE_SCOPE_GLOBAL",
               "VALUE_SCOPE_APPLICATION"
             ]
+          },
+          "rave.identity.v1.VerifyEmailRequest": {
+            "type": "object",
+            "properties": {
+              "code": {
+                "type": "string",
+                "description": "The 6-digit code of the verification mail."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.VerifyEmailResponse": {
+            "type": "object",
+            "properties": {
+              "user": {
+                "$ref": "#/components/schemas/rave.identity.v1.User"
+              }
+            },
+            "additionalProperties": false
           },
           "rave.leaderboards.v1.Achievement": {
             "type": "object",

@@ -85,6 +85,34 @@ extension IdentityV1 {
         }
     }
 
+    public enum MailKind: ProtoEnum {
+        case unspecified  // MAIL_KIND_UNSPECIFIED = 0
+        /// Carries an email verification code (SignUp, ChangeEmail, ResendVerification).
+        case verifyEmail  // MAIL_KIND_VERIFY_EMAIL = 1
+        /// Carries a password reset code (RequestPasswordReset).
+        case passwordReset  // MAIL_KIND_PASSWORD_RESET = 2
+        /// A value this build does not know; kept so that it survives decoding and re-encoding.
+        case unrecognized(Int32)
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .verifyEmail
+            case 2: self = .passwordReset
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .verifyEmail: 1
+            case .passwordReset: 2
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
     public struct DeviceInfo: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.identity.v1.DeviceInfo"
 
@@ -143,13 +171,17 @@ extension IdentityV1 {
 
         public var username: String = ""
 
+        /// The language of the verification mail (BCP 47, e.g. "en", "pt-BR"); empty means English.
+        public var language: String = ""
+
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given fields; the others keep their defaults.
         public init(
             appId: String = "", device: IdentityV1.DeviceInfo? = nil, email: String = "", password: String = "",
-            birthYear: Int32 = 0, country: String = "", newsletterOptIn: Bool = false, username: String = ""
+            birthYear: Int32 = 0, country: String = "", newsletterOptIn: Bool = false, username: String = "",
+            language: String = ""
         ) {
             self.appId = appId
             self.device = device
@@ -159,6 +191,7 @@ extension IdentityV1 {
             self.country = country
             self.newsletterOptIn = newsletterOptIn
             self.username = username
+            self.language = language
         }
     }
 
@@ -852,6 +885,158 @@ extension IdentityV1 {
         public static let protoMessageName = "rave.identity.v1.ChangePasswordResponse"
 
         /// The other sessions of the player this call ended (0 when it repeated a change that had already succeeded).
+        public var revokedSessions: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(revokedSessions: UInt32 = 0) {
+            self.revokedSessions = revokedSessions
+        }
+    }
+
+    public struct VerifyEmailRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.VerifyEmailRequest"
+
+        /// The 6-digit code of the verification mail.
+        public var code: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(code: String = "") {
+            self.code = code
+        }
+    }
+
+    public struct VerifyEmailResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.VerifyEmailResponse"
+
+        public var user: IdentityV1.User? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(user: IdentityV1.User? = nil) {
+            self.user = user
+        }
+    }
+
+    public struct ResendVerificationRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ResendVerificationRequest"
+
+        /// The mail's language (BCP 47); empty means English.
+        public var language: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(language: String = "") {
+            self.language = language
+        }
+    }
+
+    public struct ResendVerificationResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ResendVerificationResponse"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct ChangeEmailRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ChangeEmailRequest"
+
+        /// The account's current password.
+        public var password: String = ""
+
+        public var newEmail: String = ""
+
+        /// The mail's language (BCP 47); empty means English.
+        public var language: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(password: String = "", newEmail: String = "", language: String = "") {
+            self.password = password
+            self.newEmail = newEmail
+            self.language = language
+        }
+    }
+
+    public struct ChangeEmailResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ChangeEmailResponse"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct RequestPasswordResetRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RequestPasswordResetRequest"
+
+        /// The application whose name and templates the mail uses.
+        public var appId: String = ""
+
+        /// The login email of the account.
+        public var email: String = ""
+
+        /// The mail's language (BCP 47); empty means English.
+        public var language: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", email: String = "", language: String = "") {
+            self.appId = appId
+            self.email = email
+            self.language = language
+        }
+    }
+
+    public struct RequestPasswordResetResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RequestPasswordResetResponse"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct ResetPasswordRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ResetPasswordRequest"
+
+        /// The login email the reset was requested for.
+        public var email: String = ""
+
+        /// The 8-digit code of the reset mail.
+        public var code: String = ""
+
+        /// The same rules as sign-up (8…128 characters).
+        public var newPassword: String = ""
+
+        /// A TOTP or backup code; required when the account has two-factor, ignored otherwise.
+        public var twoFactorCode: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(email: String = "", code: String = "", newPassword: String = "", twoFactorCode: String = "") {
+            self.email = email
+            self.code = code
+            self.newPassword = newPassword
+            self.twoFactorCode = twoFactorCode
+        }
+    }
+
+    public struct ResetPasswordResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ResetPasswordResponse"
+
+        /// The sessions of the account this reset ended.
         public var revokedSessions: UInt32 = 0
 
         /// A message with every field at its default.
@@ -1672,6 +1857,47 @@ extension IdentityV1 {
             self.origins = origins
         }
     }
+
+    /// Templates replace {{code}}, {{app_name}} and {{minutes}} (the code's lifetime); the body is plain text.
+    public struct SetMailTemplateRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.SetMailTemplateRequest"
+
+        public var appId: String = ""
+
+        public var kind: IdentityV1.MailKind = .unspecified
+
+        /// BCP 47 ("en", "pt-BR"); a mail in a language without a template uses the app's "en" template, then the
+        /// built-in English one.
+        public var language: String = ""
+
+        /// 1…200 characters, no line breaks; empty together with `body` removes the template.
+        public var subject: String = ""
+
+        /// 1…10000 characters; must contain {{code}}.
+        public var body: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            appId: String = "", kind: IdentityV1.MailKind = .unspecified, language: String = "", subject: String = "",
+            body: String = ""
+        ) {
+            self.appId = appId
+            self.kind = kind
+            self.language = language
+            self.subject = subject
+            self.body = body
+        }
+    }
+
+    public struct SetMailTemplateResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.SetMailTemplateResponse"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
 }
 
 extension IdentityV1.DeviceInfo {
@@ -1802,6 +2028,7 @@ extension IdentityV1.SignUpRequest {
         self.country = try ProtoDecoding.string(c.country, field: "country", of: Self.protoMessageName)
         self.newsletterOptIn = c.newsletter_opt_in != 0
         self.username = try ProtoDecoding.string(c.username, field: "username", of: Self.protoMessageName)
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__SignUpRequest> {
@@ -1820,6 +2047,7 @@ extension IdentityV1.SignUpRequest {
         if !self.country.isEmpty { message.country = arena.string(self.country) }
         message.newsletter_opt_in = self.newsletterOptIn ? 1 : 0
         if !self.username.isEmpty { message.username = arena.string(self.username) }
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
     }
 }
 
@@ -3902,6 +4130,450 @@ extension IdentityV1.ChangePasswordResponse {
     }
 
     func protobufCFill(_ message: inout Rave__Identity__V1__ChangePasswordResponse, arena: inout ProtoArena) {
+        message.revoked_sessions = self.revokedSessions
+    }
+}
+
+extension IdentityV1.VerifyEmailRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__VerifyEmailRequest()
+        rave__identity__v1__verify_email_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__VerifyEmailRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__VerifyEmailRequest()
+        rave__identity__v1__verify_email_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__VerifyEmailRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.code = try ProtoDecoding.string(c.code, field: "code", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__VerifyEmailRequest> {
+        let message = arena.allocate(Rave__Identity__V1__VerifyEmailRequest.self)
+        rave__identity__v1__verify_email_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__VerifyEmailRequest, arena: inout ProtoArena) {
+        if !self.code.isEmpty { message.code = arena.string(self.code) }
+    }
+}
+
+extension IdentityV1.VerifyEmailResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__VerifyEmailResponse()
+        rave__identity__v1__verify_email_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__VerifyEmailResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__VerifyEmailResponse()
+        rave__identity__v1__verify_email_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__VerifyEmailResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.user { self.user = try IdentityV1.User(protobufC: value) }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__VerifyEmailResponse> {
+        let message = arena.allocate(Rave__Identity__V1__VerifyEmailResponse.self)
+        rave__identity__v1__verify_email_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__VerifyEmailResponse, arena: inout ProtoArena) {
+        if let value = self.user { message.user = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.ResendVerificationRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ResendVerificationRequest()
+        rave__identity__v1__resend_verification_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ResendVerificationRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ResendVerificationRequest()
+        rave__identity__v1__resend_verification_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ResendVerificationRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__ResendVerificationRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ResendVerificationRequest.self)
+        rave__identity__v1__resend_verification_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ResendVerificationRequest, arena: inout ProtoArena) {
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+    }
+}
+
+extension IdentityV1.ResendVerificationResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ResendVerificationResponse()
+        rave__identity__v1__resend_verification_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ResendVerificationResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ResendVerificationResponse()
+        rave__identity__v1__resend_verification_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__ResendVerificationResponse>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__ResendVerificationResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ResendVerificationResponse.self)
+        rave__identity__v1__resend_verification_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__ResendVerificationResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.ChangeEmailRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ChangeEmailRequest()
+        rave__identity__v1__change_email_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ChangeEmailRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ChangeEmailRequest()
+        rave__identity__v1__change_email_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ChangeEmailRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.password = try ProtoDecoding.string(c.password, field: "password", of: Self.protoMessageName)
+        self.newEmail = try ProtoDecoding.string(c.new_email, field: "new_email", of: Self.protoMessageName)
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ChangeEmailRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ChangeEmailRequest.self)
+        rave__identity__v1__change_email_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ChangeEmailRequest, arena: inout ProtoArena) {
+        if !self.password.isEmpty { message.password = arena.string(self.password) }
+        if !self.newEmail.isEmpty { message.new_email = arena.string(self.newEmail) }
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+    }
+}
+
+extension IdentityV1.ChangeEmailResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ChangeEmailResponse()
+        rave__identity__v1__change_email_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ChangeEmailResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ChangeEmailResponse()
+        rave__identity__v1__change_email_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__ChangeEmailResponse>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ChangeEmailResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ChangeEmailResponse.self)
+        rave__identity__v1__change_email_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__ChangeEmailResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.RequestPasswordResetRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RequestPasswordResetRequest()
+        rave__identity__v1__request_password_reset_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RequestPasswordResetRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RequestPasswordResetRequest()
+        rave__identity__v1__request_password_reset_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RequestPasswordResetRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.email = try ProtoDecoding.string(c.email, field: "email", of: Self.protoMessageName)
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RequestPasswordResetRequest> {
+        let message = arena.allocate(Rave__Identity__V1__RequestPasswordResetRequest.self)
+        rave__identity__v1__request_password_reset_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RequestPasswordResetRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.email.isEmpty { message.email = arena.string(self.email) }
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+    }
+}
+
+extension IdentityV1.RequestPasswordResetResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RequestPasswordResetResponse()
+        rave__identity__v1__request_password_reset_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RequestPasswordResetResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RequestPasswordResetResponse()
+        rave__identity__v1__request_password_reset_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__RequestPasswordResetResponse>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RequestPasswordResetResponse> {
+        let message = arena.allocate(Rave__Identity__V1__RequestPasswordResetResponse.self)
+        rave__identity__v1__request_password_reset_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__RequestPasswordResetResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.ResetPasswordRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ResetPasswordRequest()
+        rave__identity__v1__reset_password_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ResetPasswordRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ResetPasswordRequest()
+        rave__identity__v1__reset_password_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ResetPasswordRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.email = try ProtoDecoding.string(c.email, field: "email", of: Self.protoMessageName)
+        self.code = try ProtoDecoding.string(c.code, field: "code", of: Self.protoMessageName)
+        self.newPassword = try ProtoDecoding.string(c.new_password, field: "new_password", of: Self.protoMessageName)
+        self.twoFactorCode = try ProtoDecoding.string(
+            c.two_factor_code, field: "two_factor_code", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ResetPasswordRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ResetPasswordRequest.self)
+        rave__identity__v1__reset_password_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ResetPasswordRequest, arena: inout ProtoArena) {
+        if !self.email.isEmpty { message.email = arena.string(self.email) }
+        if !self.code.isEmpty { message.code = arena.string(self.code) }
+        if !self.newPassword.isEmpty { message.new_password = arena.string(self.newPassword) }
+        if !self.twoFactorCode.isEmpty { message.two_factor_code = arena.string(self.twoFactorCode) }
+    }
+}
+
+extension IdentityV1.ResetPasswordResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ResetPasswordResponse()
+        rave__identity__v1__reset_password_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ResetPasswordResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ResetPasswordResponse()
+        rave__identity__v1__reset_password_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ResetPasswordResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.revokedSessions = c.revoked_sessions
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ResetPasswordResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ResetPasswordResponse.self)
+        rave__identity__v1__reset_password_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ResetPasswordResponse, arena: inout ProtoArena) {
         message.revoked_sessions = self.revokedSessions
     }
 }
@@ -6047,5 +6719,97 @@ extension IdentityV1.ListAllowedOriginsResponse {
     func protobufCFill(_ message: inout Rave__Identity__V1__ListAllowedOriginsResponse, arena: inout ProtoArena) {
         message.n_origins = self.origins.count
         message.origins = arena.strings(self.origins)
+    }
+}
+
+extension IdentityV1.SetMailTemplateRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__SetMailTemplateRequest()
+        rave__identity__v1__set_mail_template_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__SetMailTemplateRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__SetMailTemplateRequest()
+        rave__identity__v1__set_mail_template_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__SetMailTemplateRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.kind = IdentityV1.MailKind(rawValue: Int32(truncatingIfNeeded: c.kind.rawValue))
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+        self.subject = try ProtoDecoding.string(c.subject, field: "subject", of: Self.protoMessageName)
+        self.body = try ProtoDecoding.string(c.body, field: "body", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__SetMailTemplateRequest> {
+        let message = arena.allocate(Rave__Identity__V1__SetMailTemplateRequest.self)
+        rave__identity__v1__set_mail_template_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__SetMailTemplateRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        message.kind = .init(rawValue: .init(truncatingIfNeeded: self.kind.rawValue))
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+        if !self.subject.isEmpty { message.subject = arena.string(self.subject) }
+        if !self.body.isEmpty { message.body = arena.string(self.body) }
+    }
+}
+
+extension IdentityV1.SetMailTemplateResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__SetMailTemplateResponse()
+        rave__identity__v1__set_mail_template_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__SetMailTemplateResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__SetMailTemplateResponse()
+        rave__identity__v1__set_mail_template_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__SetMailTemplateResponse>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__SetMailTemplateResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__SetMailTemplateResponse.self)
+        rave__identity__v1__set_mail_template_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__SetMailTemplateResponse, arena _: inout ProtoArena) {
     }
 }

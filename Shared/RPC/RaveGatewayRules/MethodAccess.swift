@@ -15,11 +15,13 @@ public enum MethodAccess: String, Sendable, Hashable, CaseIterable {
     /// Needs the admin client certificate.
     case admin
 
-    /// Identity methods that create or renew a session, so cannot require one.
+    /// Identity methods that create or renew a session, or recover an account whose password is lost (the player has
+    /// no session then), so cannot require one.
     public static let loginMethods: Set<String> = [
         "rave.identity.v1.Identity/GuestLogin", "rave.identity.v1.Identity/SignUp",
         "rave.identity.v1.Identity/LoginWithPassword", "rave.identity.v1.Identity/LoginWithProvider",
         "rave.identity.v1.Identity/CompleteTwoFactorLogin", "rave.identity.v1.Identity/RefreshSession",
+        "rave.identity.v1.Identity/RequestPasswordReset", "rave.identity.v1.Identity/ResetPassword",
     ]
 
     /// Services whose every method is for clients without an account (gifts' install links).

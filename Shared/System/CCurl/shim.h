@@ -1,5 +1,5 @@
-// libcurl for the push service's HTTP/2 client. curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are
-// variadic, which Swift cannot call, so each argument type gets a typed inline wrapper here.
+// libcurl for the push service's HTTP/2 client (RaveHTTPClient) and identity's SMTP sender (RaveMail).
+// curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic, which Swift cannot call, so each argument type gets a typed inline wrapper here.
 #ifndef RAVE_CCURL_SHIM_H
 #define RAVE_CCURL_SHIM_H
 #include <curl/curl.h>

@@ -120,6 +120,36 @@ extension IdentityV1 {
             _ request: IdentityV1.ChangePasswordRequest, context: RequestContext
         ) async throws -> IdentityV1.ChangePasswordResponse
 
+        /// Proves the signed-in player's email with the code the verification mail carried (SignUp, ChangeEmail,
+        /// ResendVerification send one): the address becomes the account's verified email (and, after ChangeEmail, its
+        /// login email).
+        func verifyEmail(
+            _ request: IdentityV1.VerifyEmailRequest, context: RequestContext
+        ) async throws -> IdentityV1.VerifyEmailResponse
+
+        /// Sends a new verification code to the address waiting for verification (rate limited).
+        func resendVerification(
+            _ request: IdentityV1.ResendVerificationRequest, context: RequestContext
+        ) async throws -> IdentityV1.ResendVerificationResponse
+
+        /// Starts changing the login email, given the password: a code goes to the new address, which replaces the old
+        /// one only once VerifyEmail proves it.
+        func changeEmail(
+            _ request: IdentityV1.ChangeEmailRequest, context: RequestContext
+        ) async throws -> IdentityV1.ChangeEmailResponse
+
+        /// Mails a password reset code to the account that logs in with `email`, if there is one; the answer is the same
+        /// either way (rate limited per email and per client address). Needs no token.
+        func requestPasswordReset(
+            _ request: IdentityV1.RequestPasswordResetRequest, context: RequestContext
+        ) async throws -> IdentityV1.RequestPasswordResetResponse
+
+        /// Sets a new password with a reset code (and a two-factor code when enrolled); every session of the account
+        /// ends. Needs no token.
+        func resetPassword(
+            _ request: IdentityV1.ResetPasswordRequest, context: RequestContext
+        ) async throws -> IdentityV1.ResetPasswordResponse
+
         /// The seed betting SDK's unbacked token: a short-lived access token of the caller's user and session that the
         /// wallet accepts for unbacked bets only (scope "wallet:unbacked"); it has no refresh token.
         func issueUnbackedToken(
@@ -145,7 +175,9 @@ extension IdentityV1 {
             "rave.identity.v1.Identity/DisconnectProvider", "rave.identity.v1.Identity/GetMergeStatus",
             "rave.identity.v1.Identity/EnableTwoFactor", "rave.identity.v1.Identity/ConfirmTwoFactor",
             "rave.identity.v1.Identity/DisableTwoFactor", "rave.identity.v1.Identity/ChangePassword",
-            "rave.identity.v1.Identity/IssueUnbackedToken",
+            "rave.identity.v1.Identity/VerifyEmail", "rave.identity.v1.Identity/ResendVerification",
+            "rave.identity.v1.Identity/ChangeEmail", "rave.identity.v1.Identity/RequestPasswordReset",
+            "rave.identity.v1.Identity/ResetPassword", "rave.identity.v1.Identity/IssueUnbackedToken",
         ]
 
         public let caller: any RPCCaller
@@ -459,6 +491,76 @@ extension IdentityV1 {
             }
         }
 
+        /// Proves the signed-in player's email with the code the verification mail carried (SignUp, ChangeEmail,
+        /// ResendVerification send one): the address becomes the account's verified email (and, after ChangeEmail, its
+        /// login email).
+        public func verifyEmail(
+            _ request: IdentityV1.VerifyEmailRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.VerifyEmailResponse {
+            let method = "rave.identity.v1.Identity/VerifyEmail"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.VerifyEmailResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Sends a new verification code to the address waiting for verification (rate limited).
+        public func resendVerification(
+            _ request: IdentityV1.ResendVerificationRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ResendVerificationResponse {
+            let method = "rave.identity.v1.Identity/ResendVerification"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ResendVerificationResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Starts changing the login email, given the password: a code goes to the new address, which replaces the old
+        /// one only once VerifyEmail proves it.
+        public func changeEmail(
+            _ request: IdentityV1.ChangeEmailRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ChangeEmailResponse {
+            let method = "rave.identity.v1.Identity/ChangeEmail"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ChangeEmailResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Mails a password reset code to the account that logs in with `email`, if there is one; the answer is the same
+        /// either way (rate limited per email and per client address). Needs no token.
+        public func requestPasswordReset(
+            _ request: IdentityV1.RequestPasswordResetRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.RequestPasswordResetResponse {
+            let method = "rave.identity.v1.Identity/RequestPasswordReset"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.RequestPasswordResetResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Sets a new password with a reset code (and a two-factor code when enrolled); every session of the account
+        /// ends. Needs no token.
+        public func resetPassword(
+            _ request: IdentityV1.ResetPasswordRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ResetPasswordResponse {
+            let method = "rave.identity.v1.Identity/ResetPassword"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ResetPasswordResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
         /// The seed betting SDK's unbacked token: a short-lived access token of the caller's user and session that the
         /// wallet accepts for unbacked bets only (scope "wallet:unbacked"); it has no refresh token.
         public func issueUnbackedToken(
@@ -594,6 +696,28 @@ extension IdentityV1.IdentityHandler {
                     IdentityV1.ChangePasswordRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
+            RPCMethod(name: "rave.identity.v1.Identity/VerifyEmail") { request, context in
+                try await self.verifyEmail(IdentityV1.VerifyEmailRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/ResendVerification") { request, context in
+                try await self.resendVerification(
+                    IdentityV1.ResendVerificationRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/ChangeEmail") { request, context in
+                try await self.changeEmail(IdentityV1.ChangeEmailRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/RequestPasswordReset") { request, context in
+                try await self.requestPasswordReset(
+                    IdentityV1.RequestPasswordResetRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/ResetPassword") { request, context in
+                try await self.resetPassword(IdentityV1.ResetPasswordRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
             RPCMethod(name: "rave.identity.v1.Identity/IssueUnbackedToken") { request, context in
                 try await self.issueUnbackedToken(
                     IdentityV1.IssueUnbackedTokenRequest(protobufBytes: request), context: context
@@ -652,6 +776,11 @@ extension IdentityV1 {
         func listAuditEvents(
             _ request: IdentityV1.ListAuditEventsRequest, context: RequestContext
         ) async throws -> IdentityV1.ListAuditEventsResponse
+
+        /// Sets (or, with an empty subject and body, removes) an application's mail template for one kind and language.
+        func setMailTemplate(
+            _ request: IdentityV1.SetMailTemplateRequest, context: RequestContext
+        ) async throws -> IdentityV1.SetMailTemplateResponse
     }
 
     /// Calls rave.identity.v1.IdentityAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -665,6 +794,7 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityAdmin/GetApplication", "rave.identity.v1.IdentityAdmin/GetMergeStatus",
             "rave.identity.v1.IdentityAdmin/GetUser", "rave.identity.v1.IdentityAdmin/BanUser",
             "rave.identity.v1.IdentityAdmin/UnbanUser", "rave.identity.v1.IdentityAdmin/ListAuditEvents",
+            "rave.identity.v1.IdentityAdmin/SetMailTemplate",
         ]
 
         public let caller: any RPCCaller
@@ -797,6 +927,19 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Sets (or, with an empty subject and body, removes) an application's mail template for one kind and language.
+        public func setMailTemplate(
+            _ request: IdentityV1.SetMailTemplateRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.SetMailTemplateResponse {
+            let method = "rave.identity.v1.IdentityAdmin/SetMailTemplate"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.SetMailTemplateResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -851,6 +994,11 @@ extension IdentityV1.IdentityAdminHandler {
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListAuditEvents") { request, context in
                 try await self.listAuditEvents(
                     IdentityV1.ListAuditEventsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/SetMailTemplate") { request, context in
+                try await self.setMailTemplate(
+                    IdentityV1.SetMailTemplateRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

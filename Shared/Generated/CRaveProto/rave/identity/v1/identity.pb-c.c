@@ -2167,6 +2167,456 @@ void   rave__identity__v1__change_password_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__change_password_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__verify_email_request__init
+                     (Rave__Identity__V1__VerifyEmailRequest         *message)
+{
+  static const Rave__Identity__V1__VerifyEmailRequest init_value = RAVE__IDENTITY__V1__VERIFY_EMAIL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__verify_email_request__get_packed_size
+                     (const Rave__Identity__V1__VerifyEmailRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__verify_email_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__verify_email_request__pack
+                     (const Rave__Identity__V1__VerifyEmailRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__verify_email_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__verify_email_request__pack_to_buffer
+                     (const Rave__Identity__V1__VerifyEmailRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__verify_email_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__VerifyEmailRequest *
+       rave__identity__v1__verify_email_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__VerifyEmailRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__verify_email_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__verify_email_request__free_unpacked
+                     (Rave__Identity__V1__VerifyEmailRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__verify_email_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__verify_email_response__init
+                     (Rave__Identity__V1__VerifyEmailResponse         *message)
+{
+  static const Rave__Identity__V1__VerifyEmailResponse init_value = RAVE__IDENTITY__V1__VERIFY_EMAIL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__verify_email_response__get_packed_size
+                     (const Rave__Identity__V1__VerifyEmailResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__verify_email_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__verify_email_response__pack
+                     (const Rave__Identity__V1__VerifyEmailResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__verify_email_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__verify_email_response__pack_to_buffer
+                     (const Rave__Identity__V1__VerifyEmailResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__verify_email_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__VerifyEmailResponse *
+       rave__identity__v1__verify_email_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__VerifyEmailResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__verify_email_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__verify_email_response__free_unpacked
+                     (Rave__Identity__V1__VerifyEmailResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__verify_email_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__resend_verification_request__init
+                     (Rave__Identity__V1__ResendVerificationRequest         *message)
+{
+  static const Rave__Identity__V1__ResendVerificationRequest init_value = RAVE__IDENTITY__V1__RESEND_VERIFICATION_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__resend_verification_request__get_packed_size
+                     (const Rave__Identity__V1__ResendVerificationRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__resend_verification_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__resend_verification_request__pack
+                     (const Rave__Identity__V1__ResendVerificationRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__resend_verification_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__resend_verification_request__pack_to_buffer
+                     (const Rave__Identity__V1__ResendVerificationRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__resend_verification_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ResendVerificationRequest *
+       rave__identity__v1__resend_verification_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ResendVerificationRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__resend_verification_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__resend_verification_request__free_unpacked
+                     (Rave__Identity__V1__ResendVerificationRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__resend_verification_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__resend_verification_response__init
+                     (Rave__Identity__V1__ResendVerificationResponse         *message)
+{
+  static const Rave__Identity__V1__ResendVerificationResponse init_value = RAVE__IDENTITY__V1__RESEND_VERIFICATION_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__resend_verification_response__get_packed_size
+                     (const Rave__Identity__V1__ResendVerificationResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__resend_verification_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__resend_verification_response__pack
+                     (const Rave__Identity__V1__ResendVerificationResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__resend_verification_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__resend_verification_response__pack_to_buffer
+                     (const Rave__Identity__V1__ResendVerificationResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__resend_verification_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ResendVerificationResponse *
+       rave__identity__v1__resend_verification_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ResendVerificationResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__resend_verification_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__resend_verification_response__free_unpacked
+                     (Rave__Identity__V1__ResendVerificationResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__resend_verification_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__change_email_request__init
+                     (Rave__Identity__V1__ChangeEmailRequest         *message)
+{
+  static const Rave__Identity__V1__ChangeEmailRequest init_value = RAVE__IDENTITY__V1__CHANGE_EMAIL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__change_email_request__get_packed_size
+                     (const Rave__Identity__V1__ChangeEmailRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_email_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__change_email_request__pack
+                     (const Rave__Identity__V1__ChangeEmailRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_email_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__change_email_request__pack_to_buffer
+                     (const Rave__Identity__V1__ChangeEmailRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_email_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ChangeEmailRequest *
+       rave__identity__v1__change_email_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ChangeEmailRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__change_email_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__change_email_request__free_unpacked
+                     (Rave__Identity__V1__ChangeEmailRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__change_email_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__change_email_response__init
+                     (Rave__Identity__V1__ChangeEmailResponse         *message)
+{
+  static const Rave__Identity__V1__ChangeEmailResponse init_value = RAVE__IDENTITY__V1__CHANGE_EMAIL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__change_email_response__get_packed_size
+                     (const Rave__Identity__V1__ChangeEmailResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_email_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__change_email_response__pack
+                     (const Rave__Identity__V1__ChangeEmailResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_email_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__change_email_response__pack_to_buffer
+                     (const Rave__Identity__V1__ChangeEmailResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__change_email_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ChangeEmailResponse *
+       rave__identity__v1__change_email_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ChangeEmailResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__change_email_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__change_email_response__free_unpacked
+                     (Rave__Identity__V1__ChangeEmailResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__change_email_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__request_password_reset_request__init
+                     (Rave__Identity__V1__RequestPasswordResetRequest         *message)
+{
+  static const Rave__Identity__V1__RequestPasswordResetRequest init_value = RAVE__IDENTITY__V1__REQUEST_PASSWORD_RESET_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__request_password_reset_request__get_packed_size
+                     (const Rave__Identity__V1__RequestPasswordResetRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_password_reset_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__request_password_reset_request__pack
+                     (const Rave__Identity__V1__RequestPasswordResetRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_password_reset_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__request_password_reset_request__pack_to_buffer
+                     (const Rave__Identity__V1__RequestPasswordResetRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_password_reset_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__RequestPasswordResetRequest *
+       rave__identity__v1__request_password_reset_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__RequestPasswordResetRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__request_password_reset_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__request_password_reset_request__free_unpacked
+                     (Rave__Identity__V1__RequestPasswordResetRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__request_password_reset_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__request_password_reset_response__init
+                     (Rave__Identity__V1__RequestPasswordResetResponse         *message)
+{
+  static const Rave__Identity__V1__RequestPasswordResetResponse init_value = RAVE__IDENTITY__V1__REQUEST_PASSWORD_RESET_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__request_password_reset_response__get_packed_size
+                     (const Rave__Identity__V1__RequestPasswordResetResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_password_reset_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__request_password_reset_response__pack
+                     (const Rave__Identity__V1__RequestPasswordResetResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_password_reset_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__request_password_reset_response__pack_to_buffer
+                     (const Rave__Identity__V1__RequestPasswordResetResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_password_reset_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__RequestPasswordResetResponse *
+       rave__identity__v1__request_password_reset_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__RequestPasswordResetResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__request_password_reset_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__request_password_reset_response__free_unpacked
+                     (Rave__Identity__V1__RequestPasswordResetResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__request_password_reset_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__reset_password_request__init
+                     (Rave__Identity__V1__ResetPasswordRequest         *message)
+{
+  static const Rave__Identity__V1__ResetPasswordRequest init_value = RAVE__IDENTITY__V1__RESET_PASSWORD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__reset_password_request__get_packed_size
+                     (const Rave__Identity__V1__ResetPasswordRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_password_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__reset_password_request__pack
+                     (const Rave__Identity__V1__ResetPasswordRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_password_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__reset_password_request__pack_to_buffer
+                     (const Rave__Identity__V1__ResetPasswordRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_password_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ResetPasswordRequest *
+       rave__identity__v1__reset_password_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ResetPasswordRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__reset_password_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__reset_password_request__free_unpacked
+                     (Rave__Identity__V1__ResetPasswordRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__reset_password_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__reset_password_response__init
+                     (Rave__Identity__V1__ResetPasswordResponse         *message)
+{
+  static const Rave__Identity__V1__ResetPasswordResponse init_value = RAVE__IDENTITY__V1__RESET_PASSWORD_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__reset_password_response__get_packed_size
+                     (const Rave__Identity__V1__ResetPasswordResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_password_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__reset_password_response__pack
+                     (const Rave__Identity__V1__ResetPasswordResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_password_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__reset_password_response__pack_to_buffer
+                     (const Rave__Identity__V1__ResetPasswordResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_password_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ResetPasswordResponse *
+       rave__identity__v1__reset_password_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ResetPasswordResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__reset_password_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__reset_password_response__free_unpacked
+                     (Rave__Identity__V1__ResetPasswordResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__reset_password_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rave__identity__v1__create_publisher_request__init
                      (Rave__Identity__V1__CreatePublisherRequest         *message)
 {
@@ -4147,6 +4597,96 @@ void   rave__identity__v1__list_allowed_origins_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__list_allowed_origins_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__set_mail_template_request__init
+                     (Rave__Identity__V1__SetMailTemplateRequest         *message)
+{
+  static const Rave__Identity__V1__SetMailTemplateRequest init_value = RAVE__IDENTITY__V1__SET_MAIL_TEMPLATE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__set_mail_template_request__get_packed_size
+                     (const Rave__Identity__V1__SetMailTemplateRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_mail_template_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__set_mail_template_request__pack
+                     (const Rave__Identity__V1__SetMailTemplateRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_mail_template_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__set_mail_template_request__pack_to_buffer
+                     (const Rave__Identity__V1__SetMailTemplateRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_mail_template_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__SetMailTemplateRequest *
+       rave__identity__v1__set_mail_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__SetMailTemplateRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__set_mail_template_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__set_mail_template_request__free_unpacked
+                     (Rave__Identity__V1__SetMailTemplateRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__set_mail_template_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__set_mail_template_response__init
+                     (Rave__Identity__V1__SetMailTemplateResponse         *message)
+{
+  static const Rave__Identity__V1__SetMailTemplateResponse init_value = RAVE__IDENTITY__V1__SET_MAIL_TEMPLATE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__set_mail_template_response__get_packed_size
+                     (const Rave__Identity__V1__SetMailTemplateResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_mail_template_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__set_mail_template_response__pack
+                     (const Rave__Identity__V1__SetMailTemplateResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_mail_template_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__set_mail_template_response__pack_to_buffer
+                     (const Rave__Identity__V1__SetMailTemplateResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_mail_template_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__SetMailTemplateResponse *
+       rave__identity__v1__set_mail_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__SetMailTemplateResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__set_mail_template_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__set_mail_template_response__free_unpacked
+                     (Rave__Identity__V1__SetMailTemplateResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__set_mail_template_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
 {
   {
@@ -4262,7 +4802,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__guest_login_request__descri
   (ProtobufCMessageInit) rave__identity__v1__guest_login_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__sign_up_request__field_descriptors[8] =
+static const ProtobufCFieldDescriptor rave__identity__v1__sign_up_request__field_descriptors[9] =
 {
   {
     "app_id",
@@ -4360,6 +4900,18 @@ static const ProtobufCFieldDescriptor rave__identity__v1__sign_up_request__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "language",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SignUpRequest, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__sign_up_request__field_indices_by_name[] = {
   0,   /* field[0] = app_id */
@@ -4367,6 +4919,7 @@ static const unsigned rave__identity__v1__sign_up_request__field_indices_by_name
   5,   /* field[5] = country */
   1,   /* field[1] = device */
   2,   /* field[2] = email */
+  8,   /* field[8] = language */
   6,   /* field[6] = newsletter_opt_in */
   3,   /* field[3] = password */
   7,   /* field[7] = username */
@@ -4374,7 +4927,7 @@ static const unsigned rave__identity__v1__sign_up_request__field_indices_by_name
 static const ProtobufCIntRange rave__identity__v1__sign_up_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__sign_up_request__descriptor =
 {
@@ -4384,7 +4937,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__sign_up_request__descriptor
   "Rave__Identity__V1__SignUpRequest",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__SignUpRequest),
-  8,
+  9,
   rave__identity__v1__sign_up_request__field_descriptors,
   rave__identity__v1__sign_up_request__field_indices_by_name,
   1,  rave__identity__v1__sign_up_request__number_ranges,
@@ -6347,6 +6900,417 @@ const ProtobufCMessageDescriptor rave__identity__v1__change_password_response__d
   rave__identity__v1__change_password_response__field_indices_by_name,
   1,  rave__identity__v1__change_password_response__number_ranges,
   (ProtobufCMessageInit) rave__identity__v1__change_password_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__verify_email_request__field_descriptors[1] =
+{
+  {
+    "code",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__VerifyEmailRequest, code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__verify_email_request__field_indices_by_name[] = {
+  0,   /* field[0] = code */
+};
+static const ProtobufCIntRange rave__identity__v1__verify_email_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__verify_email_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.VerifyEmailRequest",
+  "VerifyEmailRequest",
+  "Rave__Identity__V1__VerifyEmailRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__VerifyEmailRequest),
+  1,
+  rave__identity__v1__verify_email_request__field_descriptors,
+  rave__identity__v1__verify_email_request__field_indices_by_name,
+  1,  rave__identity__v1__verify_email_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__verify_email_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__verify_email_response__field_descriptors[1] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__VerifyEmailResponse, user),
+    &rave__identity__v1__user__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__verify_email_response__field_indices_by_name[] = {
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange rave__identity__v1__verify_email_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__verify_email_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.VerifyEmailResponse",
+  "VerifyEmailResponse",
+  "Rave__Identity__V1__VerifyEmailResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__VerifyEmailResponse),
+  1,
+  rave__identity__v1__verify_email_response__field_descriptors,
+  rave__identity__v1__verify_email_response__field_indices_by_name,
+  1,  rave__identity__v1__verify_email_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__verify_email_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__resend_verification_request__field_descriptors[1] =
+{
+  {
+    "language",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ResendVerificationRequest, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__resend_verification_request__field_indices_by_name[] = {
+  0,   /* field[0] = language */
+};
+static const ProtobufCIntRange rave__identity__v1__resend_verification_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__resend_verification_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ResendVerificationRequest",
+  "ResendVerificationRequest",
+  "Rave__Identity__V1__ResendVerificationRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ResendVerificationRequest),
+  1,
+  rave__identity__v1__resend_verification_request__field_descriptors,
+  rave__identity__v1__resend_verification_request__field_indices_by_name,
+  1,  rave__identity__v1__resend_verification_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__resend_verification_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__identity__v1__resend_verification_response__field_descriptors NULL
+#define rave__identity__v1__resend_verification_response__field_indices_by_name NULL
+#define rave__identity__v1__resend_verification_response__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__resend_verification_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ResendVerificationResponse",
+  "ResendVerificationResponse",
+  "Rave__Identity__V1__ResendVerificationResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ResendVerificationResponse),
+  0,
+  rave__identity__v1__resend_verification_response__field_descriptors,
+  rave__identity__v1__resend_verification_response__field_indices_by_name,
+  0,  rave__identity__v1__resend_verification_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__resend_verification_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__change_email_request__field_descriptors[3] =
+{
+  {
+    "password",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ChangeEmailRequest, password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "new_email",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ChangeEmailRequest, new_email),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "language",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ChangeEmailRequest, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__change_email_request__field_indices_by_name[] = {
+  2,   /* field[2] = language */
+  1,   /* field[1] = new_email */
+  0,   /* field[0] = password */
+};
+static const ProtobufCIntRange rave__identity__v1__change_email_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__change_email_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ChangeEmailRequest",
+  "ChangeEmailRequest",
+  "Rave__Identity__V1__ChangeEmailRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ChangeEmailRequest),
+  3,
+  rave__identity__v1__change_email_request__field_descriptors,
+  rave__identity__v1__change_email_request__field_indices_by_name,
+  1,  rave__identity__v1__change_email_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__change_email_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__identity__v1__change_email_response__field_descriptors NULL
+#define rave__identity__v1__change_email_response__field_indices_by_name NULL
+#define rave__identity__v1__change_email_response__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__change_email_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ChangeEmailResponse",
+  "ChangeEmailResponse",
+  "Rave__Identity__V1__ChangeEmailResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ChangeEmailResponse),
+  0,
+  rave__identity__v1__change_email_response__field_descriptors,
+  rave__identity__v1__change_email_response__field_indices_by_name,
+  0,  rave__identity__v1__change_email_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__change_email_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__request_password_reset_request__field_descriptors[3] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestPasswordResetRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "email",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestPasswordResetRequest, email),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "language",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestPasswordResetRequest, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__request_password_reset_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = email */
+  2,   /* field[2] = language */
+};
+static const ProtobufCIntRange rave__identity__v1__request_password_reset_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__request_password_reset_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.RequestPasswordResetRequest",
+  "RequestPasswordResetRequest",
+  "Rave__Identity__V1__RequestPasswordResetRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__RequestPasswordResetRequest),
+  3,
+  rave__identity__v1__request_password_reset_request__field_descriptors,
+  rave__identity__v1__request_password_reset_request__field_indices_by_name,
+  1,  rave__identity__v1__request_password_reset_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__request_password_reset_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__identity__v1__request_password_reset_response__field_descriptors NULL
+#define rave__identity__v1__request_password_reset_response__field_indices_by_name NULL
+#define rave__identity__v1__request_password_reset_response__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__request_password_reset_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.RequestPasswordResetResponse",
+  "RequestPasswordResetResponse",
+  "Rave__Identity__V1__RequestPasswordResetResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__RequestPasswordResetResponse),
+  0,
+  rave__identity__v1__request_password_reset_response__field_descriptors,
+  rave__identity__v1__request_password_reset_response__field_indices_by_name,
+  0,  rave__identity__v1__request_password_reset_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__request_password_reset_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__reset_password_request__field_descriptors[4] =
+{
+  {
+    "email",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ResetPasswordRequest, email),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ResetPasswordRequest, code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "new_password",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ResetPasswordRequest, new_password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "two_factor_code",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ResetPasswordRequest, two_factor_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__reset_password_request__field_indices_by_name[] = {
+  1,   /* field[1] = code */
+  0,   /* field[0] = email */
+  2,   /* field[2] = new_password */
+  3,   /* field[3] = two_factor_code */
+};
+static const ProtobufCIntRange rave__identity__v1__reset_password_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__reset_password_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ResetPasswordRequest",
+  "ResetPasswordRequest",
+  "Rave__Identity__V1__ResetPasswordRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ResetPasswordRequest),
+  4,
+  rave__identity__v1__reset_password_request__field_descriptors,
+  rave__identity__v1__reset_password_request__field_indices_by_name,
+  1,  rave__identity__v1__reset_password_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__reset_password_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__reset_password_response__field_descriptors[1] =
+{
+  {
+    "revoked_sessions",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ResetPasswordResponse, revoked_sessions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__reset_password_response__field_indices_by_name[] = {
+  0,   /* field[0] = revoked_sessions */
+};
+static const ProtobufCIntRange rave__identity__v1__reset_password_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__reset_password_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ResetPasswordResponse",
+  "ResetPasswordResponse",
+  "Rave__Identity__V1__ResetPasswordResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ResetPasswordResponse),
+  1,
+  rave__identity__v1__reset_password_response__field_descriptors,
+  rave__identity__v1__reset_password_response__field_indices_by_name,
+  1,  rave__identity__v1__reset_password_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__reset_password_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rave__identity__v1__create_publisher_request__field_descriptors[1] =
@@ -8592,6 +9556,114 @@ const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins_respon
   (ProtobufCMessageInit) rave__identity__v1__list_allowed_origins_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__set_mail_template_request__field_descriptors[5] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetMailTemplateRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetMailTemplateRequest, kind),
+    &rave__identity__v1__mail_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "language",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetMailTemplateRequest, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "subject",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetMailTemplateRequest, subject),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "body",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetMailTemplateRequest, body),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__set_mail_template_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  4,   /* field[4] = body */
+  1,   /* field[1] = kind */
+  2,   /* field[2] = language */
+  3,   /* field[3] = subject */
+};
+static const ProtobufCIntRange rave__identity__v1__set_mail_template_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.SetMailTemplateRequest",
+  "SetMailTemplateRequest",
+  "Rave__Identity__V1__SetMailTemplateRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__SetMailTemplateRequest),
+  5,
+  rave__identity__v1__set_mail_template_request__field_descriptors,
+  rave__identity__v1__set_mail_template_request__field_indices_by_name,
+  1,  rave__identity__v1__set_mail_template_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__set_mail_template_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__identity__v1__set_mail_template_response__field_descriptors NULL
+#define rave__identity__v1__set_mail_template_response__field_indices_by_name NULL
+#define rave__identity__v1__set_mail_template_response__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.SetMailTemplateResponse",
+  "SetMailTemplateResponse",
+  "Rave__Identity__V1__SetMailTemplateResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__SetMailTemplateResponse),
+  0,
+  rave__identity__v1__set_mail_template_response__field_descriptors,
+  rave__identity__v1__set_mail_template_response__field_indices_by_name,
+  0,  rave__identity__v1__set_mail_template_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__set_mail_template_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -8680,7 +9752,37 @@ const ProtobufCEnumDescriptor rave__identity__v1__audit_actor_kind__descriptor =
   rave__identity__v1__audit_actor_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[25] =
+static const ProtobufCEnumValue rave__identity__v1__mail_kind__enum_values_by_number[3] =
+{
+  { "MAIL_KIND_UNSPECIFIED", "RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_UNSPECIFIED", 0 },
+  { "MAIL_KIND_VERIFY_EMAIL", "RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_VERIFY_EMAIL", 1 },
+  { "MAIL_KIND_PASSWORD_RESET", "RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_PASSWORD_RESET", 2 },
+};
+static const ProtobufCIntRange rave__identity__v1__mail_kind__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex rave__identity__v1__mail_kind__enum_values_by_name[3] =
+{
+  { "MAIL_KIND_PASSWORD_RESET", 2 },
+  { "MAIL_KIND_UNSPECIFIED", 0 },
+  { "MAIL_KIND_VERIFY_EMAIL", 1 },
+};
+const ProtobufCEnumDescriptor rave__identity__v1__mail_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.MailKind",
+  "MailKind",
+  "Rave__Identity__V1__MailKind",
+  "rave.identity.v1",
+  3,
+  rave__identity__v1__mail_kind__enum_values_by_number,
+  3,
+  rave__identity__v1__mail_kind__enum_values_by_name,
+  1,
+  rave__identity__v1__mail_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[30] =
 {
   { "GuestLogin", &rave__identity__v1__guest_login_request__descriptor, &rave__identity__v1__login_response__descriptor },
   { "SignUp", &rave__identity__v1__sign_up_request__descriptor, &rave__identity__v1__login_response__descriptor },
@@ -8706,9 +9808,15 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_desc
   { "ConfirmTwoFactor", &rave__identity__v1__confirm_two_factor_request__descriptor, &rave__identity__v1__confirm_two_factor_response__descriptor },
   { "DisableTwoFactor", &rave__identity__v1__disable_two_factor_request__descriptor, &rave__identity__v1__disable_two_factor_response__descriptor },
   { "ChangePassword", &rave__identity__v1__change_password_request__descriptor, &rave__identity__v1__change_password_response__descriptor },
+  { "VerifyEmail", &rave__identity__v1__verify_email_request__descriptor, &rave__identity__v1__verify_email_response__descriptor },
+  { "ResendVerification", &rave__identity__v1__resend_verification_request__descriptor, &rave__identity__v1__resend_verification_response__descriptor },
+  { "ChangeEmail", &rave__identity__v1__change_email_request__descriptor, &rave__identity__v1__change_email_response__descriptor },
+  { "RequestPasswordReset", &rave__identity__v1__request_password_reset_request__descriptor, &rave__identity__v1__request_password_reset_response__descriptor },
+  { "ResetPassword", &rave__identity__v1__reset_password_request__descriptor, &rave__identity__v1__reset_password_response__descriptor },
   { "IssueUnbackedToken", &rave__identity__v1__issue_unbacked_token_request__descriptor, &rave__identity__v1__issue_unbacked_token_response__descriptor },
 };
 const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
+  26,        /* ChangeEmail */
   23,        /* ChangePassword */
   4,        /* CompleteTwoFactorLogin */
   21,        /* ConfirmTwoFactor */
@@ -8723,17 +9831,21 @@ const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   14,        /* GetMergedIdentities */
   13,        /* GetRandomUsers */
   0,        /* GuestLogin */
-  24,        /* IssueUnbackedToken */
+  29,        /* IssueUnbackedToken */
   8,        /* ListDevices */
   7,        /* ListSessions */
   2,        /* LoginWithPassword */
   3,        /* LoginWithProvider */
   6,        /* Logout */
   5,        /* RefreshSession */
+  27,        /* RequestPasswordReset */
+  25,        /* ResendVerification */
+  28,        /* ResetPassword */
   9,        /* RevokeSession */
   16,        /* SelectAppDataKey */
   1,        /* SignUp */
-  11         /* UpdateCurrentUser */
+  11,        /* UpdateCurrentUser */
+  24         /* VerifyEmail */
 };
 const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor =
 {
@@ -8742,7 +9854,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor =
   "Identity",
   "Rave__Identity__V1__Identity",
   "rave.identity.v1",
-  25,
+  30,
   rave__identity__v1__identity__method_descriptors,
   rave__identity__v1__identity__method_indices_by_name
 };
@@ -8938,13 +10050,53 @@ void rave__identity__v1__identity__change_password(ProtobufCService *service,
   assert(service->descriptor == &rave__identity__v1__identity__descriptor);
   service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void rave__identity__v1__identity__verify_email(ProtobufCService *service,
+                                                const Rave__Identity__V1__VerifyEmailRequest *input,
+                                                Rave__Identity__V1__VerifyEmailResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__resend_verification(ProtobufCService *service,
+                                                       const Rave__Identity__V1__ResendVerificationRequest *input,
+                                                       Rave__Identity__V1__ResendVerificationResponse_Closure closure,
+                                                       void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__change_email(ProtobufCService *service,
+                                                const Rave__Identity__V1__ChangeEmailRequest *input,
+                                                Rave__Identity__V1__ChangeEmailResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__request_password_reset(ProtobufCService *service,
+                                                          const Rave__Identity__V1__RequestPasswordResetRequest *input,
+                                                          Rave__Identity__V1__RequestPasswordResetResponse_Closure closure,
+                                                          void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 27, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__reset_password(ProtobufCService *service,
+                                                  const Rave__Identity__V1__ResetPasswordRequest *input,
+                                                  Rave__Identity__V1__ResetPasswordResponse_Closure closure,
+                                                  void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 28, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void rave__identity__v1__identity__issue_unbacked_token(ProtobufCService *service,
                                                         const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
                                                         Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
                                                         void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity__descriptor);
-  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 29, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
                                          Rave__Identity__V1__Identity_ServiceDestroy destroy)
@@ -8953,7 +10105,7 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
                                      &rave__identity__v1__identity__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[10] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[11] =
 {
   { "CreatePublisher", &rave__identity__v1__create_publisher_request__descriptor, &rave__identity__v1__create_publisher_response__descriptor },
   { "UpdatePublisher", &rave__identity__v1__update_publisher_request__descriptor, &rave__identity__v1__update_publisher_response__descriptor },
@@ -8965,6 +10117,7 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__metho
   { "BanUser", &rave__identity__v1__ban_user_request__descriptor, &rave__identity__v1__ban_user_response__descriptor },
   { "UnbanUser", &rave__identity__v1__unban_user_request__descriptor, &rave__identity__v1__unban_user_response__descriptor },
   { "ListAuditEvents", &rave__identity__v1__list_audit_events_request__descriptor, &rave__identity__v1__list_audit_events_response__descriptor },
+  { "SetMailTemplate", &rave__identity__v1__set_mail_template_request__descriptor, &rave__identity__v1__set_mail_template_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   7,        /* BanUser */
@@ -8974,6 +10127,7 @@ const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   5,        /* GetMergeStatus */
   6,        /* GetUser */
   9,        /* ListAuditEvents */
+  10,        /* SetMailTemplate */
   8,        /* UnbanUser */
   3,        /* UpdateApplication */
   1         /* UpdatePublisher */
@@ -8985,7 +10139,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor 
   "IdentityAdmin",
   "Rave__Identity__V1__IdentityAdmin",
   "rave.identity.v1",
-  10,
+  11,
   rave__identity__v1__identity_admin__method_descriptors,
   rave__identity__v1__identity_admin__method_indices_by_name
 };
@@ -9068,6 +10222,14 @@ void rave__identity__v1__identity_admin__list_audit_events(ProtobufCService *ser
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
   service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__set_mail_template(ProtobufCService *service,
+                                                           const Rave__Identity__V1__SetMailTemplateRequest *input,
+                                                           Rave__Identity__V1__SetMailTemplateResponse_Closure closure,
+                                                           void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
                                                Rave__Identity__V1__IdentityAdmin_ServiceDestroy destroy)

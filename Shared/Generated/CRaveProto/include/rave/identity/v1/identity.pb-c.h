@@ -64,6 +64,16 @@ typedef struct Rave__Identity__V1__DisableTwoFactorRequest Rave__Identity__V1__D
 typedef struct Rave__Identity__V1__DisableTwoFactorResponse Rave__Identity__V1__DisableTwoFactorResponse;
 typedef struct Rave__Identity__V1__ChangePasswordRequest Rave__Identity__V1__ChangePasswordRequest;
 typedef struct Rave__Identity__V1__ChangePasswordResponse Rave__Identity__V1__ChangePasswordResponse;
+typedef struct Rave__Identity__V1__VerifyEmailRequest Rave__Identity__V1__VerifyEmailRequest;
+typedef struct Rave__Identity__V1__VerifyEmailResponse Rave__Identity__V1__VerifyEmailResponse;
+typedef struct Rave__Identity__V1__ResendVerificationRequest Rave__Identity__V1__ResendVerificationRequest;
+typedef struct Rave__Identity__V1__ResendVerificationResponse Rave__Identity__V1__ResendVerificationResponse;
+typedef struct Rave__Identity__V1__ChangeEmailRequest Rave__Identity__V1__ChangeEmailRequest;
+typedef struct Rave__Identity__V1__ChangeEmailResponse Rave__Identity__V1__ChangeEmailResponse;
+typedef struct Rave__Identity__V1__RequestPasswordResetRequest Rave__Identity__V1__RequestPasswordResetRequest;
+typedef struct Rave__Identity__V1__RequestPasswordResetResponse Rave__Identity__V1__RequestPasswordResetResponse;
+typedef struct Rave__Identity__V1__ResetPasswordRequest Rave__Identity__V1__ResetPasswordRequest;
+typedef struct Rave__Identity__V1__ResetPasswordResponse Rave__Identity__V1__ResetPasswordResponse;
 typedef struct Rave__Identity__V1__CreatePublisherRequest Rave__Identity__V1__CreatePublisherRequest;
 typedef struct Rave__Identity__V1__CreatePublisherResponse Rave__Identity__V1__CreatePublisherResponse;
 typedef struct Rave__Identity__V1__UpdatePublisherRequest Rave__Identity__V1__UpdatePublisherRequest;
@@ -108,6 +118,8 @@ typedef struct Rave__Identity__V1__Revocation Rave__Identity__V1__Revocation;
 typedef struct Rave__Identity__V1__ListRevocationsResponse Rave__Identity__V1__ListRevocationsResponse;
 typedef struct Rave__Identity__V1__ListAllowedOriginsRequest Rave__Identity__V1__ListAllowedOriginsRequest;
 typedef struct Rave__Identity__V1__ListAllowedOriginsResponse Rave__Identity__V1__ListAllowedOriginsResponse;
+typedef struct Rave__Identity__V1__SetMailTemplateRequest Rave__Identity__V1__SetMailTemplateRequest;
+typedef struct Rave__Identity__V1__SetMailTemplateResponse Rave__Identity__V1__SetMailTemplateResponse;
 
 
 /* --- enums --- */
@@ -144,6 +156,18 @@ typedef enum _Rave__Identity__V1__AuditActorKind {
   RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE = 1
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND)
 } Rave__Identity__V1__AuditActorKind;
+typedef enum _Rave__Identity__V1__MailKind {
+  RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_UNSPECIFIED = 0,
+  /*
+   * Carries an email verification code (SignUp, ChangeEmail, ResendVerification).
+   */
+  RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_VERIFY_EMAIL = 1,
+  /*
+   * Carries a password reset code (RequestPasswordReset).
+   */
+  RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_PASSWORD_RESET = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__MAIL_KIND)
+} Rave__Identity__V1__MailKind;
 
 /* --- messages --- */
 
@@ -187,10 +211,14 @@ struct  Rave__Identity__V1__SignUpRequest
   char *country;
   protobuf_c_boolean newsletter_opt_in;
   char *username;
+  /*
+   * The language of the verification mail (BCP 47, e.g. "en", "pt-BR"); empty means English.
+   */
+  char *language;
 };
 #define RAVE__IDENTITY__V1__SIGN_UP_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__sign_up_request__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Rave__Identity__V1__LoginWithPasswordRequest
@@ -758,6 +786,146 @@ struct  Rave__Identity__V1__ChangePasswordResponse
 };
 #define RAVE__IDENTITY__V1__CHANGE_PASSWORD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__change_password_response__descriptor) \
+    , 0 }
+
+
+struct  Rave__Identity__V1__VerifyEmailRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The 6-digit code of the verification mail.
+   */
+  char *code;
+};
+#define RAVE__IDENTITY__V1__VERIFY_EMAIL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__verify_email_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__VerifyEmailResponse
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__User *user;
+};
+#define RAVE__IDENTITY__V1__VERIFY_EMAIL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__verify_email_response__descriptor) \
+    , NULL }
+
+
+struct  Rave__Identity__V1__ResendVerificationRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The mail's language (BCP 47); empty means English.
+   */
+  char *language;
+};
+#define RAVE__IDENTITY__V1__RESEND_VERIFICATION_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__resend_verification_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ResendVerificationResponse
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__RESEND_VERIFICATION_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__resend_verification_response__descriptor) \
+     }
+
+
+struct  Rave__Identity__V1__ChangeEmailRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The account's current password.
+   */
+  char *password;
+  char *new_email;
+  /*
+   * The mail's language (BCP 47); empty means English.
+   */
+  char *language;
+};
+#define RAVE__IDENTITY__V1__CHANGE_EMAIL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__change_email_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ChangeEmailResponse
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__CHANGE_EMAIL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__change_email_response__descriptor) \
+     }
+
+
+struct  Rave__Identity__V1__RequestPasswordResetRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The application whose name and templates the mail uses.
+   */
+  char *app_id;
+  /*
+   * The login email of the account.
+   */
+  char *email;
+  /*
+   * The mail's language (BCP 47); empty means English.
+   */
+  char *language;
+};
+#define RAVE__IDENTITY__V1__REQUEST_PASSWORD_RESET_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__request_password_reset_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__RequestPasswordResetResponse
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__REQUEST_PASSWORD_RESET_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__request_password_reset_response__descriptor) \
+     }
+
+
+struct  Rave__Identity__V1__ResetPasswordRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The login email the reset was requested for.
+   */
+  char *email;
+  /*
+   * The 8-digit code of the reset mail.
+   */
+  char *code;
+  /*
+   * The same rules as sign-up (8…128 characters).
+   */
+  char *new_password;
+  /*
+   * A TOTP or backup code; required when the account has two-factor, ignored otherwise.
+   */
+  char *two_factor_code;
+};
+#define RAVE__IDENTITY__V1__RESET_PASSWORD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__reset_password_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ResetPasswordResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The sessions of the account this reset ended.
+   */
+  uint32_t revoked_sessions;
+};
+#define RAVE__IDENTITY__V1__RESET_PASSWORD_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__reset_password_response__descriptor) \
     , 0 }
 
 
@@ -1432,6 +1600,42 @@ struct  Rave__Identity__V1__ListAllowedOriginsResponse
 #define RAVE__IDENTITY__V1__LIST_ALLOWED_ORIGINS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_allowed_origins_response__descriptor) \
     , 0,NULL }
+
+
+/*
+ * Templates replace {{code}}, {{app_name}} and {{minutes}} (the code's lifetime); the body is plain text.
+ */
+struct  Rave__Identity__V1__SetMailTemplateRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  Rave__Identity__V1__MailKind kind;
+  /*
+   * BCP 47 ("en", "pt-BR"); a mail in a language without a template uses the app's "en" template, then the
+   * built-in English one.
+   */
+  char *language;
+  /*
+   * 1…200 characters, no line breaks; empty together with `body` removes the template.
+   */
+  char *subject;
+  /*
+   * 1…10000 characters; must contain {{code}}.
+   */
+  char *body;
+};
+#define RAVE__IDENTITY__V1__SET_MAIL_TEMPLATE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__set_mail_template_request__descriptor) \
+    , (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__SetMailTemplateResponse
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__SET_MAIL_TEMPLATE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__set_mail_template_response__descriptor) \
+     }
 
 
 /* Rave__Identity__V1__DeviceInfo methods */
@@ -2346,6 +2550,196 @@ Rave__Identity__V1__ChangePasswordResponse *
 void   rave__identity__v1__change_password_response__free_unpacked
                      (Rave__Identity__V1__ChangePasswordResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__VerifyEmailRequest methods */
+void   rave__identity__v1__verify_email_request__init
+                     (Rave__Identity__V1__VerifyEmailRequest         *message);
+size_t rave__identity__v1__verify_email_request__get_packed_size
+                     (const Rave__Identity__V1__VerifyEmailRequest   *message);
+size_t rave__identity__v1__verify_email_request__pack
+                     (const Rave__Identity__V1__VerifyEmailRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__verify_email_request__pack_to_buffer
+                     (const Rave__Identity__V1__VerifyEmailRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__VerifyEmailRequest *
+       rave__identity__v1__verify_email_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__verify_email_request__free_unpacked
+                     (Rave__Identity__V1__VerifyEmailRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__VerifyEmailResponse methods */
+void   rave__identity__v1__verify_email_response__init
+                     (Rave__Identity__V1__VerifyEmailResponse         *message);
+size_t rave__identity__v1__verify_email_response__get_packed_size
+                     (const Rave__Identity__V1__VerifyEmailResponse   *message);
+size_t rave__identity__v1__verify_email_response__pack
+                     (const Rave__Identity__V1__VerifyEmailResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__verify_email_response__pack_to_buffer
+                     (const Rave__Identity__V1__VerifyEmailResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__VerifyEmailResponse *
+       rave__identity__v1__verify_email_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__verify_email_response__free_unpacked
+                     (Rave__Identity__V1__VerifyEmailResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ResendVerificationRequest methods */
+void   rave__identity__v1__resend_verification_request__init
+                     (Rave__Identity__V1__ResendVerificationRequest         *message);
+size_t rave__identity__v1__resend_verification_request__get_packed_size
+                     (const Rave__Identity__V1__ResendVerificationRequest   *message);
+size_t rave__identity__v1__resend_verification_request__pack
+                     (const Rave__Identity__V1__ResendVerificationRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__resend_verification_request__pack_to_buffer
+                     (const Rave__Identity__V1__ResendVerificationRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ResendVerificationRequest *
+       rave__identity__v1__resend_verification_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__resend_verification_request__free_unpacked
+                     (Rave__Identity__V1__ResendVerificationRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ResendVerificationResponse methods */
+void   rave__identity__v1__resend_verification_response__init
+                     (Rave__Identity__V1__ResendVerificationResponse         *message);
+size_t rave__identity__v1__resend_verification_response__get_packed_size
+                     (const Rave__Identity__V1__ResendVerificationResponse   *message);
+size_t rave__identity__v1__resend_verification_response__pack
+                     (const Rave__Identity__V1__ResendVerificationResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__resend_verification_response__pack_to_buffer
+                     (const Rave__Identity__V1__ResendVerificationResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ResendVerificationResponse *
+       rave__identity__v1__resend_verification_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__resend_verification_response__free_unpacked
+                     (Rave__Identity__V1__ResendVerificationResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ChangeEmailRequest methods */
+void   rave__identity__v1__change_email_request__init
+                     (Rave__Identity__V1__ChangeEmailRequest         *message);
+size_t rave__identity__v1__change_email_request__get_packed_size
+                     (const Rave__Identity__V1__ChangeEmailRequest   *message);
+size_t rave__identity__v1__change_email_request__pack
+                     (const Rave__Identity__V1__ChangeEmailRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__change_email_request__pack_to_buffer
+                     (const Rave__Identity__V1__ChangeEmailRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ChangeEmailRequest *
+       rave__identity__v1__change_email_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__change_email_request__free_unpacked
+                     (Rave__Identity__V1__ChangeEmailRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ChangeEmailResponse methods */
+void   rave__identity__v1__change_email_response__init
+                     (Rave__Identity__V1__ChangeEmailResponse         *message);
+size_t rave__identity__v1__change_email_response__get_packed_size
+                     (const Rave__Identity__V1__ChangeEmailResponse   *message);
+size_t rave__identity__v1__change_email_response__pack
+                     (const Rave__Identity__V1__ChangeEmailResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__change_email_response__pack_to_buffer
+                     (const Rave__Identity__V1__ChangeEmailResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ChangeEmailResponse *
+       rave__identity__v1__change_email_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__change_email_response__free_unpacked
+                     (Rave__Identity__V1__ChangeEmailResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__RequestPasswordResetRequest methods */
+void   rave__identity__v1__request_password_reset_request__init
+                     (Rave__Identity__V1__RequestPasswordResetRequest         *message);
+size_t rave__identity__v1__request_password_reset_request__get_packed_size
+                     (const Rave__Identity__V1__RequestPasswordResetRequest   *message);
+size_t rave__identity__v1__request_password_reset_request__pack
+                     (const Rave__Identity__V1__RequestPasswordResetRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__request_password_reset_request__pack_to_buffer
+                     (const Rave__Identity__V1__RequestPasswordResetRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__RequestPasswordResetRequest *
+       rave__identity__v1__request_password_reset_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__request_password_reset_request__free_unpacked
+                     (Rave__Identity__V1__RequestPasswordResetRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__RequestPasswordResetResponse methods */
+void   rave__identity__v1__request_password_reset_response__init
+                     (Rave__Identity__V1__RequestPasswordResetResponse         *message);
+size_t rave__identity__v1__request_password_reset_response__get_packed_size
+                     (const Rave__Identity__V1__RequestPasswordResetResponse   *message);
+size_t rave__identity__v1__request_password_reset_response__pack
+                     (const Rave__Identity__V1__RequestPasswordResetResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__request_password_reset_response__pack_to_buffer
+                     (const Rave__Identity__V1__RequestPasswordResetResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__RequestPasswordResetResponse *
+       rave__identity__v1__request_password_reset_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__request_password_reset_response__free_unpacked
+                     (Rave__Identity__V1__RequestPasswordResetResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ResetPasswordRequest methods */
+void   rave__identity__v1__reset_password_request__init
+                     (Rave__Identity__V1__ResetPasswordRequest         *message);
+size_t rave__identity__v1__reset_password_request__get_packed_size
+                     (const Rave__Identity__V1__ResetPasswordRequest   *message);
+size_t rave__identity__v1__reset_password_request__pack
+                     (const Rave__Identity__V1__ResetPasswordRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__reset_password_request__pack_to_buffer
+                     (const Rave__Identity__V1__ResetPasswordRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ResetPasswordRequest *
+       rave__identity__v1__reset_password_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__reset_password_request__free_unpacked
+                     (Rave__Identity__V1__ResetPasswordRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ResetPasswordResponse methods */
+void   rave__identity__v1__reset_password_response__init
+                     (Rave__Identity__V1__ResetPasswordResponse         *message);
+size_t rave__identity__v1__reset_password_response__get_packed_size
+                     (const Rave__Identity__V1__ResetPasswordResponse   *message);
+size_t rave__identity__v1__reset_password_response__pack
+                     (const Rave__Identity__V1__ResetPasswordResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__reset_password_response__pack_to_buffer
+                     (const Rave__Identity__V1__ResetPasswordResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ResetPasswordResponse *
+       rave__identity__v1__reset_password_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__reset_password_response__free_unpacked
+                     (Rave__Identity__V1__ResetPasswordResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Rave__Identity__V1__CreatePublisherRequest methods */
 void   rave__identity__v1__create_publisher_request__init
                      (Rave__Identity__V1__CreatePublisherRequest         *message);
@@ -3182,6 +3576,44 @@ Rave__Identity__V1__ListAllowedOriginsResponse *
 void   rave__identity__v1__list_allowed_origins_response__free_unpacked
                      (Rave__Identity__V1__ListAllowedOriginsResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__SetMailTemplateRequest methods */
+void   rave__identity__v1__set_mail_template_request__init
+                     (Rave__Identity__V1__SetMailTemplateRequest         *message);
+size_t rave__identity__v1__set_mail_template_request__get_packed_size
+                     (const Rave__Identity__V1__SetMailTemplateRequest   *message);
+size_t rave__identity__v1__set_mail_template_request__pack
+                     (const Rave__Identity__V1__SetMailTemplateRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__set_mail_template_request__pack_to_buffer
+                     (const Rave__Identity__V1__SetMailTemplateRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__SetMailTemplateRequest *
+       rave__identity__v1__set_mail_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__set_mail_template_request__free_unpacked
+                     (Rave__Identity__V1__SetMailTemplateRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__SetMailTemplateResponse methods */
+void   rave__identity__v1__set_mail_template_response__init
+                     (Rave__Identity__V1__SetMailTemplateResponse         *message);
+size_t rave__identity__v1__set_mail_template_response__get_packed_size
+                     (const Rave__Identity__V1__SetMailTemplateResponse   *message);
+size_t rave__identity__v1__set_mail_template_response__pack
+                     (const Rave__Identity__V1__SetMailTemplateResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__set_mail_template_response__pack_to_buffer
+                     (const Rave__Identity__V1__SetMailTemplateResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__SetMailTemplateResponse *
+       rave__identity__v1__set_mail_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__set_mail_template_response__free_unpacked
+                     (Rave__Identity__V1__SetMailTemplateResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -3328,6 +3760,36 @@ typedef void (*Rave__Identity__V1__ChangePasswordRequest_Closure)
 typedef void (*Rave__Identity__V1__ChangePasswordResponse_Closure)
                  (const Rave__Identity__V1__ChangePasswordResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__VerifyEmailRequest_Closure)
+                 (const Rave__Identity__V1__VerifyEmailRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__VerifyEmailResponse_Closure)
+                 (const Rave__Identity__V1__VerifyEmailResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ResendVerificationRequest_Closure)
+                 (const Rave__Identity__V1__ResendVerificationRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ResendVerificationResponse_Closure)
+                 (const Rave__Identity__V1__ResendVerificationResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ChangeEmailRequest_Closure)
+                 (const Rave__Identity__V1__ChangeEmailRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ChangeEmailResponse_Closure)
+                 (const Rave__Identity__V1__ChangeEmailResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__RequestPasswordResetRequest_Closure)
+                 (const Rave__Identity__V1__RequestPasswordResetRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__RequestPasswordResetResponse_Closure)
+                 (const Rave__Identity__V1__RequestPasswordResetResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ResetPasswordRequest_Closure)
+                 (const Rave__Identity__V1__ResetPasswordRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ResetPasswordResponse_Closure)
+                 (const Rave__Identity__V1__ResetPasswordResponse *message,
+                  void *closure_data);
 typedef void (*Rave__Identity__V1__CreatePublisherRequest_Closure)
                  (const Rave__Identity__V1__CreatePublisherRequest *message,
                   void *closure_data);
@@ -3460,6 +3922,12 @@ typedef void (*Rave__Identity__V1__ListAllowedOriginsRequest_Closure)
 typedef void (*Rave__Identity__V1__ListAllowedOriginsResponse_Closure)
                  (const Rave__Identity__V1__ListAllowedOriginsResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__SetMailTemplateRequest_Closure)
+                 (const Rave__Identity__V1__SetMailTemplateRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__SetMailTemplateResponse_Closure)
+                 (const Rave__Identity__V1__SetMailTemplateResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -3563,6 +4031,26 @@ struct Rave__Identity__V1__Identity_Service
                           const Rave__Identity__V1__ChangePasswordRequest *input,
                           Rave__Identity__V1__ChangePasswordResponse_Closure closure,
                           void *closure_data);
+  void (*verify_email)(Rave__Identity__V1__Identity_Service *service,
+                       const Rave__Identity__V1__VerifyEmailRequest *input,
+                       Rave__Identity__V1__VerifyEmailResponse_Closure closure,
+                       void *closure_data);
+  void (*resend_verification)(Rave__Identity__V1__Identity_Service *service,
+                              const Rave__Identity__V1__ResendVerificationRequest *input,
+                              Rave__Identity__V1__ResendVerificationResponse_Closure closure,
+                              void *closure_data);
+  void (*change_email)(Rave__Identity__V1__Identity_Service *service,
+                       const Rave__Identity__V1__ChangeEmailRequest *input,
+                       Rave__Identity__V1__ChangeEmailResponse_Closure closure,
+                       void *closure_data);
+  void (*request_password_reset)(Rave__Identity__V1__Identity_Service *service,
+                                 const Rave__Identity__V1__RequestPasswordResetRequest *input,
+                                 Rave__Identity__V1__RequestPasswordResetResponse_Closure closure,
+                                 void *closure_data);
+  void (*reset_password)(Rave__Identity__V1__Identity_Service *service,
+                         const Rave__Identity__V1__ResetPasswordRequest *input,
+                         Rave__Identity__V1__ResetPasswordResponse_Closure closure,
+                         void *closure_data);
   void (*issue_unbacked_token)(Rave__Identity__V1__Identity_Service *service,
                                const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
                                Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
@@ -3599,6 +4087,11 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
       function_prefix__ ## confirm_two_factor,\
       function_prefix__ ## disable_two_factor,\
       function_prefix__ ## change_password,\
+      function_prefix__ ## verify_email,\
+      function_prefix__ ## resend_verification,\
+      function_prefix__ ## change_email,\
+      function_prefix__ ## request_password_reset,\
+      function_prefix__ ## reset_password,\
       function_prefix__ ## issue_unbacked_token  }
 void rave__identity__v1__identity__guest_login(ProtobufCService *service,
                                                const Rave__Identity__V1__GuestLoginRequest *input,
@@ -3696,6 +4189,26 @@ void rave__identity__v1__identity__change_password(ProtobufCService *service,
                                                    const Rave__Identity__V1__ChangePasswordRequest *input,
                                                    Rave__Identity__V1__ChangePasswordResponse_Closure closure,
                                                    void *closure_data);
+void rave__identity__v1__identity__verify_email(ProtobufCService *service,
+                                                const Rave__Identity__V1__VerifyEmailRequest *input,
+                                                Rave__Identity__V1__VerifyEmailResponse_Closure closure,
+                                                void *closure_data);
+void rave__identity__v1__identity__resend_verification(ProtobufCService *service,
+                                                       const Rave__Identity__V1__ResendVerificationRequest *input,
+                                                       Rave__Identity__V1__ResendVerificationResponse_Closure closure,
+                                                       void *closure_data);
+void rave__identity__v1__identity__change_email(ProtobufCService *service,
+                                                const Rave__Identity__V1__ChangeEmailRequest *input,
+                                                Rave__Identity__V1__ChangeEmailResponse_Closure closure,
+                                                void *closure_data);
+void rave__identity__v1__identity__request_password_reset(ProtobufCService *service,
+                                                          const Rave__Identity__V1__RequestPasswordResetRequest *input,
+                                                          Rave__Identity__V1__RequestPasswordResetResponse_Closure closure,
+                                                          void *closure_data);
+void rave__identity__v1__identity__reset_password(ProtobufCService *service,
+                                                  const Rave__Identity__V1__ResetPasswordRequest *input,
+                                                  Rave__Identity__V1__ResetPasswordResponse_Closure closure,
+                                                  void *closure_data);
 void rave__identity__v1__identity__issue_unbacked_token(ProtobufCService *service,
                                                         const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
                                                         Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
@@ -3744,6 +4257,10 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                             const Rave__Identity__V1__ListAuditEventsRequest *input,
                             Rave__Identity__V1__ListAuditEventsResponse_Closure closure,
                             void *closure_data);
+  void (*set_mail_template)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                            const Rave__Identity__V1__SetMailTemplateRequest *input,
+                            Rave__Identity__V1__SetMailTemplateResponse_Closure closure,
+                            void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityAdmin_ServiceDestroy)(Rave__Identity__V1__IdentityAdmin_Service *);
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
@@ -3761,7 +4278,8 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## get_user,\
       function_prefix__ ## ban_user,\
       function_prefix__ ## unban_user,\
-      function_prefix__ ## list_audit_events  }
+      function_prefix__ ## list_audit_events,\
+      function_prefix__ ## set_mail_template  }
 void rave__identity__v1__identity_admin__create_publisher(ProtobufCService *service,
                                                           const Rave__Identity__V1__CreatePublisherRequest *input,
                                                           Rave__Identity__V1__CreatePublisherResponse_Closure closure,
@@ -3801,6 +4319,10 @@ void rave__identity__v1__identity_admin__unban_user(ProtobufCService *service,
 void rave__identity__v1__identity_admin__list_audit_events(ProtobufCService *service,
                                                            const Rave__Identity__V1__ListAuditEventsRequest *input,
                                                            Rave__Identity__V1__ListAuditEventsResponse_Closure closure,
+                                                           void *closure_data);
+void rave__identity__v1__identity_admin__set_mail_template(ProtobufCService *service,
+                                                           const Rave__Identity__V1__SetMailTemplateRequest *input,
+                                                           Rave__Identity__V1__SetMailTemplateResponse_Closure closure,
                                                            void *closure_data);
 typedef struct Rave__Identity__V1__IdentityInternal_Service Rave__Identity__V1__IdentityInternal_Service;
 struct Rave__Identity__V1__IdentityInternal_Service
@@ -3901,6 +4423,7 @@ void rave__identity__v1__identity_internal__list_allowed_origins(ProtobufCServic
 extern const ProtobufCEnumDescriptor    rave__identity__v1__conflict_resolution__descriptor;
 extern const ProtobufCEnumDescriptor    rave__identity__v1__audit_action__descriptor;
 extern const ProtobufCEnumDescriptor    rave__identity__v1__audit_actor_kind__descriptor;
+extern const ProtobufCEnumDescriptor    rave__identity__v1__mail_kind__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__device_info__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__guest_login_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__sign_up_request__descriptor;
@@ -3949,6 +4472,16 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__disable_two_factor_r
 extern const ProtobufCMessageDescriptor rave__identity__v1__disable_two_factor_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__change_password_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__change_password_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__verify_email_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__verify_email_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__resend_verification_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__resend_verification_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__change_email_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__change_email_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__request_password_reset_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__request_password_reset_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__reset_password_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__reset_password_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__create_publisher_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__create_publisher_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__update_publisher_request__descriptor;
@@ -3993,6 +4526,8 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__revocation__descript
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_revocations_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;
