@@ -104,6 +104,34 @@ import Testing
         }
     }
 
+    /// A time a client sends (a filter bound of year 292,000,000) is past what `timestamptz` holds: it is bound as
+    /// infinity, never a crash converting it, and infinity reads back as the extreme it stands for.
+    @Test func timesBeyondPostgreSQLsRangeAreInfinity() async throws {
+        let far = Date(timeIntervalSince1970: 9_223_372_036_854_775.806)
+        let before = Date(timeIntervalSince1970: -9_223_372_036_854_775.806)
+        #expect(PostgresTimestamp(far) == .infinity)
+        #expect(PostgresTimestamp(before) == .minusInfinity)
+        #expect(PostgresTimestamp(Date(timeIntervalSince1970: .infinity)) == .infinity)
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            let rows = try await connection.query(
+                "SELECT $1::timestamptz = 'infinity' AS late, $2::timestamptz = '-infinity' AS early, "
+                    + "'infinity'::timestamptz AS up, '-infinity'::timestamptz AS down, "
+                    + "'200000-01-01 00:00:00+00'::timestamptz AS far",
+                [far, before])
+            let row = try #require(rows.first)
+            #expect(try row.decode(Bool.self, column: "late"))
+            #expect(try row.decode(Bool.self, column: "early"))
+            #expect(try row.decode(PostgresTimestamp.self, column: "up") == .infinity)
+            #expect(try row.decode(PostgresTimestamp.self, column: "down") == .minusInfinity)
+            // 200000-01-01: 72,328,972 days after 1970-01-01.
+            #expect(
+                try row.decode(PostgresTimestamp.self, column: "far")
+                    == PostgresTimestamp(microsecondsSinceEpoch: 72_328_972 * 86_400_000_000))
+        }
+    }
+
     @Test func dateTextIsStrict() {
         #expect(
             PostgresDate(iso: "2000-01-15").map { [$0.parts.year, $0.parts.month, $0.parts.day] } == [2000, 1, 15])

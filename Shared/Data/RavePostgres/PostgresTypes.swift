@@ -167,9 +167,24 @@ public struct PostgresTimestamp: Hashable, Sendable, Comparable {
 
     public init(microsecondsSinceEpoch: Int64) { self.microsecondsSinceEpoch = microsecondsSinceEpoch }
 
+    /// `date`, or infinity (`.infinity`, `.minusInfinity`) beyond what this type and `timestamptz` both hold (about
+    /// 292,277 AD; 4714 BC): times come from clients, and converting a far one must not trap.
     public init(_ date: Date) {
-        microsecondsSinceEpoch = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let microseconds = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        if microseconds >= Double(Int64.max) {
+            self = .infinity
+        } else if microseconds < Double(Self.earliest) || microseconds.isNaN {
+            self = .minusInfinity
+        } else {
+            microsecondsSinceEpoch = Int64(microseconds)
+        }
     }
+
+    /// PostgreSQL's `infinity` and `-infinity`, the extreme integers here as on the wire.
+    public static let infinity = PostgresTimestamp(microsecondsSinceEpoch: .max)
+    public static let minusInfinity = PostgresTimestamp(microsecondsSinceEpoch: .min)
+    /// The first microsecond `timestamptz` holds (4714-11-24 00:00:00 BC), Unix.
+    public static let earliest: Int64 = -210_866_803_200_000_000
 
     /// The current wall-clock time.
     public static func now() -> PostgresTimestamp { PostgresTimestamp(Date()) }
@@ -185,7 +200,13 @@ public struct PostgresTimestamp: Hashable, Sendable, Comparable {
 extension PostgresTimestamp: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue? {
         var bytes: [UInt8] = []
-        appendBigEndian(microsecondsSinceEpoch - Self.postgresEpochOffset, to: &bytes)
+        // Infinity is the extreme integer on the wire too; every finite value is within range after the shift.
+        let wire =
+            switch microsecondsSinceEpoch {
+            case .max, .min: microsecondsSinceEpoch
+            default: microsecondsSinceEpoch - Self.postgresEpochOffset
+            }
+        appendBigEndian(wire, to: &bytes)
         return PostgresValue(type: .timestamptz, bytes: bytes)
     }
 
@@ -193,7 +214,10 @@ extension PostgresTimestamp: PostgresEncodable, PostgresDecodable {
         guard cell.type == .timestamptz || cell.type == .timestamp else {
             throw cell.typeMismatch(PostgresTimestamp.self)
         }
-        microsecondsSinceEpoch = try cell.integer(Int64.self) + Self.postgresEpochOffset
+        let wire = try cell.integer(Int64.self)
+        // Times after about 292,277 AD fit PostgreSQL's range but not this type's: they read as infinity.
+        let (shifted, overflow) = wire.addingReportingOverflow(Self.postgresEpochOffset)
+        microsecondsSinceEpoch = wire == .min ? .min : overflow ? .max : shifted
     }
 }
 
