@@ -10,7 +10,8 @@ PROTO_FILES := $(shell find Proto -name '*.proto' | sort)
 # Debian packages the build, the tests, and `make run` need.
 DEB_PACKAGES := libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libssl-dev libpq-dev \
 	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps \
-	libcurl4-openssl-dev python3-h2 python3-yaml systemd redis-server redis-tools curl
+	libcurl4-openssl-dev python3-h2 python3-yaml systemd redis-server redis-tools curl libnghttp2-dev \
+	nghttp2-client
 
 .PHONY: deps proto proto-check build release test test-swift bench soak fuzz fmt lint certs run stop reset clean
 
