@@ -10,8 +10,8 @@ PROTO_FILES := $(shell find Proto -name '*.proto' | sort)
 # Debian packages the build, the tests, and `make run` need.
 DEB_PACKAGES := libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libssl-dev libpq-dev \
 	postgresql postgresql-contrib openssl python3-protobuf python3-prometheus-client procps \
-	libcurl4-openssl-dev python3-h2 python3-yaml python3-venv systemd redis-server redis-tools curl wrk \
-	chromium chromium-driver python3-selenium
+	libcurl4-openssl-dev libnghttp2-dev python3-h2 python3-yaml python3-venv systemd redis-server redis-tools curl \
+	wrk nghttp2-client chromium chromium-driver python3-selenium
 
 .PHONY: deps proto proto-check build release test test-swift bench soak fuzz fmt lint certs run stop reset clean
 

@@ -26,6 +26,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Shared/System/COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CLibPQ", path: "Shared/System/CLibPQ", pkgConfig: "libpq"),
         .systemLibrary(name: "CCurl", path: "Shared/System/CCurl", pkgConfig: "libcurl"),
+        .systemLibrary(name: "CNGHTTP2", path: "Shared/System/CNGHTTP2", pkgConfig: "libnghttp2"),
         .target(name: "CRaveSystem", path: "Shared/System/CRaveSystem"),
         .target(name: "CRaveTLS", dependencies: ["COpenSSL"], path: "Shared/System/CRaveTLS"),
 
@@ -42,7 +43,7 @@ let package = Package(
             dependencies: ["CRaveSystem", "CRaveTLS", "COpenSSL", "RaveTelemetry"],
             path: "Shared/Transport/RaveTransport"
         ),
-        .target(name: "RaveHTTP", dependencies: ["RaveTransport"], path: "Shared/Transport/RaveHTTP"),
+        .target(name: "RaveHTTP", dependencies: ["RaveTransport", "CNGHTTP2"], path: "Shared/Transport/RaveHTTP"),
 
         // MARK: - Shared/Wire: frames and protobuf
         .target(name: "RaveWire", path: "Shared/Wire/RaveWire"),

@@ -41,6 +41,7 @@ struct GatewayHTTPTests {
         try await Self.with { harness in
             let connection = try await harness.http()
             defer { connection.close() }
+            // The test client offers only http/1.1; the port offers h2 first to clients that speak it.
             #expect(connection.applicationProtocol == "http/1.1")
             let token = try harness.token(for: "user-1")
             let response = try await connection.post(
@@ -244,6 +245,41 @@ struct GatewayHTTPTests {
         }
     }
 
+    // MARK: - HTTP/2
+
+    @Test(.enabled(if: ExternalCommand.isInstalled("/usr/bin/nghttp") && ExternalCommand.isInstalled("/usr/bin/curl")))
+    func http2CarriesCallsConcurrentlyOnOneConnection() async throws {
+        try await Self.with { harness in
+            let port = try #require(harness.runtime.httpPort)
+            let token = try harness.token(for: "user-8")
+            let body = harness.directory + "/delayed.json"
+            try Data(#"{"payload": "aGk=", "delayMs": 200}"#.utf8).write(to: URL(fileURLWithPath: body))
+            // nghttp sends its 20 requests as streams of one connection; the echo sees them overlap.
+            let many = try await ExternalCommand.run(
+                "/usr/bin/nghttp",
+                [
+                    "--null-out", "--multiply=20", "--data=\(body)", "--header=authorization: Bearer \(token)",
+                    "--header=content-type: application/json",
+                    "https://127.0.0.1:\(port)/v1/rave.echo.v1.Echo/EchoAfterDelay",
+                ])
+            #expect(many.status == 0, "\(many.errors)")
+            #expect(harness.echo.delayedCalls.withLock { $0.most } > 1)
+
+            let one = try await ExternalCommand.run(
+                "/usr/bin/curl",
+                [
+                    "--http2", "--silent", "--show-error", "--cacert", harness.directory + "/ca.pem",
+                    "--header", "Authorization: Bearer \(token)", "--header", "Content-Type: application/json",
+                    "--header", "X-Request-Id: over-h2", "--data", Self.whoami, "--include",
+                    "https://127.0.0.1:\(port)\(Self.echo)",
+                ])
+            #expect(one.status == 0, "\(one.errors)")
+            #expect(one.output.hasPrefix("HTTP/2 200"), "\(one.output)")
+            #expect(one.output.contains("x-request-id: over-h2"))
+            #expect(one.output.contains("user-8|app-1|session-user-8|player|127.0.0.1|-".base64Encoded))
+        }
+    }
+
     // MARK: - CORS
 
     @Test func corsPreflightsAndARefusedOriginsCallNeverReachesTheService() async throws {
@@ -356,6 +392,11 @@ struct GatewayHTTPTests {
             #expect(invalid.json?["status"] as? String == "INVALID_ARGUMENT")
         }
     }
+}
+
+extension String {
+    /// The UTF-8 of the string in base64, as protobuf's JSON mapping writes bytes.
+    var base64Encoded: String { Data(utf8).base64EncodedString() }
 }
 
 extension GatewayHarness {

@@ -4,6 +4,7 @@ import RaveMessages
 import RaveRPC
 import RaveServices
 import RaveTelemetry
+import RaveTestSupport
 import RaveTransport
 import Synchronization
 
@@ -120,15 +121,18 @@ func bearer(_ token: String, timeout: Duration = .seconds(5)) -> CallOptions {
     CallOptions(timeout: timeout, metadata: [MetadataKey.authorization: "Bearer \(token)"], maxRetries: 0)
 }
 
-/// Starts a 5-second echo through the gateway, cancels it on the client after 300 ms, and waits (up to 2.5 s)
-/// until the backend has seen the cancellation.
+/// Starts a 5-second echo through the gateway, cancels it on the client once the backend runs it, and waits (up to
+/// 2.5 s) until the backend has seen the cancellation.
+///
+/// It waits for the call to reach the backend rather than a fixed 300 ms: on a loaded machine the call could still be
+/// on its way then, and a cancel that overtakes it never reaches the backend.
 func cancelALongCall(_ harness: GatewayHarness, _ connection: RPCConnection, options: CallOptions) async throws {
     let call = Task {
         try await connection.call(
             method: "rave.echo.v1.Echo/EchoAfterDelay",
             request: EchoV1.EchoAfterDelayRequest(payload: [1], delayMs: 5000).protobufBytes(), options: options)
     }
-    try await Task.sleep(for: .milliseconds(300))
+    try await eventually { harness.echo.delayedCalls.withLock { $0.running } > 0 }
     call.cancel()
     _ = await call.result
     var waited = 0

@@ -203,7 +203,7 @@ extension HTTPServerConnectionTests.Harness {
     }
 
     private func onServerLoop(_ read: @escaping @Sendable (HTTPServerConnection) -> Bool) async -> Bool {
-        guard let connection = registry.all.first else { return false }
+        guard let connection = registry.all.first as? HTTPServerConnection else { return false }
         return await withCheckedContinuation { continuation in
             connection.channel.loop.execute { continuation.resume(returning: read(connection)) }
         }

@@ -56,18 +56,21 @@ extension HTTPFrontDoor {
         }
     }
 
-    /// The answer to a request HTTP itself could not carry (malformed, too large, stalled): the same error body,
-    /// and the connection closes after it.
+    /// The answer to a request HTTP itself could not carry (malformed, too large, stalled, refused): the same error
+    /// body, and an HTTP/1.1 connection closes after it.
     static func parseFailure(_ error: HTTPParseError, requestID: String) -> HTTPServerResponse {
         let code: StatusCode =
             switch error.status.code {
             case 408: .deadlineExceeded
             case 413, 431: .resourceExhausted
+            case 503: .unavailable
             case 505: .unimplemented
             default: .invalidArgument
             }
+        // A 503 of HTTP itself is an HTTP/2 stream refused before anything was done with it.
         var response = failure(
-            RPCError(code, error.reason), status: error.status, headers: commonHeaders(requestID: requestID))
+            RPCError(code, error.reason, notProcessed: code == .unavailable), status: error.status,
+            headers: commonHeaders(requestID: requestID))
         response.closesConnection = true
         return response
     }

@@ -7,7 +7,8 @@ import RaveTransport
 import Synchronization
 
 /// The HTTP/JSON front door's port (`RAVE_GATEWAY_HTTP_LISTEN`): TLS with the gateway's certificate, client
-/// certificates requested, ALPN `http/1.1`, connections counted with the binary port's.
+/// certificates requested, ALPN `h2` then `http/1.1` (HTTP/2 with up to 100 streams per connection), connections
+/// counted with the binary port's.
 ///
 /// Only sockets live here: `HTTPFrontDoor` decides, `FrontDoorCaller` runs the calls through the pipeline. On
 /// shutdown it stops accepting, lets requests under way finish (for at most the grace period) and closes.
@@ -51,13 +52,13 @@ final class FrontDoorServer: Service {
         HTTPLimits(maxHeadBytes: 16 << 10, maxHeaderCount: 100, maxBodyBytes: maxBodyBytes)
     }
 
-    /// The TLS settings of the port: the gateway's pair, client certificates requested, ALPN `http/1.1`.
+    /// The TLS settings of the port: the gateway's pair, client certificates requested, ALPN `h2` and `http/1.1`.
     static func tlsConfiguration(_ service: ServiceConfiguration) -> TLSConfiguration {
         var configuration = TLSConfiguration.server(
             certificateChainPath: service.tlsCertificatePath, privateKeyPath: service.tlsPrivateKeyPath,
             trustRootsPath: service.tlsCertificateAuthorityPath)
         configuration.requestClientCertificate = true
-        configuration.applicationProtocols = ["http/1.1"]
+        configuration.applicationProtocols = ["h2", "http/1.1"]
         return configuration
     }
 }

@@ -232,8 +232,8 @@ struct HTTPFrontDoor: Sendable {
 
     /// The call's timeout from `X-Rave-Timeout-Ms`: the default when absent or 0, capped at the maximum.
     static func timeout(_ value: String?, settings: Settings) -> Result<UInt64, RPCError> {
-        let maximum = nanoseconds(settings.maxTimeout)
-        guard let value, value != "0" else { return .success(min(nanoseconds(settings.defaultTimeout), maximum)) }
+        let maximum = settings.maxTimeout.wholeNanoseconds
+        guard let value, value != "0" else { return .success(min(settings.defaultTimeout.wholeNanoseconds, maximum)) }
         guard (1...10).contains(value.utf8.count), value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
             let milliseconds = UInt64(value)
         else {
@@ -241,7 +241,7 @@ struct HTTPFrontDoor: Sendable {
                 .invalidArgument("X-Rave-Timeout-Ms must be a whole number of milliseconds, not \(printable(value))"))
         }
         return .success(
-            milliseconds == 0 ? nanoseconds(settings.defaultTimeout) : min(milliseconds * 1_000_000, maximum))
+            milliseconds == 0 ? settings.defaultTimeout.wholeNanoseconds : min(milliseconds * 1_000_000, maximum))
     }
 
     static func commonHeaders(requestID: String) -> [HTTPHeader] {
@@ -258,11 +258,6 @@ struct HTTPFrontDoor: Sendable {
             $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?"
         }
         return String(kept) + (text.unicodeScalars.count > 128 ? "…" : "")
-    }
-
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 }
 

@@ -52,12 +52,3 @@ struct ServiceCaller: RPCCaller {
         throw lastError
     }
 }
-
-extension Duration {
-    /// Whole nanoseconds, zero for negative durations.
-    var wholeNanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-    }
-}

@@ -15,8 +15,15 @@ public struct HTTPHeader: Sendable, Hashable {
 public enum HTTPVersion: Sendable, Hashable, CustomStringConvertible {
     case http10
     case http11
+    case http2
 
-    public var description: String { self == .http10 ? "HTTP/1.0" : "HTTP/1.1" }
+    public var description: String {
+        switch self {
+        case .http10: "HTTP/1.0"
+        case .http11: "HTTP/1.1"
+        case .http2: "HTTP/2"
+        }
+    }
 }
 
 /// One complete HTTP/1.x request: head and body (de-chunked).

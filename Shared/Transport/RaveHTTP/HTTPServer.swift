@@ -42,19 +42,25 @@ public struct HTTPServerSettings: Sendable {
     /// Input buffered while a request is being answered (pipelined requests) beyond which the connection stops
     /// reading until it caught up.
     public var maxBufferedInput: Int
+    /// HTTP/2 streams one connection may have open at once (a connection speaks HTTP/2 when its TLS context offers
+    /// `h2` in ALPN and the client chose it).
+    public var maxConcurrentStreams: Int
 
     public init(
-        limits: HTTPLimits, stalledRequestTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(300)
+        limits: HTTPLimits, stalledRequestTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(300),
+        maxConcurrentStreams: Int = 100
     ) {
         self.limits = limits
         self.stalledRequestTimeout = stalledRequestTimeout
         self.idleTimeout = idleTimeout
         self.maxBufferedInput = max(64 << 10, limits.maxHeadBytes + limits.maxBodyBytes)
+        self.maxConcurrentStreams = maxConcurrentStreams
     }
 }
 
-/// An HTTP/1.1 server on one port (TLS or plain TCP): requests parsed by `HTTPRequestParser`, answered in order by
-/// an `HTTPResponder`, with keep-alive, pipelining, a stalled-request and an idle timeout, and a graceful drain.
+/// An HTTP server on one port (TLS or plain TCP): HTTP/1.1 requests parsed by `HTTPRequestParser` and answered in
+/// order, with keep-alive, pipelining, a stalled-request and an idle timeout; HTTP/2 (when ALPN chose `h2`) on
+/// libnghttp2 with concurrent streams; one `HTTPResponder` for both, and a graceful drain.
 public final class HTTPServer: Sendable {
     private let listener: Mutex<Listener?>
     private let connections: HTTPConnectionRegistry
@@ -71,9 +77,7 @@ public final class HTTPServer: Sendable {
         let listener = try Listener(
             group: group, host: host, port: port, tls: tls, options: options, admission: admission
         ) { channel in
-            channel.setHandler(
-                HTTPServerConnection(
-                    channel: channel, settings: settings, responder: responder, registry: connections))
+            channel.setHandler(HTTPProtocolSelector(settings: settings, responder: responder, registry: connections))
         }
         self.connections = connections
         self.listener = Mutex(listener)
@@ -110,10 +114,60 @@ public final class HTTPServer: Sendable {
     }
 }
 
+/// An open connection of either version, as a drain sees it.
+protocol HTTPConnectionHandle: AnyObject, Sendable {
+    var channel: Channel { get }
+    /// Closes the connection once it is idle (HTTP/1.1) or its streams are done (HTTP/2, after GOAWAY).
+    func startDraining()
+}
+
+/// Gives a new connection the handler of the protocol ALPN chose (`h2`: HTTP/2; anything else: HTTP/1.1) once its
+/// TLS handshake is done, and passes every callback on to it.
+final class HTTPProtocolSelector: ChannelHandler, @unchecked Sendable {
+    // @unchecked: `selected` is set and used only on the channel's loop.
+
+    private let settings: HTTPServerSettings
+    private let responder: any HTTPResponder
+    private let registry: HTTPConnectionRegistry
+    private var selected: (any ChannelHandler)?
+
+    init(settings: HTTPServerSettings, responder: any HTTPResponder, registry: HTTPConnectionRegistry) {
+        self.settings = settings
+        self.responder = responder
+        self.registry = registry
+    }
+
+    func channelActive(_ channel: Channel) {
+        let handler: any ChannelHandler =
+            channel.negotiatedApplicationProtocol == "h2"
+            ? HTTP2ServerConnection(channel: channel, settings: settings, responder: responder, registry: registry)
+            : HTTPServerConnection(channel: channel, settings: settings, responder: responder, registry: registry)
+        selected = handler
+        handler.channelActive(channel)
+    }
+
+    func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
+        selected?.channelRead(channel, bytes)
+    }
+
+    func channelReadComplete(_ channel: Channel) {
+        selected?.channelReadComplete(channel)
+    }
+
+    func channelWritabilityChanged(_ channel: Channel) {
+        selected?.channelWritabilityChanged(channel)
+    }
+
+    func channelInactive(_ channel: Channel, error: TransportError?) {
+        selected?.channelInactive(channel, error: error)
+        selected = nil
+    }
+}
+
 /// The open connections of one server, so a drain can reach them and wait for them.
 final class HTTPConnectionRegistry: Sendable {
     private struct State {
-        var open: [ObjectIdentifier: HTTPServerConnection] = [:]
+        var open: [ObjectIdentifier: any HTTPConnectionHandle] = [:]
         var waiters: [CheckedContinuation<Void, Never>] = []
         var draining = false
     }
@@ -121,10 +175,10 @@ final class HTTPConnectionRegistry: Sendable {
     private let state = Mutex(State())
 
     var count: Int { state.withLock { $0.open.count } }
-    var all: [HTTPServerConnection] { state.withLock { Array($0.open.values) } }
+    var all: [any HTTPConnectionHandle] { state.withLock { Array($0.open.values) } }
 
     /// Adds a connection that became active; returns true when the server is draining (it should close soon).
-    func add(_ connection: HTTPServerConnection) -> Bool {
+    func add(_ connection: any HTTPConnectionHandle) -> Bool {
         state.withLock { state in
             state.open[ObjectIdentifier(connection)] = connection
             return state.draining
@@ -132,14 +186,14 @@ final class HTTPConnectionRegistry: Sendable {
     }
 
     /// Marks the server as draining and returns the connections open now.
-    func startDraining() -> [HTTPServerConnection] {
+    func startDraining() -> [any HTTPConnectionHandle] {
         state.withLock { state in
             state.draining = true
             return Array(state.open.values)
         }
     }
 
-    func remove(_ connection: HTTPServerConnection) {
+    func remove(_ connection: any HTTPConnectionHandle) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.open[ObjectIdentifier(connection)] = nil
             guard state.open.isEmpty else { return [] }

@@ -6,7 +6,7 @@ import RaveTransport
 /// All methods run on the channel's loop. Timers follow the loop's clock (`EventLoop.now()`), so a test on a manual
 /// clock moves them: a request whose bytes stop arriving for `stalledRequestTimeout` is answered 408 and the
 /// connection closed; a connection with nothing to answer and nothing arriving for `idleTimeout` is closed.
-final class HTTPServerConnection: ChannelHandler, @unchecked Sendable {
+final class HTTPServerConnection: ChannelHandler, HTTPConnectionHandle, @unchecked Sendable {
     // @unchecked: every `var` is used only on the channel's loop; deferred answers hop back with `execute`.
 
     let channel: Channel
@@ -161,7 +161,7 @@ final class HTTPServerConnection: ChannelHandler, @unchecked Sendable {
         guard !closed, !busy else { return nil }
         let since = max(lastInput, lastOutput)
         let timeout = parser.hasPartialRequest ? settings.stalledRequestTimeout : settings.idleTimeout
-        return since &+ Self.nanoseconds(timeout)
+        return since &+ timeout.wholeNanoseconds
     }
 
     /// Arms the one timer for `deadline` when nothing earlier is armed; a later deadline is found when it fires.
@@ -185,7 +185,7 @@ final class HTTPServerConnection: ChannelHandler, @unchecked Sendable {
             return
         }
         if parser.hasPartialRequest {
-            let seconds = Self.nanoseconds(settings.stalledRequestTimeout) / 1_000_000
+            let seconds = settings.stalledRequestTimeout.wholeNanoseconds / 1_000_000
             fail(
                 HTTPParseError(
                     status: .requestTimeout,
@@ -199,10 +199,5 @@ final class HTTPServerConnection: ChannelHandler, @unchecked Sendable {
         if let timer { channel.loop.cancelTimer(timer) }
         timer = nil
         timerDeadline = nil
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 }

@@ -124,3 +124,12 @@ struct TimerQueue {
         }
     }
 }
+
+extension Duration {
+    /// Whole nanoseconds, zero for negative durations: what the loops' timers and deadlines count in.
+    public var wholeNanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+    }
+}
