@@ -4,7 +4,8 @@
 # flight: my position, around me ±5, top 100, durable submits — RAVE_BENCH_RUNS runs each (default 3) —
 # then, when identity and the gateway are built too, "my position" through the gateway and directly in one run
 # (`ravectl loadtest --gateway`: one guest per connection, signed in through the gateway) and over the gateway's
-# HTTP/JSON front door (wrk, HTTP/1.1 keep-alive; .bench/front-door-<run>.json), then a restart timed
+# HTTP/JSON front door (wrk over HTTP/1.1 keep-alive, h2load over HTTP/2; .bench/front-door-<run>.json), then a
+# restart timed
 # until the service accepts calls again.
 #   RAVE_BENCH_LEADERBOARD_USERS       entries in the board (default 1,000,000)
 #   RAVE_BENCH_LEADERBOARD_OPERATIONS  the operations measured (default "position around top submit")
@@ -139,7 +140,8 @@ if [ -x "$bin/identity" ] && [ -x "$bin/gateway" ] && [[ " $operations " == *" p
             --out ".bench/leaderboards-compare-$run.json" | grep -v '^\['
     done
     # The HTTP/JSON front door of the same gateway, in the same run: "my position" (GetLeaderboard) of one guest
-    # over HTTP/1.1 keep-alive (wrk, 50 connections as above), against the binary port's rate through the gateway.
+    # over HTTP/1.1 keep-alive (wrk) and HTTP/2 (h2load), 50 connections as above, against the binary port's rate
+    # through the gateway.
     if command -v wrk >/dev/null; then
         front=https://127.0.0.1:$http_port/v1
         token=$(curl -sS --cacert "$work/certs/ca.pem" -H 'Content-Type: application/json' \
@@ -158,13 +160,25 @@ LUA
             wrk -t 2 -c 50 -d 8s --latency -s "$work/position.lua" \
                 "$front/rave.leaderboards.v1.Leaderboards/GetLeaderboard" >"$work/wrk.txt"
             grep -E "Requests/sec|Non-2xx|Socket errors| 50%| 99%" "$work/wrk.txt"
+            : >"$work/h2load.txt"
+            if command -v h2load >/dev/null; then
+                echo '{"leaderboardKey": "loadtest-1"}' >"$work/position.json"
+                h2load -c 50 -m 1 -D 8 --warm-up-time 1 -H 'content-type: application/json' \
+                    -H "authorization: Bearer $token" -d "$work/position.json" \
+                    "$front/rave.leaderboards.v1.Leaderboards/GetLeaderboard" >"$work/h2load.txt"
+                grep -E "finished in|status codes" "$work/h2load.txt"
+            fi
             python3 -c "import json, re
-http = float(re.search(r'Requests/sec:\s+([0-9.]+)', open('$work/wrk.txt').read()).group(1))
+http1 = float(re.search(r'Requests/sec:\s+([0-9.]+)', open('$work/wrk.txt').read()).group(1))
+h2 = re.search(r'finished in [^,]+, ([0-9.]+) req/s', open('$work/h2load.txt').read())
+http2 = float(h2.group(1)) if h2 else None
 binary = json.load(open('.bench/leaderboards-compare-$run-gateway.json'))['operations']['position']['throughputPerSecond']
-json.dump({'http1_calls_per_second': http, 'binary_calls_per_second': binary, 'ratio': http / binary},
+json.dump({'http1_calls_per_second': http1, 'http2_calls_per_second': http2, 'binary_calls_per_second': binary,
+           'http1_ratio': http1 / binary, 'http2_ratio': http2 / binary if http2 else None},
           open('.bench/front-door-$run.json', 'w'), indent=2)
-print(f'front door HTTP/1.1 {http:,.0f}/s, binary port through the gateway {binary:,.0f}/s (run {run}): '
-      f'{http / binary:.2f}x')"
+print(f'front door HTTP/1.1 {http1:,.0f}/s ({http1 / binary:.2f}x), HTTP/2 '
+      + (f'{http2:,.0f}/s ({http2 / binary:.2f}x)' if http2 else 'not measured')
+      + f'; binary port through the gateway {binary:,.0f}/s (run {run})')"
         done
     fi
 fi
