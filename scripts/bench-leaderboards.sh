@@ -110,7 +110,9 @@ if [ -x "$bin/identity" ] && [ -x "$bin/gateway" ] && [[ " $operations " == *" p
     identity_port=$(free_port)
     gateway_port=$(free_port)
     http_port=$(free_port)
-    RAVE_DATABASE_URL=${url%/*}/rave_bench_identity RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$identity_port \
+    # Identity seals its signing keys with the first key of this file (docs/OPERATIONS.md, "Secrets at rest").
+    (umask 077; printf 'bench %s\n' "$(openssl rand -base64 32)" >"$work/secret-keys")
+    RAVE_SECRET_KEY_FILE=$work/secret-keys RAVE_DATABASE_URL=${url%/*}/rave_bench_identity RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$identity_port \
         RAVE_ADMIN_LISTEN=127.0.0.1:0 RAVE_IDENTITY_SOCIAL_ADDRESS=127.0.0.1:9 RAVE_LOG_LEVEL=error \
         "$bin/identity" >>"$work/identity.log" 2>&1 &
     stack+=($!)
@@ -172,13 +174,13 @@ LUA
 http1 = float(re.search(r'Requests/sec:\s+([0-9.]+)', open('$work/wrk.txt').read()).group(1))
 h2 = re.search(r'finished in [^,]+, ([0-9.]+) req/s', open('$work/h2load.txt').read())
 http2 = float(h2.group(1)) if h2 else None
-binary = json.load(open('.bench/leaderboards-compare-$run-gateway.json'))['operations']['position']['throughputPerSecond']
+binary = json.load(open('.bench/leaderboards-compare-$run-gateway.json'))['operations']['position']['throughput_per_second']
 json.dump({'http1_calls_per_second': http1, 'http2_calls_per_second': http2, 'binary_calls_per_second': binary,
            'http1_ratio': http1 / binary, 'http2_ratio': http2 / binary if http2 else None},
           open('.bench/front-door-$run.json', 'w'), indent=2)
 print(f'front door HTTP/1.1 {http1:,.0f}/s ({http1 / binary:.2f}x), HTTP/2 '
       + (f'{http2:,.0f}/s ({http2 / binary:.2f}x)' if http2 else 'not measured')
-      + f'; binary port through the gateway {binary:,.0f}/s (run {run})')"
+      + f'; binary port through the gateway {binary:,.0f}/s (run $run)')"
         done
     fi
 fi

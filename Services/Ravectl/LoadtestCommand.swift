@@ -7,7 +7,7 @@ import RaveTransport
 enum LoadtestCommand {
     static let usage = """
         ravectl loadtest leaderboards [--target 127.0.0.1:7503] [--ca FILE] [--cert FILE --key FILE] \
-        [--app loadtest] [--users 1000000] [--boards 1] [--database-url URL] \
+        [--app 10ad7e57…] [--users 1000000] [--boards 1] [--database-url URL] \
         [--mix submit=1,position=1,top=1,around=1,friends=0] [--user-choice uniform|zipf[:S]] \
         [--board-choice uniform|zipf[:S]] [--connections 50] [--in-flight 1] [--rate CALLS_PER_S] [--warmup 2] \
         [--duration 10] [--page-size 100] [--adjacent 5] [--loops CORES] [--out .bench/leaderboards.json] \
@@ -120,6 +120,9 @@ enum LoadtestCommand {
 
 /// The load test's parameters as given on the command line.
 struct LoadtestSettings: Sendable {
+    /// The application the direct load test plays as: app ids are 32 lowercase hex digits like every Rave ID.
+    static let defaultApp = "10ad7e5710ad7e5710ad7e5710ad7e57"
+
     var target: String
     var app: String
     var users: Int
@@ -138,7 +141,7 @@ struct LoadtestSettings: Sendable {
 
     init(_ options: Arguments) throws(UsageError) {
         target = options.value("target") ?? "127.0.0.1:7503"
-        app = options.value("app") ?? "loadtest"
+        app = options.value("app") ?? LoadtestSettings.defaultApp
         users = try options.integer("users", default: 1_000_000, in: 1...100_000_000)
         let boards = try options.integer("boards", default: 1, in: 1...10_000)
         boardKeys = (1...boards).map { "loadtest-\($0)" }
