@@ -136,6 +136,7 @@ let package = Package(
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveAuth", "RaveMail",
+                "RaveDynamic",
             ],
             path: "Services/Identity",
             exclude: ["Main"],

@@ -1,4 +1,5 @@
 import Foundation
+import RaveDynamic
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -42,31 +43,14 @@ enum Bans {
         var fields: [(String, String)] = []
         if let ban, ban.applies(at: now) {
             fields = [
-                ("banned", "true"), ("reason", json(ban.reason)),
+                ("banned", "true"), ("reason", JSONText.quoted(ban.reason)),
                 ("until_unix_ms", String(ban.until?.unixMilliseconds ?? 0)),
             ]
         } else {
             fields = [("banned", "false")]
         }
-        if let requested { fields.append(("requested_user_id", json(requested.hex))) }
-        return "{" + fields.map { "\(json($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
-    }
-
-    /// A JSON string literal.
-    static func json(_ text: String) -> String {
-        var escaped = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": escaped += "\\\""
-            case "\\": escaped += "\\\\"
-            case "\n": escaped += "\\n"
-            case "\r": escaped += "\\r"
-            case "\t": escaped += "\\t"
-            case _ where scalar.value < 0x20: escaped += String(format: "\\u%04x", scalar.value)
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped + "\""
+        if let requested { fields.append(("requested_user_id", JSONText.quoted(requested.hex))) }
+        return "{" + fields.map { "\(JSONText.quoted($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 
     /// "2030-05-01T12:00:00Z".
