@@ -20,9 +20,6 @@ final class AllowedOrigins: Sendable {
     func contains(_ origin: String) -> Bool {
         origins.withLock { $0.contains(origin) }
     }
-
-    /// The set now.
-    var current: Set<String> { origins.withLock { $0 } }
 }
 
 /// The front door's CORS rule (docs/gateway.md, "CORS"): which `Origin` is served, and the headers it gets.
