@@ -107,9 +107,7 @@ done
 # rate limits lifted (every simulated player comes from 127.0.0.1, and the per-user limit would cap each one).
 if [ -x "$bin/identity" ] && [ -x "$bin/gateway" ] && [[ " $operations " == *" position "* ]]; then
     psql -q -d postgres -c "CREATE DATABASE rave_bench_identity"
-    identity_port=$(free_port)
-    gateway_port=$(free_port)
-    http_port=$(free_port)
+    { read -r identity_port; read -r gateway_port; read -r http_port; } < <(free_ports 3)
     # Identity seals its signing keys with the first key of this file (docs/OPERATIONS.md, "Secrets at rest").
     (umask 077; printf 'bench %s\n' "$(openssl rand -base64 32)" >"$work/secret-keys")
     RAVE_SECRET_KEY_FILE=$work/secret-keys RAVE_DATABASE_URL=${url%/*}/rave_bench_identity RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$identity_port \

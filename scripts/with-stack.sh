@@ -38,13 +38,16 @@ workdir=$(mktemp -d /tmp/rave-stack.XXXXXX)
 chmod 755 "$workdir"
 state=$workdir/state
 export RAVE_LOCAL_DIR=$state RAVE_LOCAL_BIN=$bin
+mapfile -t ports < <(free_ports 18)
+next=0
 for name in IDENTITY SOCIAL LEADERBOARDS GIFTS PUSH WALLET GATEWAY; do
-    export "RAVE_LOCAL_${name}_PORT=$(free_port)" "RAVE_LOCAL_${name}_ADMIN_PORT=$(free_port)"
+    export "RAVE_LOCAL_${name}_PORT=${ports[next]}" "RAVE_LOCAL_${name}_ADMIN_PORT=${ports[next + 1]}"
+    next=$((next + 2))
 done
-RAVE_LOCAL_ECHO_PORT=$(free_port)
-RAVE_LOCAL_POSTGRES_PORT=$(free_port)
-RAVE_GATEWAY_HTTP_LISTEN=127.0.0.1:$(free_port)
-RAVE_LOCAL_MAIL_PORT=$(free_port)
+RAVE_LOCAL_ECHO_PORT=${ports[14]}
+RAVE_LOCAL_POSTGRES_PORT=${ports[15]}
+RAVE_GATEWAY_HTTP_LISTEN=127.0.0.1:${ports[16]}
+RAVE_LOCAL_MAIL_PORT=${ports[17]}
 export RAVE_LOCAL_ECHO_PORT RAVE_LOCAL_POSTGRES_PORT RAVE_GATEWAY_HTTP_LISTEN RAVE_LOCAL_MAIL_PORT
 # Stopping waits for in-flight calls; a test stack has nothing worth 30 s.
 export RAVE_SHUTDOWN_GRACE=${RAVE_SHUTDOWN_GRACE:-1s}
@@ -101,8 +104,8 @@ for name in IDENTITY SOCIAL LEADERBOARDS GIFTS PUSH WALLET GATEWAY; do
 import sys, urllib.request
 urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/readyz", timeout=2)
 PY
-        echo "with-stack: $lower is not ready; the log ends:" >&2
-        tail -n 40 "$log" >&2
+        echo "with-stack: $lower is not ready; its log ends:" >&2
+        grep -F "[$lower]" "$log" | tail -n 40 >&2
         exit 1
     fi
 done
