@@ -65,7 +65,8 @@ printf 'module CRaveProto {\n    header "CRaveProto.h"\n    export *\n}\n' >"$ou
 # RAVE_SCRATCH_PATH lets a build tree other than .build provide the generator.
 scratch=${RAVE_SCRATCH_PATH:-.build}
 generator=$scratch/debug/rave-protogen
-if [ ! -x "$generator" ] || [ -n "$(find Tools/RaveProtoGen -newer "$generator" -print -quit)" ]; then
+# It is rebuilt when its sources or the access rule it reads (RaveGatewayRules) changed.
+if [ ! -x "$generator" ] || [ -n "$(find Tools/RaveProtoGen Shared/RPC/RaveGatewayRules -newer "$generator" -print -quit)" ]; then
     swift build --scratch-path "$scratch" --product rave-protogen -q >&2
 fi
 "$generator" --descriptors "$out/descriptors.bin" --messages-out "$out/swift/RaveMessages" \

@@ -229,7 +229,8 @@ struct GatewayAuthTests {
         let token = try harness.token(for: "user-1")
         for method in [
             "rave.identity.v1.IdentityInternal/SigningKeys", "rave.identity.v1.IdentityInternal/ResolveUsers",
-            "rave.merge.v1.MergeParticipant/MergeUsers", "rave.events.v1.EventSink/DeliverEvents",
+            "rave.merge.v1.MergeParticipant/MergeUsers", "rave.erasure.v1.ErasureParticipant/EraseUser",
+            "rave.events.v1.EventSink/DeliverEvents",
         ] {
             let error = await failure(admin, method, [], options: bearer(token))
             #expect(error?.code == .permissionDenied, "\(method)")

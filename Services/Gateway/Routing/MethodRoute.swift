@@ -7,8 +7,8 @@ import RaveRPC
 /// Names are `rave.<area>.v1.<Service>/<Method>`, and only the methods of Proto/ are routed (`knownMethods`):
 /// any other name is UNIMPLEMENTED before any credential is looked at. The area names the backend service. The
 /// credential comes from `MethodAccess` (RaveGatewayRules), the rule docs/openapi.json is generated from:
-/// `<Area>Admin` needs the admin credential, `<Area>Internal` and everything in `rave.merge.v1` and
-/// `rave.events.v1` are for services only and never leave the backend network (PERMISSION_DENIED, before any
+/// `<Area>Admin` needs the admin credential, `<Area>Internal` and everything in `rave.merge.v1`, `rave.erasure.v1`
+/// and `rave.events.v1` are for services only and never leave the backend network (PERMISSION_DENIED, before any
 /// credential is looked at), and the identity login methods need no token.
 struct MethodRoute: Sendable, Hashable {
     /// Who may call a method through the gateway.

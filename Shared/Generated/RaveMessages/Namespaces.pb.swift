@@ -3,6 +3,9 @@
 /// The messages and enums of the proto package rave.echo.v1.
 public enum EchoV1 {}
 
+/// The messages and enums of the proto package rave.erasure.v1.
+public enum ErasureV1 {}
+
 /// The messages and enums of the proto package rave.events.v1.
 public enum EventsV1 {}
 

@@ -2,7 +2,7 @@
 /// (`MethodRoute`) and by `rave-protogen` to write each operation's security into docs/openapi.json.
 ///
 /// It depends on the method's name alone: `<Area>Admin` services need the admin credential, `<Area>Internal`
-/// services and the packages `rave.merge.v1` and `rave.events.v1` are for services only, identity's login methods
+/// services and the packages of `internalAreas` are for services only, identity's login methods
 /// need no token, gifts' install service serves clients without an account, and everything else needs a player's
 /// access token.
 public enum MethodAccess: String, Sendable, Hashable, CaseIterable {
@@ -24,11 +24,15 @@ public enum MethodAccess: String, Sendable, Hashable, CaseIterable {
         "rave.identity.v1.Identity/RequestPasswordReset", "rave.identity.v1.Identity/ResetPassword",
     ]
 
+    /// Packages whose every service is a contract between services: the merge and deletion sagas' participants and
+    /// the event sinks.
+    public static let internalAreas: Set<Substring> = ["merge", "erasure", "events"]
+
     /// Services whose every method is for clients without an account (gifts' install links).
     public static let anonymousServices: Set<Substring> = ["rave.gifts.v1.GiftsInstall"]
 
     /// The access of `method`, a well-formed name `rave.<area>.v1.<Service>/<Method>`; nil when the method is
-    /// internal to the backend (merge participants, event sinks, `<Area>Internal` services), which the gateway
+    /// internal to the backend (saga participants, event sinks, `<Area>Internal` services), which the gateway
     /// never forwards.
     public init?(method: String) {
         guard let slash = method.firstIndex(of: "/") else { return nil }
@@ -37,8 +41,7 @@ public enum MethodAccess: String, Sendable, Hashable, CaseIterable {
         guard components.count == 4 else { return nil }
         let area = components[1]
         let service = components[3]
-        // Contracts between services only: the merge saga's participants and the event sinks.
-        if area == "merge" || area == "events" || service.hasSuffix("Internal") { return nil }
+        if Self.internalAreas.contains(area) || service.hasSuffix("Internal") { return nil }
         if service.hasSuffix("Admin") {
             self = .admin
         } else if Self.loginMethods.contains(method) {

@@ -22,6 +22,8 @@ public enum TrustModel {
         ],
         // The merge saga: identity alone drives it.
         MergeV1.MergeParticipantClient.serviceName: [.service("identity")],
+        // The deletion saga: identity alone drives it too.
+        ErasureV1.ErasureParticipantClient.serviceName: [.service("identity")],
         // Domain events, from the services that publish them (docs/events.md).
         EventsV1.EventSinkClient.serviceName: [
             .service("identity"), .service("social"), .service("leaderboards"), .service("gifts"),

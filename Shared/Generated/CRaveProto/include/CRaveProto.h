@@ -2,6 +2,7 @@
 #ifndef C_RAVE_PROTO_H
 #define C_RAVE_PROTO_H
 #include "rave/echo/v1/echo.pb-c.h"
+#include "rave/erasure/v1/erasure.pb-c.h"
 #include "rave/events/v1/events.pb-c.h"
 #include "rave/gateway/v1/gateway.pb-c.h"
 #include "rave/gifts/v1/events.pb-c.h"

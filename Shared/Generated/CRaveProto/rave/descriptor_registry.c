@@ -2,6 +2,7 @@
 #include "CRaveProto.h"
 static const ProtobufCServiceDescriptor *const services[] = {
     &rave__echo__v1__echo__descriptor,
+    &rave__erasure__v1__erasure_participant__descriptor,
     &rave__events__v1__event_sink__descriptor,
     &rave__gateway__v1__gateway__descriptor,
     &rave__gifts__v1__gifts__descriptor,
@@ -30,6 +31,8 @@ static const ProtobufCMessageDescriptor *const messages[] = {
     &rave__echo__v1__echo_request__descriptor,
     &rave__echo__v1__echo_response__descriptor,
     &rave__echo__v1__fail_request__descriptor,
+    &rave__erasure__v1__erase_user_request__descriptor,
+    &rave__erasure__v1__erase_user_response__descriptor,
     &rave__events__v1__deliver_events_request__descriptor,
     &rave__events__v1__deliver_events_response__descriptor,
     &rave__events__v1__event__descriptor,
