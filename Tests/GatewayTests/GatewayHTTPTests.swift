@@ -121,6 +121,44 @@ struct GatewayHTTPTests {
         }
     }
 
+    @Test func warmCallsAreServedOnTheConnectionsLoopWithTheSameAnswers() async throws {
+        try await Self.with { harness in
+            let connection = try await harness.http()
+            defer { connection.close() }
+            let headers = ["Authorization": "Bearer \(try harness.token(for: "user-9"))"]
+            let pipeline = harness.runtime.pipeline
+            // The first calls take the general path: the token is cached after the first, and the loop's backend
+            // connection opens in the background.
+            let before = pipeline.loopProxiedCalls.load(ordering: .relaxed)
+            var tookTheLoopPath = false
+            for _ in 0..<200 where !tookTheLoopPath {
+                let response = try await connection.post(Self.echo, json: Self.whoami, headers: headers)
+                #expect(Self.payload(response) == "user-9|app-1|session-user-9|player|127.0.0.1|-")
+                tookTheLoopPath = pipeline.loopProxiedCalls.load(ordering: .relaxed) > before
+                if !tookTheLoopPath { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(tookTheLoopPath)
+
+            let warm = pipeline.loopProxiedCalls.load(ordering: .relaxed)
+            let echoed = try await connection.post(
+                Self.echo, json: Self.whoami, headers: headers.merging(["X-Request-Id": "loop-1"]) { $1 })
+            #expect(echoed.status == 200)
+            #expect(echoed.header("X-Request-Id") == "loop-1")
+            #expect(Self.payload(echoed) == "user-9|app-1|session-user-9|player|127.0.0.1|-")
+            let failed = try await connection.post(
+                "/v1/rave.echo.v1.Echo/Fail", json: #"{"code": "NOT_FOUND", "message": "no such board"}"#,
+                headers: headers)
+            #expect(failed.status == 404)
+            #expect(failed.json?["status"] as? String == "NOT_FOUND")
+            #expect(failed.json?["message"] as? String == "no such board")
+            let badField = try await connection.post(Self.echo, json: #"{"colour": "red"}"#, headers: headers)
+            #expect(badField.status == 400)
+            // The two answered calls took the loop path; the refused body never left the gateway.
+            #expect(pipeline.loopProxiedCalls.load(ordering: .relaxed) == warm + 2)
+            #expect(pipeline.protection.inFlight.current == 0)
+        }
+    }
+
     @Test func adminMethodsPassTheGatewayWithTheAdminCertificate() async throws {
         try await Self.with { harness in
             let connection = try await harness.http(certificate: "admin")

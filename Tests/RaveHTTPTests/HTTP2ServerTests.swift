@@ -11,7 +11,8 @@ import Testing
     .enabled(if: ExternalCommand.isInstalled("/usr/bin/curl") && ExternalCommand.isInstalled("/usr/bin/nghttp")),
     .timeLimit(.minutes(2)))
 struct HTTP2ServerTests {
-    /// `/slow` waits for the test (counting how many wait at once), `/echo` answers the body, `/big` 1 MiB.
+    /// `/slow` waits for the test (counting how many wait at once), `/echo` answers the body, `/big` 1 MiB; on the
+    /// loop, `/now` at once, `/later` on a later turn of the loop, `/declined` by declining (then off the loop).
     final class Responder: HTTPResponder {
         struct Counts {
             var waiting = 0
@@ -47,6 +48,25 @@ struct HTTP2ServerTests {
                         body: Array(text.utf8) + request.body))
             case "/big":
                 return .immediate(HTTPServerResponse(status: .ok, body: Self.big))
+            case "/now":
+                return .onLoop(
+                    start: { _, respond in
+                        respond(HTTPServerResponse(status: .ok, contentType: "text/plain", text: "now"))
+                        return {}
+                    }, otherwise: { HTTPServerResponse(status: .internalServerError) })
+            case "/later":
+                return .onLoop(
+                    start: { loop, respond in
+                        let later = LoopConfined(respond)
+                        loop.execute {
+                            later.value(HTTPServerResponse(status: .ok, contentType: "text/plain", text: "later"))
+                        }
+                        return {}
+                    }, otherwise: { HTTPServerResponse(status: .internalServerError) })
+            case "/declined":
+                return .onLoop(
+                    start: { _, _ in nil },
+                    otherwise: { HTTPServerResponse(status: .ok, contentType: "text/plain", text: "otherwise") })
             default:
                 return .immediate(HTTPServerResponse(status: .notFound, contentType: "text/plain", text: "no"))
             }
@@ -56,6 +76,13 @@ struct HTTP2ServerTests {
             if error.status == .serviceUnavailable { counts.withLock { $0.refused += 1 } }
             return HTTPServerResponse(status: error.status, contentType: "text/plain", text: error.reason)
         }
+    }
+
+    /// A value used on one event loop only, carried through a `loop.execute` back to that loop.
+    final class LoopConfined<Value>: @unchecked Sendable {
+        // @unchecked: created on the loop and read in a closure that loop runs.
+        let value: Value
+        init(_ value: Value) { self.value = value }
     }
 
     /// A TLS server offering `h2` and `http/1.1`, with development certificates.
@@ -112,6 +139,18 @@ struct HTTP2ServerTests {
         #expect(h2.output == "HTTP/2 POST 127.0.0.1:\(server.server.localPort) body|200|2")
         #expect(h1.output == "HTTP/1.1 POST 127.0.0.1:\(server.server.localPort) body|200|1.1")
         #expect(missing.output == "no|404")
+    }
+
+    @Test func answersOnTheLoopAreSentOnTheirStreams() async throws {
+        let server = try Server.start()
+        var arguments: [String] = []
+        for path in ["/now", "/later", "/declined"] {
+            if !arguments.isEmpty { arguments += ["--next", "--cacert", "\(server.directory)/ca.pem", "--silent"] }
+            arguments += ["--http2", "--write-out", "|%{http_code}|%{http_version};", server.url + path]
+        }
+        let outcome = try await server.curl(arguments)
+        await server.stop()
+        #expect(outcome.output == "now|200|2;later|200|2;otherwise|200|2;", "\(outcome.errors)")
     }
 
     @Test func aLargeResponseCrossesFlowControl() async throws {

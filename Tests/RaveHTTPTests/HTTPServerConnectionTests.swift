@@ -8,13 +8,29 @@ import Testing
 /// The connection's protocol logic over an in-memory channel, with timers on a manual clock: answers in order,
 /// the stalled-request and idle timeouts, errors, back pressure and draining.
 @Suite struct HTTPServerConnectionTests {
-    /// Answers `/slow` when the test releases it, `/fast` at once with its path, anything else 404.
+    /// Answers `/slow` when the test releases it, `/fast` at once with its path, anything else 404; on the loop,
+    /// `/now` at once, `/held` when the test calls `held.respond`, and `/declined` by declining (then off the loop).
     final class Responder: HTTPResponder {
         let slowStarted = Gate()
         let releaseSlow = Gate()
+        let held = HeldAnswer()
 
         func answer(_ request: HTTPServerRequest, from connection: HTTPConnectionInfo) -> HTTPAnswer {
             switch request.path {
+            case "/now":
+                return .onLoop(
+                    start: { _, respond in
+                        respond(HTTPServerResponse(status: .ok, contentType: "text/plain", text: "now"))
+                        return {}
+                    }, otherwise: { HTTPServerResponse(status: .internalServerError) })
+            case "/held":
+                return .onLoop(
+                    start: { [held] _, respond in held.hold(respond) },
+                    otherwise: { HTTPServerResponse(status: .internalServerError) })
+            case "/declined":
+                return .onLoop(
+                    start: { _, _ in nil },
+                    otherwise: { HTTPServerResponse(status: .ok, contentType: "text/plain", text: "otherwise") })
             case "/slow":
                 return .deferred { [slowStarted, releaseSlow] in
                     slowStarted.open()
@@ -33,6 +49,28 @@ import Testing
 
         func answer(_ error: HTTPParseError, from connection: HTTPConnectionInfo) -> HTTPServerResponse {
             HTTPServerResponse(status: error.status, contentType: "text/plain", text: error.reason)
+        }
+    }
+
+    /// The `respond` of a `/held` answer until the test gives its response, and whether it was cancelled.
+    final class HeldAnswer: @unchecked Sendable {
+        // @unchecked: `respond` is set and called on the connection's loop only; the flags are atomics.
+        private var respond: ((HTTPServerResponse) -> Void)?
+        let started = Atomic(false)
+        let cancelled = Atomic(false)
+
+        func hold(_ respond: @escaping (HTTPServerResponse) -> Void) -> (() -> Void)? {
+            self.respond = respond
+            started.store(true, ordering: .sequentiallyConsistent)
+            return { [self] in cancelled.store(true, ordering: .sequentiallyConsistent) }
+        }
+
+        /// Gives the held answer its response, on `loop`.
+        func release(on loop: EventLoop, text: String) {
+            loop.execute { [self] in
+                respond?(HTTPServerResponse(status: .ok, contentType: "text/plain", text: text))
+                respond = nil
+            }
         }
     }
 
@@ -93,6 +131,36 @@ import Testing
         let slow = try #require(text.range(of: "slow"))
         let fast = try #require(text.range(of: "/fast:"))
         #expect(slow.lowerBound < fast.lowerBound)
+    }
+
+    @Test func answersOnTheLoopKeepTheOrderWhetherGivenAtOnceLaterOrDeclined() async throws {
+        let harness = try await Harness.start()
+        defer { harness.stop() }
+        harness.send(
+            "GET /held HTTP/1.1\r\nHost: a\r\n\r\nGET /now HTTP/1.1\r\nHost: a\r\n\r\n"
+                + "GET /declined HTTP/1.1\r\nHost: a\r\n\r\nGET /now HTTP/1.1\r\nHost: a\r\n\r\n")
+        try await eventually { harness.responder.held.started.load(ordering: .sequentiallyConsistent) }
+        // The later requests wait for the held answer before them.
+        #expect(harness.peer.text.isEmpty)
+        harness.responder.held.release(on: harness.channel.loop, text: "held")
+        let text = try await harness.peer.waitFor { $0.components(separatedBy: "HTTP/1.1 200").count == 5 }
+        let bodies = ["held", "now", "otherwise", "now"].map { "\r\n\r\n" + $0 }
+        var rest = Substring(text)
+        for body in bodies {
+            let range = try #require(rest.range(of: body), "\(body) in \(text)")
+            rest = rest[range.upperBound...]
+        }
+        let cancelled = harness.responder.held.cancelled.load(ordering: .sequentiallyConsistent)
+        #expect(!cancelled)
+    }
+
+    @Test func aConnectionThatClosesCancelsTheAnswerUnderWayOnTheLoop() async throws {
+        let harness = try await Harness.start()
+        harness.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")
+        try await eventually { harness.responder.held.started.load(ordering: .sequentiallyConsistent) }
+        harness.stop()
+        try await eventually { harness.responder.held.cancelled.load(ordering: .sequentiallyConsistent) }
+        #expect(harness.peer.text.isEmpty)
     }
 
     @Test func aStalledHeadIsAnswered408AndClosed() async throws {

@@ -64,7 +64,7 @@ final class FrontDoorServer: Service {
 }
 
 /// Answers the front door's requests on the connection's loop: `HTTPFrontDoor`'s immediate answers at once, calls
-/// as deferred answers run off the loop by `FrontDoorCaller`.
+/// by `FrontDoorCaller`, on the loop when it can (`CallPipeline.startProxy`), else off it.
 struct FrontDoorResponder: HTTPResponder {
     let frontDoor: HTTPFrontDoor
     let caller: FrontDoorCaller
@@ -82,11 +82,18 @@ struct FrontDoorResponder: HTTPResponder {
                 role: PeerRole(certificate: connection.peerCertificate))
             let caller = self.caller
             let metrics = self.metrics
-            return .deferred {
-                let response = await caller.execute(call, peer: peer)
-                metrics.record(response, since: started)
-                return response
-            }
+            return .onLoop(
+                start: { loop, respond in
+                    caller.start(call, peer: peer, loop: loop) { response in
+                        metrics.record(response, since: started)
+                        respond(response)
+                    }
+                },
+                otherwise: {
+                    let response = await caller.execute(call, peer: peer)
+                    metrics.record(response, since: started)
+                    return response
+                })
         }
     }
 
@@ -97,17 +104,78 @@ struct FrontDoorResponder: HTTPResponder {
     }
 }
 
-/// Runs a front-door call through the same code as a binary call: `CallPipeline.proxy` for a routed method,
-/// `GatewayHandler.batch` for a batch.
+/// Runs a front-door call through the same code as a binary call.
+///
+/// On the client connection's loop when `CallPipeline.startProxy` takes it (the binary port's loop path), else
+/// `CallPipeline.proxy` for a routed method and `GatewayHandler.batch` for a batch. Each call is logged as the
+/// binary port logs one (method, status, latency, request id).
 struct FrontDoorCaller: Sendable {
     let pipeline: CallPipeline
     let transcoder: FrontDoorTranscoder
     let logger: Logger
 
-    /// Runs `call` and logs it as the binary port logs a call (method, status, latency, request id).
+    /// Starts `call` on `loop`, the client connection's, and calls `respond` there with its response (perhaps
+    /// before returning); returns what cancels it, or nil when the loop path does not take it (then `execute`).
+    func start(
+        _ call: FrontDoorCall, peer: PeerIdentity, loop: EventLoop,
+        respond: @escaping (HTTPServerResponse) -> Void
+    ) -> (() -> Void)? {
+        let started = monotonicNanoseconds()
+        let request: (bytes: [UInt8], batchMethods: [String])
+        do {
+            request = try transcoder.request(call)
+        } catch {
+            respond(finish(call, .failure(error), since: started))
+            return {}
+        }
+        return pipeline.startProxy(request: request.bytes, context: context(call, peer: peer), loop: loop) {
+            respond(finish(call, $0.map { ($0, request.batchMethods) }, since: started))
+        }
+    }
+
+    /// Runs `call` off the loop.
     func execute(_ call: FrontDoorCall, peer: PeerIdentity) async -> HTTPServerResponse {
         let started = monotonicNanoseconds()
-        let (response, code) = await run(call, peer: peer)
+        let outcome: Result<([UInt8], [String]), any Error>
+        do {
+            let context = context(call, peer: peer)
+            let request = try transcoder.request(call)
+            if call.isBatch {
+                let batch = try GatewayV1.BatchRequest(protobufBytes: request.bytes)
+                let response = try await GatewayHandler(pipeline: pipeline).batch(batch, context: context)
+                outcome = .success((response.protobufBytes(), request.batchMethods))
+            } else {
+                outcome = .success((try await pipeline.proxy(request: request.bytes, context: context), []))
+            }
+        } catch {
+            outcome = .failure(error)
+        }
+        return finish(call, outcome, since: started)
+    }
+
+    private func context(_ call: FrontDoorCall, peer: PeerIdentity) -> RequestContext {
+        RequestContext(
+            requestID: call.requestID, method: call.method, deadline: monotonicNanoseconds() &+ call.timeout,
+            metadata: call.metadata, peer: peer, caller: nil, connectionLogger: logger)
+    }
+
+    /// The response to `call` whose backend answered `outcome` (the response bytes and, for a batch, its calls'
+    /// methods), logged.
+    private func finish<Failure: Error>(
+        _ call: FrontDoorCall, _ outcome: Result<([UInt8], [String]), Failure>, since started: UInt64
+    ) -> HTTPServerResponse {
+        let response: HTTPServerResponse
+        let code: StatusCode
+        do {
+            let (bytes, batchMethods) = try outcome.get()
+            let body = try transcoder.response(bytes, for: call, batchMethods: batchMethods)
+            response = HTTPFrontDoor.success(body, encoding: call.responseEncoding, headers: call.headers)
+            code = .ok
+        } catch {
+            let error = RPCError(mapping: error, requestID: call.requestID)
+            response = HTTPFrontDoor.failure(error, headers: call.headers)
+            code = error.code
+        }
         let elapsed = monotonicNanoseconds() &- started
         logger.info(
             "http call finished",
@@ -117,27 +185,6 @@ struct FrontDoorCaller: Sendable {
                 ("request_id", call.requestID),
             ])
         return response
-    }
-
-    private func run(_ call: FrontDoorCall, peer: PeerIdentity) async -> (HTTPServerResponse, StatusCode) {
-        let context = RequestContext(
-            requestID: call.requestID, method: call.method, deadline: monotonicNanoseconds() &+ call.timeout,
-            metadata: call.metadata, peer: peer, caller: nil, logger: logger.with("request_id", call.requestID))
-        do {
-            let request = try transcoder.request(call)
-            let response: [UInt8]
-            if call.isBatch {
-                let batch = try GatewayV1.BatchRequest(protobufBytes: request.bytes)
-                response = try await GatewayHandler(pipeline: pipeline).batch(batch, context: context).protobufBytes()
-            } else {
-                response = try await pipeline.proxy(request: request.bytes, context: context)
-            }
-            let body = try transcoder.response(response, for: call, batchMethods: request.batchMethods)
-            return (HTTPFrontDoor.success(body, encoding: call.responseEncoding, headers: call.headers), .ok)
-        } catch {
-            let error = RPCError(mapping: error, requestID: call.requestID)
-            return (HTTPFrontDoor.failure(error, headers: call.headers), error.code)
-        }
     }
 }
 

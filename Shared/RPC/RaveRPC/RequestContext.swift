@@ -108,9 +108,9 @@ public struct RequestContext: Sendable {
     }
 
     /// A context whose `logger` is `connectionLogger` with the request id added when it is read.
-    init(
+    public init(
         requestID: String, method: String, deadline: UInt64, metadata: [String: String], peer: PeerIdentity,
-        caller: Caller?, connectionLogger: Logger, encodedMetadata: EncodedMetadata
+        caller: Caller?, connectionLogger: Logger, encodedMetadata: EncodedMetadata = EncodedMetadata()
     ) {
         self.init(
             requestID: requestID, method: method, deadline: deadline, metadata: metadata, peer: peer, caller: caller,

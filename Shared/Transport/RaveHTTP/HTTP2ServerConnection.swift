@@ -27,9 +27,20 @@ final class HTTP2ServerConnection: ChannelHandler, HTTPConnectionHandle, @unchec
         /// Why the request is refused once it is complete (too large).
         var failure: HTTPParseError?
         var task: Task<Void, Never>?
+        /// Cancels the answer being produced on the loop (`HTTPAnswer.onLoop`).
+        var cancel: (() -> Void)?
         var answered = false
         var responseBody: [UInt8] = []
         var sent = 0
+
+        /// Stops the answer under way, if any (the stream or the connection closed first).
+        func stop() {
+            task?.cancel()
+            task = nil
+            let cancel = self.cancel
+            self.cancel = nil
+            cancel?()
+        }
     }
 
     let channel: Channel
@@ -99,8 +110,9 @@ final class HTTP2ServerConnection: ChannelHandler, HTTPConnectionHandle, @unchec
     func channelInactive(_ channel: Channel, error: TransportError?) {
         closed = true
         cancelTimer()
-        for stream in streams.values { stream.task?.cancel() }
+        let open = streams.values
         streams = [:]
+        for stream in open { stream.stop() }
         bufferedBodyBytes = 0
         if let session { nghttp2_session_del(session) }
         session = nil
@@ -274,7 +286,7 @@ final class HTTP2ServerConnection: ChannelHandler, HTTPConnectionHandle, @unchec
     /// after the session's output was written (`sendPending`).
     private func streamClosed(_ streamID: Int32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
-        stream.task?.cancel()
+        stream.stop()
         bufferedBodyBytes -= stream.received
         updateTimer()
     }
@@ -305,11 +317,24 @@ final class HTTP2ServerConnection: ChannelHandler, HTTPConnectionHandle, @unchec
         case .immediate(let response):
             respond(streamID, response, isHead: isHead)
         case .deferred(let produce):
-            let loop = channel.loop
-            stream.task = Task.detached { [self] in
-                let response = await produce()
-                loop.execute { [self] in respond(streamID, response, isHead: isHead) }
+            startDeferred(produce, stream: stream, streamID: streamID, isHead: isHead)
+        case .onLoop(let start, let otherwise):
+            let cancel = start(channel.loop) { [self] response in respond(streamID, response, isHead: isHead) }
+            if let cancel {
+                if !stream.answered { stream.cancel = cancel }
+            } else {
+                startDeferred(otherwise, stream: stream, streamID: streamID, isHead: isHead)
             }
+        }
+    }
+
+    private func startDeferred(
+        _ produce: @escaping @Sendable () async -> HTTPServerResponse, stream: Stream, streamID: Int32, isHead: Bool
+    ) {
+        let loop = channel.loop
+        stream.task = Task.detached { [self] in
+            let response = await produce()
+            loop.execute { [self] in respond(streamID, response, isHead: isHead) }
         }
     }
 
@@ -318,6 +343,7 @@ final class HTTP2ServerConnection: ChannelHandler, HTTPConnectionHandle, @unchec
         guard let session, !closed, let stream = streams[streamID], !stream.answered else { return }
         stream.answered = true
         stream.task = nil
+        stream.cancel = nil
         stream.responseBody = isHead ? [] : response.body
         var fields = [(":status", String(response.status.code))]
         for header in response.headers {

@@ -20,7 +20,15 @@ public enum HTTPAnswer: Sendable {
     case immediate(HTTPServerResponse)
     /// Produced by a task off the event loop; the connection answers later requests only after this one.
     case deferred(@Sendable () async -> HTTPServerResponse)
+    /// Produced on the event loop without a task: `start` runs at once on the connection's loop and calls the
+    /// `respond` it is given exactly once, on that loop, now or later; it returns what cancels the answer (the
+    /// client went away). It returns nil when it cannot answer this request that way, without having responded:
+    /// the request is then answered by `otherwise`, as a deferred answer.
+    case onLoop(start: HTTPLoopStart, otherwise: @Sendable () async -> HTTPServerResponse)
 }
+
+/// Starts an answer on the event loop (`HTTPAnswer.onLoop`): the loop, and what to call with the response.
+public typealias HTTPLoopStart = @Sendable (EventLoop, @escaping (HTTPServerResponse) -> Void) -> (() -> Void)?
 
 /// Decides what an `HTTPServer` answers; called on the connection's event loop, so it must not block.
 public protocol HTTPResponder: Sendable {

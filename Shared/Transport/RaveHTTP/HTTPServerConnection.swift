@@ -18,6 +18,12 @@ final class HTTPServerConnection: ChannelHandler, HTTPConnectionHandle, @uncheck
     /// A deferred answer is being produced; nothing else is answered until it is written.
     private var busy = false
     private var task: Task<Void, Never>?
+    /// Cancels the answer being produced on the loop (`HTTPAnswer.onLoop`).
+    private var cancelAnswer: (() -> Void)?
+    /// Whether an `onLoop` answer's `start` is running, and what it responded before returning: sent by the
+    /// answering loop in `answerNext` rather than from inside `start`.
+    private var startingOnLoop = false
+    private var answeredWhileStarting: HTTPServerResponse?
     private var closed = false
     private var draining = false
     /// Loop time of the last byte read, and of the last response written.
@@ -70,6 +76,9 @@ final class HTTPServerConnection: ChannelHandler, HTTPConnectionHandle, @uncheck
         cancelTimer()
         task?.cancel()
         task = nil
+        let cancel = cancelAnswer
+        cancelAnswer = nil
+        cancel?()
         registry.remove(self)
     }
 
@@ -105,17 +114,20 @@ final class HTTPServerConnection: ChannelHandler, HTTPConnectionHandle, @uncheck
             case .immediate(let response):
                 send(response, for: request)
             case .deferred(let produce):
+                startDeferred(produce, for: request)
+            case .onLoop(let start, let otherwise):
                 busy = true
-                let loop = channel.loop
-                task = Task.detached { [self] in
-                    let response = await produce()
-                    loop.execute { [self] in
-                        guard busy else { return }
-                        busy = false
-                        task = nil
-                        send(response, for: request)
-                        answerNext()
-                    }
+                startingOnLoop = true
+                let cancel = start(channel.loop) { [self] response in answeredOnLoop(response, for: request) }
+                startingOnLoop = false
+                if let response = answeredWhileStarting {
+                    answeredWhileStarting = nil
+                    busy = false
+                    send(response, for: request)
+                } else if let cancel {
+                    cancelAnswer = cancel
+                } else {
+                    startDeferred(otherwise, for: request)
                 }
             }
         }
@@ -124,6 +136,36 @@ final class HTTPServerConnection: ChannelHandler, HTTPConnectionHandle, @uncheck
             if draining, !parser.hasPartialRequest { close() }
         }
         updateTimer()
+    }
+
+    private func startDeferred(
+        _ produce: @escaping @Sendable () async -> HTTPServerResponse, for request: HTTPServerRequest
+    ) {
+        busy = true
+        let loop = channel.loop
+        task = Task.detached { [self] in
+            let response = await produce()
+            loop.execute { [self] in
+                guard busy else { return }
+                busy = false
+                task = nil
+                send(response, for: request)
+                answerNext()
+            }
+        }
+    }
+
+    /// The response of an `onLoop` answer, on the loop.
+    private func answeredOnLoop(_ response: HTTPServerResponse, for request: HTTPServerRequest) {
+        guard busy else { return }
+        if startingOnLoop {
+            answeredWhileStarting = response
+            return
+        }
+        busy = false
+        cancelAnswer = nil
+        send(response, for: request)
+        answerNext()
     }
 
     private func send(_ response: HTTPServerResponse, for request: HTTPServerRequest) {
