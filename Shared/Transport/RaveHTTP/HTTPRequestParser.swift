@@ -274,8 +274,8 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private func parseHead(_ head: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPServerRequest {
-        var lines = Self.lines(head)
-        let requestLine = lines.removeFirst()
+        let lines = Self.lines(head)
+        guard let requestLine = lines.first else { throw .badRequest("a request needs a request line") }
         let parts = requestLine.split(separator: Self.space, maxSplits: 3, omittingEmptySubsequences: false)
         guard parts.count == 3, let method = Self.token(parts[0]), let target = Self.visible(parts[1]) else {
             throw .badRequest("malformed request line; expected \"METHOD /path HTTP/1.1\"")
@@ -291,13 +291,13 @@ public struct HTTPRequestParser: Sendable {
             throw .badRequest("malformed request line; expected \"METHOD /path HTTP/1.1\"")
         }
         guard target.hasPrefix("/") else { throw .badRequest("the request target must be a path starting with /") }
-        guard lines.count <= limits.maxHeaderCount else {
+        guard lines.count - 1 <= limits.maxHeaderCount else {
             throw HTTPParseError(
                 status: .requestHeaderFieldsTooLarge, reason: "more than \(limits.maxHeaderCount) header fields")
         }
         var headers: [HTTPHeader] = []
-        headers.reserveCapacity(lines.count)
-        for line in lines { headers.append(try Self.field(line)) }
+        headers.reserveCapacity(lines.count - 1)
+        for line in lines.dropFirst() { headers.append(try Self.field(line)) }
         var request = HTTPServerRequest(
             method: method, target: target, version: version, headers: headers, body: [], keepAlive: true)
         request.keepAlive = Self.keepsAlive(request)
@@ -426,9 +426,16 @@ public struct HTTPRequestParser: Sendable {
     // MARK: - Lines and fields
 
     /// The lines of a head whose every line ends with CRLF; it holds no bare CR or LF (checked while finding its
-    /// end), so splitting at LF and dropping the CR before it is exact.
+    /// end), so cutting at each LF and dropping the CR before it is exact.
     private static func lines(_ head: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
-        head.split(separator: lf, omittingEmptySubsequences: false).dropLast().map { $0.dropLast() }
+        var lines: [ArraySlice<UInt8>] = []
+        lines.reserveCapacity(16)
+        var start = head.startIndex
+        for index in head.indices where head[index] == lf {
+            lines.append(head[start..<index - 1])
+            start = index + 1
+        }
+        return lines
     }
 
     /// One header (or trailer) field line.
