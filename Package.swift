@@ -136,7 +136,7 @@ let package = Package(
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveAuth", "RaveMail",
-                "RaveDynamic",
+                "RaveDynamic", "RaveGatewayRules",
             ],
             path: "Services/Identity",
             exclude: ["Main"],
@@ -347,7 +347,7 @@ let package = Package(
                 "IdentityBenchmarks",
                 "RaveTestSupport",
                 "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveMail",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveMail", "RaveGatewayRules",
             ],
             path: "Tests/IdentityTests"
         ),
@@ -359,7 +359,7 @@ let package = Package(
             dependencies: [
                 "GatewayBenchmarks", "Identity",
                 "Gateway", "RaveAuth", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveTelemetry",
-                "RaveTransport", "RaveTestSupport", "RaveHTTP", "RavePostgres",
+                "RaveTransport", "RaveTestSupport", "RaveHTTP", "RavePostgres", "RaveGatewayRules", "RaveDynamic",
             ],
             path: "Tests/GatewayTests"
         ),
