@@ -347,7 +347,8 @@ let package = Package(
                 "IdentityBenchmarks",
                 "RaveTestSupport",
                 "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveMail", "RaveGatewayRules",
+                "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveMail",
+                "RaveGatewayRules",
             ],
             path: "Tests/IdentityTests"
         ),

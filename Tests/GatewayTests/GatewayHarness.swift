@@ -173,6 +173,8 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     /// The admin writes the gateway recorded (BeginAdminCall) and their outcomes by event id (FinishAdminCall).
     let auditEntries = Mutex<[IdentityV1.BeginAdminCallRequest]>([])
     let auditOutcomes = Mutex<[String: Int32]>([:])
+    /// While set, BeginAdminCall fails as an unreachable identity would.
+    let auditDown = Atomic<Bool>(false)
 
     /// Ends `sessionID`, as a logout would; `expiresAt` (Unix ms) says when its last token expires.
     func revoke(_ sessionID: String, expiresAt: Int64? = nil) {
@@ -242,6 +244,7 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     func beginAdminCall(
         _ request: IdentityV1.BeginAdminCallRequest, context: RequestContext
     ) async throws -> IdentityV1.BeginAdminCallResponse {
+        guard !auditDown.load(ordering: .relaxed) else { throw RPCError.unavailable("identity's database is down") }
         let count = auditEntries.withLock { entries in
             entries.append(request)
             return entries.count

@@ -35,7 +35,7 @@ struct GatewayOperatorTests {
     }
 
     /// Calls `method` and returns the error, or nil when it succeeded.
-    static func failure(
+    static func identityFailure(
         _ connection: RPCConnection, _ service: String, _ method: String, _ request: [UInt8], options: CallOptions
     ) async -> RPCError? {
         do {
@@ -91,11 +91,12 @@ struct GatewayOperatorTests {
             for role in roles {
                 let tokens = try await Self.operatorTokens(
                     stack, admin: admin, email: "\(role)@example.com", role: role, publisherID: publisher)
-                let read = await Self.failure(
-                    operators, "IdentityAdmin", "GetApplication", IdentityV1.GetApplicationRequest(appId: stack.appID).protobufBytes(),
+                let read = await Self.identityFailure(
+                    operators, "IdentityAdmin", "GetApplication",
+                    IdentityV1.GetApplicationRequest(appId: stack.appID).protobufBytes(),
                     options: Self.options(tokens.accessToken))
                 #expect(read == nil, "\(role) reads: \(read?.message ?? "")")
-                let write = await Self.failure(
+                let write = await Self.identityFailure(
                     operators, "IdentityAdmin", "UnbanUser",
                     IdentityV1.UnbanUserRequest(userId: user, reason: "appeal upheld").protobufBytes(),
                     options: Self.options(tokens.accessToken))
@@ -130,15 +131,16 @@ struct GatewayOperatorTests {
                 return
             }
             let playerToken = playerTokens.accessToken
-            let onAdmin = await Self.failure(
-                client, "IdentityAdmin", "GetApplication", IdentityV1.GetApplicationRequest(appId: stack.appID).protobufBytes(),
+            let onAdmin = await Self.identityFailure(
+                client, "IdentityAdmin", "GetApplication",
+                IdentityV1.GetApplicationRequest(appId: stack.appID).protobufBytes(),
                 options: Self.options(playerToken))
             #expect(onAdmin?.code == .permissionDenied)
             #expect(onAdmin?.message.contains("a player's access token is not one") == true)
 
             let tokens = try await Self.operatorTokens(
                 stack, admin: admin, email: "owner@example.com", role: .owner, publisherID: publisher)
-            let onPlayer = await Self.failure(
+            let onPlayer = await Self.identityFailure(
                 client, "Identity", "GetCurrentUser", IdentityV1.GetCurrentUserRequest().protobufBytes(),
                 options: Self.options(tokens.accessToken))
             #expect(onPlayer?.code == .permissionDenied)
@@ -159,18 +161,22 @@ struct GatewayOperatorTests {
                 stack, admin: admin, email: "viewer@example.com", role: .viewer, publisherID: publisher)
             let read = IdentityV1.GetApplicationRequest(appId: stack.appID).protobufBytes()
             #expect(
-                await Self.failure(
+                await Self.identityFailure(
                     client, "IdentityAdmin", "GetApplication", read, options: Self.options(tokens.accessToken)) == nil)
             _ = try await IdentityV1.IdentityAdminClient(caller: admin).disableOperator(
                 .init(operatorId: tokens.account?.operatorId ?? "", reason: "left"))
+            // Identity refuses the disabled account at once (PERMISSION_DENIED); within a poll of the revocation
+            // feed the gateway refuses the session's token itself, before any service is called.
             let started = ContinuousClock.now
             var refused: RPCError?
-            while ContinuousClock.now - started < .seconds(1), refused == nil {
-                refused = await Self.failure(
+            while ContinuousClock.now - started < .seconds(1), refused?.code != .unauthenticated {
+                refused = await Self.identityFailure(
                     client, "IdentityAdmin", "GetApplication", read, options: Self.options(tokens.accessToken))
-                if refused == nil { try await Task.sleep(for: .milliseconds(50)) }
+                #expect(refused != nil, "a disabled operator's call was served")
+                if refused?.code != .unauthenticated { try await Task.sleep(for: .milliseconds(50)) }
             }
             #expect(refused?.code == .unauthenticated)
+            #expect(refused?.message == "the operator session has ended; log in again")
         }
     }
 
@@ -218,7 +224,7 @@ struct GatewayOperatorTests {
             #expect(event.method == "rave.identity.v1.IdentityAdmin/SetMailTemplate")
             #expect(event.actor == "content@example.com")
             #expect(event.reason == "new wording")
-            #expect(event.requestJson.contains("\"subject\":\"Your code\""))
+            #expect(event.requestJson.contains(#""subject": "Your code""#))
             #expect(event.finished && event.statusCode == 0)
 
             // The admin certificate's writes are recorded too, under its name, without a reason required.
@@ -229,5 +235,39 @@ struct GatewayOperatorTests {
             ).events
             #expect(byCertificate.map(\.reason) == ["no reason given"])
         }
+    }
+
+    /// Secrets never reach the audit log: fields whose names say password, secret, token or key are redacted at any
+    /// depth.
+    @Test func recordedRequestsHaveTheirSecretsRedacted() throws {
+        let redacted = try #require(
+            AdminAudit.redacted(["password": "hunter2", "name": "x", "nested": [["apiToken": "t", "keep": 1]]])
+                as? [String: Any])
+        #expect(redacted["password"] as? String == "[redacted]")
+        #expect(redacted["name"] as? String == "x")
+        let nested = try #require((redacted["nested"] as? [Any])?.first as? [String: Any])
+        #expect(nested["apiToken"] as? String == "[redacted]")
+        #expect(nested["keep"] as? Int == 1)
+    }
+
+    /// Fail closed: when identity cannot record an admin write, the gateway refuses it and the service never sees it.
+    @Test func anAdminWriteTheAuditLogCannotRecordIsNotForwarded() async throws {
+        let harness = try await GatewayHarness.start()
+        let admin = try await harness.connect(certificate: "admin")
+        harness.identity.auditDown.store(true, ordering: .relaxed)
+        let refused = await failure(admin, "rave.wallet.v1.WalletAdmin/Deposit", [])
+        #expect(refused?.code == .unavailable)
+        #expect(refused?.message.hasPrefix("the audit log could not record this write, so it was not made") == true)
+        #expect(refused?.notProcessed == true)
+        harness.identity.auditDown.store(false, ordering: .relaxed)
+        // Recorded now; the call goes on (no wallet runs here, so the gateway answers UNAVAILABLE for it).
+        let routed = await failure(admin, "rave.wallet.v1.WalletAdmin/Deposit", [])
+        #expect(routed?.message.contains("audit log") == false)
+        let entries = harness.identity.auditEntries.withLock { $0 }
+        #expect(entries.map(\.method) == ["rave.wallet.v1.WalletAdmin/Deposit"])
+        #expect(entries.first?.actorKind == .adminCertificate)
+        #expect(harness.identity.auditOutcomes.withLock { $0["1"] } == 14)
+        admin.close()
+        try await harness.stop()
     }
 }

@@ -130,7 +130,8 @@ struct OperatorTests {
 
     @Test func operatorPasswordGuessesAreThrottledLikePlayerLogins() async throws {
         try await Harness.with { harness in
-            let operatorAccount = try await Self.enrol(harness, email: "ops@example.com", role: .owner, allPublishers: true)
+            let operatorAccount = try await Self.enrol(
+                harness, email: "ops@example.com", role: .owner, allPublishers: true)
             for _ in 0..<5 {
                 let wrong = await statusCode {
                     _ = try await harness.player.operatorLogin(
@@ -187,7 +188,8 @@ struct OperatorTests {
         let clock = TestClock(Date())
         try await Harness.with(clock: clock) { harness in
             let enrolled = try await Self.enrol(
-                harness, email: "ops@example.com", role: .viewer, publisherID: try await harness.makeApplication()
+                harness, email: "ops@example.com", role: .viewer,
+                publisherID: try await harness.makeApplication()
                     .publisherId, now: clock.now)
             clock.advance(by: 31 * 60)
             let idle = await statusCode {
@@ -198,13 +200,16 @@ struct OperatorTests {
 
             // Refreshed every 20 minutes, a session still ends 8 hours after its login.
             let second = try await harness.player.operatorLogin(
-                .init(email: "ops@example.com", password: Self.password, totpCode: try enrolled.totp.code(at: clock.now)),
+                .init(
+                    email: "ops@example.com", password: Self.password, totpCode: try enrolled.totp.code(at: clock.now)),
                 context: Self.loginContext())
             var refresh = second.refreshToken
             for _ in 0..<23 {
                 clock.advance(by: 20 * 60)
-                refresh = try await harness.player.operatorRefresh(.init(refreshToken: refresh), context: Harness.anonymous)
-                    .refreshToken
+                refresh = try await harness.player.operatorRefresh(
+                    .init(refreshToken: refresh), context: Harness.anonymous
+                )
+                .refreshToken
             }
             clock.advance(by: 20 * 60)
             let absolute = await statusCode {
@@ -322,7 +327,8 @@ struct OperatorTests {
             _ = try await harness.admin.createOperator(
                 .init(email: "colleague@example.com", role: .viewer, publisherId: own.publisherId, reason: "help"),
                 context: Self.operatorContext(owner.tokens, "CreateOperator"))
-            _ = try await Self.enrol(harness, email: "stranger@example.com", role: .viewer, publisherID: other.publisherId)
+            _ = try await Self.enrol(
+                harness, email: "stranger@example.com", role: .viewer, publisherID: other.publisherId)
             let listed = try await harness.admin.listOperators(
                 .init(), context: Self.operatorContext(owner.tokens, "ListOperators")
             ).operators.map(\.email)

@@ -60,7 +60,8 @@ struct AdminAudit: Sendable {
             _ = try await identity.finishAdminCall(request, options: CallOptions(timeout: .seconds(2)))
         } catch {
             logger.warning(
-                "the outcome of an audited admin write was not recorded", [("event", eventID), ("error", error.message)])
+                "the outcome of an audited admin write was not recorded",
+                [("event", eventID), ("error", error.message)])
         }
     }
 

@@ -157,7 +157,11 @@ final class Authenticator: Sendable {
             ? tokens.withLock { $0.value(for: token) } : operatorTokens.withLock { $0.value(for: token) }
         if let claims = cached {
             if !claims.isExpired(at: now, clockSkew: keys.clockSkew) { return claims }
-            if kind == .player { tokens.withLock { $0.remove(token) } } else { operatorTokens.withLock { $0.remove(token) } }
+            if kind == .player {
+                tokens.withLock { $0.remove(token) }
+            } else {
+                operatorTokens.withLock { $0.remove(token) }
+            }
             throw .unauthenticated("the access token has expired; refresh the session")
         }
         var verifier = keys.verifier

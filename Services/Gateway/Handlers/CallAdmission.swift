@@ -75,7 +75,8 @@ struct CallAdmission<Backend: Sendable>: Sendable {
                         + "\"authorization: Bearer <operator access token>\" (Identity/OperatorLogin)"))
         case (_, .operator):
             return .failure(
-                .permissionDenied("an operator's access token reaches only admin methods; this method needs a player's"))
+                .permissionDenied("an operator's access token reaches only admin methods; this method needs a player's")
+            )
         case (.admin, .rejected(let error)), (.player, .rejected(let error)):
             return .failure(error)
         case (.admin, .verified(let verified)):

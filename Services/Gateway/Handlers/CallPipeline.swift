@@ -91,7 +91,9 @@ final class CallPipeline: Sendable {
         let call = ServiceCaller(
             pool: admitted.backend,
             board: boardRouting(service: admitted.service, request: request, caller: admitted.caller))
-        guard let recorded, let audit else { return try await call.call(method: method, request: request, options: options) }
+        guard let recorded, let audit else {
+            return try await call.call(method: method, request: request, options: options)
+        }
         do {
             let response = try await call.call(method: method, request: request, options: options)
             await audit.finish(eventID: recorded, outcome: nil)

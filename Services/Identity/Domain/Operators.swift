@@ -50,7 +50,8 @@ enum Operators {
         case .owner: parsed = .owner
         default:
             throw .invalidArgument(
-                "role must be OPERATOR_ROLE_VIEWER, OPERATOR_ROLE_SUPPORT, OPERATOR_ROLE_OPERATOR or OPERATOR_ROLE_OWNER")
+                "role must be OPERATOR_ROLE_VIEWER, OPERATOR_ROLE_SUPPORT, OPERATOR_ROLE_OPERATOR or OPERATOR_ROLE_OWNER"
+            )
         }
         if allPublishers {
             guard publisherID.isEmpty else {
@@ -64,7 +65,8 @@ enum Operators {
         guard !publisherID.isEmpty else {
             throw .invalidArgument("publisher_id is required (or all_publishers, for an owner)")
         }
-        return OperatorToken.Grant(role: parsed, publisherID: try Validation.raveID(publisherID, field: "publisher_id").hex)
+        return OperatorToken.Grant(
+            role: parsed, publisherID: try Validation.raveID(publisherID, field: "publisher_id").hex)
     }
 }
 

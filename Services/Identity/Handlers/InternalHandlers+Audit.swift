@@ -19,7 +19,9 @@ extension InternalHandlers {
         switch request.actorKind {
         case .operator:
             let id = try Validation.raveID(request.operatorId, field: "operator_id")
-            guard let record = try await OperatorStore(database: dependencies.pool).record(id) else { throw IdentityError.notFound("no operator \(id.hex)") }
+            guard let record = try await OperatorStore(database: dependencies.pool).record(id) else {
+                throw IdentityError.notFound("no operator \(id.hex)")
+            }
             actor = AuditActor(kind: .operator, name: record.email, operatorID: id)
             guard !request.reason.isEmpty else {
                 throw IdentityError.invalidArgument("an operator's write needs a reason (rave-reason metadata)")

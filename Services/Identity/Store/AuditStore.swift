@@ -42,7 +42,7 @@ struct AuditStore: Sendable {
         sql: """
             INSERT INTO audit_events (occurred_at, actor_kind, actor, action, target_user_id, reason, before_state,
                 after_state, operator_id, target_operator_id, method, request)
-            VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12::jsonb)
+            VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12::text::jsonb)
             RETURNING id
             """)
     static let insertOutcome = PostgresStatement(
