@@ -8,7 +8,9 @@ import Testing
 
 @testable import Identity
 
-/// Operator accounts (docs/identity.md, "Operators"): created by an owner or the admin certificate, enrolled with a
+/// Operator accounts (docs/identity.md, "Operators").
+///
+/// Created by an owner or the admin certificate, enrolled with a
 /// single-use code, logged in with password and a mandatory TOTP code (throttled like players' logins), short-lived
 /// tokens of their own kind, refresh within the session's limits, and disabling ends every session on the revocation
 /// feed. Identity's admin methods check the operator's role and publisher scope themselves.

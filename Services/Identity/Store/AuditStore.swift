@@ -53,6 +53,7 @@ struct AuditStore: Sendable {
             ON CONFLICT (event_id) DO NOTHING
             """)
     /// Newest first, after the cursor `$5` (an event id) when given; `$1`…`$4` and `$7`…`$9` filter when not NULL.
+    ///
     /// Entries a service wrote in its change's transaction exist only when the change succeeded; gateway-recorded
     /// writes carry their outcome once it is appended.
     static let selectEvents = PostgresStatement(

@@ -33,7 +33,9 @@ struct OperatorRefreshLookup: Sendable {
     var lastUsedAt: Date
 }
 
-/// Operator accounts, their TOTP secrets (sealed for their row), sessions and refresh tokens. Ending sessions
+/// Operator accounts, their TOTP secrets (sealed for their row), sessions and refresh tokens.
+///
+/// Ending sessions
 /// publishes them on the revocation feed with `SessionStore.revocationFeed`, the players' own path.
 struct OperatorStore: Sendable {
     let database: any PostgresQueryable
