@@ -86,13 +86,18 @@ extension AdminHandlers {
         switch request.action {
         case .unspecified: break
         case .unrecognized(let value):
-            throw IdentityError.invalidArgument("action must be an AuditAction or unspecified, got \(value)")
+            throw IdentityError.invalidArgument(
+                "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER, AUDIT_ACTION_CREATE_OPERATOR, "
+                    + "AUDIT_ACTION_SET_OPERATOR_ROLE, AUDIT_ACTION_DISABLE_OPERATOR, AUDIT_ACTION_ADMIN_CALL or "
+                    + "unspecified, got \(value)")
         default: filter.action = request.action
         }
         switch request.actorKind {
         case .unspecified: break
         case .unrecognized(let value):
-            throw IdentityError.invalidArgument("actor_kind must be an AuditActorKind or unspecified, got \(value)")
+            throw IdentityError.invalidArgument(
+                "actor_kind must be AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE, AUDIT_ACTOR_KIND_OPERATOR or unspecified, "
+                    + "got \(value)")
         default: filter.actorKind = request.actorKind
         }
         if !request.operatorId.isEmpty {
