@@ -136,7 +136,7 @@ let package = Package(
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveAuth", "RaveMail",
-                "RaveDynamic",
+                "RaveDynamic", "RaveGatewayRules",
             ],
             path: "Services/Identity",
             exclude: ["Main"],
@@ -348,6 +348,7 @@ let package = Package(
                 "RaveTestSupport",
                 "Identity", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveMail",
+                "RaveGatewayRules",
             ],
             path: "Tests/IdentityTests"
         ),
@@ -359,7 +360,7 @@ let package = Package(
             dependencies: [
                 "GatewayBenchmarks", "Identity",
                 "Gateway", "RaveAuth", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveTelemetry",
-                "RaveTransport", "RaveTestSupport", "RaveHTTP", "RavePostgres",
+                "RaveTransport", "RaveTestSupport", "RaveHTTP", "RavePostgres", "RaveGatewayRules", "RaveDynamic",
             ],
             path: "Tests/GatewayTests"
         ),

@@ -80,7 +80,8 @@ final class GatewayDependencies: Sendable {
         }
         let pipeline = CallPipeline(
             authenticator: authenticator, pools: directory.pools, protection: protection,
-            deadlineMargin: settings.deadlineMargin, boardOwners: boardOwners)
+            deadlineMargin: settings.deadlineMargin, boardOwners: boardOwners,
+            audit: AdminAudit(identity: identity, logger: logger.with("component", "audit")))
         // Started before the RPC server, stopped after it has drained.
         context.addBackgroundService(signingKeys)
         context.addBackgroundService(revocations)

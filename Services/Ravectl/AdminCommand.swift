@@ -51,6 +51,24 @@ enum AdminCommand {
             noun: "audit", verb: "list", method: "rave.identity.v1.IdentityAdmin/ListAuditEvents",
             summary: "the audit log of operator actions, newest first"),
         Entry(
+            noun: "operator", verb: "create", method: "rave.identity.v1.IdentityAdmin/CreateOperator",
+            summary: "an operator account (email, role, publisher); prints its single-use enrolment code"),
+        Entry(
+            noun: "operator", verb: "enroll", method: "rave.identity.v1.Identity/OperatorEnroll",
+            summary: "sets an operator's password with its enrolment code; prints the TOTP secret once"),
+        Entry(
+            noun: "operator", verb: "login", method: "rave.identity.v1.Identity/OperatorLogin",
+            summary: "email, password and TOTP code; prints the operator's tokens (use --token ACCESS_TOKEN)"),
+        Entry(
+            noun: "operator", verb: "list", method: "rave.identity.v1.IdentityAdmin/ListOperators",
+            summary: "operator accounts in the caller's publisher scope"),
+        Entry(
+            noun: "operator", verb: "disable", method: "rave.identity.v1.IdentityAdmin/DisableOperator",
+            summary: "disables an operator for good (every session ends at once)"),
+        Entry(
+            noun: "operator", verb: "set-role", method: "rave.identity.v1.IdentityAdmin/SetOperatorRole",
+            summary: "changes an operator's role and publisher scope (its sessions end)"),
+        Entry(
             noun: "list", verb: "create", method: "rave.social.v1.SocialAdmin/CreateList",
             summary: "a social list definition"),
         Entry(
@@ -146,7 +164,8 @@ enum AdminCommand {
             print(fieldsHelp(method: entry.method))
             return 0
         }
-        if !rest.contains("--cert") && access(defaultCertificate.certificate, R_OK) == 0 {
+        // An operator's token is the credential when given; the admin certificate otherwise.
+        if !rest.contains("--cert") && !rest.contains("--token") && access(defaultCertificate.certificate, R_OK) == 0 {
             rest += ["--cert", defaultCertificate.certificate, "--key", defaultCertificate.key]
         }
         return try await CallCommand.run([entry.method] + rest)

@@ -6,11 +6,15 @@ import RaveTransport
 enum GatewayTarget {
     /// The gateway of `make run` (DESIGN.md §10).
     static let defaultAddress = "127.0.0.1:7443"
-    static let valueOptions: Set<String> = ["target", "ca", "cert", "key", "server-name", "token", "timeout-ms"]
-    static let usage = "[--target HOST:PORT] [--ca FILE] [--cert FILE --key FILE] [--token TOKEN] [--timeout-ms N]"
+    static let valueOptions: Set<String> = [
+        "target", "ca", "cert", "key", "server-name", "token", "timeout-ms", "reason",
+    ]
+    static let usage =
+        "[--target HOST:PORT] [--ca FILE] [--cert FILE --key FILE] [--token TOKEN] [--reason TEXT] [--timeout-ms N]"
     static let help = """
             --target defaults to the stored login's gateway, then \(defaultAddress); --token defaults to the
-            stored login's access token (ravectl login); --timeout-ms defaults to 10000.
+            stored login's access token (ravectl login); --reason is sent as rave-reason (an operator's admin
+            writes need one, for the audit log); --timeout-ms defaults to 10000.
         """
 
     /// Sends one call and returns the response bytes; a failed call throws its `RPCError`.
@@ -24,6 +28,7 @@ enum GatewayTarget {
         if let token = options.value("token") ?? credentials?.accessToken, !token.isEmpty {
             callOptions.metadata["authorization"] = "Bearer \(token)"
         }
+        if let reason = options.value("reason") { callOptions.metadata[MetadataKey.reason] = reason }
         let group = try EventLoopGroup(loopCount: 1)
         defer { group.shutdown() }
         let connection = try await RPCConnection.connect(

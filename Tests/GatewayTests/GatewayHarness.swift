@@ -170,6 +170,11 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
     /// would.
     let allowedOrigins = Mutex<[String]>([])
     let allowedOriginsDown = Atomic<Bool>(false)
+    /// The admin writes the gateway recorded (BeginAdminCall) and their outcomes by event id (FinishAdminCall).
+    let auditEntries = Mutex<[IdentityV1.BeginAdminCallRequest]>([])
+    let auditOutcomes = Mutex<[String: Int32]>([:])
+    /// While set, BeginAdminCall fails as an unreachable identity would.
+    let auditDown = Atomic<Bool>(false)
 
     /// Ends `sessionID`, as a logout would; `expiresAt` (Unix ms) says when its last token expires.
     func revoke(_ sessionID: String, expiresAt: Int64? = nil) {
@@ -234,6 +239,24 @@ final class TestIdentity: IdentityV1.IdentityInternalHandler {
                     sessionId: $0.session, expiresAtUnixMs: $0.expiresAt ?? expiry, mergedUserId: $0.mergedUser)
             },
             cursor: UInt64(start + page.count), more: start + page.count < all.count)
+    }
+
+    func beginAdminCall(
+        _ request: IdentityV1.BeginAdminCallRequest, context: RequestContext
+    ) async throws -> IdentityV1.BeginAdminCallResponse {
+        guard !auditDown.load(ordering: .relaxed) else { throw RPCError.unavailable("identity's database is down") }
+        let count = auditEntries.withLock { entries in
+            entries.append(request)
+            return entries.count
+        }
+        return IdentityV1.BeginAdminCallResponse(eventId: String(count))
+    }
+
+    func finishAdminCall(
+        _ request: IdentityV1.FinishAdminCallRequest, context: RequestContext
+    ) async throws -> IdentityV1.FinishAdminCallResponse {
+        auditOutcomes.withLock { $0[request.eventId] = request.statusCode }
+        return IdentityV1.FinishAdminCallResponse()
     }
 
     func listAllowedOrigins(

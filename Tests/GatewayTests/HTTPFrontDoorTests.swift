@@ -205,7 +205,8 @@ import Testing
         #expect(allowed.header("Access-Control-Allow-Methods") == "GET, POST, OPTIONS")
         #expect(
             allowed.header("Access-Control-Allow-Headers")
-                == "authorization, content-type, accept, idempotency-key, x-request-id, x-rave-timeout-ms")
+                == "authorization, content-type, accept, idempotency-key, x-request-id, x-rave-timeout-ms, x-rave-reason"
+        )
         #expect(allowed.header("Access-Control-Max-Age") == "600")
         origins.replace(with: [])
         #expect(try response(decide(preflight, frontDoor: frontDoor)).status == .forbidden)

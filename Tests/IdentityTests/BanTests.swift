@@ -421,7 +421,9 @@ struct BanTests {
                 ),
                 (
                     .init(action: .unrecognized(9)),
-                    "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER or unspecified, got 9"
+                    "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER, AUDIT_ACTION_CREATE_OPERATOR, "
+                        + "AUDIT_ACTION_SET_OPERATOR_ROLE, AUDIT_ACTION_DISABLE_OPERATOR, AUDIT_ACTION_ADMIN_CALL or "
+                        + "unspecified, got 9"
                 ),
             ] {
                 let refused = await statusCode {

@@ -1,5 +1,6 @@
 import Foundation
 import RaveAuth
+import RaveGatewayRules
 import RaveMessages
 import RaveRPC
 import RaveServices
@@ -24,6 +25,9 @@ final class Authenticator: Sendable {
     private let mergeCacheLifetime: UInt64
     private let logger: Logger
     private let tokens: Mutex<LeastRecentlyUsed<String, AccessTokenClaims>>
+    /// Operators' tokens, verified with their own issuer and never looked up in `tokens`: a token verified as one
+    /// kind is never served as the other.
+    private let operatorTokens: Mutex<LeastRecentlyUsed<String, AccessTokenClaims>>
     private let canonicalUsers: Mutex<LeastRecentlyUsed<String, (userID: String, expiresAt: UInt64)>>
 
     init(
@@ -36,6 +40,7 @@ final class Authenticator: Sendable {
         self.mergeCacheLifetime = mergeCacheLifetime.wholeNanoseconds
         self.logger = logger
         self.tokens = Mutex(LeastRecentlyUsed(capacity: tokenCacheCapacity))
+        self.operatorTokens = Mutex(LeastRecentlyUsed(capacity: max(1, tokenCacheCapacity / 16)))
         self.canonicalUsers = Mutex(LeastRecentlyUsed(capacity: tokenCacheCapacity))
         revocations.observeMerges { [weak self] users in self?.forgetResolutions(of: users) }
     }
@@ -67,6 +72,26 @@ final class Authenticator: Sendable {
         let userID = try await canonicalUserID(claims.subject)
         return Caller(
             userID: userID, appID: claims.applicationID, sessionID: claims.sessionID, scopes: Set(claims.scopes))
+    }
+
+    /// The operator an `authorization: Bearer <operator access token>` stands for (admin methods without the admin
+    /// certificate), or why not: UNAUTHENTICATED for a token that is expired, forged or of an ended session,
+    /// PERMISSION_DENIED for a player's token (it never reaches an admin method).
+    func operatorCaller(authorization: String, now: Date = Date()) async throws(RPCError) -> OperatorCaller {
+        let token = try Self.bearerToken(authorization)
+        let claims = try await verifiedClaims(token, now: now, kind: .operator)
+        guard let grant = OperatorToken.grant(fromScopes: claims.scopes) else {
+            throw .unauthenticated("the operator access token carries no role; log in again")
+        }
+        switch revocations.verdict(sessionID: claims.sessionID) {
+        case .live: break
+        case .revoked: throw .unauthenticated("the operator session has ended; log in again")
+        case .unknown:
+            throw .unavailable(
+                "the gateway cannot tell whether the session is live: identity's revocation feed is unreachable",
+                notProcessed: true)
+        }
+        return OperatorCaller(operatorID: claims.subject, sessionID: claims.sessionID, grant: grant)
     }
 
     /// The caller of a token verified before whose subject was resolved recently, found without waiting; nil
@@ -110,10 +135,33 @@ final class Authenticator: Sendable {
 
     // MARK: - Tokens
 
-    private func verifiedClaims(_ token: String, now: Date) async throws(RPCError) -> AccessTokenClaims {
-        if let claims = tokens.withLock({ $0.value(for: token) }) {
+    /// Which kind of token a path accepts: each has its own issuer, verifier and cache.
+    enum TokenKind: Sendable {
+        case player
+        case `operator`
+
+        var issuer: String { self == .player ? AccessTokenClaims.defaultIssuer : OperatorToken.issuer }
+    }
+
+    /// `verifier` for tokens of `kind` (the same keys, the kind's issuer).
+    private func verifier(_ verifier: AccessTokenVerifier?, for kind: TokenKind) -> AccessTokenVerifier? {
+        guard let verifier, verifier.issuer != kind.issuer else { return verifier }
+        return AccessTokenVerifier(keys: verifier.keys, issuer: kind.issuer, clockSkew: verifier.clockSkew)
+    }
+
+    private func verifiedClaims(
+        _ token: String, now: Date, kind: TokenKind = .player
+    ) async throws(RPCError) -> AccessTokenClaims {
+        let cached =
+            kind == .player
+            ? tokens.withLock { $0.value(for: token) } : operatorTokens.withLock { $0.value(for: token) }
+        if let claims = cached {
             if !claims.isExpired(at: now, clockSkew: keys.clockSkew) { return claims }
-            tokens.withLock { $0.remove(token) }
+            if kind == .player {
+                tokens.withLock { $0.remove(token) }
+            } else {
+                operatorTokens.withLock { $0.remove(token) }
+            }
             throw .unauthenticated("the access token has expired; refresh the session")
         }
         var verifier = keys.verifier
@@ -122,7 +170,7 @@ final class Authenticator: Sendable {
             await keys.refreshIfAllowed()
             verifier = keys.verifier
         }
-        guard let verifier else {
+        guard let verifier = self.verifier(verifier, for: kind) else {
             throw .unavailable("the gateway cannot verify tokens yet: identity's signing keys are unreachable")
         }
         let claims: AccessTokenClaims
@@ -132,9 +180,22 @@ final class Authenticator: Sendable {
             if error.reason == .expiredToken {
                 throw .unauthenticated("the access token has expired; refresh the session")
             }
+            // A genuine token of the other kind: say which methods it is for rather than call it invalid.
+            let other = self.verifier(verifier, for: kind == .player ? .operator : .player)
+            if (try? other?.verify(token, now: now)) != nil {
+                throw .permissionDenied(
+                    kind == .player
+                        ? "an operator's access token reaches only admin methods; this method needs a player's"
+                        : "admin methods need the admin certificate or an operator's access token; a player's "
+                            + "access token is not one")
+            }
             throw .unauthenticated("the access token is invalid: \(error.message)")
         }
-        tokens.withLock { $0.insert(claims, for: token) }
+        if kind == .player {
+            tokens.withLock { $0.insert(claims, for: token) }
+        } else {
+            operatorTokens.withLock { $0.insert(claims, for: token) }
+        }
         return claims
     }
 
@@ -161,4 +222,11 @@ final class Authenticator: Sendable {
         canonicalUsers.withLock { $0.insert((resolved, now &+ mergeCacheLifetime), for: userID) }
         return resolved
     }
+}
+
+/// An operator's access token as the gateway verified it: who, in which session, with which role and scope.
+struct OperatorCaller: Sendable, Hashable {
+    var operatorID: String
+    var sessionID: String
+    var grant: OperatorToken.Grant
 }

@@ -41,7 +41,8 @@ struct CORSPolicy: Sendable {
     let allowedOrigins: AllowedOrigins
 
     static let allowMethods = "GET, POST, OPTIONS"
-    static let allowHeaders = "authorization, content-type, accept, idempotency-key, x-request-id, x-rave-timeout-ms"
+    static let allowHeaders =
+        "authorization, content-type, accept, idempotency-key, x-request-id, x-rave-timeout-ms, x-rave-reason"
     static let exposeHeaders = "x-request-id, retry-after, x-rave-not-processed"
     static let maxAgeSeconds = "600"
 

@@ -159,6 +159,8 @@ struct HTTPFrontDoor: Sendable {
         var metadata = [MetadataKey.traceID: requestID]
         if let authorization = request.header("authorization") { metadata[MetadataKey.authorization] = authorization }
         if let key = request.header("idempotency-key") { metadata[MetadataKey.idempotencyKey] = key }
+        // Why an operator makes an admin write, for the audit log (`rave-reason` on the binary port).
+        if let reason = request.header("x-rave-reason") { metadata[MetadataKey.reason] = reason }
         return .call(
             FrontDoorCall(
                 method: isBatch ? Self.batchMethod : name, isBatch: isBatch, body: request.body,

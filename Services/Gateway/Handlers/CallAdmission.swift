@@ -1,3 +1,4 @@
+import RaveGatewayRules
 import RaveRPC
 
 /// The gateway's rule for one call, decided without I/O: which credential the method needs, who the service
@@ -19,6 +20,11 @@ struct CallAdmission<Backend: Sendable>: Sendable {
         var chargedUser: String?
         /// The deadline passed on to the service: the client's, less the margin kept to answer in time.
         var backendDeadline: UInt64
+        /// The operator account an admin call was made with (passed on in `rave-caller-operator*` metadata).
+        var operatorCaller: OperatorCaller? = nil
+        /// An admin write the gateway records in identity's audit log before forwarding it (`AdminRoles`: every
+        /// write but those identity records itself).
+        var audited = false
     }
 
     /// The services the gateway has backends for, by name.
@@ -28,12 +34,15 @@ struct CallAdmission<Backend: Sendable>: Sendable {
 
     /// Forwards the call or refuses it with the status the client gets.
     ///
-    /// Refusals, in the order checked: the credential the method needs, the scopes the caller's token grants
-    /// (`ScopePolicy`), a service without backends (UNIMPLEMENTED), too little time left (DEADLINE_EXCEEDED).
+    /// Refusals, in the order checked: the credential the method needs (for an operator: the role `AdminRoles`
+    /// asks, and a `reason` for a write the gateway records), the scopes the caller's token grants (`ScopePolicy`),
+    /// a service without backends (UNIMPLEMENTED), too little time left (DEADLINE_EXCEEDED).
     func decide(
-        method: String, route: MethodRoute, role: PeerRole?, token: CallToken, deadline: UInt64, now: UInt64
+        method: String, route: MethodRoute, role: PeerRole?, token: CallToken, deadline: UInt64, now: UInt64,
+        reason: String? = nil
     ) -> Result<Admitted, RPCError> {
         let caller: Caller?
+        var operatorCaller: OperatorCaller? = nil
         switch (route.access, token) {
         case (.anonymous, _):
             caller = nil
@@ -45,9 +54,29 @@ struct CallAdmission<Backend: Sendable>: Sendable {
             // Without a token, or with one that no longer verifies (an expired token sent with RefreshSession),
             // the login proceeds without a caller.
             caller = nil
+        case (.admin, .operator(let verified)) where role != .admin:
+            if let refusal = AdminRoles.refusal(method: method, role: verified.grant.role) {
+                return .failure(.permissionDenied(refusal))
+            }
+            if Self.isAudited(method), (reason ?? "").isEmpty {
+                return .failure(
+                    .invalidArgument(
+                        "\(method) is a write: an operator must say why in rave-reason metadata (1…500 characters), "
+                            + "which the audit log records"))
+            }
+            caller = Caller(userID: "", appID: "", sessionID: verified.sessionID, scopes: [Caller.adminScope])
+            operatorCaller = verified
+        case (.admin, .rejected(let error)) where role != .admin:
+            return .failure(error)
         case (.admin, _) where role != .admin:
             return .failure(
-                .permissionDenied("admin methods need the admin credential (a client certificate with the admin role)"))
+                .permissionDenied(
+                    "admin methods need the admin credential (a client certificate with the admin role) or "
+                        + "\"authorization: Bearer <operator access token>\" (Identity/OperatorLogin)"))
+        case (_, .operator):
+            return .failure(
+                .permissionDenied("an operator's access token reaches only admin methods; this method needs a player's")
+            )
         case (.admin, .rejected(let error)), (.player, .rejected(let error)):
             return .failure(error)
         case (.admin, .verified(let verified)):
@@ -74,7 +103,14 @@ struct CallAdmission<Backend: Sendable>: Sendable {
         return .success(
             Admitted(
                 service: route.service, backend: backend, caller: caller, chargedUser: user,
-                backendDeadline: deadline - deadlineMargin))
+                backendDeadline: deadline - deadlineMargin, operatorCaller: operatorCaller,
+                audited: route.access == .admin && Self.isAudited(method)))
+    }
+
+    /// Whether the gateway records `method` (an admin method) in the audit log: every write but those identity
+    /// records itself with the state before and after.
+    static func isAudited(_ method: String) -> Bool {
+        AdminRoles.isWrite(method) && !AdminRoles.selfAudited.contains(method)
     }
 
     /// `caller` as a player call passes it on: scopes only the gateway grants are never trusted from a token.
@@ -101,6 +137,8 @@ enum CallToken: Sendable {
     /// No `authorization` metadata.
     case absent
     case verified(Caller)
+    /// An operator's access token, verified (admin methods called without the admin certificate).
+    case `operator`(OperatorCaller)
     /// Present but refused (expired, forged, revoked, malformed), with the reason.
     case rejected(RPCError)
 }

@@ -1,3 +1,4 @@
+import RaveGatewayRules
 import RaveRPC
 import RaveTransport
 import Synchronization
@@ -11,7 +12,8 @@ final class CallPipeline: Sendable {
     /// Metadata a client may not pass on: credentials, and what only the gateway may assert.
     static let strippedMetadata: Set<String> = [
         MetadataKey.authorization, MetadataKey.callerUserID, MetadataKey.callerAppID, MetadataKey.callerSessionID,
-        MetadataKey.callerScopes, MetadataKey.callerAdmin, clientAddressKey,
+        MetadataKey.callerScopes, MetadataKey.callerAdmin, MetadataKey.callerOperator, MetadataKey.callerOperatorRole,
+        MetadataKey.callerOperatorPublisher, clientAddressKey,
     ]
     /// The client's IP address, for services' per-address limits (identity's login lockout).
     static let clientAddressKey = "rave-client-address"
@@ -27,6 +29,8 @@ final class CallPipeline: Sendable {
     let boardOwners: BoardOwners?
     let protection: Protection
     let admission: CallAdmission<BackendPool>
+    /// Records admin writes in identity's audit log before they are forwarded.
+    let audit: AdminAudit?
     /// Single calls served on the client connection's loop (`startProxy`), for tests and diagnostics.
     let loopProxiedCalls = Atomic<Int>(0)
     /// Batches served on the client connection's loop (`startBatch`), for tests and diagnostics.
@@ -38,8 +42,9 @@ final class CallPipeline: Sendable {
 
     init(
         authenticator: Authenticator, pools: [String: BackendPool], protection: Protection, deadlineMargin: Duration,
-        boardOwners: BoardOwners? = nil
+        boardOwners: BoardOwners? = nil, audit: AdminAudit? = nil
     ) {
+        self.audit = audit
         self.authenticator = authenticator
         self.pools = pools
         self.boardOwners = boardOwners
@@ -68,25 +73,48 @@ final class CallPipeline: Sendable {
         let token = await self.token(for: route, context: context)
         let admitted = try admission.decide(
             method: method, route: route, role: context.peer.role, token: token, deadline: context.deadline,
-            now: monotonicNanoseconds()
+            now: monotonicNanoseconds(), reason: context.metadata[MetadataKey.reason]
         ).get()
         if let user = admitted.chargedUser { try protection.users.charge(user, cost: cost) }
+        // Fail closed: a write the audit log cannot record is not forwarded.
+        var recorded: String? = nil
+        if admitted.audited, let audit {
+            recorded = try await audit.begin(
+                method: method, request: request, context: context, operatorCaller: admitted.operatorCaller)
+        }
         let now = monotonicNanoseconds()
         let options = CallOptions(
             timeout: .nanoseconds(Int64(admitted.backendDeadline > now ? admitted.backendDeadline - now : 0)),
-            maxRetries: 0, encodedMetadata: forwardedMetadata(context, caller: admitted.caller, removing: removed))
-        return try await ServiceCaller(
+            maxRetries: 0,
+            encodedMetadata: forwardedMetadata(
+                context, caller: admitted.caller, operatorCaller: admitted.operatorCaller, removing: removed))
+        let call = ServiceCaller(
             pool: admitted.backend,
-            board: boardRouting(service: admitted.service, request: request, caller: admitted.caller)
-        ).call(method: method, request: request, options: options)
+            board: boardRouting(service: admitted.service, request: request, caller: admitted.caller))
+        guard let recorded, let audit else {
+            return try await call.call(method: method, request: request, options: options)
+        }
+        do {
+            let response = try await call.call(method: method, request: request, options: options)
+            await audit.finish(eventID: recorded, outcome: nil)
+            return response
+        } catch {
+            await audit.finish(eventID: recorded, outcome: error)
+            throw error
+        }
     }
 
     /// The token as `CallAdmission` needs it for `route`, verified (and resolved through merges) if need be.
+    ///
+    /// An admin method called without the admin certificate takes an operator's token instead of a player's.
     private func token(for route: MethodRoute, context: RequestContext) async -> CallToken {
         guard route.tokenNeed != .none,
             let authorization = context.metadata[MetadataKey.authorization]
         else { return .absent }
         do {
+            if route.access == .admin, context.peer.role != .admin {
+                return .operator(try await authenticator.operatorCaller(authorization: authorization))
+            }
             return .verified(try await authenticator.caller(authorization: authorization))
         } catch {
             return .rejected(error)
@@ -126,7 +154,8 @@ final class CallPipeline: Sendable {
     /// The metadata the service gets: the client's, as the bytes it arrived in, without `removed`, plus the
     /// client's address and the caller.
     func forwardedMetadata(
-        _ context: RequestContext, caller: Caller?, removing removed: MetadataKeys = CallPipeline.strippedKeys
+        _ context: RequestContext, caller: Caller?, operatorCaller: OperatorCaller? = nil,
+        removing removed: MetadataKeys = CallPipeline.strippedKeys
     ) -> EncodedMetadata {
         // A call that did not come from the network (tests calling the pipeline directly) has no encoded form.
         let incoming =
@@ -142,6 +171,12 @@ final class CallPipeline: Sendable {
             if context.peer.role == .admin, caller.scopes.contains(Caller.adminScope) {
                 added.append((MetadataKey.callerAdmin, context.peer.certificateCommonName ?? ""))
             }
+        }
+        // Which operator acted, with the role and publisher scope its token grants (services check them again).
+        if let operatorCaller {
+            added.append((MetadataKey.callerOperator, operatorCaller.operatorID))
+            added.append((MetadataKey.callerOperatorRole, operatorCaller.grant.role.description))
+            added.append((MetadataKey.callerOperatorPublisher, operatorCaller.grant.publisherScope))
         }
         return incoming.replacing(removed, with: added)
     }

@@ -10,7 +10,7 @@ extension AdminHandlers {
     func getUser(
         _ request: IdentityV1.GetUserRequest, context: RequestContext
     ) async throws -> IdentityV1.GetUserResponse {
-        _ = try context.requireAdmin()
+        _ = try await dependencies.admin(context)
         let requested = try Validation.raveID(request.userId, field: "user_id")
         let users = UserStore(database: dependencies.pool)
         guard let canonical = try await users.canonicalIDs([requested])[requested],
@@ -23,7 +23,7 @@ extension AdminHandlers {
     func banUser(
         _ request: IdentityV1.BanUserRequest, context: RequestContext
     ) async throws -> IdentityV1.BanUserResponse {
-        _ = try context.requireAdmin()
+        let actor = try await dependencies.admin(context).audit
         let requested = try Validation.raveID(request.userId, field: "user_id")
         let reason = try Validation.reason(request.reason)
         let now = dependencies.clock()
@@ -37,7 +37,7 @@ extension AdminHandlers {
                 userID: account, keeping: nil, reason: "ban")
             try await AuditStore(database: transaction).append(
                 AuditEntry(
-                    actor: Self.actor(context), action: .banUser, targetUserID: account, reason: reason,
+                    actor: actor, action: .banUser, targetUserID: account, reason: reason,
                     before: Bans.state(before, at: now),
                     after: Bans.state(ban, at: now, requested: requested == account ? nil : requested)),
                 at: now)
@@ -54,7 +54,7 @@ extension AdminHandlers {
     func unbanUser(
         _ request: IdentityV1.UnbanUserRequest, context: RequestContext
     ) async throws -> IdentityV1.UnbanUserResponse {
-        _ = try context.requireAdmin()
+        let actor = try await dependencies.admin(context).audit
         let requested = try Validation.raveID(request.userId, field: "user_id")
         let reason = try Validation.reason(request.reason)
         let now = dependencies.clock()
@@ -65,7 +65,7 @@ extension AdminHandlers {
             try await bans.lift(account)
             try await AuditStore(database: transaction).append(
                 AuditEntry(
-                    actor: Self.actor(context), action: .unbanUser, targetUserID: account, reason: reason,
+                    actor: actor, action: .unbanUser, targetUserID: account, reason: reason,
                     before: Bans.state(before, at: now),
                     after: Bans.state(nil, at: now, requested: requested == account ? nil : requested)),
                 at: now)
@@ -77,7 +77,7 @@ extension AdminHandlers {
     func listAuditEvents(
         _ request: IdentityV1.ListAuditEventsRequest, context: RequestContext
     ) async throws -> IdentityV1.ListAuditEventsResponse {
-        _ = try context.requireAdmin()
+        _ = try await dependencies.admin(context)
         let limit = try RequestLimits.auditPageSize.check(request.pageSize, orThrow: IdentityError.invalidArgument)
         var filter = AuditStore.Filter()
         if !request.targetUserId.isEmpty {
@@ -85,10 +85,26 @@ extension AdminHandlers {
         }
         switch request.action {
         case .unspecified: break
-        case .banUser, .unbanUser: filter.action = request.action
         case .unrecognized(let value):
             throw IdentityError.invalidArgument(
-                "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER or unspecified, got \(value)")
+                "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER, AUDIT_ACTION_CREATE_OPERATOR, "
+                    + "AUDIT_ACTION_SET_OPERATOR_ROLE, AUDIT_ACTION_DISABLE_OPERATOR, AUDIT_ACTION_ADMIN_CALL or "
+                    + "unspecified, got \(value)")
+        default: filter.action = request.action
+        }
+        switch request.actorKind {
+        case .unspecified: break
+        case .unrecognized(let value):
+            throw IdentityError.invalidArgument(
+                "actor_kind must be AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE, AUDIT_ACTOR_KIND_OPERATOR or unspecified, "
+                    + "got \(value)")
+        default: filter.actorKind = request.actorKind
+        }
+        if !request.operatorId.isEmpty {
+            filter.operatorID = try Validation.raveID(request.operatorId, field: "operator_id")
+        }
+        if !request.method.isEmpty {
+            filter.method = try Validation.text(request.method, field: "method", maximum: 200)
         }
         for (field, value) in [("since_unix_ms", request.sinceUnixMs), ("before_unix_ms", request.beforeUnixMs)]
         where value < 0 {
@@ -112,11 +128,5 @@ extension AdminHandlers {
         let page = Array(events.prefix(limit))
         return IdentityV1.ListAuditEventsResponse(
             events: page, nextPageToken: events.count > limit ? page.last?.eventId ?? "" : "")
-    }
-
-    /// Who acts: the admin certificate's common name, which the gateway passes in `rave-caller-admin`.
-    static func actor(_ context: RequestContext) -> String {
-        let name = context.metadata[MetadataKey.callerAdmin] ?? ""
-        return name.isEmpty ? "unnamed admin certificate" : String(name.unicodeScalars.prefix(256))
     }
 }

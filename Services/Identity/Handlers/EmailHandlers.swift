@@ -232,7 +232,7 @@ extension AdminHandlers {
     func setMailTemplate(
         _ request: IdentityV1.SetMailTemplateRequest, context: RequestContext
     ) async throws -> IdentityV1.SetMailTemplateResponse {
-        _ = try context.requireAdmin()
+        let actor = try await dependencies.admin(context)
         let appID = try Validation.raveID(request.appId, field: "app_id")
         guard let kind = IdentityMail.Kind(request.kind) else {
             throw IdentityError.invalidArgument("kind must be MAIL_KIND_VERIFY_EMAIL or MAIL_KIND_PASSWORD_RESET")
@@ -240,7 +240,7 @@ extension AdminHandlers {
         guard let language = try IdentityMail.languages(request.language).first, !request.language.isEmpty else {
             throw IdentityError.invalidArgument("language is required (BCP 47, e.g. \"en\" or \"pt-BR\")")
         }
-        _ = try await dependencies.applications.application(appID)
+        try actor.requirePublisher(try await dependencies.applications.application(appID).publisherID)
         var text: (subject: String, body: String)?
         if !request.subject.isEmpty || !request.body.isEmpty {
             let subject = try Validation.text(request.subject, field: "subject", maximum: 200)

@@ -14,6 +14,11 @@ enum SecretSealing {
     /// The associated data of a TOTP secret: its user's id.
     static func totpContext(_ userID: RaveID) -> [UInt8] { Array("rave.identity.two_factor:\(userID.hex)".utf8) }
 
+    /// The associated data of an operator's TOTP secret: the operator's id.
+    static func operatorTOTPContext(_ operatorID: RaveID) -> [UInt8] {
+        Array("rave.identity.operators:\(operatorID.hex)".utf8)
+    }
+
     /// What a pass sealed or re-sealed.
     struct Report: Sendable, Hashable {
         var signingKeys = 0

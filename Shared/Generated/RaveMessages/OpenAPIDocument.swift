@@ -5188,6 +5188,382 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.Identity/IssueUnbackedToken"
           }
         },
+        "/v1/rave.identity.v1.Identity/OperatorEnroll": {
+          "post": {
+            "operationId": "Identity_OperatorEnroll",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Operator accounts (docs/identity.md \"Operators\"); these need no token.",
+            "description": "Operator accounts (docs/identity.md \"Operators\"); these need no token.\nSets an operator's password with the enrolment code CreateOperator returned, and returns a new TOTP secret once;\nthe account is enrolled by its first OperatorLogin. Until then the code may be used again (each use replaces the\npassword and the secret).\n\nNo credential needed. A valid access token, when sent, is passed on (a guest signing in is upgraded). The protocol's method `rave.identity.v1.Identity/OperatorEnroll`.",
+            "security": [
+              {},
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.OperatorEnrollRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.OperatorEnrollRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.OperatorEnrollRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.OperatorEnrollResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.OperatorEnrollResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.OperatorEnrollResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/OperatorEnroll"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/OperatorLogin": {
+          "post": {
+            "operationId": "Identity_OperatorLogin",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Email + password + TOTP code (all three mandatory): a short-lived operator access token and a refresh token.",
+            "description": "Email + password + TOTP code (all three mandatory): a short-lived operator access token and a refresh token.\n\nNo credential needed. A valid access token, when sent, is passed on (a guest signing in is upgraded). The protocol's method `rave.identity.v1.Identity/OperatorLogin`.",
+            "security": [
+              {},
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.OperatorLoginRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.OperatorLoginRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.OperatorLoginRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.OperatorSessionTokens` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.OperatorSessionTokens"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.OperatorSessionTokens` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/OperatorLogin"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/OperatorRefresh": {
+          "post": {
+            "operationId": "Identity_OperatorRefresh",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Exchanges an operator refresh token for new tokens, within the session's idle and absolute limits.",
+            "description": "Exchanges an operator refresh token for new tokens, within the session's idle and absolute limits.\n\nNo credential needed. A valid access token, when sent, is passed on (a guest signing in is upgraded). The protocol's method `rave.identity.v1.Identity/OperatorRefresh`.",
+            "security": [
+              {},
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.OperatorRefreshRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.OperatorRefreshRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.OperatorRefreshRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.OperatorSessionTokens` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.OperatorSessionTokens"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.OperatorSessionTokens` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/OperatorRefresh"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/OperatorLogout": {
+          "post": {
+            "operationId": "Identity_OperatorLogout",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Ends the operator session the refresh token belongs to.",
+            "description": "Ends the operator session the refresh token belongs to.\n\nNo credential needed. A valid access token, when sent, is passed on (a guest signing in is upgraded). The protocol's method `rave.identity.v1.Identity/OperatorLogout`.",
+            "security": [
+              {},
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.OperatorLogoutRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.OperatorLogoutRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.OperatorLogoutRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.OperatorLogoutResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.OperatorLogoutResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.OperatorLogoutResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/OperatorLogout"
+          }
+        },
         "/v1/rave.identity.v1.IdentityAdmin/CreatePublisher": {
           "post": {
             "operationId": "IdentityAdmin_CreatePublisher",
@@ -6203,6 +6579,378 @@ private let openAPIDocumentText = #"""
               }
             },
             "x-rave-method": "rave.identity.v1.IdentityAdmin/SetMailTemplate"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/CreateOperator": {
+          "post": {
+            "operationId": "IdentityAdmin_CreateOperator",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Creates an operator account; returns the single-use enrolment code its holder enrols with (OperatorEnroll).",
+            "description": "Creates an operator account; returns the single-use enrolment code its holder enrols with (OperatorEnroll).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/CreateOperator`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.CreateOperatorRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.CreateOperatorRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.CreateOperatorRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.CreateOperatorResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.CreateOperatorResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.CreateOperatorResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/CreateOperator"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/ListOperators": {
+          "post": {
+            "operationId": "IdentityAdmin_ListOperators",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Operator accounts, in the caller's publisher scope.",
+            "description": "Operator accounts, in the caller's publisher scope.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListOperators`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ListOperatorsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ListOperatorsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ListOperatorsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ListOperatorsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ListOperatorsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ListOperatorsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ListOperators"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/SetOperatorRole": {
+          "post": {
+            "operationId": "IdentityAdmin_SetOperatorRole",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Changes an operator's role and publisher scope; every session of the operator ends.",
+            "description": "Changes an operator's role and publisher scope; every session of the operator ends.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/SetOperatorRole`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.SetOperatorRoleRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.SetOperatorRoleRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.SetOperatorRoleRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.SetOperatorRoleResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.SetOperatorRoleResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.SetOperatorRoleResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/SetOperatorRole"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/DisableOperator": {
+          "post": {
+            "operationId": "IdentityAdmin_DisableOperator",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Disables an operator for good: every session ends at once and every login is refused.",
+            "description": "Disables an operator for good: every session ends at once and every login is refused.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/DisableOperator`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.DisableOperatorRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.DisableOperatorRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.DisableOperatorRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.DisableOperatorResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.DisableOperatorResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.DisableOperatorResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/DisableOperator"
           }
         },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
@@ -13219,19 +13967,24 @@ private let openAPIDocumentText = #"""
           },
           "rave.identity.v1.AuditAction": {
             "type": "string",
-            "description": "What an operator did.",
+            "description": "What an operator did.\n\n- `AUDIT_ACTION_ADMIN_CALL`: An admin write the gateway recorded for the service that serves it (`method` names it).",
             "enum": [
               "AUDIT_ACTION_UNSPECIFIED",
               "AUDIT_ACTION_BAN_USER",
-              "AUDIT_ACTION_UNBAN_USER"
+              "AUDIT_ACTION_UNBAN_USER",
+              "AUDIT_ACTION_CREATE_OPERATOR",
+              "AUDIT_ACTION_SET_OPERATOR_ROLE",
+              "AUDIT_ACTION_DISABLE_OPERATOR",
+              "AUDIT_ACTION_ADMIN_CALL"
             ]
           },
           "rave.identity.v1.AuditActorKind": {
             "type": "string",
-            "description": "Who did it.\n\n- `AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE`: The admin client certificate; `actor` is its common name.",
+            "description": "Who did it.\n\n- `AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE`: The admin client certificate; `actor` is its common name.\n- `AUDIT_ACTOR_KIND_OPERATOR`: An operator account; `actor` is its email, `operator_id` its id.",
             "enum": [
               "AUDIT_ACTOR_KIND_UNSPECIFIED",
-              "AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE"
+              "AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE",
+              "AUDIT_ACTOR_KIND_OPERATOR"
             ]
           },
           "rave.identity.v1.AuditEvent": {
@@ -13272,6 +14025,36 @@ private let openAPIDocumentText = #"""
               },
               "afterJson": {
                 "type": "string"
+              },
+              "operatorId": {
+                "type": "string",
+                "description": "The operator who acted (actor kind operator)."
+              },
+              "method": {
+                "type": "string",
+                "description": "The method called (\"rave.wallet.v1.WalletAdmin/Deposit\")."
+              },
+              "requestJson": {
+                "type": "string",
+                "description": "The request as JSON with secrets redacted (\"{}\" when the service recorded before and after instead)."
+              },
+              "finished": {
+                "type": "boolean",
+                "description": "The outcome: set when the call's status is known (always for entries a service wrote in the change's own\ntransaction, which exist only when it succeeded)."
+              },
+              "statusCode": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": -2147483648,
+                "maximum": 2147483647,
+                "description": "The call's status code (0 OK) and message, when finished."
+              },
+              "statusMessage": {
+                "type": "string"
+              },
+              "targetOperatorId": {
+                "type": "string",
+                "description": "The operator account acted on (operator actions)."
               }
             },
             "additionalProperties": false
@@ -13516,6 +14299,52 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.CreateOperatorRequest": {
+            "type": "object",
+            "properties": {
+              "email": {
+                "type": "string",
+                "description": "The login email; unique without case."
+              },
+              "role": {
+                "$ref": "#/components/schemas/rave.identity.v1.OperatorRole"
+              },
+              "publisherId": {
+                "type": "string",
+                "description": "The publisher the operator acts for; empty together with `all_publishers` (owners only)."
+              },
+              "allPublishers": {
+                "type": "boolean"
+              },
+              "reason": {
+                "type": "string",
+                "description": "For the audit log; 1…500 characters."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.CreateOperatorResponse": {
+            "type": "object",
+            "properties": {
+              "account": {
+                "$ref": "#/components/schemas/rave.identity.v1.Operator"
+              },
+              "enrolmentCode": {
+                "type": "string",
+                "description": "Give it to the operator, over a channel you trust: it sets the password (OperatorEnroll). Shown once."
+              },
+              "enrolmentExpiresAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "A 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.CreatePublisherRequest": {
             "type": "object",
             "properties": {
@@ -13580,6 +14409,33 @@ private let openAPIDocumentText = #"""
               },
               "platform": {
                 "type": "string"
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.DisableOperatorRequest": {
+            "type": "object",
+            "properties": {
+              "operatorId": {
+                "type": "string"
+              },
+              "reason": {
+                "type": "string",
+                "description": "For the audit log; 1…500 characters."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.DisableOperatorResponse": {
+            "type": "object",
+            "properties": {
+              "account": {
+                "$ref": "#/components/schemas/rave.identity.v1.Operator"
+              },
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295
               }
             },
             "additionalProperties": false
@@ -13891,6 +14747,18 @@ private let openAPIDocumentText = #"""
               "pageToken": {
                 "type": "string",
                 "description": "From the previous page's next_page_token; empty for the first page."
+              },
+              "actorKind": {
+                "$ref": "#/components/schemas/rave.identity.v1.AuditActorKind",
+                "description": "Only events by this kind of actor; unspecified for every actor."
+              },
+              "operatorId": {
+                "type": "string",
+                "description": "Only events by this operator."
+              },
+              "method": {
+                "type": "string",
+                "description": "Only events of this method."
               }
             },
             "additionalProperties": false
@@ -13924,6 +14792,23 @@ private let openAPIDocumentText = #"""
                 "items": {
                   "$ref": "#/components/schemas/rave.identity.v1.Device"
                 }
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListOperatorsRequest": {
+            "type": "object",
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListOperatorsResponse": {
+            "type": "object",
+            "properties": {
+              "operators": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.identity.v1.Operator"
+                },
+                "description": "By email."
               }
             },
             "additionalProperties": false
@@ -14097,6 +14982,166 @@ private let openAPIDocumentText = #"""
               "MERGE_STATE_PENDING",
               "MERGE_STATE_COMPLETED"
             ]
+          },
+          "rave.identity.v1.Operator": {
+            "type": "object",
+            "description": "An operator account as operators see it (never a secret).",
+            "properties": {
+              "operatorId": {
+                "type": "string"
+              },
+              "email": {
+                "type": "string"
+              },
+              "role": {
+                "$ref": "#/components/schemas/rave.identity.v1.OperatorRole"
+              },
+              "publisherId": {
+                "type": "string",
+                "description": "The publisher the operator acts for; empty when `all_publishers`."
+              },
+              "allPublishers": {
+                "type": "boolean",
+                "description": "Only an owner may act for every publisher."
+              },
+              "enrolled": {
+                "type": "boolean",
+                "description": "The operator has logged in once with password and TOTP code."
+              },
+              "disabled": {
+                "type": "boolean"
+              },
+              "createdAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "A 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.OperatorEnrollRequest": {
+            "type": "object",
+            "properties": {
+              "enrolmentCode": {
+                "type": "string",
+                "description": "From CreateOperator."
+              },
+              "password": {
+                "type": "string",
+                "description": "12…128 characters."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.OperatorEnrollResponse": {
+            "type": "object",
+            "properties": {
+              "operatorId": {
+                "type": "string"
+              },
+              "email": {
+                "type": "string"
+              },
+              "totpSecret": {
+                "type": "string",
+                "description": "The TOTP secret in base32 and as an otpauth:// URL for an authenticator app; shown this once."
+              },
+              "otpauthUrl": {
+                "type": "string"
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.OperatorLoginRequest": {
+            "type": "object",
+            "properties": {
+              "email": {
+                "type": "string"
+              },
+              "password": {
+                "type": "string"
+              },
+              "totpCode": {
+                "type": "string",
+                "description": "The authenticator's current 6-digit code."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.OperatorLogoutRequest": {
+            "type": "object",
+            "properties": {
+              "refreshToken": {
+                "type": "string"
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.OperatorLogoutResponse": {
+            "type": "object",
+            "additionalProperties": false
+          },
+          "rave.identity.v1.OperatorRefreshRequest": {
+            "type": "object",
+            "properties": {
+              "refreshToken": {
+                "type": "string"
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.OperatorRole": {
+            "type": "string",
+            "description": "What an operator may do, each role including the ones before it.\n\n- `OPERATOR_ROLE_VIEWER`: Reads only.\n- `OPERATOR_ROLE_SUPPORT`: Player support: bans, sessions, two-factor resets.\n- `OPERATOR_ROLE_OPERATOR`: Game content and money: leaderboards, achievements, gift types, push templates, wallet games and funds.\n- `OPERATOR_ROLE_OWNER`: Publishers, applications and operators.",
+            "enum": [
+              "OPERATOR_ROLE_UNSPECIFIED",
+              "OPERATOR_ROLE_VIEWER",
+              "OPERATOR_ROLE_SUPPORT",
+              "OPERATOR_ROLE_OPERATOR",
+              "OPERATOR_ROLE_OWNER"
+            ]
+          },
+          "rave.identity.v1.OperatorSessionTokens": {
+            "type": "object",
+            "description": "An operator session's tokens: `access_token` goes in \"authorization: Bearer …\" of admin calls.",
+            "properties": {
+              "accessToken": {
+                "type": "string"
+              },
+              "accessTokenExpiresAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "A 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "refreshToken": {
+                "type": "string",
+                "description": "Single use: every refresh returns a new one; a used one ends the session."
+              },
+              "sessionId": {
+                "type": "string"
+              },
+              "sessionExpiresAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "The session ends then whatever its use (absolute limit).\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "account": {
+                "$ref": "#/components/schemas/rave.identity.v1.Operator"
+              }
+            },
+            "additionalProperties": false
           },
           "rave.identity.v1.Provider": {
             "type": "string",
@@ -14354,6 +15399,43 @@ private let openAPIDocumentText = #"""
           },
           "rave.identity.v1.SetMailTemplateResponse": {
             "type": "object",
+            "additionalProperties": false
+          },
+          "rave.identity.v1.SetOperatorRoleRequest": {
+            "type": "object",
+            "properties": {
+              "operatorId": {
+                "type": "string"
+              },
+              "role": {
+                "$ref": "#/components/schemas/rave.identity.v1.OperatorRole"
+              },
+              "publisherId": {
+                "type": "string"
+              },
+              "allPublishers": {
+                "type": "boolean"
+              },
+              "reason": {
+                "type": "string",
+                "description": "For the audit log; 1…500 characters."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.SetOperatorRoleResponse": {
+            "type": "object",
+            "properties": {
+              "account": {
+                "$ref": "#/components/schemas/rave.identity.v1.Operator"
+              },
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "The operator's sessions that ended (a new login carries the new role)."
+              }
+            },
             "additionalProperties": false
           },
           "rave.identity.v1.SignUpData": {

@@ -38,6 +38,11 @@ extension IdentityV1 {
         case unspecified  // AUDIT_ACTION_UNSPECIFIED = 0
         case banUser  // AUDIT_ACTION_BAN_USER = 1
         case unbanUser  // AUDIT_ACTION_UNBAN_USER = 2
+        case createOperator  // AUDIT_ACTION_CREATE_OPERATOR = 3
+        case setOperatorRole  // AUDIT_ACTION_SET_OPERATOR_ROLE = 4
+        case disableOperator  // AUDIT_ACTION_DISABLE_OPERATOR = 5
+        /// An admin write the gateway recorded for the service that serves it (`method` names it).
+        case adminCall  // AUDIT_ACTION_ADMIN_CALL = 6
         /// A value this build does not know; kept so that it survives decoding and re-encoding.
         case unrecognized(Int32)
 
@@ -46,6 +51,10 @@ extension IdentityV1 {
             case 0: self = .unspecified
             case 1: self = .banUser
             case 2: self = .unbanUser
+            case 3: self = .createOperator
+            case 4: self = .setOperatorRole
+            case 5: self = .disableOperator
+            case 6: self = .adminCall
             default: self = .unrecognized(rawValue)
             }
         }
@@ -55,6 +64,10 @@ extension IdentityV1 {
             case .unspecified: 0
             case .banUser: 1
             case .unbanUser: 2
+            case .createOperator: 3
+            case .setOperatorRole: 4
+            case .disableOperator: 5
+            case .adminCall: 6
             case .unrecognized(let value): value
             }
         }
@@ -65,6 +78,8 @@ extension IdentityV1 {
         case unspecified  // AUDIT_ACTOR_KIND_UNSPECIFIED = 0
         /// The admin client certificate; `actor` is its common name.
         case adminCertificate  // AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE = 1
+        /// An operator account; `actor` is its email, `operator_id` its id.
+        case `operator`  // AUDIT_ACTOR_KIND_OPERATOR = 2
         /// A value this build does not know; kept so that it survives decoding and re-encoding.
         case unrecognized(Int32)
 
@@ -72,6 +87,7 @@ extension IdentityV1 {
             switch rawValue {
             case 0: self = .unspecified
             case 1: self = .adminCertificate
+            case 2: self = .`operator`
             default: self = .unrecognized(rawValue)
             }
         }
@@ -80,6 +96,7 @@ extension IdentityV1 {
             switch self {
             case .unspecified: 0
             case .adminCertificate: 1
+            case .`operator`: 2
             case .unrecognized(let value): value
             }
         }
@@ -108,6 +125,43 @@ extension IdentityV1 {
             case .unspecified: 0
             case .verifyEmail: 1
             case .passwordReset: 2
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
+    /// What an operator may do, each role including the ones before it.
+    public enum OperatorRole: ProtoEnum {
+        case unspecified  // OPERATOR_ROLE_UNSPECIFIED = 0
+        /// Reads only.
+        case viewer  // OPERATOR_ROLE_VIEWER = 1
+        /// Player support: bans, sessions, two-factor resets.
+        case support  // OPERATOR_ROLE_SUPPORT = 2
+        /// Game content and money: leaderboards, achievements, gift types, push templates, wallet games and funds.
+        case `operator`  // OPERATOR_ROLE_OPERATOR = 3
+        /// Publishers, applications and operators.
+        case owner  // OPERATOR_ROLE_OWNER = 4
+        /// A value this build does not know; kept so that it survives decoding and re-encoding.
+        case unrecognized(Int32)
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .viewer
+            case 2: self = .support
+            case 3: self = .`operator`
+            case 4: self = .owner
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .viewer: 1
+            case .support: 2
+            case .`operator`: 3
+            case .owner: 4
             case .unrecognized(let value): value
             }
         }
@@ -1351,6 +1405,27 @@ extension IdentityV1 {
 
         public var afterJson: String = ""
 
+        /// The operator who acted (actor kind operator).
+        public var operatorId: String = ""
+
+        /// The method called ("rave.wallet.v1.WalletAdmin/Deposit").
+        public var method: String = ""
+
+        /// The request as JSON with secrets redacted ("{}" when the service recorded before and after instead).
+        public var requestJson: String = ""
+
+        /// The outcome: set when the call's status is known (always for entries a service wrote in the change's own
+        /// transaction, which exist only when it succeeded).
+        public var finished: Bool = false
+
+        /// The call's status code (0 OK) and message, when finished.
+        public var statusCode: Int32 = 0
+
+        public var statusMessage: String = ""
+
+        /// The operator account acted on (operator actions).
+        public var targetOperatorId: String = ""
+
         /// A message with every field at its default.
         public init() {}
 
@@ -1358,7 +1433,9 @@ extension IdentityV1 {
         public init(
             eventId: String = "", occurredAtUnixMs: Int64 = 0, actorKind: IdentityV1.AuditActorKind = .unspecified,
             actor: String = "", action: IdentityV1.AuditAction = .unspecified, targetUserId: String = "",
-            reason: String = "", beforeJson: String = "", afterJson: String = ""
+            reason: String = "", beforeJson: String = "", afterJson: String = "", operatorId: String = "",
+            method: String = "", requestJson: String = "", finished: Bool = false, statusCode: Int32 = 0,
+            statusMessage: String = "", targetOperatorId: String = ""
         ) {
             self.eventId = eventId
             self.occurredAtUnixMs = occurredAtUnixMs
@@ -1369,6 +1446,13 @@ extension IdentityV1 {
             self.reason = reason
             self.beforeJson = beforeJson
             self.afterJson = afterJson
+            self.operatorId = operatorId
+            self.method = method
+            self.requestJson = requestJson
+            self.finished = finished
+            self.statusCode = statusCode
+            self.statusMessage = statusMessage
+            self.targetOperatorId = targetOperatorId
         }
     }
 
@@ -1393,13 +1477,23 @@ extension IdentityV1 {
         /// From the previous page's next_page_token; empty for the first page.
         public var pageToken: String = ""
 
+        /// Only events by this kind of actor; unspecified for every actor.
+        public var actorKind: IdentityV1.AuditActorKind = .unspecified
+
+        /// Only events by this operator.
+        public var operatorId: String = ""
+
+        /// Only events of this method.
+        public var method: String = ""
+
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given fields; the others keep their defaults.
         public init(
             targetUserId: String = "", action: IdentityV1.AuditAction = .unspecified, sinceUnixMs: Int64 = 0,
-            beforeUnixMs: Int64 = 0, pageSize: UInt32 = 0, pageToken: String = ""
+            beforeUnixMs: Int64 = 0, pageSize: UInt32 = 0, pageToken: String = "",
+            actorKind: IdentityV1.AuditActorKind = .unspecified, operatorId: String = "", method: String = ""
         ) {
             self.targetUserId = targetUserId
             self.action = action
@@ -1407,6 +1501,9 @@ extension IdentityV1 {
             self.beforeUnixMs = beforeUnixMs
             self.pageSize = pageSize
             self.pageToken = pageToken
+            self.actorKind = actorKind
+            self.operatorId = operatorId
+            self.method = method
         }
     }
 
@@ -1894,6 +1991,420 @@ extension IdentityV1 {
 
     public struct SetMailTemplateResponse: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.identity.v1.SetMailTemplateResponse"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    /// An operator account as operators see it (never a secret).
+    public struct Operator: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.Operator"
+
+        public var operatorId: String = ""
+
+        public var email: String = ""
+
+        public var role: IdentityV1.OperatorRole = .unspecified
+
+        /// The publisher the operator acts for; empty when `all_publishers`.
+        public var publisherId: String = ""
+
+        /// Only an owner may act for every publisher.
+        public var allPublishers: Bool = false
+
+        /// The operator has logged in once with password and TOTP code.
+        public var enrolled: Bool = false
+
+        public var disabled: Bool = false
+
+        public var createdAtUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            operatorId: String = "", email: String = "", role: IdentityV1.OperatorRole = .unspecified,
+            publisherId: String = "", allPublishers: Bool = false, enrolled: Bool = false, disabled: Bool = false,
+            createdAtUnixMs: Int64 = 0
+        ) {
+            self.operatorId = operatorId
+            self.email = email
+            self.role = role
+            self.publisherId = publisherId
+            self.allPublishers = allPublishers
+            self.enrolled = enrolled
+            self.disabled = disabled
+            self.createdAtUnixMs = createdAtUnixMs
+        }
+    }
+
+    public struct CreateOperatorRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.CreateOperatorRequest"
+
+        /// The login email; unique without case.
+        public var email: String = ""
+
+        public var role: IdentityV1.OperatorRole = .unspecified
+
+        /// The publisher the operator acts for; empty together with `all_publishers` (owners only).
+        public var publisherId: String = ""
+
+        public var allPublishers: Bool = false
+
+        /// For the audit log; 1…500 characters.
+        public var reason: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            email: String = "", role: IdentityV1.OperatorRole = .unspecified, publisherId: String = "",
+            allPublishers: Bool = false, reason: String = ""
+        ) {
+            self.email = email
+            self.role = role
+            self.publisherId = publisherId
+            self.allPublishers = allPublishers
+            self.reason = reason
+        }
+    }
+
+    public struct CreateOperatorResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.CreateOperatorResponse"
+
+        public var account: IdentityV1.Operator? = nil
+
+        /// Give it to the operator, over a channel you trust: it sets the password (OperatorEnroll). Shown once.
+        public var enrolmentCode: String = ""
+
+        public var enrolmentExpiresAtUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            account: IdentityV1.Operator? = nil, enrolmentCode: String = "", enrolmentExpiresAtUnixMs: Int64 = 0
+        ) {
+            self.account = account
+            self.enrolmentCode = enrolmentCode
+            self.enrolmentExpiresAtUnixMs = enrolmentExpiresAtUnixMs
+        }
+    }
+
+    public struct ListOperatorsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListOperatorsRequest"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct ListOperatorsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListOperatorsResponse"
+
+        /// By email.
+        public var operators: [IdentityV1.Operator] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(operators: [IdentityV1.Operator] = []) {
+            self.operators = operators
+        }
+    }
+
+    public struct SetOperatorRoleRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.SetOperatorRoleRequest"
+
+        public var operatorId: String = ""
+
+        public var role: IdentityV1.OperatorRole = .unspecified
+
+        public var publisherId: String = ""
+
+        public var allPublishers: Bool = false
+
+        /// For the audit log; 1…500 characters.
+        public var reason: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            operatorId: String = "", role: IdentityV1.OperatorRole = .unspecified, publisherId: String = "",
+            allPublishers: Bool = false, reason: String = ""
+        ) {
+            self.operatorId = operatorId
+            self.role = role
+            self.publisherId = publisherId
+            self.allPublishers = allPublishers
+            self.reason = reason
+        }
+    }
+
+    public struct SetOperatorRoleResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.SetOperatorRoleResponse"
+
+        public var account: IdentityV1.Operator? = nil
+
+        /// The operator's sessions that ended (a new login carries the new role).
+        public var revokedSessions: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(account: IdentityV1.Operator? = nil, revokedSessions: UInt32 = 0) {
+            self.account = account
+            self.revokedSessions = revokedSessions
+        }
+    }
+
+    public struct DisableOperatorRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.DisableOperatorRequest"
+
+        public var operatorId: String = ""
+
+        /// For the audit log; 1…500 characters.
+        public var reason: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(operatorId: String = "", reason: String = "") {
+            self.operatorId = operatorId
+            self.reason = reason
+        }
+    }
+
+    public struct DisableOperatorResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.DisableOperatorResponse"
+
+        public var account: IdentityV1.Operator? = nil
+
+        public var revokedSessions: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(account: IdentityV1.Operator? = nil, revokedSessions: UInt32 = 0) {
+            self.account = account
+            self.revokedSessions = revokedSessions
+        }
+    }
+
+    public struct OperatorEnrollRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.OperatorEnrollRequest"
+
+        /// From CreateOperator.
+        public var enrolmentCode: String = ""
+
+        /// 12…128 characters.
+        public var password: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(enrolmentCode: String = "", password: String = "") {
+            self.enrolmentCode = enrolmentCode
+            self.password = password
+        }
+    }
+
+    public struct OperatorEnrollResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.OperatorEnrollResponse"
+
+        public var operatorId: String = ""
+
+        public var email: String = ""
+
+        /// The TOTP secret in base32 and as an otpauth:// URL for an authenticator app; shown this once.
+        public var totpSecret: String = ""
+
+        public var otpauthUrl: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(operatorId: String = "", email: String = "", totpSecret: String = "", otpauthUrl: String = "") {
+            self.operatorId = operatorId
+            self.email = email
+            self.totpSecret = totpSecret
+            self.otpauthUrl = otpauthUrl
+        }
+    }
+
+    public struct OperatorLoginRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.OperatorLoginRequest"
+
+        public var email: String = ""
+
+        public var password: String = ""
+
+        /// The authenticator's current 6-digit code.
+        public var totpCode: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(email: String = "", password: String = "", totpCode: String = "") {
+            self.email = email
+            self.password = password
+            self.totpCode = totpCode
+        }
+    }
+
+    public struct OperatorRefreshRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.OperatorRefreshRequest"
+
+        public var refreshToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(refreshToken: String = "") {
+            self.refreshToken = refreshToken
+        }
+    }
+
+    public struct OperatorLogoutRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.OperatorLogoutRequest"
+
+        public var refreshToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(refreshToken: String = "") {
+            self.refreshToken = refreshToken
+        }
+    }
+
+    public struct OperatorLogoutResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.OperatorLogoutResponse"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    /// An operator session's tokens: `access_token` goes in "authorization: Bearer …" of admin calls.
+    public struct OperatorSessionTokens: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.OperatorSessionTokens"
+
+        public var accessToken: String = ""
+
+        public var accessTokenExpiresAtUnixMs: Int64 = 0
+
+        /// Single use: every refresh returns a new one; a used one ends the session.
+        public var refreshToken: String = ""
+
+        public var sessionId: String = ""
+
+        /// The session ends then whatever its use (absolute limit).
+        public var sessionExpiresAtUnixMs: Int64 = 0
+
+        public var account: IdentityV1.Operator? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            accessToken: String = "", accessTokenExpiresAtUnixMs: Int64 = 0, refreshToken: String = "",
+            sessionId: String = "", sessionExpiresAtUnixMs: Int64 = 0, account: IdentityV1.Operator? = nil
+        ) {
+            self.accessToken = accessToken
+            self.accessTokenExpiresAtUnixMs = accessTokenExpiresAtUnixMs
+            self.refreshToken = refreshToken
+            self.sessionId = sessionId
+            self.sessionExpiresAtUnixMs = sessionExpiresAtUnixMs
+            self.account = account
+        }
+    }
+
+    public struct BeginAdminCallRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.BeginAdminCallRequest"
+
+        public var method: String = ""
+
+        public var actorKind: IdentityV1.AuditActorKind = .unspecified
+
+        /// The admin certificate's common name (actor kind admin certificate).
+        public var actor: String = ""
+
+        /// The operator (actor kind operator).
+        public var operatorId: String = ""
+
+        /// From the call's rave-reason metadata; empty when none was given (admin certificate only).
+        public var reason: String = ""
+
+        /// The request as JSON, secrets redacted.
+        public var requestJson: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            method: String = "", actorKind: IdentityV1.AuditActorKind = .unspecified, actor: String = "",
+            operatorId: String = "", reason: String = "", requestJson: String = ""
+        ) {
+            self.method = method
+            self.actorKind = actorKind
+            self.actor = actor
+            self.operatorId = operatorId
+            self.reason = reason
+            self.requestJson = requestJson
+        }
+    }
+
+    public struct BeginAdminCallResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.BeginAdminCallResponse"
+
+        public var eventId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(eventId: String = "") {
+            self.eventId = eventId
+        }
+    }
+
+    public struct FinishAdminCallRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.FinishAdminCallRequest"
+
+        public var eventId: String = ""
+
+        public var statusCode: Int32 = 0
+
+        public var statusMessage: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(eventId: String = "", statusCode: Int32 = 0, statusMessage: String = "") {
+            self.eventId = eventId
+            self.statusCode = statusCode
+            self.statusMessage = statusMessage
+        }
+    }
+
+    public struct FinishAdminCallResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.FinishAdminCallResponse"
 
         /// A message with every field at its default.
         public init() {}
@@ -5338,6 +5849,15 @@ extension IdentityV1.AuditEvent {
         self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
         self.beforeJson = try ProtoDecoding.string(c.before_json, field: "before_json", of: Self.protoMessageName)
         self.afterJson = try ProtoDecoding.string(c.after_json, field: "after_json", of: Self.protoMessageName)
+        self.operatorId = try ProtoDecoding.string(c.operator_id, field: "operator_id", of: Self.protoMessageName)
+        self.method = try ProtoDecoding.string(c.method, field: "method", of: Self.protoMessageName)
+        self.requestJson = try ProtoDecoding.string(c.request_json, field: "request_json", of: Self.protoMessageName)
+        self.finished = c.finished != 0
+        self.statusCode = c.status_code
+        self.statusMessage = try ProtoDecoding.string(
+            c.status_message, field: "status_message", of: Self.protoMessageName)
+        self.targetOperatorId = try ProtoDecoding.string(
+            c.target_operator_id, field: "target_operator_id", of: Self.protoMessageName)
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__AuditEvent> {
@@ -5357,6 +5877,13 @@ extension IdentityV1.AuditEvent {
         if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
         if !self.beforeJson.isEmpty { message.before_json = arena.string(self.beforeJson) }
         if !self.afterJson.isEmpty { message.after_json = arena.string(self.afterJson) }
+        if !self.operatorId.isEmpty { message.operator_id = arena.string(self.operatorId) }
+        if !self.method.isEmpty { message.method = arena.string(self.method) }
+        if !self.requestJson.isEmpty { message.request_json = arena.string(self.requestJson) }
+        message.finished = self.finished ? 1 : 0
+        message.status_code = self.statusCode
+        if !self.statusMessage.isEmpty { message.status_message = arena.string(self.statusMessage) }
+        if !self.targetOperatorId.isEmpty { message.target_operator_id = arena.string(self.targetOperatorId) }
     }
 }
 
@@ -5395,6 +5922,9 @@ extension IdentityV1.ListAuditEventsRequest {
         self.beforeUnixMs = c.before_unix_ms
         self.pageSize = c.page_size
         self.pageToken = try ProtoDecoding.string(c.page_token, field: "page_token", of: Self.protoMessageName)
+        self.actorKind = IdentityV1.AuditActorKind(rawValue: Int32(truncatingIfNeeded: c.actor_kind.rawValue))
+        self.operatorId = try ProtoDecoding.string(c.operator_id, field: "operator_id", of: Self.protoMessageName)
+        self.method = try ProtoDecoding.string(c.method, field: "method", of: Self.protoMessageName)
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListAuditEventsRequest> {
@@ -5411,6 +5941,9 @@ extension IdentityV1.ListAuditEventsRequest {
         message.before_unix_ms = self.beforeUnixMs
         message.page_size = self.pageSize
         if !self.pageToken.isEmpty { message.page_token = arena.string(self.pageToken) }
+        message.actor_kind = .init(rawValue: .init(truncatingIfNeeded: self.actorKind.rawValue))
+        if !self.operatorId.isEmpty { message.operator_id = arena.string(self.operatorId) }
+        if !self.method.isEmpty { message.method = arena.string(self.method) }
     }
 }
 
@@ -6811,5 +7344,948 @@ extension IdentityV1.SetMailTemplateResponse {
     }
 
     func protobufCFill(_ _: inout Rave__Identity__V1__SetMailTemplateResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.Operator {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__Operator()
+        rave__identity__v1__operator__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__Operator.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__Operator()
+        rave__identity__v1__operator__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__Operator>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.operatorId = try ProtoDecoding.string(c.operator_id, field: "operator_id", of: Self.protoMessageName)
+        self.email = try ProtoDecoding.string(c.email, field: "email", of: Self.protoMessageName)
+        self.role = IdentityV1.OperatorRole(rawValue: Int32(truncatingIfNeeded: c.role.rawValue))
+        self.publisherId = try ProtoDecoding.string(c.publisher_id, field: "publisher_id", of: Self.protoMessageName)
+        self.allPublishers = c.all_publishers != 0
+        self.enrolled = c.enrolled != 0
+        self.disabled = c.disabled != 0
+        self.createdAtUnixMs = c.created_at_unix_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__Operator> {
+        let message = arena.allocate(Rave__Identity__V1__Operator.self)
+        rave__identity__v1__operator__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__Operator, arena: inout ProtoArena) {
+        if !self.operatorId.isEmpty { message.operator_id = arena.string(self.operatorId) }
+        if !self.email.isEmpty { message.email = arena.string(self.email) }
+        message.role = .init(rawValue: .init(truncatingIfNeeded: self.role.rawValue))
+        if !self.publisherId.isEmpty { message.publisher_id = arena.string(self.publisherId) }
+        message.all_publishers = self.allPublishers ? 1 : 0
+        message.enrolled = self.enrolled ? 1 : 0
+        message.disabled = self.disabled ? 1 : 0
+        message.created_at_unix_ms = self.createdAtUnixMs
+    }
+}
+
+extension IdentityV1.CreateOperatorRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__CreateOperatorRequest()
+        rave__identity__v1__create_operator_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__CreateOperatorRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__CreateOperatorRequest()
+        rave__identity__v1__create_operator_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__CreateOperatorRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.email = try ProtoDecoding.string(c.email, field: "email", of: Self.protoMessageName)
+        self.role = IdentityV1.OperatorRole(rawValue: Int32(truncatingIfNeeded: c.role.rawValue))
+        self.publisherId = try ProtoDecoding.string(c.publisher_id, field: "publisher_id", of: Self.protoMessageName)
+        self.allPublishers = c.all_publishers != 0
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__CreateOperatorRequest> {
+        let message = arena.allocate(Rave__Identity__V1__CreateOperatorRequest.self)
+        rave__identity__v1__create_operator_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__CreateOperatorRequest, arena: inout ProtoArena) {
+        if !self.email.isEmpty { message.email = arena.string(self.email) }
+        message.role = .init(rawValue: .init(truncatingIfNeeded: self.role.rawValue))
+        if !self.publisherId.isEmpty { message.publisher_id = arena.string(self.publisherId) }
+        message.all_publishers = self.allPublishers ? 1 : 0
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+    }
+}
+
+extension IdentityV1.CreateOperatorResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__CreateOperatorResponse()
+        rave__identity__v1__create_operator_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__CreateOperatorResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__CreateOperatorResponse()
+        rave__identity__v1__create_operator_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__CreateOperatorResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.account { self.account = try IdentityV1.Operator(protobufC: value) }
+        self.enrolmentCode = try ProtoDecoding.string(
+            c.enrolment_code, field: "enrolment_code", of: Self.protoMessageName)
+        self.enrolmentExpiresAtUnixMs = c.enrolment_expires_at_unix_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__CreateOperatorResponse> {
+        let message = arena.allocate(Rave__Identity__V1__CreateOperatorResponse.self)
+        rave__identity__v1__create_operator_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__CreateOperatorResponse, arena: inout ProtoArena) {
+        if let value = self.account { message.account = value.protobufCMessage(arena: &arena) }
+        if !self.enrolmentCode.isEmpty { message.enrolment_code = arena.string(self.enrolmentCode) }
+        message.enrolment_expires_at_unix_ms = self.enrolmentExpiresAtUnixMs
+    }
+}
+
+extension IdentityV1.ListOperatorsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListOperatorsRequest()
+        rave__identity__v1__list_operators_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListOperatorsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListOperatorsRequest()
+        rave__identity__v1__list_operators_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__ListOperatorsRequest>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListOperatorsRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ListOperatorsRequest.self)
+        rave__identity__v1__list_operators_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__ListOperatorsRequest, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.ListOperatorsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListOperatorsResponse()
+        rave__identity__v1__list_operators_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListOperatorsResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListOperatorsResponse()
+        rave__identity__v1__list_operators_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListOperatorsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.operators = try ProtoDecoding.messages(c.operators, count: c.n_operators) {
+            element throws(ProtoDecodingError) in try IdentityV1.Operator(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListOperatorsResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ListOperatorsResponse.self)
+        rave__identity__v1__list_operators_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListOperatorsResponse, arena: inout ProtoArena) {
+        message.n_operators = self.operators.count
+        if !self.operators.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__Operator>?.self, count: self.operators.count)
+            for (index, element) in self.operators.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.operators = elements
+        }
+    }
+}
+
+extension IdentityV1.SetOperatorRoleRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__SetOperatorRoleRequest()
+        rave__identity__v1__set_operator_role_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__SetOperatorRoleRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__SetOperatorRoleRequest()
+        rave__identity__v1__set_operator_role_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__SetOperatorRoleRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.operatorId = try ProtoDecoding.string(c.operator_id, field: "operator_id", of: Self.protoMessageName)
+        self.role = IdentityV1.OperatorRole(rawValue: Int32(truncatingIfNeeded: c.role.rawValue))
+        self.publisherId = try ProtoDecoding.string(c.publisher_id, field: "publisher_id", of: Self.protoMessageName)
+        self.allPublishers = c.all_publishers != 0
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__SetOperatorRoleRequest> {
+        let message = arena.allocate(Rave__Identity__V1__SetOperatorRoleRequest.self)
+        rave__identity__v1__set_operator_role_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__SetOperatorRoleRequest, arena: inout ProtoArena) {
+        if !self.operatorId.isEmpty { message.operator_id = arena.string(self.operatorId) }
+        message.role = .init(rawValue: .init(truncatingIfNeeded: self.role.rawValue))
+        if !self.publisherId.isEmpty { message.publisher_id = arena.string(self.publisherId) }
+        message.all_publishers = self.allPublishers ? 1 : 0
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+    }
+}
+
+extension IdentityV1.SetOperatorRoleResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__SetOperatorRoleResponse()
+        rave__identity__v1__set_operator_role_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__SetOperatorRoleResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__SetOperatorRoleResponse()
+        rave__identity__v1__set_operator_role_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__SetOperatorRoleResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.account { self.account = try IdentityV1.Operator(protobufC: value) }
+        self.revokedSessions = c.revoked_sessions
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__SetOperatorRoleResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__SetOperatorRoleResponse.self)
+        rave__identity__v1__set_operator_role_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__SetOperatorRoleResponse, arena: inout ProtoArena) {
+        if let value = self.account { message.account = value.protobufCMessage(arena: &arena) }
+        message.revoked_sessions = self.revokedSessions
+    }
+}
+
+extension IdentityV1.DisableOperatorRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__DisableOperatorRequest()
+        rave__identity__v1__disable_operator_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__DisableOperatorRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__DisableOperatorRequest()
+        rave__identity__v1__disable_operator_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__DisableOperatorRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.operatorId = try ProtoDecoding.string(c.operator_id, field: "operator_id", of: Self.protoMessageName)
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__DisableOperatorRequest> {
+        let message = arena.allocate(Rave__Identity__V1__DisableOperatorRequest.self)
+        rave__identity__v1__disable_operator_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__DisableOperatorRequest, arena: inout ProtoArena) {
+        if !self.operatorId.isEmpty { message.operator_id = arena.string(self.operatorId) }
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+    }
+}
+
+extension IdentityV1.DisableOperatorResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__DisableOperatorResponse()
+        rave__identity__v1__disable_operator_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__DisableOperatorResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__DisableOperatorResponse()
+        rave__identity__v1__disable_operator_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__DisableOperatorResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.account { self.account = try IdentityV1.Operator(protobufC: value) }
+        self.revokedSessions = c.revoked_sessions
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__DisableOperatorResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__DisableOperatorResponse.self)
+        rave__identity__v1__disable_operator_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__DisableOperatorResponse, arena: inout ProtoArena) {
+        if let value = self.account { message.account = value.protobufCMessage(arena: &arena) }
+        message.revoked_sessions = self.revokedSessions
+    }
+}
+
+extension IdentityV1.OperatorEnrollRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__OperatorEnrollRequest()
+        rave__identity__v1__operator_enroll_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__OperatorEnrollRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__OperatorEnrollRequest()
+        rave__identity__v1__operator_enroll_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__OperatorEnrollRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.enrolmentCode = try ProtoDecoding.string(
+            c.enrolment_code, field: "enrolment_code", of: Self.protoMessageName)
+        self.password = try ProtoDecoding.string(c.password, field: "password", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__OperatorEnrollRequest> {
+        let message = arena.allocate(Rave__Identity__V1__OperatorEnrollRequest.self)
+        rave__identity__v1__operator_enroll_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__OperatorEnrollRequest, arena: inout ProtoArena) {
+        if !self.enrolmentCode.isEmpty { message.enrolment_code = arena.string(self.enrolmentCode) }
+        if !self.password.isEmpty { message.password = arena.string(self.password) }
+    }
+}
+
+extension IdentityV1.OperatorEnrollResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__OperatorEnrollResponse()
+        rave__identity__v1__operator_enroll_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__OperatorEnrollResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__OperatorEnrollResponse()
+        rave__identity__v1__operator_enroll_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__OperatorEnrollResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.operatorId = try ProtoDecoding.string(c.operator_id, field: "operator_id", of: Self.protoMessageName)
+        self.email = try ProtoDecoding.string(c.email, field: "email", of: Self.protoMessageName)
+        self.totpSecret = try ProtoDecoding.string(c.totp_secret, field: "totp_secret", of: Self.protoMessageName)
+        self.otpauthUrl = try ProtoDecoding.string(c.otpauth_url, field: "otpauth_url", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__OperatorEnrollResponse> {
+        let message = arena.allocate(Rave__Identity__V1__OperatorEnrollResponse.self)
+        rave__identity__v1__operator_enroll_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__OperatorEnrollResponse, arena: inout ProtoArena) {
+        if !self.operatorId.isEmpty { message.operator_id = arena.string(self.operatorId) }
+        if !self.email.isEmpty { message.email = arena.string(self.email) }
+        if !self.totpSecret.isEmpty { message.totp_secret = arena.string(self.totpSecret) }
+        if !self.otpauthUrl.isEmpty { message.otpauth_url = arena.string(self.otpauthUrl) }
+    }
+}
+
+extension IdentityV1.OperatorLoginRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__OperatorLoginRequest()
+        rave__identity__v1__operator_login_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__OperatorLoginRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__OperatorLoginRequest()
+        rave__identity__v1__operator_login_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__OperatorLoginRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.email = try ProtoDecoding.string(c.email, field: "email", of: Self.protoMessageName)
+        self.password = try ProtoDecoding.string(c.password, field: "password", of: Self.protoMessageName)
+        self.totpCode = try ProtoDecoding.string(c.totp_code, field: "totp_code", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__OperatorLoginRequest> {
+        let message = arena.allocate(Rave__Identity__V1__OperatorLoginRequest.self)
+        rave__identity__v1__operator_login_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__OperatorLoginRequest, arena: inout ProtoArena) {
+        if !self.email.isEmpty { message.email = arena.string(self.email) }
+        if !self.password.isEmpty { message.password = arena.string(self.password) }
+        if !self.totpCode.isEmpty { message.totp_code = arena.string(self.totpCode) }
+    }
+}
+
+extension IdentityV1.OperatorRefreshRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__OperatorRefreshRequest()
+        rave__identity__v1__operator_refresh_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__OperatorRefreshRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__OperatorRefreshRequest()
+        rave__identity__v1__operator_refresh_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__OperatorRefreshRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.refreshToken = try ProtoDecoding.string(c.refresh_token, field: "refresh_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__OperatorRefreshRequest> {
+        let message = arena.allocate(Rave__Identity__V1__OperatorRefreshRequest.self)
+        rave__identity__v1__operator_refresh_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__OperatorRefreshRequest, arena: inout ProtoArena) {
+        if !self.refreshToken.isEmpty { message.refresh_token = arena.string(self.refreshToken) }
+    }
+}
+
+extension IdentityV1.OperatorLogoutRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__OperatorLogoutRequest()
+        rave__identity__v1__operator_logout_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__OperatorLogoutRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__OperatorLogoutRequest()
+        rave__identity__v1__operator_logout_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__OperatorLogoutRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.refreshToken = try ProtoDecoding.string(c.refresh_token, field: "refresh_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__OperatorLogoutRequest> {
+        let message = arena.allocate(Rave__Identity__V1__OperatorLogoutRequest.self)
+        rave__identity__v1__operator_logout_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__OperatorLogoutRequest, arena: inout ProtoArena) {
+        if !self.refreshToken.isEmpty { message.refresh_token = arena.string(self.refreshToken) }
+    }
+}
+
+extension IdentityV1.OperatorLogoutResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__OperatorLogoutResponse()
+        rave__identity__v1__operator_logout_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__OperatorLogoutResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__OperatorLogoutResponse()
+        rave__identity__v1__operator_logout_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__OperatorLogoutResponse>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__OperatorLogoutResponse> {
+        let message = arena.allocate(Rave__Identity__V1__OperatorLogoutResponse.self)
+        rave__identity__v1__operator_logout_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__OperatorLogoutResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.OperatorSessionTokens {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__OperatorSessionTokens()
+        rave__identity__v1__operator_session_tokens__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__OperatorSessionTokens.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__OperatorSessionTokens()
+        rave__identity__v1__operator_session_tokens__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__OperatorSessionTokens>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.accessToken = try ProtoDecoding.string(c.access_token, field: "access_token", of: Self.protoMessageName)
+        self.accessTokenExpiresAtUnixMs = c.access_token_expires_at_unix_ms
+        self.refreshToken = try ProtoDecoding.string(c.refresh_token, field: "refresh_token", of: Self.protoMessageName)
+        self.sessionId = try ProtoDecoding.string(c.session_id, field: "session_id", of: Self.protoMessageName)
+        self.sessionExpiresAtUnixMs = c.session_expires_at_unix_ms
+        if let value = c.account { self.account = try IdentityV1.Operator(protobufC: value) }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__OperatorSessionTokens> {
+        let message = arena.allocate(Rave__Identity__V1__OperatorSessionTokens.self)
+        rave__identity__v1__operator_session_tokens__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__OperatorSessionTokens, arena: inout ProtoArena) {
+        if !self.accessToken.isEmpty { message.access_token = arena.string(self.accessToken) }
+        message.access_token_expires_at_unix_ms = self.accessTokenExpiresAtUnixMs
+        if !self.refreshToken.isEmpty { message.refresh_token = arena.string(self.refreshToken) }
+        if !self.sessionId.isEmpty { message.session_id = arena.string(self.sessionId) }
+        message.session_expires_at_unix_ms = self.sessionExpiresAtUnixMs
+        if let value = self.account { message.account = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.BeginAdminCallRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__BeginAdminCallRequest()
+        rave__identity__v1__begin_admin_call_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__BeginAdminCallRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__BeginAdminCallRequest()
+        rave__identity__v1__begin_admin_call_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__BeginAdminCallRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.method = try ProtoDecoding.string(c.method, field: "method", of: Self.protoMessageName)
+        self.actorKind = IdentityV1.AuditActorKind(rawValue: Int32(truncatingIfNeeded: c.actor_kind.rawValue))
+        self.actor = try ProtoDecoding.string(c.actor, field: "actor", of: Self.protoMessageName)
+        self.operatorId = try ProtoDecoding.string(c.operator_id, field: "operator_id", of: Self.protoMessageName)
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+        self.requestJson = try ProtoDecoding.string(c.request_json, field: "request_json", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__BeginAdminCallRequest> {
+        let message = arena.allocate(Rave__Identity__V1__BeginAdminCallRequest.self)
+        rave__identity__v1__begin_admin_call_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__BeginAdminCallRequest, arena: inout ProtoArena) {
+        if !self.method.isEmpty { message.method = arena.string(self.method) }
+        message.actor_kind = .init(rawValue: .init(truncatingIfNeeded: self.actorKind.rawValue))
+        if !self.actor.isEmpty { message.actor = arena.string(self.actor) }
+        if !self.operatorId.isEmpty { message.operator_id = arena.string(self.operatorId) }
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+        if !self.requestJson.isEmpty { message.request_json = arena.string(self.requestJson) }
+    }
+}
+
+extension IdentityV1.BeginAdminCallResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__BeginAdminCallResponse()
+        rave__identity__v1__begin_admin_call_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__BeginAdminCallResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__BeginAdminCallResponse()
+        rave__identity__v1__begin_admin_call_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__BeginAdminCallResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.eventId = try ProtoDecoding.string(c.event_id, field: "event_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__BeginAdminCallResponse> {
+        let message = arena.allocate(Rave__Identity__V1__BeginAdminCallResponse.self)
+        rave__identity__v1__begin_admin_call_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__BeginAdminCallResponse, arena: inout ProtoArena) {
+        if !self.eventId.isEmpty { message.event_id = arena.string(self.eventId) }
+    }
+}
+
+extension IdentityV1.FinishAdminCallRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__FinishAdminCallRequest()
+        rave__identity__v1__finish_admin_call_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__FinishAdminCallRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__FinishAdminCallRequest()
+        rave__identity__v1__finish_admin_call_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__FinishAdminCallRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.eventId = try ProtoDecoding.string(c.event_id, field: "event_id", of: Self.protoMessageName)
+        self.statusCode = c.status_code
+        self.statusMessage = try ProtoDecoding.string(
+            c.status_message, field: "status_message", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__FinishAdminCallRequest> {
+        let message = arena.allocate(Rave__Identity__V1__FinishAdminCallRequest.self)
+        rave__identity__v1__finish_admin_call_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__FinishAdminCallRequest, arena: inout ProtoArena) {
+        if !self.eventId.isEmpty { message.event_id = arena.string(self.eventId) }
+        message.status_code = self.statusCode
+        if !self.statusMessage.isEmpty { message.status_message = arena.string(self.statusMessage) }
+    }
+}
+
+extension IdentityV1.FinishAdminCallResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__FinishAdminCallResponse()
+        rave__identity__v1__finish_admin_call_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__FinishAdminCallResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__FinishAdminCallResponse()
+        rave__identity__v1__finish_admin_call_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__FinishAdminCallResponse>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__FinishAdminCallResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__FinishAdminCallResponse.self)
+        rave__identity__v1__finish_admin_call_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__FinishAdminCallResponse, arena _: inout ProtoArena) {
     }
 }

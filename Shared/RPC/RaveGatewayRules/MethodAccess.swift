@@ -1,7 +1,8 @@
 /// Who may call a method of Proto/ through the gateway: the one rule, read by the gateway to admit calls
 /// (`MethodRoute`) and by `rave-protogen` to write each operation's security into docs/openapi.json.
 ///
-/// It depends on the method's name alone: `<Area>Admin` services need the admin credential, `<Area>Internal`
+/// It depends on the method's name alone: `<Area>Admin` services need the admin credential (the certificate, or an
+/// operator's token whose role `AdminRoles` allows), `<Area>Internal`
 /// services and the packages of `internalAreas` are for services only, identity's login methods
 /// need no token, gifts' install service serves clients without an account, and everything else needs a player's
 /// access token.
@@ -12,7 +13,7 @@ public enum MethodAccess: String, Sendable, Hashable, CaseIterable {
     case anonymous
     /// Needs a valid access token.
     case player
-    /// Needs the admin client certificate.
+    /// Needs the admin client certificate or an operator's access token of a role `AdminRoles` allows.
     case admin
 
     /// Identity methods that create or renew a session, or recover an account whose password is lost (the player has
@@ -22,6 +23,9 @@ public enum MethodAccess: String, Sendable, Hashable, CaseIterable {
         "rave.identity.v1.Identity/LoginWithPassword", "rave.identity.v1.Identity/LoginWithProvider",
         "rave.identity.v1.Identity/CompleteTwoFactorLogin", "rave.identity.v1.Identity/RefreshSession",
         "rave.identity.v1.Identity/RequestPasswordReset", "rave.identity.v1.Identity/ResetPassword",
+        // Operator accounts enrol, log in, refresh and log out without a player's token.
+        "rave.identity.v1.Identity/OperatorEnroll", "rave.identity.v1.Identity/OperatorLogin",
+        "rave.identity.v1.Identity/OperatorRefresh", "rave.identity.v1.Identity/OperatorLogout",
     ]
 
     /// Packages whose every service is a contract between services: the merge and deletion sagas' participants and

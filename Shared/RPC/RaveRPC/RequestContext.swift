@@ -14,11 +14,19 @@ public enum MetadataKey {
     /// The name of the admin credential a call was made with (the admin client certificate's common name), set by
     /// the gateway on calls that carry the admin scope, so services can record who acted (identity's audit log).
     public static let callerAdmin = "rave-caller-admin"
+    /// The operator account an admin call was made with (its id), its role and its publisher scope (a publisher's
+    /// id, or "*" for every publisher), set by the gateway from the operator's access token.
+    public static let callerOperator = "rave-caller-operator"
+    public static let callerOperatorRole = "rave-caller-operator-role"
+    public static let callerOperatorPublisher = "rave-caller-operator-publisher"
+    /// Why an operator makes an admin write, for the audit log; sent by the client and passed on as it is.
+    public static let reason = "rave-reason"
     /// The client's IP address as the gateway saw it, for services' per-address limits.
     public static let clientAddress = "rave-client-address"
     /// Every key that asserts who calls: only the gateway may send them (`AccessPolicy.callerMetadataFrom`).
     public static let callerAssertions = [
-        callerUserID, callerAppID, callerSessionID, callerScopes, callerAdmin, clientAddress,
+        callerUserID, callerAppID, callerSessionID, callerScopes, callerAdmin, callerOperator, callerOperatorRole,
+        callerOperatorPublisher, clientAddress,
     ]
 }
 

@@ -33,7 +33,10 @@ public enum TrustModel {
     /// Internal methods with fewer callers than their block: they win over `internalCallers`.
     public static let internalMethodCallers: [String: Set<PeerRole>] = [
         // Every application's allowed web origins, for the gateway's CORS checks; no data service needs them.
-        "\(IdentityV1.IdentityInternalClient.serviceName)/ListAllowedOrigins": [.gateway]
+        "\(IdentityV1.IdentityInternalClient.serviceName)/ListAllowedOrigins": [.gateway],
+        // The audit log of admin writes the gateway records before it forwards them (docs/identity.md, "Audit log").
+        "\(IdentityV1.IdentityInternalClient.serviceName)/BeginAdminCall": [.gateway],
+        "\(IdentityV1.IdentityInternalClient.serviceName)/FinishAdminCall": [.gateway],
     ]
 
     /// The policy of every backend service's port.

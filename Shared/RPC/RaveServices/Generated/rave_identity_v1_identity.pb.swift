@@ -155,6 +155,29 @@ extension IdentityV1 {
         func issueUnbackedToken(
             _ request: IdentityV1.IssueUnbackedTokenRequest, context: RequestContext
         ) async throws -> IdentityV1.IssueUnbackedTokenResponse
+
+        /// Operator accounts (docs/identity.md "Operators"); these need no token.
+        /// Sets an operator's password with the enrolment code CreateOperator returned, and returns a new TOTP secret once;
+        /// the account is enrolled by its first OperatorLogin. Until then the code may be used again (each use replaces the
+        /// password and the secret).
+        func operatorEnroll(
+            _ request: IdentityV1.OperatorEnrollRequest, context: RequestContext
+        ) async throws -> IdentityV1.OperatorEnrollResponse
+
+        /// Email + password + TOTP code (all three mandatory): a short-lived operator access token and a refresh token.
+        func operatorLogin(
+            _ request: IdentityV1.OperatorLoginRequest, context: RequestContext
+        ) async throws -> IdentityV1.OperatorSessionTokens
+
+        /// Exchanges an operator refresh token for new tokens, within the session's idle and absolute limits.
+        func operatorRefresh(
+            _ request: IdentityV1.OperatorRefreshRequest, context: RequestContext
+        ) async throws -> IdentityV1.OperatorSessionTokens
+
+        /// Ends the operator session the refresh token belongs to.
+        func operatorLogout(
+            _ request: IdentityV1.OperatorLogoutRequest, context: RequestContext
+        ) async throws -> IdentityV1.OperatorLogoutResponse
     }
 
     /// Calls rave.identity.v1.Identity through any `RPCCaller` (a connection, a pool, the gateway).
@@ -178,6 +201,8 @@ extension IdentityV1 {
             "rave.identity.v1.Identity/VerifyEmail", "rave.identity.v1.Identity/ResendVerification",
             "rave.identity.v1.Identity/ChangeEmail", "rave.identity.v1.Identity/RequestPasswordReset",
             "rave.identity.v1.Identity/ResetPassword", "rave.identity.v1.Identity/IssueUnbackedToken",
+            "rave.identity.v1.Identity/OperatorEnroll", "rave.identity.v1.Identity/OperatorLogin",
+            "rave.identity.v1.Identity/OperatorRefresh", "rave.identity.v1.Identity/OperatorLogout",
         ]
 
         public let caller: any RPCCaller
@@ -574,6 +599,61 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Operator accounts (docs/identity.md "Operators"); these need no token.
+        /// Sets an operator's password with the enrolment code CreateOperator returned, and returns a new TOTP secret once;
+        /// the account is enrolled by its first OperatorLogin. Until then the code may be used again (each use replaces the
+        /// password and the secret).
+        public func operatorEnroll(
+            _ request: IdentityV1.OperatorEnrollRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.OperatorEnrollResponse {
+            let method = "rave.identity.v1.Identity/OperatorEnroll"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.OperatorEnrollResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Email + password + TOTP code (all three mandatory): a short-lived operator access token and a refresh token.
+        public func operatorLogin(
+            _ request: IdentityV1.OperatorLoginRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.OperatorSessionTokens {
+            let method = "rave.identity.v1.Identity/OperatorLogin"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.OperatorSessionTokens(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Exchanges an operator refresh token for new tokens, within the session's idle and absolute limits.
+        public func operatorRefresh(
+            _ request: IdentityV1.OperatorRefreshRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.OperatorSessionTokens {
+            let method = "rave.identity.v1.Identity/OperatorRefresh"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.OperatorSessionTokens(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Ends the operator session the refresh token belongs to.
+        public func operatorLogout(
+            _ request: IdentityV1.OperatorLogoutRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.OperatorLogoutResponse {
+            let method = "rave.identity.v1.Identity/OperatorLogout"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.OperatorLogoutResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -723,6 +803,25 @@ extension IdentityV1.IdentityHandler {
                     IdentityV1.IssueUnbackedTokenRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
+            RPCMethod(name: "rave.identity.v1.Identity/OperatorEnroll") { request, context in
+                try await self.operatorEnroll(
+                    IdentityV1.OperatorEnrollRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/OperatorLogin") { request, context in
+                try await self.operatorLogin(IdentityV1.OperatorLoginRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/OperatorRefresh") { request, context in
+                try await self.operatorRefresh(
+                    IdentityV1.OperatorRefreshRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/OperatorLogout") { request, context in
+                try await self.operatorLogout(
+                    IdentityV1.OperatorLogoutRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
         ]
     }
 }
@@ -781,6 +880,26 @@ extension IdentityV1 {
         func setMailTemplate(
             _ request: IdentityV1.SetMailTemplateRequest, context: RequestContext
         ) async throws -> IdentityV1.SetMailTemplateResponse
+
+        /// Creates an operator account; returns the single-use enrolment code its holder enrols with (OperatorEnroll).
+        func createOperator(
+            _ request: IdentityV1.CreateOperatorRequest, context: RequestContext
+        ) async throws -> IdentityV1.CreateOperatorResponse
+
+        /// Operator accounts, in the caller's publisher scope.
+        func listOperators(
+            _ request: IdentityV1.ListOperatorsRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListOperatorsResponse
+
+        /// Changes an operator's role and publisher scope; every session of the operator ends.
+        func setOperatorRole(
+            _ request: IdentityV1.SetOperatorRoleRequest, context: RequestContext
+        ) async throws -> IdentityV1.SetOperatorRoleResponse
+
+        /// Disables an operator for good: every session ends at once and every login is refused.
+        func disableOperator(
+            _ request: IdentityV1.DisableOperatorRequest, context: RequestContext
+        ) async throws -> IdentityV1.DisableOperatorResponse
     }
 
     /// Calls rave.identity.v1.IdentityAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -794,7 +913,9 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityAdmin/GetApplication", "rave.identity.v1.IdentityAdmin/GetMergeStatus",
             "rave.identity.v1.IdentityAdmin/GetUser", "rave.identity.v1.IdentityAdmin/BanUser",
             "rave.identity.v1.IdentityAdmin/UnbanUser", "rave.identity.v1.IdentityAdmin/ListAuditEvents",
-            "rave.identity.v1.IdentityAdmin/SetMailTemplate",
+            "rave.identity.v1.IdentityAdmin/SetMailTemplate", "rave.identity.v1.IdentityAdmin/CreateOperator",
+            "rave.identity.v1.IdentityAdmin/ListOperators", "rave.identity.v1.IdentityAdmin/SetOperatorRole",
+            "rave.identity.v1.IdentityAdmin/DisableOperator",
         ]
 
         public let caller: any RPCCaller
@@ -940,6 +1061,58 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Creates an operator account; returns the single-use enrolment code its holder enrols with (OperatorEnroll).
+        public func createOperator(
+            _ request: IdentityV1.CreateOperatorRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.CreateOperatorResponse {
+            let method = "rave.identity.v1.IdentityAdmin/CreateOperator"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.CreateOperatorResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Operator accounts, in the caller's publisher scope.
+        public func listOperators(
+            _ request: IdentityV1.ListOperatorsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListOperatorsResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ListOperators"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListOperatorsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Changes an operator's role and publisher scope; every session of the operator ends.
+        public func setOperatorRole(
+            _ request: IdentityV1.SetOperatorRoleRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.SetOperatorRoleResponse {
+            let method = "rave.identity.v1.IdentityAdmin/SetOperatorRole"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.SetOperatorRoleResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Disables an operator for good: every session ends at once and every login is refused.
+        public func disableOperator(
+            _ request: IdentityV1.DisableOperatorRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.DisableOperatorResponse {
+            let method = "rave.identity.v1.IdentityAdmin/DisableOperator"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.DisableOperatorResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -1001,6 +1174,25 @@ extension IdentityV1.IdentityAdminHandler {
                     IdentityV1.SetMailTemplateRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/CreateOperator") { request, context in
+                try await self.createOperator(
+                    IdentityV1.CreateOperatorRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListOperators") { request, context in
+                try await self.listOperators(IdentityV1.ListOperatorsRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/SetOperatorRole") { request, context in
+                try await self.setOperatorRole(
+                    IdentityV1.SetOperatorRoleRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/DisableOperator") { request, context in
+                try await self.disableOperator(
+                    IdentityV1.DisableOperatorRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
         ]
     }
 }
@@ -1054,6 +1246,17 @@ extension IdentityV1 {
         func listAllowedOrigins(
             _ request: IdentityV1.ListAllowedOriginsRequest, context: RequestContext
         ) async throws -> IdentityV1.ListAllowedOriginsResponse
+
+        /// The gateway records an admin write in the audit log before it forwards it (the gateway role only): the write is
+        /// refused when this fails.
+        func beginAdminCall(
+            _ request: IdentityV1.BeginAdminCallRequest, context: RequestContext
+        ) async throws -> IdentityV1.BeginAdminCallResponse
+
+        /// The gateway appends the outcome of a write BeginAdminCall recorded (the gateway role only).
+        func finishAdminCall(
+            _ request: IdentityV1.FinishAdminCallRequest, context: RequestContext
+        ) async throws -> IdentityV1.FinishAdminCallResponse
     }
 
     /// Calls rave.identity.v1.IdentityInternal through any `RPCCaller` (a connection, a pool, the gateway).
@@ -1066,7 +1269,8 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityInternal/LookupExternal", "rave.identity.v1.IdentityInternal/UsedApplications",
             "rave.identity.v1.IdentityInternal/SigningKeys", "rave.identity.v1.IdentityInternal/GetApplications",
             "rave.identity.v1.IdentityInternal/FindUsers", "rave.identity.v1.IdentityInternal/ListRevocations",
-            "rave.identity.v1.IdentityInternal/ListAllowedOrigins",
+            "rave.identity.v1.IdentityInternal/ListAllowedOrigins", "rave.identity.v1.IdentityInternal/BeginAdminCall",
+            "rave.identity.v1.IdentityInternal/FinishAdminCall",
         ]
 
         public let caller: any RPCCaller
@@ -1191,6 +1395,33 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// The gateway records an admin write in the audit log before it forwards it (the gateway role only): the write is
+        /// refused when this fails.
+        public func beginAdminCall(
+            _ request: IdentityV1.BeginAdminCallRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.BeginAdminCallResponse {
+            let method = "rave.identity.v1.IdentityInternal/BeginAdminCall"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.BeginAdminCallResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// The gateway appends the outcome of a write BeginAdminCall recorded (the gateway role only).
+        public func finishAdminCall(
+            _ request: IdentityV1.FinishAdminCallRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.FinishAdminCallResponse {
+            let method = "rave.identity.v1.IdentityInternal/FinishAdminCall"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.FinishAdminCallResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -1239,6 +1470,16 @@ extension IdentityV1.IdentityInternalHandler {
             RPCMethod(name: "rave.identity.v1.IdentityInternal/ListAllowedOrigins") { request, context in
                 try await self.listAllowedOrigins(
                     IdentityV1.ListAllowedOriginsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityInternal/BeginAdminCall") { request, context in
+                try await self.beginAdminCall(
+                    IdentityV1.BeginAdminCallRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityInternal/FinishAdminCall") { request, context in
+                try await self.finishAdminCall(
+                    IdentityV1.FinishAdminCallRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

@@ -4687,6 +4687,906 @@ void   rave__identity__v1__set_mail_template_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__set_mail_template_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__operator__init
+                     (Rave__Identity__V1__Operator         *message)
+{
+  static const Rave__Identity__V1__Operator init_value = RAVE__IDENTITY__V1__OPERATOR__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__operator__get_packed_size
+                     (const Rave__Identity__V1__Operator *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__operator__pack
+                     (const Rave__Identity__V1__Operator *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__operator__pack_to_buffer
+                     (const Rave__Identity__V1__Operator *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__Operator *
+       rave__identity__v1__operator__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__Operator *)
+     protobuf_c_message_unpack (&rave__identity__v1__operator__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__operator__free_unpacked
+                     (Rave__Identity__V1__Operator *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__operator__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__create_operator_request__init
+                     (Rave__Identity__V1__CreateOperatorRequest         *message)
+{
+  static const Rave__Identity__V1__CreateOperatorRequest init_value = RAVE__IDENTITY__V1__CREATE_OPERATOR_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__create_operator_request__get_packed_size
+                     (const Rave__Identity__V1__CreateOperatorRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__create_operator_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__create_operator_request__pack
+                     (const Rave__Identity__V1__CreateOperatorRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__create_operator_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__create_operator_request__pack_to_buffer
+                     (const Rave__Identity__V1__CreateOperatorRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__create_operator_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__CreateOperatorRequest *
+       rave__identity__v1__create_operator_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__CreateOperatorRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__create_operator_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__create_operator_request__free_unpacked
+                     (Rave__Identity__V1__CreateOperatorRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__create_operator_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__create_operator_response__init
+                     (Rave__Identity__V1__CreateOperatorResponse         *message)
+{
+  static const Rave__Identity__V1__CreateOperatorResponse init_value = RAVE__IDENTITY__V1__CREATE_OPERATOR_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__create_operator_response__get_packed_size
+                     (const Rave__Identity__V1__CreateOperatorResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__create_operator_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__create_operator_response__pack
+                     (const Rave__Identity__V1__CreateOperatorResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__create_operator_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__create_operator_response__pack_to_buffer
+                     (const Rave__Identity__V1__CreateOperatorResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__create_operator_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__CreateOperatorResponse *
+       rave__identity__v1__create_operator_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__CreateOperatorResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__create_operator_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__create_operator_response__free_unpacked
+                     (Rave__Identity__V1__CreateOperatorResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__create_operator_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_operators_request__init
+                     (Rave__Identity__V1__ListOperatorsRequest         *message)
+{
+  static const Rave__Identity__V1__ListOperatorsRequest init_value = RAVE__IDENTITY__V1__LIST_OPERATORS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_operators_request__get_packed_size
+                     (const Rave__Identity__V1__ListOperatorsRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_operators_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_operators_request__pack
+                     (const Rave__Identity__V1__ListOperatorsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_operators_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_operators_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListOperatorsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_operators_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListOperatorsRequest *
+       rave__identity__v1__list_operators_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListOperatorsRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_operators_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_operators_request__free_unpacked
+                     (Rave__Identity__V1__ListOperatorsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_operators_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_operators_response__init
+                     (Rave__Identity__V1__ListOperatorsResponse         *message)
+{
+  static const Rave__Identity__V1__ListOperatorsResponse init_value = RAVE__IDENTITY__V1__LIST_OPERATORS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_operators_response__get_packed_size
+                     (const Rave__Identity__V1__ListOperatorsResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_operators_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_operators_response__pack
+                     (const Rave__Identity__V1__ListOperatorsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_operators_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_operators_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListOperatorsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_operators_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListOperatorsResponse *
+       rave__identity__v1__list_operators_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListOperatorsResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_operators_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_operators_response__free_unpacked
+                     (Rave__Identity__V1__ListOperatorsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_operators_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__set_operator_role_request__init
+                     (Rave__Identity__V1__SetOperatorRoleRequest         *message)
+{
+  static const Rave__Identity__V1__SetOperatorRoleRequest init_value = RAVE__IDENTITY__V1__SET_OPERATOR_ROLE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__set_operator_role_request__get_packed_size
+                     (const Rave__Identity__V1__SetOperatorRoleRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_operator_role_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__set_operator_role_request__pack
+                     (const Rave__Identity__V1__SetOperatorRoleRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_operator_role_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__set_operator_role_request__pack_to_buffer
+                     (const Rave__Identity__V1__SetOperatorRoleRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_operator_role_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__SetOperatorRoleRequest *
+       rave__identity__v1__set_operator_role_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__SetOperatorRoleRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__set_operator_role_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__set_operator_role_request__free_unpacked
+                     (Rave__Identity__V1__SetOperatorRoleRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__set_operator_role_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__set_operator_role_response__init
+                     (Rave__Identity__V1__SetOperatorRoleResponse         *message)
+{
+  static const Rave__Identity__V1__SetOperatorRoleResponse init_value = RAVE__IDENTITY__V1__SET_OPERATOR_ROLE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__set_operator_role_response__get_packed_size
+                     (const Rave__Identity__V1__SetOperatorRoleResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_operator_role_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__set_operator_role_response__pack
+                     (const Rave__Identity__V1__SetOperatorRoleResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_operator_role_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__set_operator_role_response__pack_to_buffer
+                     (const Rave__Identity__V1__SetOperatorRoleResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__set_operator_role_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__SetOperatorRoleResponse *
+       rave__identity__v1__set_operator_role_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__SetOperatorRoleResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__set_operator_role_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__set_operator_role_response__free_unpacked
+                     (Rave__Identity__V1__SetOperatorRoleResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__set_operator_role_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__disable_operator_request__init
+                     (Rave__Identity__V1__DisableOperatorRequest         *message)
+{
+  static const Rave__Identity__V1__DisableOperatorRequest init_value = RAVE__IDENTITY__V1__DISABLE_OPERATOR_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__disable_operator_request__get_packed_size
+                     (const Rave__Identity__V1__DisableOperatorRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__disable_operator_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__disable_operator_request__pack
+                     (const Rave__Identity__V1__DisableOperatorRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__disable_operator_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__disable_operator_request__pack_to_buffer
+                     (const Rave__Identity__V1__DisableOperatorRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__disable_operator_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__DisableOperatorRequest *
+       rave__identity__v1__disable_operator_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__DisableOperatorRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__disable_operator_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__disable_operator_request__free_unpacked
+                     (Rave__Identity__V1__DisableOperatorRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__disable_operator_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__disable_operator_response__init
+                     (Rave__Identity__V1__DisableOperatorResponse         *message)
+{
+  static const Rave__Identity__V1__DisableOperatorResponse init_value = RAVE__IDENTITY__V1__DISABLE_OPERATOR_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__disable_operator_response__get_packed_size
+                     (const Rave__Identity__V1__DisableOperatorResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__disable_operator_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__disable_operator_response__pack
+                     (const Rave__Identity__V1__DisableOperatorResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__disable_operator_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__disable_operator_response__pack_to_buffer
+                     (const Rave__Identity__V1__DisableOperatorResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__disable_operator_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__DisableOperatorResponse *
+       rave__identity__v1__disable_operator_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__DisableOperatorResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__disable_operator_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__disable_operator_response__free_unpacked
+                     (Rave__Identity__V1__DisableOperatorResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__disable_operator_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__operator_enroll_request__init
+                     (Rave__Identity__V1__OperatorEnrollRequest         *message)
+{
+  static const Rave__Identity__V1__OperatorEnrollRequest init_value = RAVE__IDENTITY__V1__OPERATOR_ENROLL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__operator_enroll_request__get_packed_size
+                     (const Rave__Identity__V1__OperatorEnrollRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_enroll_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__operator_enroll_request__pack
+                     (const Rave__Identity__V1__OperatorEnrollRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_enroll_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__operator_enroll_request__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorEnrollRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_enroll_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__OperatorEnrollRequest *
+       rave__identity__v1__operator_enroll_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__OperatorEnrollRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__operator_enroll_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__operator_enroll_request__free_unpacked
+                     (Rave__Identity__V1__OperatorEnrollRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__operator_enroll_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__operator_enroll_response__init
+                     (Rave__Identity__V1__OperatorEnrollResponse         *message)
+{
+  static const Rave__Identity__V1__OperatorEnrollResponse init_value = RAVE__IDENTITY__V1__OPERATOR_ENROLL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__operator_enroll_response__get_packed_size
+                     (const Rave__Identity__V1__OperatorEnrollResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_enroll_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__operator_enroll_response__pack
+                     (const Rave__Identity__V1__OperatorEnrollResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_enroll_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__operator_enroll_response__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorEnrollResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_enroll_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__OperatorEnrollResponse *
+       rave__identity__v1__operator_enroll_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__OperatorEnrollResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__operator_enroll_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__operator_enroll_response__free_unpacked
+                     (Rave__Identity__V1__OperatorEnrollResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__operator_enroll_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__operator_login_request__init
+                     (Rave__Identity__V1__OperatorLoginRequest         *message)
+{
+  static const Rave__Identity__V1__OperatorLoginRequest init_value = RAVE__IDENTITY__V1__OPERATOR_LOGIN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__operator_login_request__get_packed_size
+                     (const Rave__Identity__V1__OperatorLoginRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_login_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__operator_login_request__pack
+                     (const Rave__Identity__V1__OperatorLoginRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_login_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__operator_login_request__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorLoginRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_login_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__OperatorLoginRequest *
+       rave__identity__v1__operator_login_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__OperatorLoginRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__operator_login_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__operator_login_request__free_unpacked
+                     (Rave__Identity__V1__OperatorLoginRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__operator_login_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__operator_refresh_request__init
+                     (Rave__Identity__V1__OperatorRefreshRequest         *message)
+{
+  static const Rave__Identity__V1__OperatorRefreshRequest init_value = RAVE__IDENTITY__V1__OPERATOR_REFRESH_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__operator_refresh_request__get_packed_size
+                     (const Rave__Identity__V1__OperatorRefreshRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_refresh_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__operator_refresh_request__pack
+                     (const Rave__Identity__V1__OperatorRefreshRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_refresh_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__operator_refresh_request__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorRefreshRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_refresh_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__OperatorRefreshRequest *
+       rave__identity__v1__operator_refresh_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__OperatorRefreshRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__operator_refresh_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__operator_refresh_request__free_unpacked
+                     (Rave__Identity__V1__OperatorRefreshRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__operator_refresh_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__operator_logout_request__init
+                     (Rave__Identity__V1__OperatorLogoutRequest         *message)
+{
+  static const Rave__Identity__V1__OperatorLogoutRequest init_value = RAVE__IDENTITY__V1__OPERATOR_LOGOUT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__operator_logout_request__get_packed_size
+                     (const Rave__Identity__V1__OperatorLogoutRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_logout_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__operator_logout_request__pack
+                     (const Rave__Identity__V1__OperatorLogoutRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_logout_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__operator_logout_request__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorLogoutRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_logout_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__OperatorLogoutRequest *
+       rave__identity__v1__operator_logout_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__OperatorLogoutRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__operator_logout_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__operator_logout_request__free_unpacked
+                     (Rave__Identity__V1__OperatorLogoutRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__operator_logout_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__operator_logout_response__init
+                     (Rave__Identity__V1__OperatorLogoutResponse         *message)
+{
+  static const Rave__Identity__V1__OperatorLogoutResponse init_value = RAVE__IDENTITY__V1__OPERATOR_LOGOUT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__operator_logout_response__get_packed_size
+                     (const Rave__Identity__V1__OperatorLogoutResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_logout_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__operator_logout_response__pack
+                     (const Rave__Identity__V1__OperatorLogoutResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_logout_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__operator_logout_response__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorLogoutResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_logout_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__OperatorLogoutResponse *
+       rave__identity__v1__operator_logout_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__OperatorLogoutResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__operator_logout_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__operator_logout_response__free_unpacked
+                     (Rave__Identity__V1__OperatorLogoutResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__operator_logout_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__operator_session_tokens__init
+                     (Rave__Identity__V1__OperatorSessionTokens         *message)
+{
+  static const Rave__Identity__V1__OperatorSessionTokens init_value = RAVE__IDENTITY__V1__OPERATOR_SESSION_TOKENS__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__operator_session_tokens__get_packed_size
+                     (const Rave__Identity__V1__OperatorSessionTokens *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_session_tokens__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__operator_session_tokens__pack
+                     (const Rave__Identity__V1__OperatorSessionTokens *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_session_tokens__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__operator_session_tokens__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorSessionTokens *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__operator_session_tokens__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__OperatorSessionTokens *
+       rave__identity__v1__operator_session_tokens__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__OperatorSessionTokens *)
+     protobuf_c_message_unpack (&rave__identity__v1__operator_session_tokens__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__operator_session_tokens__free_unpacked
+                     (Rave__Identity__V1__OperatorSessionTokens *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__operator_session_tokens__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__begin_admin_call_request__init
+                     (Rave__Identity__V1__BeginAdminCallRequest         *message)
+{
+  static const Rave__Identity__V1__BeginAdminCallRequest init_value = RAVE__IDENTITY__V1__BEGIN_ADMIN_CALL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__begin_admin_call_request__get_packed_size
+                     (const Rave__Identity__V1__BeginAdminCallRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__begin_admin_call_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__begin_admin_call_request__pack
+                     (const Rave__Identity__V1__BeginAdminCallRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__begin_admin_call_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__begin_admin_call_request__pack_to_buffer
+                     (const Rave__Identity__V1__BeginAdminCallRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__begin_admin_call_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__BeginAdminCallRequest *
+       rave__identity__v1__begin_admin_call_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__BeginAdminCallRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__begin_admin_call_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__begin_admin_call_request__free_unpacked
+                     (Rave__Identity__V1__BeginAdminCallRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__begin_admin_call_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__begin_admin_call_response__init
+                     (Rave__Identity__V1__BeginAdminCallResponse         *message)
+{
+  static const Rave__Identity__V1__BeginAdminCallResponse init_value = RAVE__IDENTITY__V1__BEGIN_ADMIN_CALL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__begin_admin_call_response__get_packed_size
+                     (const Rave__Identity__V1__BeginAdminCallResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__begin_admin_call_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__begin_admin_call_response__pack
+                     (const Rave__Identity__V1__BeginAdminCallResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__begin_admin_call_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__begin_admin_call_response__pack_to_buffer
+                     (const Rave__Identity__V1__BeginAdminCallResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__begin_admin_call_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__BeginAdminCallResponse *
+       rave__identity__v1__begin_admin_call_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__BeginAdminCallResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__begin_admin_call_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__begin_admin_call_response__free_unpacked
+                     (Rave__Identity__V1__BeginAdminCallResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__begin_admin_call_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__finish_admin_call_request__init
+                     (Rave__Identity__V1__FinishAdminCallRequest         *message)
+{
+  static const Rave__Identity__V1__FinishAdminCallRequest init_value = RAVE__IDENTITY__V1__FINISH_ADMIN_CALL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__finish_admin_call_request__get_packed_size
+                     (const Rave__Identity__V1__FinishAdminCallRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__finish_admin_call_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__finish_admin_call_request__pack
+                     (const Rave__Identity__V1__FinishAdminCallRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__finish_admin_call_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__finish_admin_call_request__pack_to_buffer
+                     (const Rave__Identity__V1__FinishAdminCallRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__finish_admin_call_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__FinishAdminCallRequest *
+       rave__identity__v1__finish_admin_call_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__FinishAdminCallRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__finish_admin_call_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__finish_admin_call_request__free_unpacked
+                     (Rave__Identity__V1__FinishAdminCallRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__finish_admin_call_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__finish_admin_call_response__init
+                     (Rave__Identity__V1__FinishAdminCallResponse         *message)
+{
+  static const Rave__Identity__V1__FinishAdminCallResponse init_value = RAVE__IDENTITY__V1__FINISH_ADMIN_CALL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__finish_admin_call_response__get_packed_size
+                     (const Rave__Identity__V1__FinishAdminCallResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__finish_admin_call_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__finish_admin_call_response__pack
+                     (const Rave__Identity__V1__FinishAdminCallResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__finish_admin_call_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__finish_admin_call_response__pack_to_buffer
+                     (const Rave__Identity__V1__FinishAdminCallResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__finish_admin_call_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__FinishAdminCallResponse *
+       rave__identity__v1__finish_admin_call_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__FinishAdminCallResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__finish_admin_call_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__finish_admin_call_response__free_unpacked
+                     (Rave__Identity__V1__FinishAdminCallResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__finish_admin_call_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
 {
   {
@@ -8090,7 +8990,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__unban_user_response__descri
   (ProtobufCMessageInit) rave__identity__v1__unban_user_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__audit_event__field_descriptors[9] =
+static const ProtobufCFieldDescriptor rave__identity__v1__audit_event__field_descriptors[16] =
 {
   {
     "event_id",
@@ -8200,6 +9100,90 @@ static const ProtobufCFieldDescriptor rave__identity__v1__audit_event__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "operator_id",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, operator_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "method",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, method),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "request_json",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, request_json),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "finished",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, finished),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "status_code",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, status_code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "status_message",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, status_message),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "target_operator_id",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AuditEvent, target_operator_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__audit_event__field_indices_by_name[] = {
   4,   /* field[4] = action */
@@ -8208,14 +9192,21 @@ static const unsigned rave__identity__v1__audit_event__field_indices_by_name[] =
   8,   /* field[8] = after_json */
   7,   /* field[7] = before_json */
   0,   /* field[0] = event_id */
+  12,   /* field[12] = finished */
+  10,   /* field[10] = method */
   1,   /* field[1] = occurred_at_unix_ms */
+  9,   /* field[9] = operator_id */
   6,   /* field[6] = reason */
+  11,   /* field[11] = request_json */
+  13,   /* field[13] = status_code */
+  14,   /* field[14] = status_message */
+  15,   /* field[15] = target_operator_id */
   5,   /* field[5] = target_user_id */
 };
 static const ProtobufCIntRange rave__identity__v1__audit_event__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 16 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__audit_event__descriptor =
 {
@@ -8225,14 +9216,14 @@ const ProtobufCMessageDescriptor rave__identity__v1__audit_event__descriptor =
   "Rave__Identity__V1__AuditEvent",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__AuditEvent),
-  9,
+  16,
   rave__identity__v1__audit_event__field_descriptors,
   rave__identity__v1__audit_event__field_indices_by_name,
   1,  rave__identity__v1__audit_event__number_ranges,
   (ProtobufCMessageInit) rave__identity__v1__audit_event__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__list_audit_events_request__field_descriptors[6] =
+static const ProtobufCFieldDescriptor rave__identity__v1__list_audit_events_request__field_descriptors[9] =
 {
   {
     "target_user_id",
@@ -8306,10 +9297,49 @@ static const ProtobufCFieldDescriptor rave__identity__v1__list_audit_events_requ
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "actor_kind",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsRequest, actor_kind),
+    &rave__identity__v1__audit_actor_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "operator_id",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsRequest, operator_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "method",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAuditEventsRequest, method),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__list_audit_events_request__field_indices_by_name[] = {
   1,   /* field[1] = action */
+  6,   /* field[6] = actor_kind */
   3,   /* field[3] = before_unix_ms */
+  8,   /* field[8] = method */
+  7,   /* field[7] = operator_id */
   4,   /* field[4] = page_size */
   5,   /* field[5] = page_token */
   2,   /* field[2] = since_unix_ms */
@@ -8318,7 +9348,7 @@ static const unsigned rave__identity__v1__list_audit_events_request__field_indic
 static const ProtobufCIntRange rave__identity__v1__list_audit_events_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__list_audit_events_request__descriptor =
 {
@@ -8328,7 +9358,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__list_audit_events_request__
   "Rave__Identity__V1__ListAuditEventsRequest",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__ListAuditEventsRequest),
-  6,
+  9,
   rave__identity__v1__list_audit_events_request__field_descriptors,
   rave__identity__v1__list_audit_events_request__field_indices_by_name,
   1,  rave__identity__v1__list_audit_events_request__number_ranges,
@@ -9664,6 +10694,1200 @@ const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_response_
   (ProtobufCMessageInit) rave__identity__v1__set_mail_template_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__operator__field_descriptors[8] =
+{
+  {
+    "operator_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Operator, operator_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "email",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Operator, email),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "role",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Operator, role),
+    &rave__identity__v1__operator_role__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "publisher_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Operator, publisher_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "all_publishers",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Operator, all_publishers),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "enrolled",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Operator, enrolled),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "disabled",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Operator, disabled),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at_unix_ms",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__Operator, created_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__operator__field_indices_by_name[] = {
+  4,   /* field[4] = all_publishers */
+  7,   /* field[7] = created_at_unix_ms */
+  6,   /* field[6] = disabled */
+  1,   /* field[1] = email */
+  5,   /* field[5] = enrolled */
+  0,   /* field[0] = operator_id */
+  3,   /* field[3] = publisher_id */
+  2,   /* field[2] = role */
+};
+static const ProtobufCIntRange rave__identity__v1__operator__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__operator__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.Operator",
+  "Operator",
+  "Rave__Identity__V1__Operator",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__Operator),
+  8,
+  rave__identity__v1__operator__field_descriptors,
+  rave__identity__v1__operator__field_indices_by_name,
+  1,  rave__identity__v1__operator__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__operator__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__create_operator_request__field_descriptors[5] =
+{
+  {
+    "email",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CreateOperatorRequest, email),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "role",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CreateOperatorRequest, role),
+    &rave__identity__v1__operator_role__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "publisher_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CreateOperatorRequest, publisher_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "all_publishers",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CreateOperatorRequest, all_publishers),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CreateOperatorRequest, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__create_operator_request__field_indices_by_name[] = {
+  3,   /* field[3] = all_publishers */
+  0,   /* field[0] = email */
+  2,   /* field[2] = publisher_id */
+  4,   /* field[4] = reason */
+  1,   /* field[1] = role */
+};
+static const ProtobufCIntRange rave__identity__v1__create_operator_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__create_operator_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.CreateOperatorRequest",
+  "CreateOperatorRequest",
+  "Rave__Identity__V1__CreateOperatorRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__CreateOperatorRequest),
+  5,
+  rave__identity__v1__create_operator_request__field_descriptors,
+  rave__identity__v1__create_operator_request__field_indices_by_name,
+  1,  rave__identity__v1__create_operator_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__create_operator_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__create_operator_response__field_descriptors[3] =
+{
+  {
+    "account",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CreateOperatorResponse, account),
+    &rave__identity__v1__operator__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "enrolment_code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CreateOperatorResponse, enrolment_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "enrolment_expires_at_unix_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CreateOperatorResponse, enrolment_expires_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__create_operator_response__field_indices_by_name[] = {
+  0,   /* field[0] = account */
+  1,   /* field[1] = enrolment_code */
+  2,   /* field[2] = enrolment_expires_at_unix_ms */
+};
+static const ProtobufCIntRange rave__identity__v1__create_operator_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__create_operator_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.CreateOperatorResponse",
+  "CreateOperatorResponse",
+  "Rave__Identity__V1__CreateOperatorResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__CreateOperatorResponse),
+  3,
+  rave__identity__v1__create_operator_response__field_descriptors,
+  rave__identity__v1__create_operator_response__field_indices_by_name,
+  1,  rave__identity__v1__create_operator_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__create_operator_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__identity__v1__list_operators_request__field_descriptors NULL
+#define rave__identity__v1__list_operators_request__field_indices_by_name NULL
+#define rave__identity__v1__list_operators_request__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__list_operators_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListOperatorsRequest",
+  "ListOperatorsRequest",
+  "Rave__Identity__V1__ListOperatorsRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListOperatorsRequest),
+  0,
+  rave__identity__v1__list_operators_request__field_descriptors,
+  rave__identity__v1__list_operators_request__field_indices_by_name,
+  0,  rave__identity__v1__list_operators_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_operators_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_operators_response__field_descriptors[1] =
+{
+  {
+    "operators",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__ListOperatorsResponse, n_operators),
+    offsetof(Rave__Identity__V1__ListOperatorsResponse, operators),
+    &rave__identity__v1__operator__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_operators_response__field_indices_by_name[] = {
+  0,   /* field[0] = operators */
+};
+static const ProtobufCIntRange rave__identity__v1__list_operators_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_operators_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListOperatorsResponse",
+  "ListOperatorsResponse",
+  "Rave__Identity__V1__ListOperatorsResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListOperatorsResponse),
+  1,
+  rave__identity__v1__list_operators_response__field_descriptors,
+  rave__identity__v1__list_operators_response__field_indices_by_name,
+  1,  rave__identity__v1__list_operators_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_operators_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__set_operator_role_request__field_descriptors[5] =
+{
+  {
+    "operator_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetOperatorRoleRequest, operator_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "role",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetOperatorRoleRequest, role),
+    &rave__identity__v1__operator_role__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "publisher_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetOperatorRoleRequest, publisher_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "all_publishers",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetOperatorRoleRequest, all_publishers),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetOperatorRoleRequest, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__set_operator_role_request__field_indices_by_name[] = {
+  3,   /* field[3] = all_publishers */
+  0,   /* field[0] = operator_id */
+  2,   /* field[2] = publisher_id */
+  4,   /* field[4] = reason */
+  1,   /* field[1] = role */
+};
+static const ProtobufCIntRange rave__identity__v1__set_operator_role_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__set_operator_role_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.SetOperatorRoleRequest",
+  "SetOperatorRoleRequest",
+  "Rave__Identity__V1__SetOperatorRoleRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__SetOperatorRoleRequest),
+  5,
+  rave__identity__v1__set_operator_role_request__field_descriptors,
+  rave__identity__v1__set_operator_role_request__field_indices_by_name,
+  1,  rave__identity__v1__set_operator_role_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__set_operator_role_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__set_operator_role_response__field_descriptors[2] =
+{
+  {
+    "account",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetOperatorRoleResponse, account),
+    &rave__identity__v1__operator__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revoked_sessions",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SetOperatorRoleResponse, revoked_sessions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__set_operator_role_response__field_indices_by_name[] = {
+  0,   /* field[0] = account */
+  1,   /* field[1] = revoked_sessions */
+};
+static const ProtobufCIntRange rave__identity__v1__set_operator_role_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__set_operator_role_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.SetOperatorRoleResponse",
+  "SetOperatorRoleResponse",
+  "Rave__Identity__V1__SetOperatorRoleResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__SetOperatorRoleResponse),
+  2,
+  rave__identity__v1__set_operator_role_response__field_descriptors,
+  rave__identity__v1__set_operator_role_response__field_indices_by_name,
+  1,  rave__identity__v1__set_operator_role_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__set_operator_role_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__disable_operator_request__field_descriptors[2] =
+{
+  {
+    "operator_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DisableOperatorRequest, operator_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DisableOperatorRequest, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__disable_operator_request__field_indices_by_name[] = {
+  0,   /* field[0] = operator_id */
+  1,   /* field[1] = reason */
+};
+static const ProtobufCIntRange rave__identity__v1__disable_operator_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__disable_operator_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.DisableOperatorRequest",
+  "DisableOperatorRequest",
+  "Rave__Identity__V1__DisableOperatorRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__DisableOperatorRequest),
+  2,
+  rave__identity__v1__disable_operator_request__field_descriptors,
+  rave__identity__v1__disable_operator_request__field_indices_by_name,
+  1,  rave__identity__v1__disable_operator_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__disable_operator_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__disable_operator_response__field_descriptors[2] =
+{
+  {
+    "account",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DisableOperatorResponse, account),
+    &rave__identity__v1__operator__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revoked_sessions",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DisableOperatorResponse, revoked_sessions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__disable_operator_response__field_indices_by_name[] = {
+  0,   /* field[0] = account */
+  1,   /* field[1] = revoked_sessions */
+};
+static const ProtobufCIntRange rave__identity__v1__disable_operator_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__disable_operator_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.DisableOperatorResponse",
+  "DisableOperatorResponse",
+  "Rave__Identity__V1__DisableOperatorResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__DisableOperatorResponse),
+  2,
+  rave__identity__v1__disable_operator_response__field_descriptors,
+  rave__identity__v1__disable_operator_response__field_indices_by_name,
+  1,  rave__identity__v1__disable_operator_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__disable_operator_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__operator_enroll_request__field_descriptors[2] =
+{
+  {
+    "enrolment_code",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorEnrollRequest, enrolment_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "password",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorEnrollRequest, password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__operator_enroll_request__field_indices_by_name[] = {
+  0,   /* field[0] = enrolment_code */
+  1,   /* field[1] = password */
+};
+static const ProtobufCIntRange rave__identity__v1__operator_enroll_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__operator_enroll_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.OperatorEnrollRequest",
+  "OperatorEnrollRequest",
+  "Rave__Identity__V1__OperatorEnrollRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__OperatorEnrollRequest),
+  2,
+  rave__identity__v1__operator_enroll_request__field_descriptors,
+  rave__identity__v1__operator_enroll_request__field_indices_by_name,
+  1,  rave__identity__v1__operator_enroll_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__operator_enroll_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__operator_enroll_response__field_descriptors[4] =
+{
+  {
+    "operator_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorEnrollResponse, operator_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "email",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorEnrollResponse, email),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "totp_secret",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorEnrollResponse, totp_secret),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "otpauth_url",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorEnrollResponse, otpauth_url),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__operator_enroll_response__field_indices_by_name[] = {
+  1,   /* field[1] = email */
+  0,   /* field[0] = operator_id */
+  3,   /* field[3] = otpauth_url */
+  2,   /* field[2] = totp_secret */
+};
+static const ProtobufCIntRange rave__identity__v1__operator_enroll_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__operator_enroll_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.OperatorEnrollResponse",
+  "OperatorEnrollResponse",
+  "Rave__Identity__V1__OperatorEnrollResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__OperatorEnrollResponse),
+  4,
+  rave__identity__v1__operator_enroll_response__field_descriptors,
+  rave__identity__v1__operator_enroll_response__field_indices_by_name,
+  1,  rave__identity__v1__operator_enroll_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__operator_enroll_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__operator_login_request__field_descriptors[3] =
+{
+  {
+    "email",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorLoginRequest, email),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "password",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorLoginRequest, password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "totp_code",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorLoginRequest, totp_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__operator_login_request__field_indices_by_name[] = {
+  0,   /* field[0] = email */
+  1,   /* field[1] = password */
+  2,   /* field[2] = totp_code */
+};
+static const ProtobufCIntRange rave__identity__v1__operator_login_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__operator_login_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.OperatorLoginRequest",
+  "OperatorLoginRequest",
+  "Rave__Identity__V1__OperatorLoginRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__OperatorLoginRequest),
+  3,
+  rave__identity__v1__operator_login_request__field_descriptors,
+  rave__identity__v1__operator_login_request__field_indices_by_name,
+  1,  rave__identity__v1__operator_login_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__operator_login_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__operator_refresh_request__field_descriptors[1] =
+{
+  {
+    "refresh_token",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorRefreshRequest, refresh_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__operator_refresh_request__field_indices_by_name[] = {
+  0,   /* field[0] = refresh_token */
+};
+static const ProtobufCIntRange rave__identity__v1__operator_refresh_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__operator_refresh_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.OperatorRefreshRequest",
+  "OperatorRefreshRequest",
+  "Rave__Identity__V1__OperatorRefreshRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__OperatorRefreshRequest),
+  1,
+  rave__identity__v1__operator_refresh_request__field_descriptors,
+  rave__identity__v1__operator_refresh_request__field_indices_by_name,
+  1,  rave__identity__v1__operator_refresh_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__operator_refresh_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__operator_logout_request__field_descriptors[1] =
+{
+  {
+    "refresh_token",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorLogoutRequest, refresh_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__operator_logout_request__field_indices_by_name[] = {
+  0,   /* field[0] = refresh_token */
+};
+static const ProtobufCIntRange rave__identity__v1__operator_logout_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__operator_logout_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.OperatorLogoutRequest",
+  "OperatorLogoutRequest",
+  "Rave__Identity__V1__OperatorLogoutRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__OperatorLogoutRequest),
+  1,
+  rave__identity__v1__operator_logout_request__field_descriptors,
+  rave__identity__v1__operator_logout_request__field_indices_by_name,
+  1,  rave__identity__v1__operator_logout_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__operator_logout_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__identity__v1__operator_logout_response__field_descriptors NULL
+#define rave__identity__v1__operator_logout_response__field_indices_by_name NULL
+#define rave__identity__v1__operator_logout_response__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__operator_logout_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.OperatorLogoutResponse",
+  "OperatorLogoutResponse",
+  "Rave__Identity__V1__OperatorLogoutResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__OperatorLogoutResponse),
+  0,
+  rave__identity__v1__operator_logout_response__field_descriptors,
+  rave__identity__v1__operator_logout_response__field_indices_by_name,
+  0,  rave__identity__v1__operator_logout_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__operator_logout_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__operator_session_tokens__field_descriptors[6] =
+{
+  {
+    "access_token",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorSessionTokens, access_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_token_expires_at_unix_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorSessionTokens, access_token_expires_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "refresh_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorSessionTokens, refresh_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "session_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorSessionTokens, session_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "session_expires_at_unix_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorSessionTokens, session_expires_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "account",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__OperatorSessionTokens, account),
+    &rave__identity__v1__operator__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__operator_session_tokens__field_indices_by_name[] = {
+  0,   /* field[0] = access_token */
+  1,   /* field[1] = access_token_expires_at_unix_ms */
+  5,   /* field[5] = account */
+  2,   /* field[2] = refresh_token */
+  4,   /* field[4] = session_expires_at_unix_ms */
+  3,   /* field[3] = session_id */
+};
+static const ProtobufCIntRange rave__identity__v1__operator_session_tokens__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__operator_session_tokens__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.OperatorSessionTokens",
+  "OperatorSessionTokens",
+  "Rave__Identity__V1__OperatorSessionTokens",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__OperatorSessionTokens),
+  6,
+  rave__identity__v1__operator_session_tokens__field_descriptors,
+  rave__identity__v1__operator_session_tokens__field_indices_by_name,
+  1,  rave__identity__v1__operator_session_tokens__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__operator_session_tokens__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__begin_admin_call_request__field_descriptors[6] =
+{
+  {
+    "method",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BeginAdminCallRequest, method),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "actor_kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BeginAdminCallRequest, actor_kind),
+    &rave__identity__v1__audit_actor_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "actor",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BeginAdminCallRequest, actor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "operator_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BeginAdminCallRequest, operator_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BeginAdminCallRequest, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "request_json",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BeginAdminCallRequest, request_json),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__begin_admin_call_request__field_indices_by_name[] = {
+  2,   /* field[2] = actor */
+  1,   /* field[1] = actor_kind */
+  0,   /* field[0] = method */
+  3,   /* field[3] = operator_id */
+  4,   /* field[4] = reason */
+  5,   /* field[5] = request_json */
+};
+static const ProtobufCIntRange rave__identity__v1__begin_admin_call_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__begin_admin_call_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.BeginAdminCallRequest",
+  "BeginAdminCallRequest",
+  "Rave__Identity__V1__BeginAdminCallRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__BeginAdminCallRequest),
+  6,
+  rave__identity__v1__begin_admin_call_request__field_descriptors,
+  rave__identity__v1__begin_admin_call_request__field_indices_by_name,
+  1,  rave__identity__v1__begin_admin_call_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__begin_admin_call_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__begin_admin_call_response__field_descriptors[1] =
+{
+  {
+    "event_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BeginAdminCallResponse, event_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__begin_admin_call_response__field_indices_by_name[] = {
+  0,   /* field[0] = event_id */
+};
+static const ProtobufCIntRange rave__identity__v1__begin_admin_call_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__begin_admin_call_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.BeginAdminCallResponse",
+  "BeginAdminCallResponse",
+  "Rave__Identity__V1__BeginAdminCallResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__BeginAdminCallResponse),
+  1,
+  rave__identity__v1__begin_admin_call_response__field_descriptors,
+  rave__identity__v1__begin_admin_call_response__field_indices_by_name,
+  1,  rave__identity__v1__begin_admin_call_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__begin_admin_call_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__finish_admin_call_request__field_descriptors[3] =
+{
+  {
+    "event_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__FinishAdminCallRequest, event_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "status_code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__FinishAdminCallRequest, status_code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "status_message",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__FinishAdminCallRequest, status_message),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__finish_admin_call_request__field_indices_by_name[] = {
+  0,   /* field[0] = event_id */
+  1,   /* field[1] = status_code */
+  2,   /* field[2] = status_message */
+};
+static const ProtobufCIntRange rave__identity__v1__finish_admin_call_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__finish_admin_call_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.FinishAdminCallRequest",
+  "FinishAdminCallRequest",
+  "Rave__Identity__V1__FinishAdminCallRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__FinishAdminCallRequest),
+  3,
+  rave__identity__v1__finish_admin_call_request__field_descriptors,
+  rave__identity__v1__finish_admin_call_request__field_indices_by_name,
+  1,  rave__identity__v1__finish_admin_call_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__finish_admin_call_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__identity__v1__finish_admin_call_response__field_descriptors NULL
+#define rave__identity__v1__finish_admin_call_response__field_indices_by_name NULL
+#define rave__identity__v1__finish_admin_call_response__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__finish_admin_call_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.FinishAdminCallResponse",
+  "FinishAdminCallResponse",
+  "Rave__Identity__V1__FinishAdminCallResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__FinishAdminCallResponse),
+  0,
+  rave__identity__v1__finish_admin_call_response__field_descriptors,
+  rave__identity__v1__finish_admin_call_response__field_indices_by_name,
+  0,  rave__identity__v1__finish_admin_call_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__finish_admin_call_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -9694,18 +11918,26 @@ const ProtobufCEnumDescriptor rave__identity__v1__conflict_resolution__descripto
   rave__identity__v1__conflict_resolution__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue rave__identity__v1__audit_action__enum_values_by_number[3] =
+static const ProtobufCEnumValue rave__identity__v1__audit_action__enum_values_by_number[7] =
 {
   { "AUDIT_ACTION_UNSPECIFIED", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED", 0 },
   { "AUDIT_ACTION_BAN_USER", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_BAN_USER", 1 },
   { "AUDIT_ACTION_UNBAN_USER", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNBAN_USER", 2 },
+  { "AUDIT_ACTION_CREATE_OPERATOR", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_CREATE_OPERATOR", 3 },
+  { "AUDIT_ACTION_SET_OPERATOR_ROLE", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_SET_OPERATOR_ROLE", 4 },
+  { "AUDIT_ACTION_DISABLE_OPERATOR", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_DISABLE_OPERATOR", 5 },
+  { "AUDIT_ACTION_ADMIN_CALL", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_ADMIN_CALL", 6 },
 };
 static const ProtobufCIntRange rave__identity__v1__audit_action__value_ranges[] = {
-{0, 0},{0, 3}
+{0, 0},{0, 7}
 };
-static const ProtobufCEnumValueIndex rave__identity__v1__audit_action__enum_values_by_name[3] =
+static const ProtobufCEnumValueIndex rave__identity__v1__audit_action__enum_values_by_name[7] =
 {
+  { "AUDIT_ACTION_ADMIN_CALL", 6 },
   { "AUDIT_ACTION_BAN_USER", 1 },
+  { "AUDIT_ACTION_CREATE_OPERATOR", 3 },
+  { "AUDIT_ACTION_DISABLE_OPERATOR", 5 },
+  { "AUDIT_ACTION_SET_OPERATOR_ROLE", 4 },
   { "AUDIT_ACTION_UNBAN_USER", 2 },
   { "AUDIT_ACTION_UNSPECIFIED", 0 },
 };
@@ -9716,25 +11948,27 @@ const ProtobufCEnumDescriptor rave__identity__v1__audit_action__descriptor =
   "AuditAction",
   "Rave__Identity__V1__AuditAction",
   "rave.identity.v1",
-  3,
+  7,
   rave__identity__v1__audit_action__enum_values_by_number,
-  3,
+  7,
   rave__identity__v1__audit_action__enum_values_by_name,
   1,
   rave__identity__v1__audit_action__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue rave__identity__v1__audit_actor_kind__enum_values_by_number[2] =
+static const ProtobufCEnumValue rave__identity__v1__audit_actor_kind__enum_values_by_number[3] =
 {
   { "AUDIT_ACTOR_KIND_UNSPECIFIED", "RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED", 0 },
   { "AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE", "RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE", 1 },
+  { "AUDIT_ACTOR_KIND_OPERATOR", "RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_OPERATOR", 2 },
 };
 static const ProtobufCIntRange rave__identity__v1__audit_actor_kind__value_ranges[] = {
-{0, 0},{0, 2}
+{0, 0},{0, 3}
 };
-static const ProtobufCEnumValueIndex rave__identity__v1__audit_actor_kind__enum_values_by_name[2] =
+static const ProtobufCEnumValueIndex rave__identity__v1__audit_actor_kind__enum_values_by_name[3] =
 {
   { "AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE", 1 },
+  { "AUDIT_ACTOR_KIND_OPERATOR", 2 },
   { "AUDIT_ACTOR_KIND_UNSPECIFIED", 0 },
 };
 const ProtobufCEnumDescriptor rave__identity__v1__audit_actor_kind__descriptor =
@@ -9744,9 +11978,9 @@ const ProtobufCEnumDescriptor rave__identity__v1__audit_actor_kind__descriptor =
   "AuditActorKind",
   "Rave__Identity__V1__AuditActorKind",
   "rave.identity.v1",
-  2,
+  3,
   rave__identity__v1__audit_actor_kind__enum_values_by_number,
-  2,
+  3,
   rave__identity__v1__audit_actor_kind__enum_values_by_name,
   1,
   rave__identity__v1__audit_actor_kind__value_ranges,
@@ -9782,7 +12016,41 @@ const ProtobufCEnumDescriptor rave__identity__v1__mail_kind__descriptor =
   rave__identity__v1__mail_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[30] =
+static const ProtobufCEnumValue rave__identity__v1__operator_role__enum_values_by_number[5] =
+{
+  { "OPERATOR_ROLE_UNSPECIFIED", "RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_UNSPECIFIED", 0 },
+  { "OPERATOR_ROLE_VIEWER", "RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_VIEWER", 1 },
+  { "OPERATOR_ROLE_SUPPORT", "RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_SUPPORT", 2 },
+  { "OPERATOR_ROLE_OPERATOR", "RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_OPERATOR", 3 },
+  { "OPERATOR_ROLE_OWNER", "RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_OWNER", 4 },
+};
+static const ProtobufCIntRange rave__identity__v1__operator_role__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex rave__identity__v1__operator_role__enum_values_by_name[5] =
+{
+  { "OPERATOR_ROLE_OPERATOR", 3 },
+  { "OPERATOR_ROLE_OWNER", 4 },
+  { "OPERATOR_ROLE_SUPPORT", 2 },
+  { "OPERATOR_ROLE_UNSPECIFIED", 0 },
+  { "OPERATOR_ROLE_VIEWER", 1 },
+};
+const ProtobufCEnumDescriptor rave__identity__v1__operator_role__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.OperatorRole",
+  "OperatorRole",
+  "Rave__Identity__V1__OperatorRole",
+  "rave.identity.v1",
+  5,
+  rave__identity__v1__operator_role__enum_values_by_number,
+  5,
+  rave__identity__v1__operator_role__enum_values_by_name,
+  1,
+  rave__identity__v1__operator_role__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[34] =
 {
   { "GuestLogin", &rave__identity__v1__guest_login_request__descriptor, &rave__identity__v1__login_response__descriptor },
   { "SignUp", &rave__identity__v1__sign_up_request__descriptor, &rave__identity__v1__login_response__descriptor },
@@ -9814,6 +12082,10 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_desc
   { "RequestPasswordReset", &rave__identity__v1__request_password_reset_request__descriptor, &rave__identity__v1__request_password_reset_response__descriptor },
   { "ResetPassword", &rave__identity__v1__reset_password_request__descriptor, &rave__identity__v1__reset_password_response__descriptor },
   { "IssueUnbackedToken", &rave__identity__v1__issue_unbacked_token_request__descriptor, &rave__identity__v1__issue_unbacked_token_response__descriptor },
+  { "OperatorEnroll", &rave__identity__v1__operator_enroll_request__descriptor, &rave__identity__v1__operator_enroll_response__descriptor },
+  { "OperatorLogin", &rave__identity__v1__operator_login_request__descriptor, &rave__identity__v1__operator_session_tokens__descriptor },
+  { "OperatorRefresh", &rave__identity__v1__operator_refresh_request__descriptor, &rave__identity__v1__operator_session_tokens__descriptor },
+  { "OperatorLogout", &rave__identity__v1__operator_logout_request__descriptor, &rave__identity__v1__operator_logout_response__descriptor },
 };
 const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   26,        /* ChangeEmail */
@@ -9837,6 +12109,10 @@ const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   2,        /* LoginWithPassword */
   3,        /* LoginWithProvider */
   6,        /* Logout */
+  30,        /* OperatorEnroll */
+  31,        /* OperatorLogin */
+  33,        /* OperatorLogout */
+  32,        /* OperatorRefresh */
   5,        /* RefreshSession */
   27,        /* RequestPasswordReset */
   25,        /* ResendVerification */
@@ -9854,7 +12130,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor =
   "Identity",
   "Rave__Identity__V1__Identity",
   "rave.identity.v1",
-  30,
+  34,
   rave__identity__v1__identity__method_descriptors,
   rave__identity__v1__identity__method_indices_by_name
 };
@@ -10098,6 +12374,38 @@ void rave__identity__v1__identity__issue_unbacked_token(ProtobufCService *servic
   assert(service->descriptor == &rave__identity__v1__identity__descriptor);
   service->invoke(service, 29, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void rave__identity__v1__identity__operator_enroll(ProtobufCService *service,
+                                                   const Rave__Identity__V1__OperatorEnrollRequest *input,
+                                                   Rave__Identity__V1__OperatorEnrollResponse_Closure closure,
+                                                   void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 30, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__operator_login(ProtobufCService *service,
+                                                  const Rave__Identity__V1__OperatorLoginRequest *input,
+                                                  Rave__Identity__V1__OperatorSessionTokens_Closure closure,
+                                                  void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 31, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__operator_refresh(ProtobufCService *service,
+                                                    const Rave__Identity__V1__OperatorRefreshRequest *input,
+                                                    Rave__Identity__V1__OperatorSessionTokens_Closure closure,
+                                                    void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 32, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__operator_logout(ProtobufCService *service,
+                                                   const Rave__Identity__V1__OperatorLogoutRequest *input,
+                                                   Rave__Identity__V1__OperatorLogoutResponse_Closure closure,
+                                                   void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 33, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
                                          Rave__Identity__V1__Identity_ServiceDestroy destroy)
 {
@@ -10105,7 +12413,7 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
                                      &rave__identity__v1__identity__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[11] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[15] =
 {
   { "CreatePublisher", &rave__identity__v1__create_publisher_request__descriptor, &rave__identity__v1__create_publisher_response__descriptor },
   { "UpdatePublisher", &rave__identity__v1__update_publisher_request__descriptor, &rave__identity__v1__update_publisher_response__descriptor },
@@ -10118,16 +12426,24 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__metho
   { "UnbanUser", &rave__identity__v1__unban_user_request__descriptor, &rave__identity__v1__unban_user_response__descriptor },
   { "ListAuditEvents", &rave__identity__v1__list_audit_events_request__descriptor, &rave__identity__v1__list_audit_events_response__descriptor },
   { "SetMailTemplate", &rave__identity__v1__set_mail_template_request__descriptor, &rave__identity__v1__set_mail_template_response__descriptor },
+  { "CreateOperator", &rave__identity__v1__create_operator_request__descriptor, &rave__identity__v1__create_operator_response__descriptor },
+  { "ListOperators", &rave__identity__v1__list_operators_request__descriptor, &rave__identity__v1__list_operators_response__descriptor },
+  { "SetOperatorRole", &rave__identity__v1__set_operator_role_request__descriptor, &rave__identity__v1__set_operator_role_response__descriptor },
+  { "DisableOperator", &rave__identity__v1__disable_operator_request__descriptor, &rave__identity__v1__disable_operator_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   7,        /* BanUser */
   2,        /* CreateApplication */
+  11,        /* CreateOperator */
   0,        /* CreatePublisher */
+  14,        /* DisableOperator */
   4,        /* GetApplication */
   5,        /* GetMergeStatus */
   6,        /* GetUser */
   9,        /* ListAuditEvents */
+  12,        /* ListOperators */
   10,        /* SetMailTemplate */
+  13,        /* SetOperatorRole */
   8,        /* UnbanUser */
   3,        /* UpdateApplication */
   1         /* UpdatePublisher */
@@ -10139,7 +12455,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor 
   "IdentityAdmin",
   "Rave__Identity__V1__IdentityAdmin",
   "rave.identity.v1",
-  11,
+  15,
   rave__identity__v1__identity_admin__method_descriptors,
   rave__identity__v1__identity_admin__method_indices_by_name
 };
@@ -10231,6 +12547,38 @@ void rave__identity__v1__identity_admin__set_mail_template(ProtobufCService *ser
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
   service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void rave__identity__v1__identity_admin__create_operator(ProtobufCService *service,
+                                                         const Rave__Identity__V1__CreateOperatorRequest *input,
+                                                         Rave__Identity__V1__CreateOperatorResponse_Closure closure,
+                                                         void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__list_operators(ProtobufCService *service,
+                                                        const Rave__Identity__V1__ListOperatorsRequest *input,
+                                                        Rave__Identity__V1__ListOperatorsResponse_Closure closure,
+                                                        void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__set_operator_role(ProtobufCService *service,
+                                                           const Rave__Identity__V1__SetOperatorRoleRequest *input,
+                                                           Rave__Identity__V1__SetOperatorRoleResponse_Closure closure,
+                                                           void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__disable_operator(ProtobufCService *service,
+                                                          const Rave__Identity__V1__DisableOperatorRequest *input,
+                                                          Rave__Identity__V1__DisableOperatorResponse_Closure closure,
+                                                          void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
                                                Rave__Identity__V1__IdentityAdmin_ServiceDestroy destroy)
 {
@@ -10238,7 +12586,7 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
                                      &rave__identity__v1__identity_admin__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__method_descriptors[9] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__method_descriptors[11] =
 {
   { "ResolveUsers", &rave__identity__v1__resolve_users_request__descriptor, &rave__identity__v1__resolve_users_response__descriptor },
   { "GetUsers", &rave__identity__v1__get_users_request__descriptor, &rave__identity__v1__get_users_response__descriptor },
@@ -10249,9 +12597,13 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_internal__me
   { "FindUsers", &rave__identity__v1__find_users_request__descriptor, &rave__identity__v1__find_users_response__descriptor },
   { "ListRevocations", &rave__identity__v1__list_revocations_request__descriptor, &rave__identity__v1__list_revocations_response__descriptor },
   { "ListAllowedOrigins", &rave__identity__v1__list_allowed_origins_request__descriptor, &rave__identity__v1__list_allowed_origins_response__descriptor },
+  { "BeginAdminCall", &rave__identity__v1__begin_admin_call_request__descriptor, &rave__identity__v1__begin_admin_call_response__descriptor },
+  { "FinishAdminCall", &rave__identity__v1__finish_admin_call_request__descriptor, &rave__identity__v1__finish_admin_call_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_internal__method_indices_by_name[] = {
+  9,        /* BeginAdminCall */
   6,        /* FindUsers */
+  10,        /* FinishAdminCall */
   5,        /* GetApplications */
   1,        /* GetUsers */
   8,        /* ListAllowedOrigins */
@@ -10268,7 +12620,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descript
   "IdentityInternal",
   "Rave__Identity__V1__IdentityInternal",
   "rave.identity.v1",
-  9,
+  11,
   rave__identity__v1__identity_internal__method_descriptors,
   rave__identity__v1__identity_internal__method_indices_by_name
 };
@@ -10343,6 +12695,22 @@ void rave__identity__v1__identity_internal__list_allowed_origins(ProtobufCServic
 {
   assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
   service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_internal__begin_admin_call(ProtobufCService *service,
+                                                             const Rave__Identity__V1__BeginAdminCallRequest *input,
+                                                             Rave__Identity__V1__BeginAdminCallResponse_Closure closure,
+                                                             void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_internal__finish_admin_call(ProtobufCService *service,
+                                                              const Rave__Identity__V1__FinishAdminCallRequest *input,
+                                                              Rave__Identity__V1__FinishAdminCallResponse_Closure closure,
+                                                              void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_internal__descriptor);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityInternal_Service *service,
                                                   Rave__Identity__V1__IdentityInternal_ServiceDestroy destroy)

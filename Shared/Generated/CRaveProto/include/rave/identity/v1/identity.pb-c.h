@@ -120,6 +120,26 @@ typedef struct Rave__Identity__V1__ListAllowedOriginsRequest Rave__Identity__V1_
 typedef struct Rave__Identity__V1__ListAllowedOriginsResponse Rave__Identity__V1__ListAllowedOriginsResponse;
 typedef struct Rave__Identity__V1__SetMailTemplateRequest Rave__Identity__V1__SetMailTemplateRequest;
 typedef struct Rave__Identity__V1__SetMailTemplateResponse Rave__Identity__V1__SetMailTemplateResponse;
+typedef struct Rave__Identity__V1__Operator Rave__Identity__V1__Operator;
+typedef struct Rave__Identity__V1__CreateOperatorRequest Rave__Identity__V1__CreateOperatorRequest;
+typedef struct Rave__Identity__V1__CreateOperatorResponse Rave__Identity__V1__CreateOperatorResponse;
+typedef struct Rave__Identity__V1__ListOperatorsRequest Rave__Identity__V1__ListOperatorsRequest;
+typedef struct Rave__Identity__V1__ListOperatorsResponse Rave__Identity__V1__ListOperatorsResponse;
+typedef struct Rave__Identity__V1__SetOperatorRoleRequest Rave__Identity__V1__SetOperatorRoleRequest;
+typedef struct Rave__Identity__V1__SetOperatorRoleResponse Rave__Identity__V1__SetOperatorRoleResponse;
+typedef struct Rave__Identity__V1__DisableOperatorRequest Rave__Identity__V1__DisableOperatorRequest;
+typedef struct Rave__Identity__V1__DisableOperatorResponse Rave__Identity__V1__DisableOperatorResponse;
+typedef struct Rave__Identity__V1__OperatorEnrollRequest Rave__Identity__V1__OperatorEnrollRequest;
+typedef struct Rave__Identity__V1__OperatorEnrollResponse Rave__Identity__V1__OperatorEnrollResponse;
+typedef struct Rave__Identity__V1__OperatorLoginRequest Rave__Identity__V1__OperatorLoginRequest;
+typedef struct Rave__Identity__V1__OperatorRefreshRequest Rave__Identity__V1__OperatorRefreshRequest;
+typedef struct Rave__Identity__V1__OperatorLogoutRequest Rave__Identity__V1__OperatorLogoutRequest;
+typedef struct Rave__Identity__V1__OperatorLogoutResponse Rave__Identity__V1__OperatorLogoutResponse;
+typedef struct Rave__Identity__V1__OperatorSessionTokens Rave__Identity__V1__OperatorSessionTokens;
+typedef struct Rave__Identity__V1__BeginAdminCallRequest Rave__Identity__V1__BeginAdminCallRequest;
+typedef struct Rave__Identity__V1__BeginAdminCallResponse Rave__Identity__V1__BeginAdminCallResponse;
+typedef struct Rave__Identity__V1__FinishAdminCallRequest Rave__Identity__V1__FinishAdminCallRequest;
+typedef struct Rave__Identity__V1__FinishAdminCallResponse Rave__Identity__V1__FinishAdminCallResponse;
 
 
 /* --- enums --- */
@@ -142,7 +162,14 @@ typedef enum _Rave__Identity__V1__ConflictResolution {
 typedef enum _Rave__Identity__V1__AuditAction {
   RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED = 0,
   RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_BAN_USER = 1,
-  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNBAN_USER = 2
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNBAN_USER = 2,
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_CREATE_OPERATOR = 3,
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_SET_OPERATOR_ROLE = 4,
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_DISABLE_OPERATOR = 5,
+  /*
+   * An admin write the gateway recorded for the service that serves it (`method` names it).
+   */
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_ADMIN_CALL = 6
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__AUDIT_ACTION)
 } Rave__Identity__V1__AuditAction;
 /*
@@ -153,7 +180,11 @@ typedef enum _Rave__Identity__V1__AuditActorKind {
   /*
    * The admin client certificate; `actor` is its common name.
    */
-  RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE = 1
+  RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE = 1,
+  /*
+   * An operator account; `actor` is its email, `operator_id` its id.
+   */
+  RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_OPERATOR = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND)
 } Rave__Identity__V1__AuditActorKind;
 typedef enum _Rave__Identity__V1__MailKind {
@@ -168,6 +199,29 @@ typedef enum _Rave__Identity__V1__MailKind {
   RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_PASSWORD_RESET = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__MAIL_KIND)
 } Rave__Identity__V1__MailKind;
+/*
+ * What an operator may do, each role including the ones before it.
+ */
+typedef enum _Rave__Identity__V1__OperatorRole {
+  RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_UNSPECIFIED = 0,
+  /*
+   * Reads only.
+   */
+  RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_VIEWER = 1,
+  /*
+   * Player support: bans, sessions, two-factor resets.
+   */
+  RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_SUPPORT = 2,
+  /*
+   * Game content and money: leaderboards, achievements, gift types, push templates, wallet games and funds.
+   */
+  RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_OPERATOR = 3,
+  /*
+   * Publishers, applications and operators.
+   */
+  RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_OWNER = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__OPERATOR_ROLE)
+} Rave__Identity__V1__OperatorRole;
 
 /* --- messages --- */
 
@@ -1160,10 +1214,36 @@ struct  Rave__Identity__V1__AuditEvent
    */
   char *before_json;
   char *after_json;
+  /*
+   * The operator who acted (actor kind operator).
+   */
+  char *operator_id;
+  /*
+   * The method called ("rave.wallet.v1.WalletAdmin/Deposit").
+   */
+  char *method;
+  /*
+   * The request as JSON with secrets redacted ("{}" when the service recorded before and after instead).
+   */
+  char *request_json;
+  /*
+   * The outcome: set when the call's status is known (always for entries a service wrote in the change's own
+   * transaction, which exist only when it succeeded).
+   */
+  protobuf_c_boolean finished;
+  /*
+   * The call's status code (0 OK) and message, when finished.
+   */
+  int32_t status_code;
+  char *status_message;
+  /*
+   * The operator account acted on (operator actions).
+   */
+  char *target_operator_id;
 };
 #define RAVE__IDENTITY__V1__AUDIT_EVENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__audit_event__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Rave__Identity__V1__ListAuditEventsRequest
@@ -1193,10 +1273,22 @@ struct  Rave__Identity__V1__ListAuditEventsRequest
    * From the previous page's next_page_token; empty for the first page.
    */
   char *page_token;
+  /*
+   * Only events by this kind of actor; unspecified for every actor.
+   */
+  Rave__Identity__V1__AuditActorKind actor_kind;
+  /*
+   * Only events by this operator.
+   */
+  char *operator_id;
+  /*
+   * Only events of this method.
+   */
+  char *method;
 };
 #define RAVE__IDENTITY__V1__LIST_AUDIT_EVENTS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_audit_events_request__descriptor) \
-    , (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED, 0, 0, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED, 0, 0, 0, (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Rave__Identity__V1__ListAuditEventsResponse
@@ -1635,6 +1727,311 @@ struct  Rave__Identity__V1__SetMailTemplateResponse
 };
 #define RAVE__IDENTITY__V1__SET_MAIL_TEMPLATE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__set_mail_template_response__descriptor) \
+     }
+
+
+/*
+ * An operator account as operators see it (never a secret).
+ */
+struct  Rave__Identity__V1__Operator
+{
+  ProtobufCMessage base;
+  char *operator_id;
+  char *email;
+  Rave__Identity__V1__OperatorRole role;
+  /*
+   * The publisher the operator acts for; empty when `all_publishers`.
+   */
+  char *publisher_id;
+  /*
+   * Only an owner may act for every publisher.
+   */
+  protobuf_c_boolean all_publishers;
+  /*
+   * The operator has logged in once with password and TOTP code.
+   */
+  protobuf_c_boolean enrolled;
+  protobuf_c_boolean disabled;
+  int64_t created_at_unix_ms;
+};
+#define RAVE__IDENTITY__V1__OPERATOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__operator__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, 0, 0, 0 }
+
+
+struct  Rave__Identity__V1__CreateOperatorRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The login email; unique without case.
+   */
+  char *email;
+  Rave__Identity__V1__OperatorRole role;
+  /*
+   * The publisher the operator acts for; empty together with `all_publishers` (owners only).
+   */
+  char *publisher_id;
+  protobuf_c_boolean all_publishers;
+  /*
+   * For the audit log; 1…500 characters.
+   */
+  char *reason;
+};
+#define RAVE__IDENTITY__V1__CREATE_OPERATOR_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__create_operator_request__descriptor) \
+    , (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__CreateOperatorResponse
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__Operator *account;
+  /*
+   * Give it to the operator, over a channel you trust: it sets the password (OperatorEnroll). Shown once.
+   */
+  char *enrolment_code;
+  int64_t enrolment_expires_at_unix_ms;
+};
+#define RAVE__IDENTITY__V1__CREATE_OPERATOR_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__create_operator_response__descriptor) \
+    , NULL, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Identity__V1__ListOperatorsRequest
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__LIST_OPERATORS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_operators_request__descriptor) \
+     }
+
+
+struct  Rave__Identity__V1__ListOperatorsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * By email.
+   */
+  size_t n_operators;
+  Rave__Identity__V1__Operator **operators;
+};
+#define RAVE__IDENTITY__V1__LIST_OPERATORS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_operators_response__descriptor) \
+    , 0,NULL }
+
+
+struct  Rave__Identity__V1__SetOperatorRoleRequest
+{
+  ProtobufCMessage base;
+  char *operator_id;
+  Rave__Identity__V1__OperatorRole role;
+  char *publisher_id;
+  protobuf_c_boolean all_publishers;
+  /*
+   * For the audit log; 1…500 characters.
+   */
+  char *reason;
+};
+#define RAVE__IDENTITY__V1__SET_OPERATOR_ROLE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__set_operator_role_request__descriptor) \
+    , (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__SetOperatorRoleResponse
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__Operator *account;
+  /*
+   * The operator's sessions that ended (a new login carries the new role).
+   */
+  uint32_t revoked_sessions;
+};
+#define RAVE__IDENTITY__V1__SET_OPERATOR_ROLE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__set_operator_role_response__descriptor) \
+    , NULL, 0 }
+
+
+struct  Rave__Identity__V1__DisableOperatorRequest
+{
+  ProtobufCMessage base;
+  char *operator_id;
+  /*
+   * For the audit log; 1…500 characters.
+   */
+  char *reason;
+};
+#define RAVE__IDENTITY__V1__DISABLE_OPERATOR_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__disable_operator_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__DisableOperatorResponse
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__Operator *account;
+  uint32_t revoked_sessions;
+};
+#define RAVE__IDENTITY__V1__DISABLE_OPERATOR_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__disable_operator_response__descriptor) \
+    , NULL, 0 }
+
+
+struct  Rave__Identity__V1__OperatorEnrollRequest
+{
+  ProtobufCMessage base;
+  /*
+   * From CreateOperator.
+   */
+  char *enrolment_code;
+  /*
+   * 12…128 characters.
+   */
+  char *password;
+};
+#define RAVE__IDENTITY__V1__OPERATOR_ENROLL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__operator_enroll_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__OperatorEnrollResponse
+{
+  ProtobufCMessage base;
+  char *operator_id;
+  char *email;
+  /*
+   * The TOTP secret in base32 and as an otpauth:// URL for an authenticator app; shown this once.
+   */
+  char *totp_secret;
+  char *otpauth_url;
+};
+#define RAVE__IDENTITY__V1__OPERATOR_ENROLL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__operator_enroll_response__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__OperatorLoginRequest
+{
+  ProtobufCMessage base;
+  char *email;
+  char *password;
+  /*
+   * The authenticator's current 6-digit code.
+   */
+  char *totp_code;
+};
+#define RAVE__IDENTITY__V1__OPERATOR_LOGIN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__operator_login_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__OperatorRefreshRequest
+{
+  ProtobufCMessage base;
+  char *refresh_token;
+};
+#define RAVE__IDENTITY__V1__OPERATOR_REFRESH_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__operator_refresh_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__OperatorLogoutRequest
+{
+  ProtobufCMessage base;
+  char *refresh_token;
+};
+#define RAVE__IDENTITY__V1__OPERATOR_LOGOUT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__operator_logout_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__OperatorLogoutResponse
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__OPERATOR_LOGOUT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__operator_logout_response__descriptor) \
+     }
+
+
+/*
+ * An operator session's tokens: `access_token` goes in "authorization: Bearer …" of admin calls.
+ */
+struct  Rave__Identity__V1__OperatorSessionTokens
+{
+  ProtobufCMessage base;
+  char *access_token;
+  int64_t access_token_expires_at_unix_ms;
+  /*
+   * Single use: every refresh returns a new one; a used one ends the session.
+   */
+  char *refresh_token;
+  char *session_id;
+  /*
+   * The session ends then whatever its use (absolute limit).
+   */
+  int64_t session_expires_at_unix_ms;
+  Rave__Identity__V1__Operator *account;
+};
+#define RAVE__IDENTITY__V1__OPERATOR_SESSION_TOKENS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__operator_session_tokens__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL }
+
+
+struct  Rave__Identity__V1__BeginAdminCallRequest
+{
+  ProtobufCMessage base;
+  char *method;
+  Rave__Identity__V1__AuditActorKind actor_kind;
+  /*
+   * The admin certificate's common name (actor kind admin certificate).
+   */
+  char *actor;
+  /*
+   * The operator (actor kind operator).
+   */
+  char *operator_id;
+  /*
+   * From the call's rave-reason metadata; empty when none was given (admin certificate only).
+   */
+  char *reason;
+  /*
+   * The request as JSON, secrets redacted.
+   */
+  char *request_json;
+};
+#define RAVE__IDENTITY__V1__BEGIN_ADMIN_CALL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__begin_admin_call_request__descriptor) \
+    , (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__BeginAdminCallResponse
+{
+  ProtobufCMessage base;
+  char *event_id;
+};
+#define RAVE__IDENTITY__V1__BEGIN_ADMIN_CALL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__begin_admin_call_response__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__FinishAdminCallRequest
+{
+  ProtobufCMessage base;
+  char *event_id;
+  int32_t status_code;
+  char *status_message;
+};
+#define RAVE__IDENTITY__V1__FINISH_ADMIN_CALL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__finish_admin_call_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__FinishAdminCallResponse
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__FINISH_ADMIN_CALL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__finish_admin_call_response__descriptor) \
      }
 
 
@@ -3614,6 +4011,386 @@ Rave__Identity__V1__SetMailTemplateResponse *
 void   rave__identity__v1__set_mail_template_response__free_unpacked
                      (Rave__Identity__V1__SetMailTemplateResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__Operator methods */
+void   rave__identity__v1__operator__init
+                     (Rave__Identity__V1__Operator         *message);
+size_t rave__identity__v1__operator__get_packed_size
+                     (const Rave__Identity__V1__Operator   *message);
+size_t rave__identity__v1__operator__pack
+                     (const Rave__Identity__V1__Operator   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__operator__pack_to_buffer
+                     (const Rave__Identity__V1__Operator   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__Operator *
+       rave__identity__v1__operator__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__operator__free_unpacked
+                     (Rave__Identity__V1__Operator *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__CreateOperatorRequest methods */
+void   rave__identity__v1__create_operator_request__init
+                     (Rave__Identity__V1__CreateOperatorRequest         *message);
+size_t rave__identity__v1__create_operator_request__get_packed_size
+                     (const Rave__Identity__V1__CreateOperatorRequest   *message);
+size_t rave__identity__v1__create_operator_request__pack
+                     (const Rave__Identity__V1__CreateOperatorRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__create_operator_request__pack_to_buffer
+                     (const Rave__Identity__V1__CreateOperatorRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__CreateOperatorRequest *
+       rave__identity__v1__create_operator_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__create_operator_request__free_unpacked
+                     (Rave__Identity__V1__CreateOperatorRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__CreateOperatorResponse methods */
+void   rave__identity__v1__create_operator_response__init
+                     (Rave__Identity__V1__CreateOperatorResponse         *message);
+size_t rave__identity__v1__create_operator_response__get_packed_size
+                     (const Rave__Identity__V1__CreateOperatorResponse   *message);
+size_t rave__identity__v1__create_operator_response__pack
+                     (const Rave__Identity__V1__CreateOperatorResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__create_operator_response__pack_to_buffer
+                     (const Rave__Identity__V1__CreateOperatorResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__CreateOperatorResponse *
+       rave__identity__v1__create_operator_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__create_operator_response__free_unpacked
+                     (Rave__Identity__V1__CreateOperatorResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListOperatorsRequest methods */
+void   rave__identity__v1__list_operators_request__init
+                     (Rave__Identity__V1__ListOperatorsRequest         *message);
+size_t rave__identity__v1__list_operators_request__get_packed_size
+                     (const Rave__Identity__V1__ListOperatorsRequest   *message);
+size_t rave__identity__v1__list_operators_request__pack
+                     (const Rave__Identity__V1__ListOperatorsRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_operators_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListOperatorsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListOperatorsRequest *
+       rave__identity__v1__list_operators_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_operators_request__free_unpacked
+                     (Rave__Identity__V1__ListOperatorsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListOperatorsResponse methods */
+void   rave__identity__v1__list_operators_response__init
+                     (Rave__Identity__V1__ListOperatorsResponse         *message);
+size_t rave__identity__v1__list_operators_response__get_packed_size
+                     (const Rave__Identity__V1__ListOperatorsResponse   *message);
+size_t rave__identity__v1__list_operators_response__pack
+                     (const Rave__Identity__V1__ListOperatorsResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_operators_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListOperatorsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListOperatorsResponse *
+       rave__identity__v1__list_operators_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_operators_response__free_unpacked
+                     (Rave__Identity__V1__ListOperatorsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__SetOperatorRoleRequest methods */
+void   rave__identity__v1__set_operator_role_request__init
+                     (Rave__Identity__V1__SetOperatorRoleRequest         *message);
+size_t rave__identity__v1__set_operator_role_request__get_packed_size
+                     (const Rave__Identity__V1__SetOperatorRoleRequest   *message);
+size_t rave__identity__v1__set_operator_role_request__pack
+                     (const Rave__Identity__V1__SetOperatorRoleRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__set_operator_role_request__pack_to_buffer
+                     (const Rave__Identity__V1__SetOperatorRoleRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__SetOperatorRoleRequest *
+       rave__identity__v1__set_operator_role_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__set_operator_role_request__free_unpacked
+                     (Rave__Identity__V1__SetOperatorRoleRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__SetOperatorRoleResponse methods */
+void   rave__identity__v1__set_operator_role_response__init
+                     (Rave__Identity__V1__SetOperatorRoleResponse         *message);
+size_t rave__identity__v1__set_operator_role_response__get_packed_size
+                     (const Rave__Identity__V1__SetOperatorRoleResponse   *message);
+size_t rave__identity__v1__set_operator_role_response__pack
+                     (const Rave__Identity__V1__SetOperatorRoleResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__set_operator_role_response__pack_to_buffer
+                     (const Rave__Identity__V1__SetOperatorRoleResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__SetOperatorRoleResponse *
+       rave__identity__v1__set_operator_role_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__set_operator_role_response__free_unpacked
+                     (Rave__Identity__V1__SetOperatorRoleResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__DisableOperatorRequest methods */
+void   rave__identity__v1__disable_operator_request__init
+                     (Rave__Identity__V1__DisableOperatorRequest         *message);
+size_t rave__identity__v1__disable_operator_request__get_packed_size
+                     (const Rave__Identity__V1__DisableOperatorRequest   *message);
+size_t rave__identity__v1__disable_operator_request__pack
+                     (const Rave__Identity__V1__DisableOperatorRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__disable_operator_request__pack_to_buffer
+                     (const Rave__Identity__V1__DisableOperatorRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__DisableOperatorRequest *
+       rave__identity__v1__disable_operator_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__disable_operator_request__free_unpacked
+                     (Rave__Identity__V1__DisableOperatorRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__DisableOperatorResponse methods */
+void   rave__identity__v1__disable_operator_response__init
+                     (Rave__Identity__V1__DisableOperatorResponse         *message);
+size_t rave__identity__v1__disable_operator_response__get_packed_size
+                     (const Rave__Identity__V1__DisableOperatorResponse   *message);
+size_t rave__identity__v1__disable_operator_response__pack
+                     (const Rave__Identity__V1__DisableOperatorResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__disable_operator_response__pack_to_buffer
+                     (const Rave__Identity__V1__DisableOperatorResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__DisableOperatorResponse *
+       rave__identity__v1__disable_operator_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__disable_operator_response__free_unpacked
+                     (Rave__Identity__V1__DisableOperatorResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__OperatorEnrollRequest methods */
+void   rave__identity__v1__operator_enroll_request__init
+                     (Rave__Identity__V1__OperatorEnrollRequest         *message);
+size_t rave__identity__v1__operator_enroll_request__get_packed_size
+                     (const Rave__Identity__V1__OperatorEnrollRequest   *message);
+size_t rave__identity__v1__operator_enroll_request__pack
+                     (const Rave__Identity__V1__OperatorEnrollRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__operator_enroll_request__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorEnrollRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__OperatorEnrollRequest *
+       rave__identity__v1__operator_enroll_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__operator_enroll_request__free_unpacked
+                     (Rave__Identity__V1__OperatorEnrollRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__OperatorEnrollResponse methods */
+void   rave__identity__v1__operator_enroll_response__init
+                     (Rave__Identity__V1__OperatorEnrollResponse         *message);
+size_t rave__identity__v1__operator_enroll_response__get_packed_size
+                     (const Rave__Identity__V1__OperatorEnrollResponse   *message);
+size_t rave__identity__v1__operator_enroll_response__pack
+                     (const Rave__Identity__V1__OperatorEnrollResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__operator_enroll_response__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorEnrollResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__OperatorEnrollResponse *
+       rave__identity__v1__operator_enroll_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__operator_enroll_response__free_unpacked
+                     (Rave__Identity__V1__OperatorEnrollResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__OperatorLoginRequest methods */
+void   rave__identity__v1__operator_login_request__init
+                     (Rave__Identity__V1__OperatorLoginRequest         *message);
+size_t rave__identity__v1__operator_login_request__get_packed_size
+                     (const Rave__Identity__V1__OperatorLoginRequest   *message);
+size_t rave__identity__v1__operator_login_request__pack
+                     (const Rave__Identity__V1__OperatorLoginRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__operator_login_request__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorLoginRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__OperatorLoginRequest *
+       rave__identity__v1__operator_login_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__operator_login_request__free_unpacked
+                     (Rave__Identity__V1__OperatorLoginRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__OperatorRefreshRequest methods */
+void   rave__identity__v1__operator_refresh_request__init
+                     (Rave__Identity__V1__OperatorRefreshRequest         *message);
+size_t rave__identity__v1__operator_refresh_request__get_packed_size
+                     (const Rave__Identity__V1__OperatorRefreshRequest   *message);
+size_t rave__identity__v1__operator_refresh_request__pack
+                     (const Rave__Identity__V1__OperatorRefreshRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__operator_refresh_request__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorRefreshRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__OperatorRefreshRequest *
+       rave__identity__v1__operator_refresh_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__operator_refresh_request__free_unpacked
+                     (Rave__Identity__V1__OperatorRefreshRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__OperatorLogoutRequest methods */
+void   rave__identity__v1__operator_logout_request__init
+                     (Rave__Identity__V1__OperatorLogoutRequest         *message);
+size_t rave__identity__v1__operator_logout_request__get_packed_size
+                     (const Rave__Identity__V1__OperatorLogoutRequest   *message);
+size_t rave__identity__v1__operator_logout_request__pack
+                     (const Rave__Identity__V1__OperatorLogoutRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__operator_logout_request__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorLogoutRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__OperatorLogoutRequest *
+       rave__identity__v1__operator_logout_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__operator_logout_request__free_unpacked
+                     (Rave__Identity__V1__OperatorLogoutRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__OperatorLogoutResponse methods */
+void   rave__identity__v1__operator_logout_response__init
+                     (Rave__Identity__V1__OperatorLogoutResponse         *message);
+size_t rave__identity__v1__operator_logout_response__get_packed_size
+                     (const Rave__Identity__V1__OperatorLogoutResponse   *message);
+size_t rave__identity__v1__operator_logout_response__pack
+                     (const Rave__Identity__V1__OperatorLogoutResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__operator_logout_response__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorLogoutResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__OperatorLogoutResponse *
+       rave__identity__v1__operator_logout_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__operator_logout_response__free_unpacked
+                     (Rave__Identity__V1__OperatorLogoutResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__OperatorSessionTokens methods */
+void   rave__identity__v1__operator_session_tokens__init
+                     (Rave__Identity__V1__OperatorSessionTokens         *message);
+size_t rave__identity__v1__operator_session_tokens__get_packed_size
+                     (const Rave__Identity__V1__OperatorSessionTokens   *message);
+size_t rave__identity__v1__operator_session_tokens__pack
+                     (const Rave__Identity__V1__OperatorSessionTokens   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__operator_session_tokens__pack_to_buffer
+                     (const Rave__Identity__V1__OperatorSessionTokens   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__OperatorSessionTokens *
+       rave__identity__v1__operator_session_tokens__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__operator_session_tokens__free_unpacked
+                     (Rave__Identity__V1__OperatorSessionTokens *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__BeginAdminCallRequest methods */
+void   rave__identity__v1__begin_admin_call_request__init
+                     (Rave__Identity__V1__BeginAdminCallRequest         *message);
+size_t rave__identity__v1__begin_admin_call_request__get_packed_size
+                     (const Rave__Identity__V1__BeginAdminCallRequest   *message);
+size_t rave__identity__v1__begin_admin_call_request__pack
+                     (const Rave__Identity__V1__BeginAdminCallRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__begin_admin_call_request__pack_to_buffer
+                     (const Rave__Identity__V1__BeginAdminCallRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__BeginAdminCallRequest *
+       rave__identity__v1__begin_admin_call_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__begin_admin_call_request__free_unpacked
+                     (Rave__Identity__V1__BeginAdminCallRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__BeginAdminCallResponse methods */
+void   rave__identity__v1__begin_admin_call_response__init
+                     (Rave__Identity__V1__BeginAdminCallResponse         *message);
+size_t rave__identity__v1__begin_admin_call_response__get_packed_size
+                     (const Rave__Identity__V1__BeginAdminCallResponse   *message);
+size_t rave__identity__v1__begin_admin_call_response__pack
+                     (const Rave__Identity__V1__BeginAdminCallResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__begin_admin_call_response__pack_to_buffer
+                     (const Rave__Identity__V1__BeginAdminCallResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__BeginAdminCallResponse *
+       rave__identity__v1__begin_admin_call_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__begin_admin_call_response__free_unpacked
+                     (Rave__Identity__V1__BeginAdminCallResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__FinishAdminCallRequest methods */
+void   rave__identity__v1__finish_admin_call_request__init
+                     (Rave__Identity__V1__FinishAdminCallRequest         *message);
+size_t rave__identity__v1__finish_admin_call_request__get_packed_size
+                     (const Rave__Identity__V1__FinishAdminCallRequest   *message);
+size_t rave__identity__v1__finish_admin_call_request__pack
+                     (const Rave__Identity__V1__FinishAdminCallRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__finish_admin_call_request__pack_to_buffer
+                     (const Rave__Identity__V1__FinishAdminCallRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__FinishAdminCallRequest *
+       rave__identity__v1__finish_admin_call_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__finish_admin_call_request__free_unpacked
+                     (Rave__Identity__V1__FinishAdminCallRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__FinishAdminCallResponse methods */
+void   rave__identity__v1__finish_admin_call_response__init
+                     (Rave__Identity__V1__FinishAdminCallResponse         *message);
+size_t rave__identity__v1__finish_admin_call_response__get_packed_size
+                     (const Rave__Identity__V1__FinishAdminCallResponse   *message);
+size_t rave__identity__v1__finish_admin_call_response__pack
+                     (const Rave__Identity__V1__FinishAdminCallResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__finish_admin_call_response__pack_to_buffer
+                     (const Rave__Identity__V1__FinishAdminCallResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__FinishAdminCallResponse *
+       rave__identity__v1__finish_admin_call_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__finish_admin_call_response__free_unpacked
+                     (Rave__Identity__V1__FinishAdminCallResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -3928,6 +4705,66 @@ typedef void (*Rave__Identity__V1__SetMailTemplateRequest_Closure)
 typedef void (*Rave__Identity__V1__SetMailTemplateResponse_Closure)
                  (const Rave__Identity__V1__SetMailTemplateResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__Operator_Closure)
+                 (const Rave__Identity__V1__Operator *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__CreateOperatorRequest_Closure)
+                 (const Rave__Identity__V1__CreateOperatorRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__CreateOperatorResponse_Closure)
+                 (const Rave__Identity__V1__CreateOperatorResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListOperatorsRequest_Closure)
+                 (const Rave__Identity__V1__ListOperatorsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListOperatorsResponse_Closure)
+                 (const Rave__Identity__V1__ListOperatorsResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__SetOperatorRoleRequest_Closure)
+                 (const Rave__Identity__V1__SetOperatorRoleRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__SetOperatorRoleResponse_Closure)
+                 (const Rave__Identity__V1__SetOperatorRoleResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__DisableOperatorRequest_Closure)
+                 (const Rave__Identity__V1__DisableOperatorRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__DisableOperatorResponse_Closure)
+                 (const Rave__Identity__V1__DisableOperatorResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__OperatorEnrollRequest_Closure)
+                 (const Rave__Identity__V1__OperatorEnrollRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__OperatorEnrollResponse_Closure)
+                 (const Rave__Identity__V1__OperatorEnrollResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__OperatorLoginRequest_Closure)
+                 (const Rave__Identity__V1__OperatorLoginRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__OperatorRefreshRequest_Closure)
+                 (const Rave__Identity__V1__OperatorRefreshRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__OperatorLogoutRequest_Closure)
+                 (const Rave__Identity__V1__OperatorLogoutRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__OperatorLogoutResponse_Closure)
+                 (const Rave__Identity__V1__OperatorLogoutResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__OperatorSessionTokens_Closure)
+                 (const Rave__Identity__V1__OperatorSessionTokens *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__BeginAdminCallRequest_Closure)
+                 (const Rave__Identity__V1__BeginAdminCallRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__BeginAdminCallResponse_Closure)
+                 (const Rave__Identity__V1__BeginAdminCallResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__FinishAdminCallRequest_Closure)
+                 (const Rave__Identity__V1__FinishAdminCallRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__FinishAdminCallResponse_Closure)
+                 (const Rave__Identity__V1__FinishAdminCallResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -4055,6 +4892,22 @@ struct Rave__Identity__V1__Identity_Service
                                const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
                                Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
                                void *closure_data);
+  void (*operator_enroll)(Rave__Identity__V1__Identity_Service *service,
+                          const Rave__Identity__V1__OperatorEnrollRequest *input,
+                          Rave__Identity__V1__OperatorEnrollResponse_Closure closure,
+                          void *closure_data);
+  void (*operator_login)(Rave__Identity__V1__Identity_Service *service,
+                         const Rave__Identity__V1__OperatorLoginRequest *input,
+                         Rave__Identity__V1__OperatorSessionTokens_Closure closure,
+                         void *closure_data);
+  void (*operator_refresh)(Rave__Identity__V1__Identity_Service *service,
+                           const Rave__Identity__V1__OperatorRefreshRequest *input,
+                           Rave__Identity__V1__OperatorSessionTokens_Closure closure,
+                           void *closure_data);
+  void (*operator_logout)(Rave__Identity__V1__Identity_Service *service,
+                          const Rave__Identity__V1__OperatorLogoutRequest *input,
+                          Rave__Identity__V1__OperatorLogoutResponse_Closure closure,
+                          void *closure_data);
 };
 typedef void (*Rave__Identity__V1__Identity_ServiceDestroy)(Rave__Identity__V1__Identity_Service *);
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
@@ -4092,7 +4945,11 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
       function_prefix__ ## change_email,\
       function_prefix__ ## request_password_reset,\
       function_prefix__ ## reset_password,\
-      function_prefix__ ## issue_unbacked_token  }
+      function_prefix__ ## issue_unbacked_token,\
+      function_prefix__ ## operator_enroll,\
+      function_prefix__ ## operator_login,\
+      function_prefix__ ## operator_refresh,\
+      function_prefix__ ## operator_logout  }
 void rave__identity__v1__identity__guest_login(ProtobufCService *service,
                                                const Rave__Identity__V1__GuestLoginRequest *input,
                                                Rave__Identity__V1__LoginResponse_Closure closure,
@@ -4213,6 +5070,22 @@ void rave__identity__v1__identity__issue_unbacked_token(ProtobufCService *servic
                                                         const Rave__Identity__V1__IssueUnbackedTokenRequest *input,
                                                         Rave__Identity__V1__IssueUnbackedTokenResponse_Closure closure,
                                                         void *closure_data);
+void rave__identity__v1__identity__operator_enroll(ProtobufCService *service,
+                                                   const Rave__Identity__V1__OperatorEnrollRequest *input,
+                                                   Rave__Identity__V1__OperatorEnrollResponse_Closure closure,
+                                                   void *closure_data);
+void rave__identity__v1__identity__operator_login(ProtobufCService *service,
+                                                  const Rave__Identity__V1__OperatorLoginRequest *input,
+                                                  Rave__Identity__V1__OperatorSessionTokens_Closure closure,
+                                                  void *closure_data);
+void rave__identity__v1__identity__operator_refresh(ProtobufCService *service,
+                                                    const Rave__Identity__V1__OperatorRefreshRequest *input,
+                                                    Rave__Identity__V1__OperatorSessionTokens_Closure closure,
+                                                    void *closure_data);
+void rave__identity__v1__identity__operator_logout(ProtobufCService *service,
+                                                   const Rave__Identity__V1__OperatorLogoutRequest *input,
+                                                   Rave__Identity__V1__OperatorLogoutResponse_Closure closure,
+                                                   void *closure_data);
 typedef struct Rave__Identity__V1__IdentityAdmin_Service Rave__Identity__V1__IdentityAdmin_Service;
 struct Rave__Identity__V1__IdentityAdmin_Service
 {
@@ -4261,6 +5134,22 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                             const Rave__Identity__V1__SetMailTemplateRequest *input,
                             Rave__Identity__V1__SetMailTemplateResponse_Closure closure,
                             void *closure_data);
+  void (*create_operator)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                          const Rave__Identity__V1__CreateOperatorRequest *input,
+                          Rave__Identity__V1__CreateOperatorResponse_Closure closure,
+                          void *closure_data);
+  void (*list_operators)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                         const Rave__Identity__V1__ListOperatorsRequest *input,
+                         Rave__Identity__V1__ListOperatorsResponse_Closure closure,
+                         void *closure_data);
+  void (*set_operator_role)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                            const Rave__Identity__V1__SetOperatorRoleRequest *input,
+                            Rave__Identity__V1__SetOperatorRoleResponse_Closure closure,
+                            void *closure_data);
+  void (*disable_operator)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                           const Rave__Identity__V1__DisableOperatorRequest *input,
+                           Rave__Identity__V1__DisableOperatorResponse_Closure closure,
+                           void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityAdmin_ServiceDestroy)(Rave__Identity__V1__IdentityAdmin_Service *);
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
@@ -4279,7 +5168,11 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## ban_user,\
       function_prefix__ ## unban_user,\
       function_prefix__ ## list_audit_events,\
-      function_prefix__ ## set_mail_template  }
+      function_prefix__ ## set_mail_template,\
+      function_prefix__ ## create_operator,\
+      function_prefix__ ## list_operators,\
+      function_prefix__ ## set_operator_role,\
+      function_prefix__ ## disable_operator  }
 void rave__identity__v1__identity_admin__create_publisher(ProtobufCService *service,
                                                           const Rave__Identity__V1__CreatePublisherRequest *input,
                                                           Rave__Identity__V1__CreatePublisherResponse_Closure closure,
@@ -4324,6 +5217,22 @@ void rave__identity__v1__identity_admin__set_mail_template(ProtobufCService *ser
                                                            const Rave__Identity__V1__SetMailTemplateRequest *input,
                                                            Rave__Identity__V1__SetMailTemplateResponse_Closure closure,
                                                            void *closure_data);
+void rave__identity__v1__identity_admin__create_operator(ProtobufCService *service,
+                                                         const Rave__Identity__V1__CreateOperatorRequest *input,
+                                                         Rave__Identity__V1__CreateOperatorResponse_Closure closure,
+                                                         void *closure_data);
+void rave__identity__v1__identity_admin__list_operators(ProtobufCService *service,
+                                                        const Rave__Identity__V1__ListOperatorsRequest *input,
+                                                        Rave__Identity__V1__ListOperatorsResponse_Closure closure,
+                                                        void *closure_data);
+void rave__identity__v1__identity_admin__set_operator_role(ProtobufCService *service,
+                                                           const Rave__Identity__V1__SetOperatorRoleRequest *input,
+                                                           Rave__Identity__V1__SetOperatorRoleResponse_Closure closure,
+                                                           void *closure_data);
+void rave__identity__v1__identity_admin__disable_operator(ProtobufCService *service,
+                                                          const Rave__Identity__V1__DisableOperatorRequest *input,
+                                                          Rave__Identity__V1__DisableOperatorResponse_Closure closure,
+                                                          void *closure_data);
 typedef struct Rave__Identity__V1__IdentityInternal_Service Rave__Identity__V1__IdentityInternal_Service;
 struct Rave__Identity__V1__IdentityInternal_Service
 {
@@ -4364,6 +5273,14 @@ struct Rave__Identity__V1__IdentityInternal_Service
                                const Rave__Identity__V1__ListAllowedOriginsRequest *input,
                                Rave__Identity__V1__ListAllowedOriginsResponse_Closure closure,
                                void *closure_data);
+  void (*begin_admin_call)(Rave__Identity__V1__IdentityInternal_Service *service,
+                           const Rave__Identity__V1__BeginAdminCallRequest *input,
+                           Rave__Identity__V1__BeginAdminCallResponse_Closure closure,
+                           void *closure_data);
+  void (*finish_admin_call)(Rave__Identity__V1__IdentityInternal_Service *service,
+                            const Rave__Identity__V1__FinishAdminCallRequest *input,
+                            Rave__Identity__V1__FinishAdminCallResponse_Closure closure,
+                            void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityInternal_ServiceDestroy)(Rave__Identity__V1__IdentityInternal_Service *);
 void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityInternal_Service *service,
@@ -4380,7 +5297,9 @@ void rave__identity__v1__identity_internal__init (Rave__Identity__V1__IdentityIn
       function_prefix__ ## get_applications,\
       function_prefix__ ## find_users,\
       function_prefix__ ## list_revocations,\
-      function_prefix__ ## list_allowed_origins  }
+      function_prefix__ ## list_allowed_origins,\
+      function_prefix__ ## begin_admin_call,\
+      function_prefix__ ## finish_admin_call  }
 void rave__identity__v1__identity_internal__resolve_users(ProtobufCService *service,
                                                           const Rave__Identity__V1__ResolveUsersRequest *input,
                                                           Rave__Identity__V1__ResolveUsersResponse_Closure closure,
@@ -4417,6 +5336,14 @@ void rave__identity__v1__identity_internal__list_allowed_origins(ProtobufCServic
                                                                  const Rave__Identity__V1__ListAllowedOriginsRequest *input,
                                                                  Rave__Identity__V1__ListAllowedOriginsResponse_Closure closure,
                                                                  void *closure_data);
+void rave__identity__v1__identity_internal__begin_admin_call(ProtobufCService *service,
+                                                             const Rave__Identity__V1__BeginAdminCallRequest *input,
+                                                             Rave__Identity__V1__BeginAdminCallResponse_Closure closure,
+                                                             void *closure_data);
+void rave__identity__v1__identity_internal__finish_admin_call(ProtobufCService *service,
+                                                              const Rave__Identity__V1__FinishAdminCallRequest *input,
+                                                              Rave__Identity__V1__FinishAdminCallResponse_Closure closure,
+                                                              void *closure_data);
 
 /* --- descriptors --- */
 
@@ -4424,6 +5351,7 @@ extern const ProtobufCEnumDescriptor    rave__identity__v1__conflict_resolution_
 extern const ProtobufCEnumDescriptor    rave__identity__v1__audit_action__descriptor;
 extern const ProtobufCEnumDescriptor    rave__identity__v1__audit_actor_kind__descriptor;
 extern const ProtobufCEnumDescriptor    rave__identity__v1__mail_kind__descriptor;
+extern const ProtobufCEnumDescriptor    rave__identity__v1__operator_role__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__device_info__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__guest_login_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__sign_up_request__descriptor;
@@ -4528,6 +5456,26 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__operator__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__create_operator_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__create_operator_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_operators_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_operators_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__set_operator_role_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__set_operator_role_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__disable_operator_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__disable_operator_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__operator_enroll_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__operator_enroll_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__operator_login_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__operator_refresh_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__operator_logout_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__operator_logout_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__operator_session_tokens__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__begin_admin_call_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__begin_admin_call_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__finish_admin_call_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__finish_admin_call_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;
