@@ -45,7 +45,7 @@ test: deps proto-check lint
 	scripts/browser-tests.sh
 	scripts/api-tests.sh
 
-## bench: release builds of ravectl, rave-bench and the services bench-leaderboards.sh starts, then every benchmark
+## bench: release builds of ravectl, rave-bench and every service, then every benchmark
 ## (docs/BENCHMARKS.md); results in .bench/.
 bench: deps
 	scripts/bench.sh

@@ -6,7 +6,8 @@
 #   2. PostgreSQL client vs pgbench on the same throwaway server (scripts/bench-postgres.sh), if present.
 #   3. Every service's benchmark in `rave-bench` (scripts/bench-services.sh), leaderboards under `ravectl loadtest`
 #      (scripts/bench-leaderboards.sh), the leaderboards rank index alone (`rave-bench leaderboards`) and the
-#      gateway against stand-in backends (`rave-bench gateway`);
+#      gateway against stand-in backends (`rave-bench gateway`), and batches of bets through the whole stack
+#      against the wallet in process and pgbench -N (scripts/bench-bets.sh);
 #   4. our rows next to Redis's of this run, with both servers' CPU per call (scripts/bench-against-redis.py).
 # Results: a human summary on stdout, machine-readable JSON in .bench/.
 set -euo pipefail
@@ -84,8 +85,9 @@ if [ -x scripts/bench-postgres.sh ]; then
     scripts/bench-postgres.sh
 fi
 
-# rave-bench holds the services' benchmarks; the service executables are what bench-leaderboards.sh starts.
-for product in rave-bench identity leaderboards gateway; do
+# rave-bench holds the services' benchmarks; the service executables are what bench-leaderboards.sh and
+# bench-bets.sh (the whole stack) start.
+for product in rave-bench identity social leaderboards gifts push wallet gateway; do
     swift build -c release --product "$product" -q
 done
 scripts/bench-services.sh
@@ -94,4 +96,5 @@ echo "== rave-bench leaderboards (the rank index alone, in memory)"
 RAVE_BENCH_OUT=.bench/leaderboards-index.json .build/release/rave-bench leaderboards
 echo "== rave-bench gateway (stand-in backends, in one process)"
 RAVE_BENCH_OUT=.bench/gateway.json .build/release/rave-bench gateway
+scripts/bench-bets.sh
 scripts/bench-against-redis.py

@@ -25,7 +25,8 @@ enum LoadtestCommand {
         """
 
     static func run(_ arguments: ArraySlice<String>) async throws -> Int32 {
-        guard arguments.first == "leaderboards" else { throw UsageError("loadtest knows one service: leaderboards") }
+        if arguments.first == "bets" { return try await LoadtestBets.run(arguments.dropFirst()) }
+        guard arguments.first == "leaderboards" else { throw UsageError("loadtest runs leaderboards or bets") }
         let options = try Arguments(
             arguments.dropFirst(),
             valueOptions: [
@@ -138,6 +139,8 @@ struct LoadtestSettings: Sendable {
     var durationSeconds: Int
     var pageSize: Int
     var adjacent: Int
+    /// Batches of bets instead of the leaderboards mix (`ravectl loadtest bets`).
+    var bets: LoadtestBetBatch?
 
     init(_ options: Arguments) throws(UsageError) {
         target = options.value("target") ?? "127.0.0.1:7503"
@@ -161,11 +164,12 @@ struct LoadtestSettings: Sendable {
     func plan(startingAt start: UInt64) throws(UsageError) -> LoadtestPlan {
         let measureFrom = start + UInt64(warmupSeconds) * 1_000_000_000
         return LoadtestPlan(
-            app: app, boardKeys: boardKeys, users: users, cumulativeWeights: try LoadtestPlan.weights(mix),
+            app: app, boardKeys: boardKeys, users: users,
+            cumulativeWeights: bets == nil ? try LoadtestPlan.weights(mix) : [(.bets, 1)],
             userSampler: IndexSampler(count: users, choice: userChoice),
             boardSampler: IndexSampler(count: boardKeys.count, choice: boardChoice),
             ratePerConnection: rate.map { Double($0) / Double(connections) }, inFlight: inFlight,
-            pageSize: pageSize, adjacent: adjacent, start: start, measureFrom: measureFrom,
+            pageSize: pageSize, adjacent: adjacent, bets: bets, start: start, measureFrom: measureFrom,
             end: measureFrom + UInt64(durationSeconds) * 1_000_000_000,
             wallClockAtStart: Int64((Date().timeIntervalSince1970 * 1e6).rounded())
                 + Int64(start / 1000) - Int64(monotonicNanoseconds() / 1000))

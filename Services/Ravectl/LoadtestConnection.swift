@@ -10,6 +10,8 @@ struct LoadtestMeasurements: Sendable {
     var errors: [LoadtestOperation: Int] = [:]
     /// Successful submits that set a new best (the rest were durable no-ops).
     var newBests = 0
+    /// Bets settled by measured `.bets` batches whose every bet succeeded.
+    var betsPlaced = 0
     /// One histogram per second since the start (warm-up included), all operations together.
     var timeline: [LatencyHistogram] = []
     /// The first few distinct failures, to show what went wrong.
@@ -21,6 +23,7 @@ struct LoadtestMeasurements: Sendable {
         }
         for (operation, count) in other.errors { errors[operation, default: 0] += count }
         newBests += other.newBests
+        betsPlaced += other.betsPlaced
         while timeline.count < other.timeline.count { timeline.append(LatencyHistogram()) }
         for (second, histogram) in other.timeline.enumerated() { timeline[second].merge(histogram) }
         for error in other.sampleErrors where sampleErrors.count < 5 && !sampleErrors.contains(error) {
@@ -143,6 +146,8 @@ final class LoadtestConnection: @unchecked Sendable {
         case .friends:
             request = LeaderboardsV1.GetFriendsScoresRequest(leaderboardKey: key, page: 1, pageSize: 25)
                 .protobufBytes()
+        case .bets:
+            request = (plan.bets ?? LoadtestBetBatch()).request(&random)
         }
         let options = CallOptions(
             timeout: .seconds(30),
@@ -171,6 +176,10 @@ final class LoadtestConnection: @unchecked Sendable {
     ) {
         let microseconds = (done - min(intended, done)) / 1000
         let second = Int((intended - min(plan.start, intended)) / 1_000_000_000)
+        var result = result
+        if operation == .bets, case .success(let bytes) = result, let failure = LoadtestBetBatch.failure(in: bytes) {
+            result = .failure(failure)
+        }
         switch result {
         case .success(let bytes):
             progress.completed.add(1, ordering: .relaxed)
@@ -181,6 +190,7 @@ final class LoadtestConnection: @unchecked Sendable {
             if operation == .submit, (try? LeaderboardsV1.SubmitScoreResponse(protobufBytes: bytes))?.newBest == true {
                 measurements.newBests += 1
             }
+            if operation == .bets { measurements.betsPlaced += plan.bets?.size ?? 0 }
         case .failure(let error):
             progress.failed.add(1, ordering: .relaxed)
             if intended >= plan.measureFrom { measurements.errors[operation, default: 0] += 1 }

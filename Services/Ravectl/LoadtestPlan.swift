@@ -9,6 +9,11 @@ enum LoadtestOperation: String, CaseIterable, Sendable, Codable {
     case top
     case around
     case friends
+    /// A batch of bets through the gateway (`ravectl loadtest bets`).
+    case bets
+
+    /// The operations of `ravectl loadtest leaderboards`, the names its `--mix` takes.
+    static let leaderboards: [LoadtestOperation] = [.submit, .position, .top, .around, .friends]
 
     /// The method each operation calls.
     var method: String {
@@ -18,6 +23,7 @@ enum LoadtestOperation: String, CaseIterable, Sendable, Codable {
         case .top: "rave.leaderboards.v1.Leaderboards/GetGlobalScores"
         case .around: "rave.leaderboards.v1.Leaderboards/GetGlobalScoresAdjacent"
         case .friends: "rave.leaderboards.v1.Leaderboards/GetFriendsScores"
+        case .bets: "rave.gateway.v1.Gateway/Batch"
         }
     }
 }
@@ -62,6 +68,8 @@ struct LoadtestPlan: Sendable {
     var inFlight: Int
     var pageSize: Int
     var adjacent: Int
+    /// What each `.bets` call sends; nil when the mix has none.
+    var bets: LoadtestBetBatch?
     var start: UInt64
     var measureFrom: UInt64
     var end: UInt64
@@ -92,9 +100,10 @@ struct LoadtestPlan: Sendable {
         for part in text.split(separator: ",") {
             let pair = part.split(separator: "=")
             guard pair.count == 2, let operation = LoadtestOperation(rawValue: String(pair[0])),
-                let weight = Int(pair[1]), (0...1_000_000).contains(weight)
+                LoadtestOperation.leaderboards.contains(operation), let weight = Int(pair[1]),
+                (0...1_000_000).contains(weight)
             else {
-                let names = LoadtestOperation.allCases.map(\.rawValue).joined(separator: ", ")
+                let names = LoadtestOperation.leaderboards.map(\.rawValue).joined(separator: ", ")
                 throw UsageError("--mix takes NAME=WEIGHT pairs with names from \(names), got \(part)")
             }
             total += weight

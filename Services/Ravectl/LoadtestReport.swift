@@ -14,6 +14,8 @@ struct LoadtestReport {
         LoadtestOperation.allCases.filter { measurements.histograms[$0] != nil || measurements.errors[$0] != nil }
     }
 
+    private var betsPerSecond: Double { Double(measurements.betsPlaced) / Double(settings.durationSeconds) }
+
     private func throughput(_ operation: LoadtestOperation) -> Double {
         Double(measurements.histograms[operation]?.total ?? 0) / Double(settings.durationSeconds)
     }
@@ -23,10 +25,16 @@ struct LoadtestReport {
             settings.rate.map { "open loop at \($0) calls/s" }
             ?? "closed loop, \(settings.connections) connections × \(settings.inFlight) in flight"
         Swift.print("")
-        Swift.print(
-            "leaderboards loadtest: \(settings.users) users, \(settings.boardKeys.count) boards, \(loop), "
-                + "users \(settings.userChoice), boards \(settings.boardChoice), \(settings.durationSeconds) s "
-                + "after \(settings.warmupSeconds) s warm-up, \(settings.target)")
+        if let bets = settings.bets {
+            Swift.print(
+                "bets loadtest: \(settings.connections) guests, batches of \(bets.size) bets, \(loop), "
+                    + "\(settings.durationSeconds) s after \(settings.warmupSeconds) s warm-up, \(settings.target)")
+        } else {
+            Swift.print(
+                "leaderboards loadtest: \(settings.users) users, \(settings.boardKeys.count) boards, \(loop), "
+                    + "users \(settings.userChoice), boards \(settings.boardChoice), \(settings.durationSeconds) s "
+                    + "after \(settings.warmupSeconds) s warm-up, \(settings.target)")
+        }
         var all = LatencyHistogram()
         for operation in operations {
             let histogram = measurements.histograms[operation] ?? LatencyHistogram()
@@ -37,6 +45,9 @@ struct LoadtestReport {
         if measurements.histograms[.submit] != nil {
             Swift.print(
                 "  new bests: \(measurements.newBests) of \(measurements.histograms[.submit]?.total ?? 0) submits")
+        }
+        if settings.bets != nil {
+            Swift.print("  bets/s    \(Int(betsPerSecond)) (bets of batches in which every bet succeeded)")
         }
         for error in measurements.sampleErrors { Swift.print("  error: \(error)") }
     }
@@ -78,10 +89,13 @@ struct LoadtestReport {
     }
 
     private struct Document: Encodable {
-        var benchmark = "leaderboards"
+        var benchmark: String
         var parameters: Parameters
         var operations: [String: OperationResult]
         var newBests: Int
+        /// Bets per batch and bets per second (`ravectl loadtest bets`).
+        var betsPerBatch: Int?
+        var betsPerSecond: Double?
         var timeline: [[String: UInt64]]
     }
 
@@ -97,13 +111,15 @@ struct LoadtestReport {
                 errors: measurements.errors[operation] ?? 0, latencyMicroseconds: latency)
         }
         let document = Document(
+            benchmark: settings.bets == nil ? "leaderboards" : "bets",
             parameters: Parameters(
                 target: settings.target, users: settings.users, boards: settings.boardKeys.count, mix: settings.mix,
                 userChoice: settings.userChoice.description, boardChoice: settings.boardChoice.description,
                 connections: settings.connections, inFlight: settings.inFlight, rate: settings.rate,
                 warmupSeconds: settings.warmupSeconds, durationSeconds: settings.durationSeconds,
                 pageSize: settings.pageSize, adjacent: settings.adjacent),
-            operations: results, newBests: measurements.newBests,
+            operations: results, newBests: measurements.newBests, betsPerBatch: settings.bets?.size,
+            betsPerSecond: settings.bets == nil ? nil : betsPerSecond,
             timeline: measurements.timeline.map { second in
                 [
                     "calls": UInt64(second.total), "p50": second.value(atQuantile: 0.5),

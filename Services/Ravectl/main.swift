@@ -16,6 +16,7 @@ let usage = """
       \(LoginCommand.usage)
       \(AdminCommand.usage)
       \(LoadtestCommand.usage)
+      \(LoadtestBets.usage)
     """
 
 let arguments = CommandLine.arguments.dropFirst()
