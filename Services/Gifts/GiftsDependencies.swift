@@ -17,6 +17,7 @@ package final class GiftsDependencies: Sendable {
     let shares: ShareStore
     let idempotency: IdempotentCalls
     let merges: MergeStore
+    let erasures: ErasureStore
     /// Merged-away players and their targets: every caller and player id is resolved through it.
     let mergedUsers: MergedUsers
 
@@ -33,18 +34,21 @@ package final class GiftsDependencies: Sendable {
         shares = ShareStore(pool: pool, gifts: gifts)
         idempotency = IdempotentCalls(pool: pool)
         merges = MergeStore(pool: pool)
-        // Merges another gifts process applied: move what calls here wrote under the source meanwhile.
+        erasures = ErasureStore(pool: pool)
+        // Merges and erasures another gifts process applied: move or erase what calls here wrote meanwhile.
         let merges = self.merges
         self.mergedUsers.onSweep { source, target in try await merges.sweep(source: source, target: target) }
+        let erasures = self.erasures
+        self.mergedUsers.onErasure { erased in try await erasures.sweep(erased) }
     }
 
     /// Every RPC service gifts serves, the event sink for identity's provider links included; the calls of those
-    /// that name players count for merges' drains (the merge participant's must not).
+    /// that name players count for merges' and erasures' drains (the participants' must not).
     var rpcServices: [any RPCService] {
         [
             mergedUsers.track(PlayerHandlers(dependencies: self)), InstallHandlers(dependencies: self),
             AdminHandlers(dependencies: self), GiftsMergeParticipant(dependencies: self),
-            mergedUsers.track(providerLinkSink),
+            GiftsErasureParticipant(dependencies: self), mergedUsers.track(providerLinkSink),
         ]
     }
 

@@ -59,6 +59,16 @@ public enum ErasureChecks {
         return counts
     }
 
+    /// The status an error of `body` answers with as the RPC layer maps it, or nil when `body` succeeds.
+    public static func status(of body: () async throws -> Void) async -> StatusCode? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return RPCError(mapping: error, requestID: "test").code
+        }
+    }
+
     /// Serves `participant` over mutual TLS as a service presenting `serviceName`'s certificate, with the trust
     /// model every backend applies; `body` gets a client presenting identity's certificate (the one caller the
     /// trust model allows) and one presenting the gateway's.

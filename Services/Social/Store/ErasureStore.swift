@@ -15,15 +15,9 @@ struct ErasureStore: Sendable {
     private static let affectedUsers = PostgresStatement(
         name: "social_erase_affected", sql: "SELECT DISTINCT owner_id FROM edges WHERE peer_id = ANY($1::uuid[])")
     private static let deletions = [
-        PostgresStatement(
-            name: "social_erase_edges",
-            sql: "DELETE FROM edges WHERE owner_id = ANY($1::uuid[]) OR peer_id = ANY($1::uuid[])"),
-        PostgresStatement(
-            name: "social_erase_requests",
-            sql: "DELETE FROM friend_requests WHERE sender_id = ANY($1::uuid[]) OR recipient_id = ANY($1::uuid[])"),
-        PostgresStatement(
-            name: "social_erase_blocks",
-            sql: "DELETE FROM blocks WHERE blocker_id = ANY($1::uuid[]) OR blocked_id = ANY($1::uuid[])"),
+        ErasureStep.delete(from: "edges", where: "owner_id", "peer_id", service: "social"),
+        ErasureStep.delete(from: "friend_requests", where: "sender_id", "recipient_id", service: "social"),
+        ErasureStep.delete(from: "blocks", where: "blocker_id", "blocked_id", service: "social"),
     ]
     /// The user's own contacts, and everyone else's contact that is the user (matched, or keyed by the id).
     private static let contactsNaming = """
@@ -38,12 +32,8 @@ struct ErasureStore: Sendable {
         name: "social_erase_contacts",
         sql: "DELETE FROM contacts WHERE (owner_id, contact_key) IN (\(contactsNaming))")
     private static let anonymiseMerges = [
-        PostgresStatement(
-            name: "social_erase_merge_sources",
-            sql: "UPDATE applied_merges SET source_id = $2 WHERE source_id = ANY($1::uuid[])"),
-        PostgresStatement(
-            name: "social_erase_merge_targets",
-            sql: "UPDATE applied_merges SET target_id = $2 WHERE target_id = ANY($1::uuid[])"),
+        ErasureStep.replace(in: "applied_merges", column: "source_id", service: "social"),
+        ErasureStep.replace(in: "applied_merges", column: "target_id", service: "social"),
     ]
 
     /// Applies the erasure; nil when this erasure id was applied before (nothing changes then), else the rows
@@ -69,15 +59,12 @@ struct ErasureStore: Sendable {
         let affected = try await transaction.execute(Self.affectedUsers, [ids]).map {
             try $0.decode(RaveID.self, column: "owner_id")
         }
-        var rows = 0
-        for statement in Self.deletions { rows += try await transaction.execute(statement, [ids]).affectedRowCount }
+        var rows = try await erased.apply(Self.deletions, in: transaction)
         rows += try await transaction.execute(MergeStore.clearCounts, [ids + affected]).affectedRowCount
         try await transaction.execute(MergeStore.recount, [affected])
         rows += try await transaction.execute(Self.deleteContactSources, [ids]).affectedRowCount
         rows += try await transaction.execute(Self.deleteContacts, [ids]).affectedRowCount
-        for statement in Self.anonymiseMerges {
-            rows += try await transaction.execute(statement, [ids, erased.tombstoneID]).affectedRowCount
-        }
+        rows += try await erased.apply(Self.anonymiseMerges, in: transaction)
         rows += try await EventOutbox.forget(naming: ids, in: transaction)
         // The affected users may be thousands, more than a notification carries: every cache starts over.
         try await RelationshipStore.announceFriendsChanged(of: nil, in: transaction)

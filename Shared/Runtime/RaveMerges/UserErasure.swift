@@ -120,9 +120,9 @@ extension MergedUsers {
         erasureSweep.withLock { $0 = body }
     }
 
-    /// `ids` without those this process knows to be erased (recipients of a notification to many users).
-    public func withoutErased(_ ids: [RaveID]) -> [RaveID] {
-        cache.withLock { cache in ids.filter { !cache.isErased($0) } }
+    /// Those of `ids` this process knows to be erased (recipients of a notification to many users).
+    public func erased(among ids: [RaveID]) -> Set<RaveID> {
+        cache.withLock { cache in Set(ids.filter { cache.isErased($0) }) }
     }
 
     func markErased(_ ids: [RaveID]) {
@@ -153,5 +153,74 @@ extension MergedUsers {
                 pause = min(pause * 2, .seconds(5))
             }
         }
+    }
+}
+
+/// One table's part in an erasure, as a named statement over `$1` (the ids, uuid[]) and `$2` (the tombstone).
+public struct ErasureStep: Sendable {
+    enum Kind {
+        case delete, replace, rewrite
+    }
+
+    let statement: PostgresStatement
+    let kind: Kind
+
+    /// Deletes the rows of `table` naming one of the ids in any of `columns`.
+    public static func delete(from table: String, where columns: String..., service: String) -> ErasureStep {
+        ErasureStep(
+            statement: PostgresStatement(
+                name: "\(service)_erase_\(table)",
+                sql: "DELETE FROM \(table) WHERE " + columns.map { "\($0) = ANY($1::uuid[])" }.joined(separator: " OR ")),
+            kind: .delete)
+    }
+
+    /// Replaces the ids by the tombstone in `column` of `table` (rows other users' data or idempotency depend on).
+    public static func replace(in table: String, column: String, service: String) -> ErasureStep {
+        ErasureStep(
+            statement: PostgresStatement(
+                name: "\(service)_erase_\(table)_\(column)",
+                sql: "UPDATE \(table) SET \(column) = $2 WHERE \(column) = ANY($1::uuid[])"),
+            kind: .replace)
+    }
+
+    /// Replaces the ids' 32 hex digits by the tombstone's wherever they occur in `column` of `table`, a bytea
+    /// holding protobuf messages (a stored request or response other users may replay): the same length, so the
+    /// message stays valid.
+    public static func rewrite(in table: String, column: String, service: String) -> ErasureStep {
+        let found = "position(convert_to($1, 'UTF8') IN \(column))"
+        return ErasureStep(
+            statement: PostgresStatement(
+                name: "\(service)_erase_\(table)_\(column)",
+                sql: """
+                    UPDATE \(table) SET \(column) = overlay(\(column) PLACING convert_to($2, 'UTF8') FROM \(found) FOR 32)
+                    WHERE \(found) > 0
+                    """),
+            kind: .rewrite)
+    }
+}
+
+extension ErasedIDs {
+    /// Runs `steps` in order in `transaction`; returns the rows they deleted or changed.
+    public func apply(_ steps: [ErasureStep], in transaction: PostgresTransaction) async throws -> Int {
+        var rows = 0
+        for step in steps {
+            switch step.kind {
+            case .delete: rows += try await transaction.execute(step.statement, [ids]).affectedRowCount
+            case .replace: rows += try await transaction.execute(step.statement, [ids, tombstoneID]).affectedRowCount
+            case .rewrite:
+                for id in ids {
+                    // One occurrence per row and statement: again until none is left (a message names an id a few
+                    // times at most).
+                    var changed = try await transaction.execute(step.statement, [id.hex, tombstoneID.hex])
+                        .affectedRowCount
+                    rows += changed
+                    while changed > 0 {
+                        changed = try await transaction.execute(step.statement, [id.hex, tombstoneID.hex])
+                            .affectedRowCount
+                    }
+                }
+            }
+        }
+        return rows
     }
 }
