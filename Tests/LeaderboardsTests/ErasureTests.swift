@@ -94,7 +94,9 @@ struct ErasureTests {
                 // the erasure has answered, and once more after that.
                 async let submits = ConcurrentCalls.run(8) { _ in
                     var refusedAfterAnswer = false
-                    while !refusedAfterAnswer {
+                    var attempts = 0
+                    while !refusedAfterAnswer, attempts < 10_000 {
+                        attempts += 1
                         let after = race.answered.load(ordering: .acquiring)
                         do {
                             try await merges.tracking {
@@ -106,6 +108,7 @@ struct ErasureTests {
                         }
                         #expect(!after || refusedAfterAnswer, "a submit after the answer is refused")
                     }
+                    #expect(refusedAfterAnswer)
                 }
                 _ = try await identity.eraseUser(
                     .init(erasureId: "race", userId: user.hex, tombstoneId: RaveID.random().hex))
