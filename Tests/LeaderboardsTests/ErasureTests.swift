@@ -20,7 +20,9 @@ struct ErasureTests {
                 LeaderboardsV1.DefineAchievementRequest(
                     appId: service.app, definition: LeaderboardsV1.AchievementDefinition(key: "first", name: "First")),
                 context: Callers.admin(app: service.app))
-            let (user, merged, bystander, namedOnly) = (RaveID.random(), RaveID.random(), RaveID.random(), RaveID.random())
+            let (user, merged, bystander, namedOnly) = (
+                RaveID.random(), RaveID.random(), RaveID.random(), RaveID.random()
+            )
             for (index, player) in [user, merged, bystander].enumerated() {
                 try await service.submit(Int64(100 + index), by: player, to: "high")
                 try await service.submit(Int64(10 + index), by: player, to: "weekly")

@@ -11,7 +11,9 @@ struct PushErasureTests {
     @Test("the user's tokens, deliveries and inbox go; a notification to others too names the tombstone")
     func eraseUserLeavesNothingNamingTheUser() async throws {
         try await PushFixture.with { fixture in
-            let (user, merged, bystander, namedOnly) = (RaveID.random(), RaveID.random(), RaveID.random(), RaveID.random())
+            let (user, merged, bystander, namedOnly) = (
+                RaveID.random(), RaveID.random(), RaveID.random(), RaveID.random()
+            )
             try await fixture.register(user, token: "user-phone")
             try await fixture.register(merged, token: "merged-phone")
             try await fixture.register(bystander, token: "bystander-phone")

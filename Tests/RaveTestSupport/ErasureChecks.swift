@@ -6,11 +6,12 @@ import RaveTransport
 
 /// What account-deletion tests check in a service's database, and the participant served as identity calls it.
 public enum ErasureChecks {
-    /// Every column of every table in the database that names one of `ids`, with how many rows do: uuid columns
-    /// equal to one, text columns holding its 32 hex digits or its dashed form, bytea columns holding either text
-    /// or its 16 bytes (protobuf payloads), uuid arrays containing one. The columns are read from the catalogue,
-    /// so a table a later migration adds is checked without changing a test; an empty answer means nothing names
-    /// them.
+    /// Every column of every table in the database that names one of `ids`, with how many rows do.
+    ///
+    /// A column names an id when it is a uuid equal to it, text holding its 32 hex digits or its dashed form,
+    /// bytea holding either text or its 16 bytes (protobuf payloads), or a uuid array containing it. The columns
+    /// are read from the catalogue, so a table a later migration adds is checked without changing a test; an
+    /// empty answer means nothing names them.
     public static func rowsNaming(_ ids: [RaveID], in database: some PostgresQueryable) async throws -> [String: Int] {
         let columns = try await database.query(
             """
@@ -37,7 +38,9 @@ public enum ErasureChecks {
                                OR (length(h.text) = 32 AND position(decode(h.text, 'hex') IN "\(column)") > 0))
                     """
             case "ARRAY": condition = "\"\(column)\" && $1::uuid[]"
-            default: condition = "EXISTS (SELECT 1 FROM unnest($2::text[]) AS h (text) WHERE strpos(\"\(column)\", h.text) > 0)"
+            default:
+                condition =
+                    "EXISTS (SELECT 1 FROM unnest($2::text[]) AS h (text) WHERE strpos(\"\(column)\", h.text) > 0)"
             }
             let count = try await database.query(
                 "SELECT count(*) FROM \"\(table)\" WHERE \(condition)", [ids, hex + dashed]

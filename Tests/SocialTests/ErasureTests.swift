@@ -85,7 +85,8 @@ struct ErasureTests {
             let followers = try await player.getRelationshipCounts(
                 .init(listKey: "followers"), context: bystander.context)
             #expect(followers.followers == 0 && followers.following == 1)
-            let friendCounts = try await player.getRelationshipCounts(.init(listKey: "friends"), context: friend.context)
+            let friendCounts = try await player.getRelationshipCounts(
+                .init(listKey: "friends"), context: friend.context)
             #expect(friendCounts.friends == 1)
             let contacts = try await player.queryContacts(.init(), context: bystander.context)
             #expect(contacts.contacts.map(\.key) == ["phonebook:keep@example.test"])

@@ -109,9 +109,10 @@ public enum Outbox {
                              OR position(decode(i.hex, 'hex') IN payload) > 0)
             """)
 
-    /// Deletes every event, delivered or not, whose key or payload names one of `ids` (as 32 hex digits or as its
-    /// 16 bytes), for an account deletion; returns how many went. Events still due to another user about a deleted
-    /// one are dropped with them.
+    /// Deletes every event, delivered or not, whose key or payload names one of `ids`; returns how many went.
+    ///
+    /// An id is found as its 32 hex digits or as its 16 bytes (an account deletion). Events still due to another
+    /// user about a deleted one are dropped with them.
     public static func forgetEvents(naming ids: [RaveID], in transaction: PostgresTransaction) async throws -> Int {
         try await transaction.execute(forget, [ids.map(\.hex)]).affectedRowCount
     }

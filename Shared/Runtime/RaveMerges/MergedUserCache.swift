@@ -85,7 +85,9 @@ struct MergedUserCache {
 
     /// Whether `id` is held as not merged and may be served so (no ticket is taken when it is not).
     func isKnownUnmerged(_ id: RaveID, listening: UInt64, now: ContinuousClock.Instant) -> Bool {
-        guard generation == listening, !erased.contains(id), let entry = entries[id], entry.answer == .notMerged else { return false }
+        guard generation == listening, !erased.contains(id), let entry = entries[id], entry.answer == .notMerged else {
+            return false
+        }
         return now - entry.storedAt < maxAge
     }
 

@@ -69,8 +69,10 @@ enum MergedUsersStore {
         name: "merged_users_forget",
         sql: "DELETE FROM merged_users WHERE source_id = ANY($1::uuid[]) OR target_id = ANY($1::uuid[])")
 
-    /// Announces an erasure to every replica at commit: `$1` is the ids' hex, space-separated. The notification is
-    /// not stored: nothing in a table names them afterwards.
+    /// Announces an erasure to every replica at commit.
+    ///
+    /// `$1` is the ids' hex, space-separated. The notification is not stored: nothing in a table names them
+    /// afterwards.
     static let announceErasure = PostgresStatement(
         name: "merged_users_announce_erasure", sql: "SELECT pg_notify('merged_users', 'erased ' || $1)")
 }

@@ -170,7 +170,8 @@ public struct ErasureStep: Sendable {
         ErasureStep(
             statement: PostgresStatement(
                 name: "\(service)_erase_\(table)",
-                sql: "DELETE FROM \(table) WHERE " + columns.map { "\($0) = ANY($1::uuid[])" }.joined(separator: " OR ")),
+                sql: "DELETE FROM \(table) WHERE " + columns.map { "\($0) = ANY($1::uuid[])" }.joined(separator: " OR ")
+            ),
             kind: .delete)
     }
 
