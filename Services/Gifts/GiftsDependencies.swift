@@ -133,8 +133,14 @@ package final class GiftsDependencies: Sendable {
             logger.warning("unreadable provider link event; ignored", [("event_id", event.eventId)])
             return false
         }
-        // The player may have been merged away since the link was made.
-        let user = try await mergedUsers.resolve(linkedUser)
+        // The player may have been merged away since the link was made, or deleted: then nothing is delivered, and
+        // the event is left as not consumed (redelivering it would not change that).
+        let user: RaveID
+        do {
+            user = try await mergedUsers.resolve(linkedUser)
+        } catch is ErasureError {
+            return false
+        }
         let subject = ExternalSubject(provider: linked.provider.rawValue, subject: linked.subject)
         // Names first, outside the locks: they only decorate the gift received events.
         var names: [RaveID: String] = [:]

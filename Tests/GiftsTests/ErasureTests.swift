@@ -96,6 +96,17 @@ struct ErasureTests {
             #expect(
                 try await harness.count(
                     "SELECT count(*) FROM external_gifts WHERE sender_id = $1 AND state = 1", [friend]) == 1)
+            // A provider link the user made before the deletion, delivered late, gives the deleted account nothing.
+            _ = try await player.attachGiftToInvitations(
+                .init(
+                    giftTypeKey: "life",
+                    invitations: [.init(provider: .facebook, externalUserId: "fb-late", requestId: "r-3")]),
+                context: harness.context(friend))
+            let late = try await harness.dependencies.providerLinkSink.deliverEvents(
+                .init(events: [ShareTests.linkEvent(user: user, subject: "fb-late", app: harness.app)]),
+                context: harness.serviceContext)
+            #expect(late.handled == 0)
+            #expect(try await ErasureChecks.rowsNaming(ids, in: harness.pool) == [:])
             let asDeleted = await ErasureChecks.status {
                 _ = try await player.listGifts(.init(), context: harness.context(user))
             }

@@ -61,6 +61,12 @@ struct PushErasureTests {
             // A send naming the deleted user afterwards notifies only the others and stores no trace of it.
             let later = try await fixture.send([user, bystander])
             #expect(later.queued == 1)
+            // An event published for the user before the deletion is consumed without a notification.
+            let sink = PushEventSink(dependencies: fixture.dependencies, logger: EventNotificationTests.quiet)
+            let consumed = try await sink.deliverEvents(
+                .init(events: [EventNotificationTests.giftReceived(to: user, from: "Alice")]),
+                context: PushFixture.serviceContext())
+            #expect(consumed.handled == 1)
             #expect(try await ErasureChecks.rowsNaming(ids, in: fixture.pool) == [:])
             let asDeleted = await ErasureChecks.status {
                 _ = try await fixture.service.listInbox(
