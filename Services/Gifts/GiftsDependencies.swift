@@ -89,7 +89,11 @@ package final class GiftsDependencies: Sendable {
     /// with the sender's name fetched alongside.
     func screen(_ recipients: [RaveID], sender: RaveID, appID: RaveID) async throws -> Screening {
         async let name = directory.displayName(of: sender, appID: appID)
-        let canonical = try await directory.canonicalIDs(of: Array(Set(recipients)))
+        var canonical = try await directory.canonicalIDs(of: Array(Set(recipients)))
+        // A deleted account identity still knows (its deletion under way) is unknown here already.
+        for (requested, user) in canonical where !mergedUsers.erased(among: [requested, user]).isEmpty {
+            canonical[requested] = nil
+        }
         var statuses: [GiftsV1.RecipientStatus?] = []
         var candidates: [(index: Int, user: RaveID)] = []
         var seen: Set<RaveID> = []

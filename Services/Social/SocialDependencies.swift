@@ -106,7 +106,10 @@ package final class SocialDependencies: Sendable {
             lookup = .username(name)
         case nil: throw SocialError.invalidArgument("\(field) must set one of user_id, email or username")
         }
-        guard let profile = try await directory.findUser(lookup, appID: player.appID) else {
+        // A deleted account identity still finds (its deletion under way) is nobody here already.
+        guard let profile = try await directory.findUser(lookup, appID: player.appID),
+            mergedUsers.erased(among: [profile.userID]).isEmpty
+        else {
             throw SocialError.unknownUser(lookup.description)
         }
         guard profile.userID != player.userID else {

@@ -107,6 +107,10 @@ struct ErasureTests {
                 context: harness.serviceContext)
             #expect(late.handled == 0)
             #expect(try await ErasureChecks.rowsNaming(ids, in: harness.pool) == [:])
+            // Identity's stand-in still knows the account: gifts does not.
+            let toDeleted = try await harness.send(from: bystander, to: [user, friend])
+            #expect(toDeleted.results.map(\.status) == [.unknownUser, .sent])
+            #expect(try await harness.count("SELECT count(*) FROM gifts WHERE recipient_id = $1", [user]) == 0)
             let asDeleted = await ErasureChecks.status {
                 _ = try await player.listGifts(.init(), context: harness.context(user))
             }

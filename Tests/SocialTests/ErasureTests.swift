@@ -104,6 +104,13 @@ struct ErasureTests {
                 _ = try await player.queryFriends(.init(query: .init(listKey: "friends")), context: user.context)
             }
             #expect(asDeleted == .notFound)
+            // Identity here still knows the account (its own deletion is not part of this test): social does not.
+            let toDeleted = await statusCode {
+                _ = try await player.sendFriendRequest(
+                    .init(listKey: "friends", target: byID(user)), context: bystander.context)
+            }
+            #expect(toDeleted == .notFound)
+            #expect(try await ErasureChecks.rowsNaming(ids, in: pool) == [:])
         }
     }
 }
