@@ -17,6 +17,7 @@ package final class GiftsDependencies: Sendable {
     let shares: ShareStore
     let idempotency: IdempotentCalls
     let merges: MergeStore
+    let erasures: ErasureStore
     /// Merged-away players and their targets: every caller and player id is resolved through it.
     let mergedUsers: MergedUsers
 
@@ -33,18 +34,21 @@ package final class GiftsDependencies: Sendable {
         shares = ShareStore(pool: pool, gifts: gifts)
         idempotency = IdempotentCalls(pool: pool)
         merges = MergeStore(pool: pool)
-        // Merges another gifts process applied: move what calls here wrote under the source meanwhile.
+        erasures = ErasureStore(pool: pool)
+        // Merges and erasures another gifts process applied: move or erase what calls here wrote meanwhile.
         let merges = self.merges
         self.mergedUsers.onSweep { source, target in try await merges.sweep(source: source, target: target) }
+        let erasures = self.erasures
+        self.mergedUsers.onErasure { erased in try await erasures.sweep(erased) }
     }
 
     /// Every RPC service gifts serves, the event sink for identity's provider links included; the calls of those
-    /// that name players count for merges' drains (the merge participant's must not).
+    /// that name players count for merges' and erasures' drains (the participants' must not).
     var rpcServices: [any RPCService] {
         [
             mergedUsers.track(PlayerHandlers(dependencies: self)), InstallHandlers(dependencies: self),
             AdminHandlers(dependencies: self), GiftsMergeParticipant(dependencies: self),
-            mergedUsers.track(providerLinkSink),
+            GiftsErasureParticipant(dependencies: self), mergedUsers.track(providerLinkSink),
         ]
     }
 
@@ -85,7 +89,11 @@ package final class GiftsDependencies: Sendable {
     /// with the sender's name fetched alongside.
     func screen(_ recipients: [RaveID], sender: RaveID, appID: RaveID) async throws -> Screening {
         async let name = directory.displayName(of: sender, appID: appID)
-        let canonical = try await directory.canonicalIDs(of: Array(Set(recipients)))
+        var canonical = try await directory.canonicalIDs(of: Array(Set(recipients)))
+        // A deleted account identity still knows (its deletion under way) is unknown here already.
+        for (requested, user) in canonical where !mergedUsers.erased(among: [requested, user]).isEmpty {
+            canonical[requested] = nil
+        }
         var statuses: [GiftsV1.RecipientStatus?] = []
         var candidates: [(index: Int, user: RaveID)] = []
         var seen: Set<RaveID> = []
@@ -129,8 +137,14 @@ package final class GiftsDependencies: Sendable {
             logger.warning("unreadable provider link event; ignored", [("event_id", event.eventId)])
             return false
         }
-        // The player may have been merged away since the link was made.
-        let user = try await mergedUsers.resolve(linkedUser)
+        // The player may have been merged away since the link was made, or deleted: then nothing is delivered, and
+        // the event is left as not consumed (redelivering it would not change that).
+        let user: RaveID
+        do {
+            user = try await mergedUsers.resolve(linkedUser)
+        } catch is ErasureError {
+            return false
+        }
         let subject = ExternalSubject(provider: linked.provider.rawValue, subject: linked.subject)
         // Names first, outside the locks: they only decorate the gift received events.
         var names: [RaveID: String] = [:]

@@ -14,6 +14,7 @@ final class LeaderboardsDependencies: Sendable {
     /// Reads boards another instance owns from the table, for the listings that describe every board.
     let unownedBoards: UnownedBoardReader
     let mergeStore: MergeStore
+    let erasureStore: ErasureStore
 
     /// A single instance that owns every board without leases, with friends and profiles held in memory, unless
     /// told otherwise (tools and tests).
@@ -28,14 +29,16 @@ final class LeaderboardsDependencies: Sendable {
         achievements = AchievementStore(pool: engine.scores.pool)
         unownedBoards = UnownedBoardReader(pool: engine.scores.pool)
         mergeStore = MergeStore(pool: engine.scores.pool)
+        erasureStore = ErasureStore(pool: engine.scores.pool)
     }
 
-    /// Every RPC service leaderboards serves; player calls (the ones naming players) count for merges' drains, the
-    /// merge participant's must not.
+    /// Every RPC service leaderboards serves; player calls (the ones naming players) count for merges' and
+    /// erasures' drains, the participants' must not.
     var rpcServices: [any RPCService] {
         [
             engine.merges.track(LeaderboardsService(dependencies: self)), LeaderboardsAdminService(dependencies: self),
             LeaderboardsMergeParticipant(dependencies: self), LeaderboardsInternalService(dependencies: self),
+            LeaderboardsErasureParticipant(dependencies: self),
         ]
     }
 

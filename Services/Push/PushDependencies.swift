@@ -32,13 +32,13 @@ struct PushDependencies: Sendable {
         self.logger = logger
     }
 
-    /// The services the push process serves: player, operator and internal methods, the merge participant, and
-    /// the event sink (all but the participant count for merges' drains).
+    /// The services the push process serves: player, operator and internal methods, the merge and erasure
+    /// participants, and the event sink (all but the participants count for merges' and erasures' drains).
     var rpcServices: [any RPCService] {
         [
             merges.track(PushService(dependencies: self)), merges.track(PushAdminService(dependencies: self)),
             merges.track(PushInternalService(dependencies: self)), PushMergeParticipant(dependencies: self),
-            merges.track(PushEventSink(dependencies: self, logger: logger)),
+            PushErasureParticipant(dependencies: self), merges.track(PushEventSink(dependencies: self, logger: logger)),
         ]
     }
 

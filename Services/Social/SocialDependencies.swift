@@ -17,6 +17,7 @@ package final class SocialDependencies: Sendable {
     let profiles: ProfileStore
     let contacts: ContactStore
     let merges: MergeStore
+    let erasures: ErasureStore
     /// FriendIds from memory; `SocialMain` runs it as a background service (until then it reads the database).
     let friendIDs: FriendIDCache
     /// Merged-away users and their targets, through which every caller and user id is resolved; `SocialMain` runs
@@ -39,17 +40,22 @@ package final class SocialDependencies: Sendable {
         profiles = ProfileStore(pool: pool, directory: directory)
         contacts = ContactStore(pool: pool)
         merges = MergeStore(pool: pool)
+        erasures = ErasureStore(pool: pool)
         mergedUsers = MergedUsers(pool: pool, loop: loop, logger: logger)
-        // Merges another social process applied: move what calls here wrote under the source meanwhile.
+        // Merges and erasures another social process applied: move or erase what calls here wrote meanwhile.
         let merges = self.merges
         mergedUsers.onSweep { source, target in try await merges.sweep(source: source, target: target) }
+        let erasures = self.erasures
+        mergedUsers.onErasure { erased in try await erasures.sweep(erased) }
     }
 
-    /// The RPC services; the calls of those that name users count for merges' drains (the participant's must not).
+    /// The RPC services; the calls of those that name users count for merges' and erasures' drains (the
+    /// participants' must not).
     var rpcServices: [any RPCService] {
         [
             mergedUsers.track(PlayerHandlers(dependencies: self)), AdminHandlers(dependencies: self),
             mergedUsers.track(InternalHandlers(dependencies: self)), SocialMergeParticipant(dependencies: self),
+            SocialErasureParticipant(dependencies: self),
         ]
     }
 
@@ -100,7 +106,10 @@ package final class SocialDependencies: Sendable {
             lookup = .username(name)
         case nil: throw SocialError.invalidArgument("\(field) must set one of user_id, email or username")
         }
-        guard let profile = try await directory.findUser(lookup, appID: player.appID) else {
+        // A deleted account identity still finds (its deletion under way) is nobody here already.
+        guard let profile = try await directory.findUser(lookup, appID: player.appID),
+            mergedUsers.erased(among: [profile.userID]).isEmpty
+        else {
             throw SocialError.unknownUser(lookup.description)
         }
         guard profile.userID != player.userID else {

@@ -1,4 +1,5 @@
 import RaveEvents
+import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -72,6 +73,10 @@ struct EventNotifications: Sendable {
                 logger.error(
                     "dropping a notification push cannot send",
                     Self.fields(event, error) + [("recipient", facts.recipient.prefix(64).description)])
+            } catch is ErasureError {
+                // A deleted account is not notified (docs/push.md, "Deleting an account"); redelivering would not
+                // change that.
+                logger.info("not notifying a deleted account", Self.fields(event, ErasureError.erased))
             }
         }
         return true

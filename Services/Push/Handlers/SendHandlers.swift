@@ -29,9 +29,12 @@ struct NotificationSender: Sendable {
         var named: [RaveID] = []
         named.reserveCapacity(request.userIds.count)
         for text in request.userIds { named.append(try PushDependencies.raveID(text, field: "user_ids")) }
-        // Merged-away recipients are their targets now; one named twice that way is notified once.
+        // Merged-away recipients are their targets now; one named twice that way is notified once. A deleted one is
+        // not notified, and the stored request does not name it (docs/push.md, "Deleting an account").
+        let resolved = try await dependencies.merges.resolve(named)
+        let erased = dependencies.merges.erased(among: named + resolved)
         var seen: Set<RaveID> = []
-        let users = try await dependencies.merges.resolve(named).filter { seen.insert($0).inserted }
+        let users = resolved.filter { !erased.contains($0) && seen.insert($0).inserted }
         guard let notification = request.notification else {
             throw PushError.invalidArgument("notification is required")
         }
@@ -59,6 +62,11 @@ struct NotificationSender: Sendable {
             ? RaveID.random() : try PushDependencies.raveID(request.notificationId, field: "notification_id")
         var stored = request
         stored.notificationId = id.hex
+        if !erased.isEmpty {
+            stored.userIds = zip(request.userIds, zip(named, resolved)).filter { _, ids in
+                !erased.contains(ids.0) && !erased.contains(ids.1)
+            }.map(\.0)
+        }
         let now = dependencies.clock.now()
         let expiresAt = now.addingTimeInterval(TimeInterval(ttl))
         let decide: @Sendable (TargetDevice) -> DeliveryDecision = { device in

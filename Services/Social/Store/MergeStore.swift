@@ -86,9 +86,9 @@ struct MergeStore: Sendable {
             """)
     /// Counts are recomputed from the mirror rows (a user's row of one direction mirrors the peer's row of the
     /// opposite direction), which the peer index finds.
-    private static let clearCounts = PostgresStatement(
+    static let clearCounts = PostgresStatement(
         name: "social_merge_clear_counts", sql: "DELETE FROM edge_counts WHERE owner_id = ANY($1::uuid[])")
-    private static let recount = PostgresStatement(
+    static let recount = PostgresStatement(
         name: "social_merge_recount",
         sql: """
             INSERT INTO edge_counts (list_id, owner_id, direction, count)

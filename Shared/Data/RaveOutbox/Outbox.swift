@@ -99,6 +99,24 @@ public enum Outbox {
         OutboxWakeup.running(for: pool)?.eventsCommitted()
     }
 
+    static let forget = PostgresStatement(
+        name: "outbox_forget",
+        sql: """
+            DELETE FROM outbox_events
+            WHERE key = ANY($1::text[])
+               OR EXISTS (SELECT 1 FROM unnest($1::text[]) AS i (hex)
+                          WHERE position(convert_to(i.hex, 'UTF8') IN payload) > 0
+                             OR position(decode(i.hex, 'hex') IN payload) > 0)
+            """)
+
+    /// Deletes every event, delivered or not, whose key or payload names one of `ids`; returns how many went.
+    ///
+    /// An id is found as its 32 hex digits or as its 16 bytes (an account deletion). Events still due to another
+    /// user about a deleted one are dropped with them.
+    public static func forgetEvents(naming ids: [RaveID], in transaction: PostgresTransaction) async throws -> Int {
+        try await transaction.execute(forget, [ids.map(\.hex)]).affectedRowCount
+    }
+
     private static let digits = Array("0123456789abcdef".utf8)
 
     private static func hexadecimal(_ bytes: [UInt8]) -> String {

@@ -23,6 +23,12 @@ public enum EventOutbox {
     ) async throws {
         try await Outbox.enqueue(in: transaction, topic: topic, events: events)
     }
+
+    /// Deletes every event (delivered or not) whose key or payload names one of `ids`, in an account deletion's
+    /// transaction; returns how many went.
+    public static func forget(naming ids: [RaveID], in transaction: PostgresTransaction) async throws -> Int {
+        try await Outbox.forgetEvents(naming: ids, in: transaction)
+    }
 }
 
 /// The topic names of docs/events.md, so publishers and sinks spell them the same way.

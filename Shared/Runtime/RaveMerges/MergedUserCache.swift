@@ -14,6 +14,9 @@ import RavePostgres
 ///
 /// A database read that a merge of the same id overtakes must not store its "not merged": each read takes a ticket,
 /// and learning of a merge voids the tickets of its source.
+///
+/// It also holds the ids this process knows were erased (account deletions), so calls naming them are refused;
+/// bounded like the rest, the oldest forgotten first.
 struct MergedUserCache {
     /// What the cache says about one id.
     enum Answer: Equatable, Sendable {
@@ -49,6 +52,7 @@ struct MergedUserCache {
     private var nextTicket: UInt64 = 0
     /// The listener generation the "not merged" answers were read under.
     private var generation: UInt64?
+    private var erased = RecentSet(capacity: 10_000)
 
     init(capacity: Int, maxAge: Duration) {
         self.capacity = capacity
@@ -81,7 +85,9 @@ struct MergedUserCache {
 
     /// Whether `id` is held as not merged and may be served so (no ticket is taken when it is not).
     func isKnownUnmerged(_ id: RaveID, listening: UInt64, now: ContinuousClock.Instant) -> Bool {
-        guard generation == listening, let entry = entries[id], entry.answer == .notMerged else { return false }
+        guard generation == listening, !erased.contains(id), let entry = entries[id], entry.answer == .notMerged else {
+            return false
+        }
         return now - entry.storedAt < maxAge
     }
 
@@ -110,6 +116,14 @@ struct MergedUserCache {
         pendingReads[source] = nil
         insert(.merged(into: target), for: source, now: now)
     }
+
+    /// Records that `id` was erased: calls naming it are refused from now on.
+    mutating func markErased(_ id: RaveID) {
+        erased.insert(id)
+    }
+
+    /// Whether `id` was erased (as far as this process remembers).
+    func isErased(_ id: RaveID) -> Bool { erased.contains(id) }
 
     /// Drops every "not merged" answer (merges may have been missed); merged answers stay true.
     mutating func forgetUnmerged() {

@@ -48,16 +48,18 @@ public final class MergedUsers: Service {
     }
 
     let configuration: Configuration
-    private let pool: PostgresPool
+    let pool: PostgresPool
     private let loop: EventLoop?
-    private let logger: Logger
-    private let cache: Mutex<MergedUserCache>
+    let logger: Logger
+    let cache: Mutex<MergedUserCache>
     private let calls = CallTracker()
     private let sweep = Mutex<Sweep?>(nil)
+    let erasureSweep = Mutex<ErasureSweep?>(nil)
     private let listener = Mutex<PostgresListener?>(nil)
-    /// Sources whose writes this process has accounted for (merged here or swept); bounded, oldest dropped first.
-    private let settled = Mutex(RecentSet(capacity: 10_000))
-    private let stopped = ShutdownLatch()
+    /// Sources (and erased users) whose writes this process has accounted for (merged, erased here or swept);
+    /// bounded, oldest dropped first.
+    let settled = Mutex(RecentSet(capacity: 10_000))
+    let stopped = ShutdownLatch()
 
     public var name: String { "merged-users" }
 
@@ -78,15 +80,19 @@ public final class MergedUsers: Service {
 
     // MARK: - Resolving
 
-    /// The account `id` is now: its merge target (at the end of a chain), or itself.
+    /// The account `id` is now: its merge target (at the end of a chain), or itself; `ErasureError.erased` when
+    /// this process erased it (or the account it was merged into).
     public func resolve(_ id: RaveID) async throws -> RaveID {
         // The common case, without the arrays of the general path: a player known not to be merged.
         let listening = listener.withLock { $0 }?.listeningGeneration
         if let listening, cache.withLock({ $0.isKnownUnmerged(id, listening: listening, now: .now) }) { return id }
-        return try await resolve([id])[0]
+        let resolved = try await resolve([id])[0]
+        if cache.withLock({ $0.isErased(id) || $0.isErased(resolved) }) { throw ErasureError.erased }
+        return resolved
     }
 
-    /// `resolve` for each id, in order, with at most one database read per hop for all of them.
+    /// `resolve` for each id, in order, with at most one database read per hop for all of them; erased ids stay
+    /// as they are (`withoutErased` drops them).
     public func resolve(_ ids: [RaveID]) async throws -> [RaveID] {
         var resolved = ids
         var open = Array(ids.indices)
@@ -248,7 +254,7 @@ public final class MergedUsers: Service {
 
     /// Waits for the calls that started before now; false (logged) when one outlived the drain timeout.
     @discardableResult
-    private func drain(source: RaveID) async -> Bool {
+    func drain(source: RaveID) async -> Bool {
         if await calls.drain(timeout: configuration.drainTimeout) { return true }
         logger.warning(
             "calls that started before a merge are still running; moving the rows now and sweeping again later",
@@ -280,9 +286,14 @@ public final class MergedUsers: Service {
             }
             pause = .milliseconds(100)
             self.listener.withLock { $0 = listener }
-            let (sweeps, queue) = AsyncStream.makeStream(of: (RaveID, RaveID).self)
+            let (sweeps, queue) = AsyncStream.makeStream(of: Announcement.self)
             let consumer = Task {
                 for await notification in notifications {
+                    if let erased = Self.parseErasure(notification.payload) {
+                        self.markErased(erased)
+                        queue.yield(.erasure(erased))
+                        continue
+                    }
                     guard let (source, target) = Self.parse(notification.payload) else {
                         self.logger.warning("unreadable merge notification", [("payload", notification.payload)])
                         continue
@@ -290,7 +301,14 @@ public final class MergedUsers: Service {
                     self.learn(source: source, target: target, queue: queue)
                 }
             }
-            let sweeper = Task { for await (source, target) in sweeps { await self.sweep(source, into: target) } }
+            let sweeper = Task {
+                for await announcement in sweeps {
+                    switch announcement {
+                    case .merge(let source, let target): await self.sweep(source, into: target)
+                    case .erasure(let ids): await self.sweepErasure(ids)
+                    }
+                }
+            }
             let watcher = Task { await self.catchUp(listener: listener, queue: queue) }
             await stopped.wait()
             self.listener.withLock { $0 = nil }
@@ -307,11 +325,17 @@ public final class MergedUsers: Service {
         stopped.open()
     }
 
+    /// What the listener hears: a merge, or an erasure (the user first, then the ids merged into it).
+    enum Announcement {
+        case merge(RaveID, RaveID)
+        case erasure([RaveID])
+    }
+
     /// Takes in a merge another replica (or this one) recorded; queues a sweep unless this process settled it.
-    private func learn(source: RaveID, target: RaveID, queue: AsyncStream<(RaveID, RaveID)>.Continuation) {
+    private func learn(source: RaveID, target: RaveID, queue: AsyncStream<Announcement>.Continuation) {
         let now = ContinuousClock.now
         cache.withLock { $0.learn(source: source, target: target, now: now) }
-        if settled.withLock({ !$0.contains(source) }) { queue.yield((source, target)) }
+        if settled.withLock({ !$0.contains(source) }) { queue.yield(.merge(source, target)) }
     }
 
     /// Waits for earlier calls (a call stuck past several drain timeouts is given up on, logged), then runs the
@@ -338,7 +362,7 @@ public final class MergedUsers: Service {
 
     /// At every new listening connection (the first included), reads the merges of the time nobody listened plus
     /// `catchUpWindow`, and learns them (queuing sweeps for those not settled here).
-    private func catchUp(listener: PostgresListener, queue: AsyncStream<(RaveID, RaveID)>.Continuation) async {
+    private func catchUp(listener: PostgresListener, queue: AsyncStream<Announcement>.Continuation) async {
         var seen: UInt64?
         var lastListening = ContinuousClock.now
         while !Task.isCancelled {
@@ -365,6 +389,14 @@ public final class MergedUsers: Service {
 
     /// Drain timeouts a sweep waits through before moving the rows without the calls still running.
     static let sweepDrainAttempts = 10
+
+    /// The ids of an erasure's announcement ("erased <id> <id> …"), nil for any other payload.
+    static func parseErasure(_ payload: String) -> [RaveID]? {
+        let parts = payload.split(separator: " ")
+        guard parts.count >= 2, parts[0] == "erased" else { return nil }
+        let ids = parts.dropFirst().compactMap { RaveID($0) }
+        return ids.count == parts.count - 1 ? ids : nil
+    }
 
     static func parse(_ payload: String) -> (RaveID, RaveID)? {
         let parts = payload.split(separator: " ")

@@ -50,4 +50,29 @@ enum MergedUsersStore {
     /// The ids merged into `$1` (every source whose final target it is).
     static let sources = PostgresStatement(
         name: "merged_users_sources", sql: "SELECT source_id FROM merged_users WHERE target_id = $1")
+
+    // MARK: - Erasures
+
+    /// Records an erasure id (never the user's) in `applied_erasures`, a table every data service holds; a row back
+    /// means it is new.
+    static let recordErasure = PostgresStatement(
+        name: "applied_erasures_record",
+        sql: "INSERT INTO applied_erasures (erasure_id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING 1")
+
+    /// The ids merged into any of `$1`.
+    static let sourcesOfAny = PostgresStatement(
+        name: "merged_users_sources_of_any",
+        sql: "SELECT source_id FROM merged_users WHERE target_id = ANY($1::uuid[]) ORDER BY merged_at, source_id")
+
+    /// Deletes every row that names one of `$1`.
+    static let forget = PostgresStatement(
+        name: "merged_users_forget",
+        sql: "DELETE FROM merged_users WHERE source_id = ANY($1::uuid[]) OR target_id = ANY($1::uuid[])")
+
+    /// Announces an erasure to every replica at commit.
+    ///
+    /// `$1` is the ids' hex, space-separated. The notification is not stored: nothing in a table names them
+    /// afterwards.
+    static let announceErasure = PostgresStatement(
+        name: "merged_users_announce_erasure", sql: "SELECT pg_notify('merged_users', 'erased ' || $1)")
 }
