@@ -85,10 +85,11 @@ extension AdminHandlers {
         }
         switch request.action {
         case .unspecified: break
-        case .banUser, .unbanUser: filter.action = request.action
+        case .banUser, .unbanUser, .forceAccountDeletion, .cancelAccountDeletion: filter.action = request.action
         case .unrecognized(let value):
             throw IdentityError.invalidArgument(
-                "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER or unspecified, got \(value)")
+                "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER, AUDIT_ACTION_FORCE_ACCOUNT_DELETION, "
+                    + "AUDIT_ACTION_CANCEL_ACCOUNT_DELETION or unspecified, got \(value)")
         }
         for (field, value) in [("since_unix_ms", request.sinceUnixMs), ("before_unix_ms", request.beforeUnixMs)]
         where value < 0 {

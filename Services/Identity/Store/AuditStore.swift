@@ -81,6 +81,8 @@ struct AuditStore: Sendable {
         switch action {
         case .banUser: "ban_user"
         case .unbanUser: "unban_user"
+        case .forceAccountDeletion: "force_account_deletion"
+        case .cancelAccountDeletion: "cancel_account_deletion"
         default: "unspecified"
         }
     }
@@ -89,6 +91,8 @@ struct AuditStore: Sendable {
         switch name {
         case "ban_user": .banUser
         case "unban_user": .unbanUser
+        case "force_account_deletion": .forceAccountDeletion
+        case "cancel_account_deletion": .cancelAccountDeletion
         default: .unspecified
         }
     }

@@ -22,6 +22,8 @@ struct GuestLoginRecord: Sendable {
     /// A ban that applied to the device's user (no session was opened), or, read after the statement, the one
     /// stored for the user (the session is open: the caller decides).
     var ban: BanRecord?
+    /// Whether the user (known before) had a deletion scheduled, read after the statement: the login cancels it.
+    var deletionScheduled = false
 }
 
 /// A whole guest login as one statement: PostgreSQL runs it atomically, so it needs no transaction and costs one
@@ -60,7 +62,7 @@ struct GuestLoginStore: Sendable {
             ), shared AS (
                 SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d
                 JOIN applications a ON a.id = d.app_id JOIN users u ON u.id = d.user_id
-                WHERE $3::uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
+                WHERE $3::uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known) AND u.deleted_at IS NULL
                     AND d.device_id = $2 AND d.cross_app AND a.publisher_id = $3 AND a.cross_app_login
                 ORDER BY d.updated_at DESC LIMIT 1
             """ : ""
@@ -80,7 +82,7 @@ struct GuestLoginStore: Sendable {
         return """
             WITH known AS (
                 SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d JOIN users u ON u.id = d.user_id
-                WHERE d.app_id = $1 AND d.device_id = $2 FOR KEY SHARE OF u
+                WHERE d.app_id = $1 AND d.device_id = $2 AND u.deleted_at IS NULL FOR KEY SHARE OF u
             \(shared)), created AS (
                 INSERT INTO users (id) SELECT $4 WHERE NOT EXISTS (SELECT 1 FROM known) AND \(notShared)
                 RETURNING id AS user_id, created_at, updated_at
@@ -145,6 +147,7 @@ struct GuestLoginStore: Sendable {
         }
         let user: UserRecord
         var ban: BanRecord? = nil
+        var deletionScheduled = false
         if source == .created {
             // The new row is not visible to the statement that inserted it; it is a blank anonymous user.
             user = UserRecord(
@@ -153,9 +156,11 @@ struct GuestLoginStore: Sendable {
                 updatedAt: try row.decode(column: "new_updated_at"),
                 hasGlobalNameOrPicture: false)
         } else {
-            (user, ban) = try await knownUser(userID, appID: appID)
+            (user, ban, deletionScheduled) = try await knownUser(userID, appID: appID)
         }
-        return GuestLoginRecord(source: source, user: user, sessionID: sessionID, refreshToken: token, ban: ban)
+        return GuestLoginRecord(
+            source: source, user: user, sessionID: sessionID, refreshToken: token, ban: ban,
+            deletionScheduled: deletionScheduled)
     }
 
     /// The device's user as the app shows it, and the ban stored for them, read after the login committed (so a
@@ -163,7 +168,9 @@ struct GuestLoginStore: Sendable {
     ///
     /// A merge that committed since the login statement moved the new session to the merge's target, so a user merged
     /// away meanwhile continues as that target.
-    private func knownUser(_ userID: RaveID, appID: RaveID) async throws -> (user: UserRecord, ban: BanRecord?) {
+    private func knownUser(
+        _ userID: RaveID, appID: RaveID
+    ) async throws -> (user: UserRecord, ban: BanRecord?, deletionScheduled: Bool) {
         let users = UserStore(database: database)
         if let found = try await users.userWithBan(userID, appID: appID) { return found }
         guard let target = try await users.canonicalIDs([userID])[userID],

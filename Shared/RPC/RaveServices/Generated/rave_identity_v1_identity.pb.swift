@@ -155,6 +155,18 @@ extension IdentityV1 {
         func issueUnbackedToken(
             _ request: IdentityV1.IssueUnbackedTokenRequest, context: RequestContext
         ) async throws -> IdentityV1.IssueUnbackedTokenResponse
+
+        /// Schedules the deletion of the signed-in player's account after the grace period, given the current password
+        /// (and a two-factor code when enrolled); a guest account re-authenticates with a session that logged in within the
+        /// last 5 minutes. Every session of the player ends; a login during the grace period cancels the deletion.
+        func deleteAccount(
+            _ request: IdentityV1.DeleteAccountRequest, context: RequestContext
+        ) async throws -> IdentityV1.DeleteAccountResponse
+
+        /// The signed-in player's scheduled deletion, if any.
+        func getAccountDeletion(
+            _ request: IdentityV1.GetAccountDeletionRequest, context: RequestContext
+        ) async throws -> IdentityV1.GetAccountDeletionResponse
     }
 
     /// Calls rave.identity.v1.Identity through any `RPCCaller` (a connection, a pool, the gateway).
@@ -178,6 +190,7 @@ extension IdentityV1 {
             "rave.identity.v1.Identity/VerifyEmail", "rave.identity.v1.Identity/ResendVerification",
             "rave.identity.v1.Identity/ChangeEmail", "rave.identity.v1.Identity/RequestPasswordReset",
             "rave.identity.v1.Identity/ResetPassword", "rave.identity.v1.Identity/IssueUnbackedToken",
+            "rave.identity.v1.Identity/DeleteAccount", "rave.identity.v1.Identity/GetAccountDeletion",
         ]
 
         public let caller: any RPCCaller
@@ -574,6 +587,34 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Schedules the deletion of the signed-in player's account after the grace period, given the current password
+        /// (and a two-factor code when enrolled); a guest account re-authenticates with a session that logged in within the
+        /// last 5 minutes. Every session of the player ends; a login during the grace period cancels the deletion.
+        public func deleteAccount(
+            _ request: IdentityV1.DeleteAccountRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.DeleteAccountResponse {
+            let method = "rave.identity.v1.Identity/DeleteAccount"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.DeleteAccountResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// The signed-in player's scheduled deletion, if any.
+        public func getAccountDeletion(
+            _ request: IdentityV1.GetAccountDeletionRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.GetAccountDeletionResponse {
+            let method = "rave.identity.v1.Identity/GetAccountDeletion"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.GetAccountDeletionResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -723,6 +764,15 @@ extension IdentityV1.IdentityHandler {
                     IdentityV1.IssueUnbackedTokenRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
+            RPCMethod(name: "rave.identity.v1.Identity/DeleteAccount") { request, context in
+                try await self.deleteAccount(IdentityV1.DeleteAccountRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/GetAccountDeletion") { request, context in
+                try await self.getAccountDeletion(
+                    IdentityV1.GetAccountDeletionRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
         ]
     }
 }
@@ -781,6 +831,22 @@ extension IdentityV1 {
         func setMailTemplate(
             _ request: IdentityV1.SetMailTemplateRequest, context: RequestContext
         ) async throws -> IdentityV1.SetMailTemplateResponse
+
+        /// Account deletions, newest first, by status.
+        func listAccountDeletions(
+            _ request: IdentityV1.ListAccountDeletionsRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListAccountDeletionsResponse
+
+        /// Deletes an account now, skipping the grace period (a scheduled deletion starts at once). Recorded in the audit
+        /// log.
+        func forceAccountDeletion(
+            _ request: IdentityV1.ForceAccountDeletionRequest, context: RequestContext
+        ) async throws -> IdentityV1.ForceAccountDeletionResponse
+
+        /// Cancels a scheduled deletion (one that has started cannot be undone). Recorded in the audit log.
+        func cancelAccountDeletion(
+            _ request: IdentityV1.CancelAccountDeletionRequest, context: RequestContext
+        ) async throws -> IdentityV1.CancelAccountDeletionResponse
     }
 
     /// Calls rave.identity.v1.IdentityAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -794,7 +860,9 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityAdmin/GetApplication", "rave.identity.v1.IdentityAdmin/GetMergeStatus",
             "rave.identity.v1.IdentityAdmin/GetUser", "rave.identity.v1.IdentityAdmin/BanUser",
             "rave.identity.v1.IdentityAdmin/UnbanUser", "rave.identity.v1.IdentityAdmin/ListAuditEvents",
-            "rave.identity.v1.IdentityAdmin/SetMailTemplate",
+            "rave.identity.v1.IdentityAdmin/SetMailTemplate", "rave.identity.v1.IdentityAdmin/ListAccountDeletions",
+            "rave.identity.v1.IdentityAdmin/ForceAccountDeletion",
+            "rave.identity.v1.IdentityAdmin/CancelAccountDeletion",
         ]
 
         public let caller: any RPCCaller
@@ -940,6 +1008,46 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Account deletions, newest first, by status.
+        public func listAccountDeletions(
+            _ request: IdentityV1.ListAccountDeletionsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListAccountDeletionsResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ListAccountDeletions"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListAccountDeletionsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Deletes an account now, skipping the grace period (a scheduled deletion starts at once). Recorded in the audit
+        /// log.
+        public func forceAccountDeletion(
+            _ request: IdentityV1.ForceAccountDeletionRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ForceAccountDeletionResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ForceAccountDeletion"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ForceAccountDeletionResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Cancels a scheduled deletion (one that has started cannot be undone). Recorded in the audit log.
+        public func cancelAccountDeletion(
+            _ request: IdentityV1.CancelAccountDeletionRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.CancelAccountDeletionResponse {
+            let method = "rave.identity.v1.IdentityAdmin/CancelAccountDeletion"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.CancelAccountDeletionResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -999,6 +1107,21 @@ extension IdentityV1.IdentityAdminHandler {
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/SetMailTemplate") { request, context in
                 try await self.setMailTemplate(
                     IdentityV1.SetMailTemplateRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListAccountDeletions") { request, context in
+                try await self.listAccountDeletions(
+                    IdentityV1.ListAccountDeletionsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ForceAccountDeletion") { request, context in
+                try await self.forceAccountDeletion(
+                    IdentityV1.ForceAccountDeletionRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/CancelAccountDeletion") { request, context in
+                try await self.cancelAccountDeletion(
+                    IdentityV1.CancelAccountDeletionRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]
