@@ -89,8 +89,9 @@ struct AccountDeletions: Sendable {
 
     // MARK: - Erasing
 
-    /// Starts the scheduled deletion `id`: erases identity's data for the user and every id merged into it, marks
-    /// it started with a new tombstone id and enqueues `EraseUser` for each participant (completed at once when
+    /// Starts the scheduled deletion `id`.
+    ///
+    /// Erases identity's data for the user and every id merged into it, marks it started with a new tombstone id and enqueues `EraseUser` for each participant (completed at once when
     /// there is none). False when it is no longer scheduled (cancelled, or started by another replica).
     @discardableResult
     func start(_ id: RaveID, in transaction: PostgresTransaction) async throws -> Bool {
@@ -145,8 +146,9 @@ struct AccountDeletions: Sendable {
         return "{" + fields.map { "\(JSONText.quoted($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 
-    /// FAILED_PRECONDITION when one of `users` is deleted or has a deletion in progress: such a user takes no part
-    /// in a merge (its data is, or is about to be, erased). Called with the users locked.
+    /// FAILED_PRECONDITION when one of `users` is deleted or has a deletion in progress.
+    ///
+    /// Such a user takes no part in a merge (its data is, or is about to be, erased). Called with the users locked.
     static func refuseMerge(of users: [RaveID], in transaction: PostgresTransaction) async throws {
         if let user = try await AccountDeletionStore(database: transaction).beingDeleted(users).first {
             throw IdentityError.failedPrecondition(

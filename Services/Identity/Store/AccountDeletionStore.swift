@@ -11,8 +11,9 @@ struct AccountDeletionRecord: Sendable {
     var message: IdentityV1.AccountDeletion
 }
 
-/// Account deletions: scheduling, cancelling, starting and completing them (`Domain/AccountDeletions.swift` says
-/// when each happens). Every method runs on the database or transaction it is given.
+/// Account deletions: scheduling, cancelling, starting and completing them.
+///
+/// `Domain/AccountDeletions.swift` says when each happens. Every method runs on the database or transaction it is given.
 struct AccountDeletionStore: Sendable {
     let database: any PostgresQueryable
 
@@ -81,8 +82,9 @@ struct AccountDeletionStore: Sendable {
     static let insertParticipant = PostgresStatement(
         name: "identity_deletion_insert_participant",
         sql: "INSERT INTO account_deletion_participants (deletion_id, participant, event_id) VALUES ($1, $2, $3)")
-    /// Completes a started deletion once every participant acknowledged: the tombstone and the merged ids are
-    /// forgotten. Returns the ids erased, for `scrubEvents`.
+    /// Completes a started deletion once every participant acknowledged.
+    ///
+    /// The tombstone and the merged ids are forgotten. Returns the ids erased, for `scrubEvents`.
     static let complete = PostgresStatement(
         name: "identity_deletion_complete",
         sql: """
@@ -93,8 +95,9 @@ struct AccountDeletionStore: Sendable {
                 SELECT 1 FROM account_deletion_participants WHERE deletion_id = $1 AND acknowledged_at IS NULL)
             RETURNING old.user_id, old.merged_user_ids
             """)
-    /// Empties the payloads that named the user beside its tombstone or its merges: the deletion's own events and
-    /// the delivered merge events of the ids erased (`$2`, hex). Their rows stay (the outbox keeps delivered rows).
+    /// Empties the payloads that named the user beside its tombstone or its merges.
+    ///
+    /// The deletion's own events and the delivered merge events of the ids erased (`$2`, hex). Their rows stay (the outbox keeps delivered rows).
     static let scrubEvents = PostgresStatement(
         name: "identity_deletion_scrub_events",
         sql: """
