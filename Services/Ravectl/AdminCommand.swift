@@ -51,6 +51,15 @@ enum AdminCommand {
             noun: "audit", verb: "list", method: "rave.identity.v1.IdentityAdmin/ListAuditEvents",
             summary: "the audit log of operator actions, newest first"),
         Entry(
+            noun: "deletion", verb: "list", method: "rave.identity.v1.IdentityAdmin/ListAccountDeletions",
+            summary: "account deletions, newest first (filter by status or user)"),
+        Entry(
+            noun: "deletion", verb: "force", method: "rave.identity.v1.IdentityAdmin/ForceAccountDeletion",
+            summary: "deletes an account now, skipping the grace period (audited; cannot be undone)"),
+        Entry(
+            noun: "deletion", verb: "cancel", method: "rave.identity.v1.IdentityAdmin/CancelAccountDeletion",
+            summary: "cancels a scheduled account deletion (audited)"),
+        Entry(
             noun: "list", verb: "create", method: "rave.social.v1.SocialAdmin/CreateList",
             summary: "a social list definition"),
         Entry(

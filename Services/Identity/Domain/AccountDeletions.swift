@@ -109,12 +109,12 @@ struct AccountDeletions: Sendable {
         try await erasure.erase([userID] + merged)
         try await store.markStarted(
             id, at: clock(), tombstone: tombstone, mergedUserIDs: merged, completed: participants.isEmpty)
-        let request = ErasureV1.EraseUserRequest(
-            erasureId: id.hex, userId: userID.hex, mergedUserIds: merged.map(\.hex), tombstoneId: tombstone.hex)
+        // The event names the deletion only: the delivery reads the rest from it while it is started, so no
+        // event links the user to the tombstone once the deletion completes.
+        let event = ErasureV1.EraseUserRequest(erasureId: id.hex).protobufBytes()
         for participant in participants {
-            let eventID = try await Outbox.enqueue(
-                in: transaction, topic: Self.topic, key: participant, payload: request.protobufBytes())
-            try await store.addParticipant(deletionID: id, participant: participant, eventID: eventID)
+            try await Outbox.enqueue(in: transaction, topic: Self.topic, key: participant, payload: event)
+            try await store.addParticipant(deletionID: id, participant: participant)
         }
         return true
     }

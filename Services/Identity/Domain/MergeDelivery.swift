@@ -104,10 +104,11 @@ final class MergeDelivery: Service {
                 }
                 try await MergeStore(database: pool).acknowledge(mergeID: mergeID, participant: event.key)
             case AccountDeletions.topic:
-                // An emptied payload is an erasure completed since (its request no longer matters).
-                guard !event.payload.isEmpty else { return }
-                let request = try ErasureV1.EraseUserRequest(protobufBytes: event.payload)
-                guard let deletionID = RaveID(request.erasureId) else { return }
+                // The event names the deletion; what to erase is read from it (nothing once it completed).
+                let named = try ErasureV1.EraseUserRequest(protobufBytes: event.payload)
+                guard let deletionID = RaveID(named.erasureId),
+                    let request = try await AccountDeletionStore(database: pool).erasureRequest(deletionID)
+                else { return }
                 try await call(event.key, of: deletionID, table: SagaParticipantStore.deletions, clients, pool) {
                     _ = try await ErasureV1.ErasureParticipantClient(caller: $0).eraseUser(request, options: options)
                 }

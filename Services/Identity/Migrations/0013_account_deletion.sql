@@ -33,12 +33,12 @@ CREATE UNIQUE INDEX account_deletions_live ON account_deletions (user_id) WHERE 
 CREATE INDEX account_deletions_due ON account_deletions (due_at) WHERE status = 'scheduled';
 CREATE INDEX account_deletions_by_status ON account_deletions (status, seq);
 
--- One row per participant that must erase the user, as merge_participants is for merges. `event_id` is the outbox
--- event that carries the request: its payload (which names the user and the tombstone) is emptied at completion.
+-- One row per participant that must erase the user, as merge_participants is for merges. The outbox event that
+-- carries the request names only the deletion: the delivery reads the user, the merged ids and the tombstone from
+-- account_deletions, so once the tombstone is cleared no event links it to anyone.
 CREATE TABLE account_deletion_participants (
     deletion_id      uuid NOT NULL REFERENCES account_deletions (id),
     participant      text NOT NULL,
-    event_id         uuid,
     attempts         integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     acknowledged_at  timestamptz,
     last_error       text,

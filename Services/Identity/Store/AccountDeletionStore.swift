@@ -81,7 +81,14 @@ struct AccountDeletionStore: Sendable {
             """)
     static let insertParticipant = PostgresStatement(
         name: "identity_deletion_insert_participant",
-        sql: "INSERT INTO account_deletion_participants (deletion_id, participant, event_id) VALUES ($1, $2, $3)")
+        sql: "INSERT INTO account_deletion_participants (deletion_id, participant) VALUES ($1, $2)")
+    /// What a started deletion's participants are told; nothing once it completed (the tombstone is forgotten).
+    static let selectErasure = PostgresStatement(
+        name: "identity_deletion_select_erasure",
+        sql: """
+            SELECT user_id, merged_user_ids, tombstone_id FROM account_deletions
+            WHERE id = $1 AND status = 'started'
+            """)
     /// Completes a started deletion once every participant acknowledged.
     ///
     /// The tombstone and the merged ids are forgotten. Returns the ids erased, for `scrubEvents`.
@@ -95,17 +102,19 @@ struct AccountDeletionStore: Sendable {
                 SELECT 1 FROM account_deletion_participants WHERE deletion_id = $1 AND acknowledged_at IS NULL)
             RETURNING old.user_id, old.merged_user_ids
             """)
-    /// Empties the payloads that named the user beside its tombstone or its merges.
+    /// Empties the payloads of the delivered merge events (topic `$2`) that name an erased id (`$1`, hex).
     ///
-    /// The deletion's own events and the delivered merge events of the ids erased (`$2`, hex). Their rows stay (the outbox keeps delivered rows).
+    /// They linked the merged ids to the user. Their rows stay (the outbox keeps delivered rows); rows a dispatcher
+    /// holds are skipped (it is delivering other events of their batch).
     static let scrubEvents = PostgresStatement(
         name: "identity_deletion_scrub_events",
         sql: """
-            UPDATE outbox_events SET payload = '\\x'
-            WHERE event_id IN (SELECT event_id FROM account_deletion_participants WHERE deletion_id = $1)
-                OR (topic = $3 AND delivered_at IS NOT NULL AND octet_length(payload) > 0 AND EXISTS (
-                    SELECT 1 FROM unnest($2::text[]) AS erased (hex)
-                    WHERE position(convert_to(erased.hex, 'UTF8') IN payload) > 0))
+            UPDATE outbox_events SET payload = '\\x' WHERE id IN (
+                SELECT id FROM outbox_events
+                WHERE topic = $2 AND delivered_at IS NOT NULL AND octet_length(payload) > 0 AND EXISTS (
+                    SELECT 1 FROM unnest($1::text[]) AS erased (hex)
+                    WHERE position(convert_to(erased.hex, 'UTF8') IN payload) > 0)
+                FOR UPDATE SKIP LOCKED)
             """)
     /// Newest first, after the cursor `$3` (a `seq`) when given; `$1` status and `$2` user filter when not NULL.
     static let selectPage = PostgresStatement(
@@ -187,16 +196,25 @@ struct AccountDeletionStore: Sendable {
         _ = try await database.execute(Self.markStarted, [id, now, tombstone, mergedUserIDs, completed])
     }
 
-    func addParticipant(deletionID: RaveID, participant: String, eventID: RaveID) async throws {
-        _ = try await database.execute(Self.insertParticipant, [deletionID, participant, eventID])
+    func addParticipant(deletionID: RaveID, participant: String) async throws {
+        _ = try await database.execute(Self.insertParticipant, [deletionID, participant])
     }
 
-    /// Completes the deletion when every participant acknowledged, and empties the outbox payloads that named the
-    /// user with its tombstone or merges (`mergeTopic`); false when some participant has not acknowledged yet.
+    /// The request a started deletion's participants get; nil once it completed (or for an unknown id).
+    func erasureRequest(_ id: RaveID) async throws -> ErasureV1.EraseUserRequest? {
+        guard let row = try await database.execute(Self.selectErasure, [id]).first else { return nil }
+        return ErasureV1.EraseUserRequest(
+            erasureId: id.hex, userId: try row.decode(RaveID.self, column: "user_id").hex,
+            mergedUserIds: try row.decode([RaveID].self, column: "merged_user_ids").map(\.hex),
+            tombstoneId: try row.decode(RaveID.self, column: "tombstone_id").hex)
+    }
+
+    /// Completes the deletion when every participant acknowledged (forgetting its tombstone), and empties the
+    /// delivered merge events (`mergeTopic`) that named the erased ids; false when some participant has not acknowledged yet.
     func completeIfAcknowledged(_ id: RaveID, mergeTopic: String) async throws -> Bool {
         guard let row = try await database.execute(Self.complete, [id]).first else { return false }
         let erased = [try row.decode(RaveID.self, column: "user_id")] + (try row.decode(column: "merged_user_ids"))
-        _ = try await database.execute(Self.scrubEvents, [id, erased.map(\.hex), mergeTopic])
+        _ = try await database.execute(Self.scrubEvents, [erased.map(\.hex), mergeTopic])
         return true
     }
 
