@@ -421,7 +421,8 @@ struct BanTests {
                 ),
                 (
                     .init(action: .unrecognized(9)),
-                    "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER or unspecified, got 9"
+                    "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER, AUDIT_ACTION_FORCE_ACCOUNT_DELETION, "
+                        + "AUDIT_ACTION_CANCEL_ACCOUNT_DELETION or unspecified, got 9"
                 ),
             ] {
                 let refused = await statusCode {
