@@ -218,10 +218,19 @@ struct AccountDeletionTests {
                 account.userID, guest.userID, "erase-me@example.com", "erase-google@example.com", "erase-phone",
                 "erase-tablet", "leaving_player", "Leaving Player", "google-subject-erase",
             ]
-            let findings = try await Leftovers.find(
-                needles, in: harness.pool,
-                allowed: ["users.id", "audit_events.target_user_id", "account_deletions.user_id"])
+            let findings = try await Leftovers.find(needles, in: harness.pool, allowed: IdentityErasureColumns.kept)
             #expect(findings == [], "\(findings)")
+            // The user columns a check across services reads are every user column of the schema.
+            let userColumns = try await harness.pool.query(
+                PostgresQuery(
+                    """
+                    SELECT table_name::text || '.' || column_name::text AS name FROM information_schema.columns
+                    WHERE table_schema = 'public' AND data_type = 'uuid'
+                        AND (column_name LIKE '%user_id' OR column_name = 'merged_into'
+                            OR (table_name = 'users' AND column_name = 'id'))
+                    """)
+            ).map { try $0.decode(String.self, column: "name") }
+            #expect(Set(userColumns) == Set(IdentityErasureColumns.userColumns))
 
             let deletion = try #require(
                 try await harness.admin.listAccountDeletions(.init(), context: Harness.adminContext).deletions.first)

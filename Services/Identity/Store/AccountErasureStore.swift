@@ -12,8 +12,8 @@ struct AccountErasureStore: Sendable {
     let database: any PostgresQueryable
 
     /// Every identity table with a column that can name a user, and that column: what a check for leftovers reads
-    /// (`users` and `audit_events` keep the id; `account_deletions` keeps the record of the deletion).
-    package static let userColumns: [(table: String, column: String)] = [
+    /// (`keptColumns` keep the id by design).
+    static let userColumns: [(table: String, column: String)] = [
         ("users", "id"), ("users", "merged_into"), ("user_app_profiles", "user_id"),
         ("password_credentials", "user_id"), ("provider_links", "user_id"), ("devices", "user_id"),
         ("device_logins", "user_id"), ("app_users", "user_id"), ("sessions", "user_id"),
@@ -24,6 +24,9 @@ struct AccountErasureStore: Sendable {
         ("merge_notices", "user_id"), ("user_bans", "user_id"), ("audit_events", "target_user_id"),
         ("email_codes", "user_id"), ("account_deletions", "user_id"),
     ]
+
+    /// The columns that keep a deleted user's id: the bare `users` row, the audit log and the deletion's record.
+    static let keptColumns: Set<String> = ["users.id", "audit_events.target_user_id", "account_deletions.user_id"]
 
     /// Locks the user and every id merged into it (`FOR UPDATE`, in id order, as merges and bans lock users), so
     /// no merge, ban or guest login of these ids runs beside the erasure; returns the merged ids.
