@@ -313,6 +313,41 @@ struct AccountDeletionTests {
         }
     }
 
+    /// An operator forcing a scheduled deletion starts that one now, with no grace left; a merged-away id names the
+    /// account it was merged into.
+    @Test func forcingAScheduledDeletionStartsItNow() async throws {
+        let clock = TestClock()
+        try await Harness.with(clock: clock) { harness in
+            let app = try await harness.makeApplication()
+            _ = try await account(harness, app: app)
+            let guest = try await harness.guestLogin(appID: app.appId, deviceID: "merged-device")
+            let login = try await harness.player.loginWithPassword(
+                .init(
+                    appId: app.appId, device: .init(deviceId: "merged-device"), email: "leaving@example.com",
+                    password: Self.password),
+                context: Harness.playerContext(guest, appID: app.appId))
+            #expect(!login.mergeId.isEmpty)
+            let scheduled = try #require(try await delete(harness, login, appID: app.appId).deletion)
+            clock.advance(by: 60)
+
+            let forced = try #require(
+                try await harness.admin.forceAccountDeletion(
+                    .init(userId: guest.userID, reason: "legal request"), context: Harness.adminContext
+                ).deletion)
+            #expect(forced.deletionId == scheduled.deletionId)
+            #expect(forced.userId == login.userID)
+            #expect(forced.requestedBy == .player)
+            #expect(forced.status == .completed)
+            #expect(forced.startedAtUnixMs == clock.now.unixMilliseconds)
+            #expect(forced.dueAtUnixMs == clock.now.unixMilliseconds)
+            let audit = try #require(
+                try await harness.admin.listAuditEvents(.init(), context: Harness.adminContext).events.first)
+            #expect(audit.targetUserId == login.userID)
+            #expect(audit.beforeJson.contains("\"status\": \"scheduled\""))
+            #expect(audit.afterJson.contains("\"requested_user_id\": \"\(guest.userID)\""))
+        }
+    }
+
     @Test func aUserBeingDeletedTakesNoPartInMerges() async throws {
         try await Harness.with { harness in
             let app = try await harness.makeApplication()

@@ -102,8 +102,8 @@ struct AccountDeletions: Sendable {
             throw IdentityError.internalError("deletion \(id.hex) names no user \(userID.hex)")
         }
         var tombstone = RaveID.random()
-        // 128 random bits do not collide, but "never a user id" is cheap to make certain.
-        while try await UserStore(database: transaction).canonicalIDs([tombstone])[tombstone] != nil {
+        // 128 random bits do not collide, but "never a user id" (deleted ones included) is cheap to make certain.
+        while try await erasure.isUser(tombstone) {
             tombstone = RaveID.random()
         }
         try await erasure.erase([userID] + merged)
@@ -120,12 +120,21 @@ struct AccountDeletions: Sendable {
     }
 
     /// Starts the scheduled deletions due now, each in its own transaction, up to `limit`; how many started.
+    ///
+    /// One that fails to start does not hold the others back: the first failure is thrown after the rest were
+    /// tried (the poller tries it again at its next round).
     func startDue(pool: PostgresPool, limit: Int = 100) async throws -> Int {
         let due = try await AccountDeletionStore(database: pool).due(at: clock(), limit: limit)
         var started = 0
-        for id in due where try await pool.transaction({ try await start(id, in: $0) }) {
-            started += 1
+        var failure: (any Error)?
+        for id in due {
+            do {
+                if try await pool.transaction({ try await start(id, in: $0) }) { started += 1 }
+            } catch {
+                failure = failure ?? error
+            }
         }
+        if let failure { throw failure }
         return started
     }
 

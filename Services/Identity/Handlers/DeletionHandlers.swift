@@ -121,7 +121,8 @@ extension AdminHandlers {
         }
         let now = dependencies.clock()
         let deletion = try await dependencies.pool.transaction { transaction in
-            let before = try await AccountDeletionStore(database: transaction).latest(userID: requested)
+            let account = try await UserStore(database: transaction).canonicalIDs([requested])[requested]
+            let before = try await AccountDeletionStore(database: transaction).latest(userID: account ?? requested)
             let deletion = try await dependencies.deletions.request(requested, by: .operator, in: transaction).deletion
             try await AuditStore(database: transaction).append(
                 AuditEntry(

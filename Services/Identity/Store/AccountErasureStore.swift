@@ -33,6 +33,8 @@ struct AccountErasureStore: Sendable {
     static let lockUsers = PostgresStatement(
         name: "identity_erasure_lock_users",
         sql: "SELECT id FROM users WHERE id = $1 OR merged_into = $1 ORDER BY id FOR UPDATE")
+    static let selectUser = PostgresStatement(
+        name: "identity_erasure_select_user", sql: "SELECT 1 FROM users WHERE id = $1")
     static let selectEmails = PostgresStatement(
         name: "identity_erasure_emails",
         sql: """
@@ -151,6 +153,11 @@ struct AccountErasureStore: Sendable {
         let ids = try await database.execute(Self.lockUsers, [userID]).map { try $0.decode(RaveID.self, column: "id") }
         guard ids.contains(userID) else { return nil }
         return ids.filter { $0 != userID }
+    }
+
+    /// Whether `id` is a user's id (live, merged or deleted).
+    func isUser(_ id: RaveID) async throws -> Bool {
+        try await !database.execute(Self.selectUser, [id]).isEmpty
     }
 
     /// Erases every identity row of `ids` (the user and its merged ids); returns the sessions it ended.

@@ -5287,8 +5287,8 @@ private let openAPIDocumentText = #"""
             "tags": [
               "Identity"
             ],
-            "summary": "The signed-in player's scheduled deletion, if any.",
-            "description": "The signed-in player's scheduled deletion, if any.\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/GetAccountDeletion`.",
+            "summary": "The signed-in player's latest deletion: a scheduled one, or the one a login (or an operator) cancelled.",
+            "description": "The signed-in player's latest deletion: a scheduled one, or the one a login (or an operator) cancelled.\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/GetAccountDeletion`.",
             "security": [
               {
                 "bearerAuth": []
@@ -14342,7 +14342,7 @@ private let openAPIDocumentText = #"""
             "properties": {
               "deletion": {
                 "$ref": "#/components/schemas/rave.identity.v1.AccountDeletion",
-                "description": "The scheduled deletion of the caller's account; unset when there is none."
+                "description": "The caller's latest deletion (scheduled, or cancelled with cancelled_by); unset when the account never asked."
               }
             },
             "additionalProperties": false

@@ -2109,7 +2109,7 @@ extension IdentityV1 {
     public struct GetAccountDeletionResponse: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.identity.v1.GetAccountDeletionResponse"
 
-        /// The scheduled deletion of the caller's account; unset when there is none.
+        /// The caller's latest deletion (scheduled, or cancelled with cancelled_by); unset when the account never asked.
         public var deletion: IdentityV1.AccountDeletion? = nil
 
         /// A message with every field at its default.

@@ -163,7 +163,7 @@ extension IdentityV1 {
             _ request: IdentityV1.DeleteAccountRequest, context: RequestContext
         ) async throws -> IdentityV1.DeleteAccountResponse
 
-        /// The signed-in player's scheduled deletion, if any.
+        /// The signed-in player's latest deletion: a scheduled one, or the one a login (or an operator) cancelled.
         func getAccountDeletion(
             _ request: IdentityV1.GetAccountDeletionRequest, context: RequestContext
         ) async throws -> IdentityV1.GetAccountDeletionResponse
@@ -603,7 +603,7 @@ extension IdentityV1 {
             }
         }
 
-        /// The signed-in player's scheduled deletion, if any.
+        /// The signed-in player's latest deletion: a scheduled one, or the one a login (or an operator) cancelled.
         public func getAccountDeletion(
             _ request: IdentityV1.GetAccountDeletionRequest, options: CallOptions = CallOptions()
         ) async throws(RPCError) -> IdentityV1.GetAccountDeletionResponse {

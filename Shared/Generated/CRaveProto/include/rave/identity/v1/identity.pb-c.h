@@ -1788,7 +1788,7 @@ struct  Rave__Identity__V1__GetAccountDeletionResponse
 {
   ProtobufCMessage base;
   /*
-   * The scheduled deletion of the caller's account; unset when there is none.
+   * The caller's latest deletion (scheduled, or cancelled with cancelled_by); unset when the account never asked.
    */
   Rave__Identity__V1__AccountDeletion *deletion;
 };
