@@ -254,6 +254,17 @@ struct AccountDeletionTests {
                 _ = try await harness.admin.getUser(.init(userId: account.userID), context: Harness.adminContext)
             }
             #expect(found?.code == .notFound)
+            let someone = try await harness.guestLogin(appID: app.appId, deviceID: "someone-else")
+            for id in [account.userID, guest.userID] {
+                let byID = await statusCode {
+                    _ = try await harness.player.findUser(
+                        .init(key: .userId(id)), context: Harness.playerContext(someone, appID: app.appId))
+                }
+                #expect(byID?.code == .notFound)
+            }
+            let internalFind = try await harness.internalHandlers.findUsers(
+                .init(references: [.init(key: .userId(account.userID))]), context: Harness.serviceContext)
+            #expect(internalFind.users.isEmpty)
             let caller = await statusCode { _ = try await harness.player.getCurrentUser(.init(), context: context) }
             #expect(caller?.code == .unauthenticated)
             // The devices play as new guests; the email logs in to nothing.
