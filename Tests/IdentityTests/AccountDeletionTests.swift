@@ -359,6 +359,39 @@ struct AccountDeletionTests {
         }
     }
 
+    /// Logins that arrive while the deletion is being started wait for it, then never reach the deleted account: a
+    /// password login is refused, and a guest login of the account's device plays as a new user.
+    @Test func loginsRacingTheStartOfTheDeletionDoNotReachTheAccount() async throws {
+        let clock = TestClock()
+        try await Harness.with(clock: clock) { harness in
+            let app = try await harness.makeApplication()
+            let phone = try await account(harness, app: app)
+            let scheduled = try #require(try await delete(harness, phone, appID: app.appId).deletion)
+            clock.advance(by: Self.grace)
+            let deletionID = try parseRaveID(scheduled.deletionId)
+            let (password, guest) = try await harness.pool.transaction { transaction in
+                #expect(try await harness.dependencies.deletions.start(deletionID, in: transaction))
+                // Both logins read the account before the erasure commits, and wait for its locks.
+                let password = Task { await statusCode { _ = try await passwordLogin(harness, appID: app.appId) } }
+                let guest = Task { try await harness.guestLogin(appID: app.appId, deviceID: "phone") }
+                try await eventually {
+                    let waiting = try await harness.pool.query(
+                        PostgresQuery("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))
+                    return try waiting.first?.decode(Int64.self, column: "n") ?? 0 >= 2
+                }
+                return (password, guest)
+            }
+            let refused = await password.value
+            #expect(refused?.code == .unauthenticated || refused?.code == .aborted, "\(String(describing: refused))")
+            let newGuest = try await guest.value
+            #expect(newGuest.userID != phone.userID)
+            #expect(newGuest.created)
+            let sessions = try await harness.pool.query(
+                PostgresQuery("SELECT count(*) AS n FROM sessions WHERE user_id = $1", [try parseRaveID(phone.userID)]))
+            #expect(try sessions.first?.decode(Int64.self, column: "n") == 0)
+        }
+    }
+
     @Test func aUserBeingDeletedTakesNoPartInMerges() async throws {
         try await Harness.with { harness in
             let app = try await harness.makeApplication()

@@ -41,8 +41,9 @@ struct GuestLoginStore: Sendable {
     ///
     /// A device whose user is banned gets no session: the statement returns the ban instead (a new user has none).
     ///
-    /// The device's user is locked (`FOR KEY SHARE`, which only a merge's `FOR UPDATE` waits for) so a merge that
-    /// commits meanwhile is seen: the login then continues as the merge's target. A concurrent first login of the
+    /// The device's user (known, or cross-app) is locked (`FOR KEY SHARE`, which only a merge's or a deletion's
+    /// `FOR UPDATE` waits for) so a merge or deletion that commits meanwhile is seen: the login then continues as the
+    /// merge's target, or, for a deleted user (rechecked on its new row version), as a new user. A concurrent first login of the
     /// same device makes the plain insert into `device_logins` fail with a unique violation, and the whole statement
     /// (the new user included) rolls back.
     static let guestLogin = PostgresStatement(name: "identity_guest_login", sql: sql(crossApp: true))
@@ -64,7 +65,7 @@ struct GuestLoginStore: Sendable {
                 JOIN applications a ON a.id = d.app_id JOIN users u ON u.id = d.user_id
                 WHERE $3::uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known) AND u.deleted_at IS NULL
                     AND d.device_id = $2 AND d.cross_app AND a.publisher_id = $3 AND a.cross_app_login
-                ORDER BY d.updated_at DESC LIMIT 1
+                ORDER BY d.updated_at DESC LIMIT 1 FOR KEY SHARE OF u
             """ : ""
         let notShared = crossApp ? "NOT EXISTS (SELECT 1 FROM shared)" : "$3::uuid IS NULL"
         let chosenShared = crossApp ? "UNION ALL SELECT user_id, 'shared' FROM shared" : ""
