@@ -57,9 +57,9 @@ struct IdentityConfiguration: Sendable {
     }
 
     /// Reads `RAVE_IDENTITY_ACCESS_TOKEN_SECONDS`, `RAVE_IDENTITY_SESSION_DAYS`, `RAVE_IDENTITY_MERGE_PARTICIPANTS`,
-    /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE`, `RAVE_IDENTITY_DELETION_GRACE`, the password hashing and login
-    /// throttle settings (`readPasswordSettings`) and the providers' `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`;
-    /// unset keeps the defaults.
+    /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE`, `RAVE_IDENTITY_DELETION_GRACE`, the
+    /// password hashing and login throttle settings (`readPasswordSettings`) and the providers'
+    /// `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
     init(environment: [String: String], secretKeys: SecretKeyRing) throws(IdentityError) {
         self.secretKeys = secretKeys
         if let text = environment["RAVE_IDENTITY_ACCESS_TOKEN_SECONDS"] {

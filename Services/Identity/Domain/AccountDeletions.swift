@@ -29,8 +29,8 @@ struct AccountDeletions: Sendable {
 
     // MARK: - Scheduling
 
-    /// Schedules the deletion of the caller's account (`requested`, resolved through merges) after the grace period,
-    /// or, for an operator (`force`), starts it now; in `transaction`.
+    /// Schedules the deletion of `requested`'s account (resolved through merges) after the grace period, or, for an
+    /// operator, starts it now; in `transaction`.
     ///
     /// A player's request ends every session of the account (reason `deletion`, on the revocation feed) and is
     /// ALREADY_EXISTS when a deletion is already scheduled. An operator's starts a scheduled one at once and
@@ -46,22 +46,16 @@ struct AccountDeletions: Sendable {
         guard try await Bans.lockAccount(account, in: transaction) == account else {
             throw IdentityError.aborted("user \(account.hex) was merged meanwhile; retry")
         }
-        let now = clock()
-        switch (live?.status, requester) {
-        case (.started, _):
-            guard requester == .operator, let live else {
-                throw IdentityError.failedPrecondition("the account is being deleted")
+        if let live {
+            switch (live.status, requester) {
+            case (.scheduled, .player): throw IdentityError.alreadyExists("the account's deletion is already scheduled")
+            case (.scheduled, _): try await start(live.id, in: transaction)
+            case (_, .player): throw IdentityError.failedPrecondition("the account is being deleted")
+            default: break  // An operator forcing a started deletion: answered as it is.
             }
-            return (live, 0)
-        case (.scheduled, .player):
-            throw IdentityError.alreadyExists("the account's deletion is already scheduled")
-        case (.scheduled, _):
-            guard let live else { throw IdentityError.internalError("a scheduled deletion vanished") }
-            try await start(live.id, in: transaction)
             return (try await store.deletion(live.id) ?? live, 0)
-        default:
-            break
         }
+        let now = clock()
         let due = requester == .player ? now.addingTimeInterval(grace) : now
         let scheduled = try await store.schedule(userID: account, requestedBy: requester, at: now, due: due)
         if requester == .operator {
@@ -91,8 +85,9 @@ struct AccountDeletions: Sendable {
 
     /// Starts the scheduled deletion `id`.
     ///
-    /// Erases identity's data for the user and every id merged into it, marks it started with a new tombstone id and enqueues `EraseUser` for each participant (completed at once when
-    /// there is none). False when it is no longer scheduled (cancelled, or started by another replica).
+    /// Erases identity's data for the user and every id merged into it, marks it started with a new tombstone id and
+    /// enqueues `EraseUser` for each participant (completed at once when there is none). False when it is no longer
+    /// scheduled (cancelled, or started by another replica).
     @discardableResult
     func start(_ id: RaveID, in transaction: PostgresTransaction) async throws -> Bool {
         let store = AccountDeletionStore(database: transaction)

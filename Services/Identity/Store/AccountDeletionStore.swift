@@ -13,7 +13,8 @@ struct AccountDeletionRecord: Sendable {
 
 /// Account deletions: scheduling, cancelling, starting and completing them.
 ///
-/// `Domain/AccountDeletions.swift` says when each happens. Every method runs on the database or transaction it is given.
+/// `Domain/AccountDeletions.swift` says when each happens. Every method runs on the database or transaction it is
+/// given.
 struct AccountDeletionStore: Sendable {
     let database: any PostgresQueryable
 
@@ -209,8 +210,8 @@ struct AccountDeletionStore: Sendable {
             tombstoneId: try row.decode(RaveID.self, column: "tombstone_id").hex)
     }
 
-    /// Completes the deletion when every participant acknowledged (forgetting its tombstone), and empties the
-    /// delivered merge events (`mergeTopic`) that named the erased ids; false when some participant has not acknowledged yet.
+    /// Completes the deletion when every participant acknowledged (forgetting its tombstone), and empties the delivered
+    /// merge events (`mergeTopic`) that named the erased ids; false when some participant has not acknowledged yet.
     func completeIfAcknowledged(_ id: RaveID, mergeTopic: String) async throws -> Bool {
         guard let row = try await database.execute(Self.complete, [id]).first else { return false }
         let erased = [try row.decode(RaveID.self, column: "user_id")] + (try row.decode(column: "merged_user_ids"))

@@ -43,9 +43,9 @@ struct GuestLoginStore: Sendable {
     ///
     /// The device's user (known, or cross-app) is locked (`FOR KEY SHARE`, which only a merge's or a deletion's
     /// `FOR UPDATE` waits for) so a merge or deletion that commits meanwhile is seen: the login then continues as the
-    /// merge's target, or, for a deleted user (rechecked on its new row version), as a new user. A concurrent first login of the
-    /// same device makes the plain insert into `device_logins` fail with a unique violation, and the whole statement
-    /// (the new user included) rolls back.
+    /// merge's target, or, for a deleted user (rechecked on its new row version), as a new user. A concurrent first
+    /// login of the same device makes the plain insert into `device_logins` fail with a unique violation, and the
+    /// whole statement (the new user included) rolls back.
     static let guestLogin = PostgresStatement(name: "identity_guest_login", sql: sql(crossApp: true))
     /// `guestLogin` for an app without cross-app login (`$3` NULL).
     ///
