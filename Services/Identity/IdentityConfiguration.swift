@@ -43,6 +43,11 @@ struct IdentityConfiguration: Sendable {
     var smtp: SMTPSettings?
     /// Email code lifetimes, attempts and mail limits.
     var mail = MailPolicy()
+    /// How long after DeleteAccount the account is erased (`RAVE_IDENTITY_DELETION_GRACE`); a login meanwhile
+    /// cancels the deletion.
+    var deletionGrace: TimeInterval = 14 * 24 * 3600
+    /// How often the deletion poller looks for due deletions.
+    var deletionPollInterval: Duration = .seconds(60)
     /// The keys that seal signing keys and TOTP secrets at rest (`RAVE_SECRET_KEY_FILE`); there is no default.
     var secretKeys: SecretKeyRing
 
@@ -52,9 +57,9 @@ struct IdentityConfiguration: Sendable {
     }
 
     /// Reads `RAVE_IDENTITY_ACCESS_TOKEN_SECONDS`, `RAVE_IDENTITY_SESSION_DAYS`, `RAVE_IDENTITY_MERGE_PARTICIPANTS`,
-    /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE`, the password hashing and login
-    /// throttle settings (`readPasswordSettings`) and the providers' `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`;
-    /// unset keeps the defaults.
+    /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE`, `RAVE_IDENTITY_DELETION_GRACE`, the
+    /// password hashing and login throttle settings (`readPasswordSettings`) and the providers'
+    /// `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
     init(environment: [String: String], secretKeys: SecretKeyRing) throws(IdentityError) {
         self.secretKeys = secretKeys
         if let text = environment["RAVE_IDENTITY_ACCESS_TOKEN_SECONDS"] {
@@ -75,6 +80,14 @@ struct IdentityConfiguration: Sendable {
             }
             findUserLookupsPerMinute = count
         }
+        if let text = environment["RAVE_IDENTITY_DELETION_GRACE"] {
+            guard let grace = Self.grace(text) else {
+                throw .invalidArgument(
+                    "RAVE_IDENTITY_DELETION_GRACE must be a duration of 0s…365d (units s, m, h, d; e.g. 14d), "
+                        + "got \"\(text)\"")
+            }
+            deletionGrace = grace
+        }
         try readPasswordSettings(environment)
         mergeParticipants = try Self.participants(environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] ?? "")
         smtp = try Self.smtp(environment)
@@ -89,6 +102,15 @@ struct IdentityConfiguration: Sendable {
         } catch {
             throw .invalidArgument(error.message)
         }
+    }
+
+    /// A grace period: a whole number with a unit (`s`, `m`, `h`, `d`), at most 365 days; nil otherwise.
+    static func grace(_ text: String) -> TimeInterval? {
+        let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        guard let unit = text.last.flatMap({ units[$0] }), let count = Int(text.dropLast()), count >= 0,
+            TimeInterval(count) * unit <= 365 * 86_400
+        else { return nil }
+        return TimeInterval(count) * unit
     }
 
     /// The key ring of the file `RAVE_SECRET_KEY_FILE` names.

@@ -19,6 +19,8 @@ package final class IdentityDependencies: Sendable {
     let providerVerifier: OIDCVerifier
     /// Starts merges and enqueues their participant events.
     let mergeSaga: MergeSaga
+    /// Schedules, cancels and starts account deletions.
+    let deletions: AccountDeletions
     /// Applications as recently read (settings change rarely; logins need them on every call).
     let applications: ApplicationCache
     /// Social's blocks, when a social service is configured; FindUser hides blockers from the players they blocked.
@@ -59,6 +61,8 @@ package final class IdentityDependencies: Sendable {
         self.signer = signer
         providerVerifier = OIDCVerifier(configurations: configuration.providers)
         mergeSaga = MergeSaga(participants: configuration.mergeParticipants.map(\.name), clock: clock)
+        deletions = AccountDeletions(
+            participants: configuration.mergeParticipants.map(\.name), grace: configuration.deletionGrace, clock: clock)
     }
 
     /// Starts the service on a migrated schema.

@@ -27,8 +27,8 @@ package enum IdentityMain {
         "rave.identity.v1.IdentityInternal/ListRevocations", "rave.identity.v1.IdentityInternal/SigningKeys",
     ]
 
-    /// The RPC services, plus the outbox delivery (merges and events) and the login throttle's sweeper registered as
-    /// background services.
+    /// The RPC services, plus the outbox delivery (merges, erasures, mails and events), the login throttle's sweeper
+    /// and the account deletion poller registered as background services.
     static func services(context: ServiceContext) async throws -> [any RPCService] {
         let secretKeys = try IdentityConfiguration.secretKeys(environment: context.environment)
         context.logger.info(
@@ -59,6 +59,10 @@ package enum IdentityMain {
         context.addBackgroundService(
             try MergeDelivery.forService(context: context, participants: configuration.mergeParticipants, mail: mailer))
         context.addBackgroundService(LoginThrottleSweeper(throttle: dependencies.loginThrottle, logger: context.logger))
+        context.addBackgroundService(
+            AccountDeletionPoller(
+                deletions: dependencies.deletions, pool: context.pool,
+                interval: configuration.deletionPollInterval, logger: context.logger))
         context.logger.info(
             "password hashing and login throttle",
             [
@@ -68,6 +72,8 @@ package enum IdentityMain {
                 ("failures_per_account", String(configuration.loginThrottle.perAccount)),
                 ("failures_per_address", String(configuration.loginThrottle.perAddress)),
             ])
+        context.logger.info(
+            "account deletion", [("grace_seconds", String(Int(configuration.deletionGrace)))])
         return dependencies.rpcServices
     }
 

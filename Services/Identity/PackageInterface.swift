@@ -53,3 +53,12 @@ extension IdentityDependencies {
         throw IdentityError.unauthenticated("the email or password is wrong")
     }
 }
+
+/// What an account deletion leaves in identity's database (docs/identity.md, "Deleting an account"), for checks of
+/// leftovers that span every service's database.
+package enum IdentityErasureColumns {
+    /// Every column of identity's tables that can name a user, as "table.column".
+    package static var userColumns: [String] { AccountErasureStore.userColumns.map { "\($0.table).\($0.column)" } }
+    /// The columns that still name a deleted user, by design: every other column must not.
+    package static var kept: Set<String> { AccountErasureStore.keptColumns }
+}

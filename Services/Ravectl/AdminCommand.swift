@@ -69,6 +69,15 @@ enum AdminCommand {
             noun: "operator", verb: "set-role", method: "rave.identity.v1.IdentityAdmin/SetOperatorRole",
             summary: "changes an operator's role and publisher scope (its sessions end)"),
         Entry(
+            noun: "deletion", verb: "list", method: "rave.identity.v1.IdentityAdmin/ListAccountDeletions",
+            summary: "account deletions, newest first (filter by status or user)"),
+        Entry(
+            noun: "deletion", verb: "force", method: "rave.identity.v1.IdentityAdmin/ForceAccountDeletion",
+            summary: "deletes an account now, skipping the grace period (audited; cannot be undone)"),
+        Entry(
+            noun: "deletion", verb: "cancel", method: "rave.identity.v1.IdentityAdmin/CancelAccountDeletion",
+            summary: "cancels a scheduled account deletion (audited)"),
+        Entry(
             noun: "list", verb: "create", method: "rave.social.v1.SocialAdmin/CreateList",
             summary: "a social list definition"),
         Entry(

@@ -37,12 +37,12 @@ package struct WalletDependencies: Sendable {
             pool: pool, engine: BetEngine(ledger: ledger, bets: bets), laneCount: laneCount)
     }
 
-    /// The services the wallet serves: player methods, operator methods and the merge participant (the calls of
-    /// the first two count for merges' drains; the participant's must not).
+    /// The services the wallet serves: player methods, operator methods, the merge participant and the erasure
+    /// participant (the calls of the first two count for merges' drains; the participants' must not).
     var rpcServices: [any RPCService] {
         [
             merges.track(WalletService(dependencies: self)), merges.track(WalletAdminService(dependencies: self)),
-            WalletMergeParticipant(dependencies: self),
+            WalletMergeParticipant(dependencies: self), WalletErasureParticipant(dependencies: self),
         ]
     }
 

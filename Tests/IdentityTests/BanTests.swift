@@ -420,10 +420,11 @@ struct BanTests {
                     "since_unix_ms (2000) must be before before_unix_ms (1000)"
                 ),
                 (
-                    .init(action: .unrecognized(9)),
+                    .init(action: .unrecognized(99)),
                     "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER, AUDIT_ACTION_CREATE_OPERATOR, "
-                        + "AUDIT_ACTION_SET_OPERATOR_ROLE, AUDIT_ACTION_DISABLE_OPERATOR, AUDIT_ACTION_ADMIN_CALL or "
-                        + "unspecified, got 9"
+                        + "AUDIT_ACTION_SET_OPERATOR_ROLE, AUDIT_ACTION_DISABLE_OPERATOR, AUDIT_ACTION_ADMIN_CALL, "
+                        + "AUDIT_ACTION_FORCE_ACCOUNT_DELETION, AUDIT_ACTION_CANCEL_ACCOUNT_DELETION or unspecified, "
+                        + "got 99"
                 ),
             ] {
                 let refused = await statusCode {

@@ -84,7 +84,7 @@ import Testing
                 pool, "SELECT account_id, amount, coalesce(balance_after, -1) FROM ledger_entries ORDER BY entry_id")
 
             let applied = try await Migrator(pool: pool, directory: WalletMain.migrationsDirectory).migrate()
-            #expect(applied.map(\.version) == [3, 4])
+            #expect(applied.map(\.version).filter { $0 < 5 } == [3, 4], "later migrations may follow")
 
             let newSums = try await Self.rows(
                 pool,

@@ -100,7 +100,7 @@ import Testing
                 pool, "SELECT account_id, coalesce(balance, -1) FROM accounts ORDER BY 1")
 
             let applied = try await Migrator(pool: pool, directory: WalletMain.migrationsDirectory).migrate()
-            #expect(applied.map(\.version) == [4])
+            #expect(applied.map(\.version).filter { $0 < 5 } == [4], "later migrations may follow")
             let keys = try await pool.query(
                 """
                 SELECT count(*) FROM pg_constraint

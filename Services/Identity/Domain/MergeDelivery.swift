@@ -9,19 +9,20 @@ import RaveServices
 import RaveTelemetry
 import RaveTransport
 
-/// Delivers identity's outbox: merge events to the participant services until each acknowledges (the second half
-/// of the merge saga), mails (`identity.mail`) to the SMTP server (`IdentityMailer`), and every other topic
-/// (`identity.provider_linked`) to the event sinks.
+/// Delivers identity's outbox: merge and erasure events to the participant services until each acknowledges (the
+/// second half of the merge saga and of account deletion), mails (`identity.mail`) to the SMTP server
+/// (`IdentityMailer`), and every other topic (`identity.provider_linked`) to the event sinks.
 ///
-/// Runs one `OutboxDispatcher` over identity's outbox, so both kinds keep their per-key order and share one poller.
-/// A merge event calls `rave.merge.v1.MergeParticipant/MergeUsers` on the participant its key names, over mTLS with
-/// identity's own certificate. A failure is recorded on the merge's participant row (visible in GetMergeStatus) and
-/// retried with backoff; an acknowledgement completes the merge once every participant has given one. Other events
-/// go to `EventSinks` (RAVE_EVENT_SINKS) and are retried until every sink acknowledged them.
+/// Runs one `OutboxDispatcher` over identity's outbox, so every kind keeps its per-key order and shares one poller
+/// (merges and erasures are keyed by participant, so a participant sees a merge into a user before its erasure).
+/// A merge event calls `rave.merge.v1.MergeParticipant/MergeUsers`, an erasure event
+/// `rave.erasure.v1.ErasureParticipant/EraseUser`, on the participant its key names, over mTLS with identity's own
+/// certificate. A failure is recorded on the saga's participant row (visible in GetMergeStatus and
+/// ListAccountDeletions) and retried with backoff; an acknowledgement completes the saga once every participant has
+/// given one. Other events go to `EventSinks` (RAVE_EVENT_SINKS) and are retried until every sink acknowledged them.
 final class MergeDelivery: Service {
     let name = "merge-delivery"
     private let pool: PostgresPool
-    private let clients: [String: MergeV1.MergeParticipantClient]
     private let closers: [RPCClient]
     private let events: EventSinks?
     private let dispatcher: OutboxDispatcher
@@ -36,8 +37,7 @@ final class MergeDelivery: Service {
         dispatcherConfiguration: OutboxDispatcher.Configuration = .init(), callTimeout: Duration = .seconds(10),
         logger: Logger
     ) {
-        var clients: [String: MergeV1.MergeParticipantClient] = [:]
-        var closers: [RPCClient] = []
+        var clients: [String: RPCClient] = [:]
         for participant in participants {
             // Without a TLS context no participant is called (their merges fail as unconfigured, and are retried).
             guard let tls else { break }
@@ -46,12 +46,10 @@ final class MergeDelivery: Service {
             let client = RPCClient(
                 host: participant.host, port: participant.port, tls: tls, group: group, configuration: configuration,
                 logger: logger.with("participant", participant.name))
-            closers.append(client)
-            clients[participant.name] = MergeV1.MergeParticipantClient(caller: client)
+            clients[participant.name] = client
         }
         self.pool = pool
-        self.clients = clients
-        self.closers = closers
+        closers = Array(clients.values)
         self.callTimeout = callTimeout
         self.events = events
         let deliver = Self.deliverer(pool: pool, clients: clients, events: events, mail: mail, timeout: callTimeout)
@@ -88,34 +86,59 @@ final class MergeDelivery: Service {
         dispatcher.stop()
     }
 
-    /// One delivery: a merge event calls its participant and records the outcome on the merge; any other event
-    /// goes to the event sinks.
+    /// One delivery: a merge or erasure event calls its participant and records the outcome on the saga; any other
+    /// event goes to the event sinks.
     private static func deliverer(
-        pool: PostgresPool, clients: [String: MergeV1.MergeParticipantClient], events: EventSinks?,
-        mail: IdentityMailer?, timeout: Duration
+        pool: PostgresPool, clients: [String: RPCClient], events: EventSinks?, mail: IdentityMailer?, timeout: Duration
     ) -> @Sendable (OutboxEvent) async throws -> Void {
         { event in
-            if event.topic == IdentityMail.topic {
+            let options = CallOptions(timeout: timeout, maxRetries: 1)
+            switch event.topic {
+            case IdentityMail.topic:
                 try await mail?.deliver(event)
-                return
-            }
-            guard event.topic == MergeSaga.topic else {
-                try await events?.deliver(event)
-                return
-            }
-            let request = try MergeV1.MergeUsersRequest(protobufBytes: event.payload)
-            guard let mergeID = RaveID(request.mergeId) else { return }
-            let store = MergeStore(database: pool)
-            do {
-                guard let client = clients[event.key] else {
-                    throw IdentityError.unavailable("merge participant \(event.key) is not configured")
+            case MergeSaga.topic:
+                let request = try MergeV1.MergeUsersRequest(protobufBytes: event.payload)
+                guard let mergeID = RaveID(request.mergeId) else { return }
+                try await call(event.key, of: mergeID, table: SagaParticipantStore.merges, clients, pool) {
+                    _ = try await MergeV1.MergeParticipantClient(caller: $0).mergeUsers(request, options: options)
                 }
-                _ = try await client.mergeUsers(request, options: CallOptions(timeout: timeout, maxRetries: 1))
-            } catch {
-                try await store.recordFailure(mergeID: mergeID, participant: event.key, error: "\(error)")
-                throw error
+                try await MergeStore(database: pool).acknowledge(mergeID: mergeID, participant: event.key)
+            case AccountDeletions.topic:
+                // The event names the deletion; what to erase is read from it (nothing once it completed).
+                let named = try ErasureV1.EraseUserRequest(protobufBytes: event.payload)
+                guard let deletionID = RaveID(named.erasureId),
+                    let request = try await AccountDeletionStore(database: pool).erasureRequest(deletionID)
+                else { return }
+                try await call(event.key, of: deletionID, table: SagaParticipantStore.deletions, clients, pool) {
+                    _ = try await ErasureV1.ErasureParticipantClient(caller: $0).eraseUser(request, options: options)
+                }
+                try await pool.transaction { transaction in
+                    try await SagaParticipantStore(database: transaction, table: SagaParticipantStore.deletions)
+                        .acknowledge(sagaID: deletionID, participant: event.key)
+                    _ = try await AccountDeletionStore(database: transaction).completeIfAcknowledged(
+                        deletionID, mergeTopic: MergeSaga.topic)
+                }
+            default:
+                try await events?.deliver(event)
             }
-            try await store.acknowledge(mergeID: mergeID, participant: event.key)
+        }
+    }
+
+    /// Calls `participant` for the saga `sagaID`; a failure (an unconfigured participant included) is recorded on
+    /// the saga's participant row and thrown, so the outbox retries the event with backoff.
+    private static func call(
+        _ participant: String, of sagaID: RaveID, table: SagaParticipantStore.Table, _ clients: [String: RPCClient],
+        _ pool: PostgresPool, _ body: (RPCClient) async throws -> Void
+    ) async throws {
+        do {
+            guard let client = clients[participant] else {
+                throw IdentityError.unavailable("participant \(participant) is not configured")
+            }
+            try await body(client)
+        } catch {
+            try await SagaParticipantStore(database: pool, table: table).recordFailure(
+                sagaID: sagaID, participant: participant, error: "\(error)")
+            throw error
         }
     }
 }

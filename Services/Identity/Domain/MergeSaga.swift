@@ -30,7 +30,8 @@ struct MergeSaga: Sendable {
     ///
     /// A source that was already merged is a no-op that returns the earlier merge. A banned user takes no part in a
     /// merge (PERMISSION_DENIED with the ban): the sessions a merge moves would escape the ban, and a ban must stay on
-    /// the account it names. Each provider link that moves to the target is published as `identity.provider_linked` from `appID`, the application the merge was made in.
+    /// the account it names; nor does a user being deleted (FAILED_PRECONDITION). Each provider link that moves to the
+    /// target is published as `identity.provider_linked` from `appID`, the application the merge was made in.
     func merge(
         source: RaveID, into target: RaveID, appID: RaveID?, in transaction: PostgresTransaction
     ) async throws -> Outcome {
@@ -55,6 +56,8 @@ struct MergeSaga: Sendable {
         for user in [target, source] {
             if let ban = try await bans.ban(of: user), ban.applies(at: clock()) { throw Bans.refusal(ban) }
         }
+        // A user being deleted takes no part either: its data is, or is about to be, erased.
+        try await AccountDeletions.refuseMerge(of: [target, source], in: transaction)
 
         let mergeID = RaveID.random()
         try await store.insert(id: mergeID, source: source, target: target, participants: participants)

@@ -21,11 +21,24 @@ extension PlayerHandlers {
             // Banned while it ran: its session ends here.
             try await dependencies.endSessionIfBanned(userID: login.user.id, sessionID: login.sessionID, ban: ban)
         }
+        // A login cancels a scheduled deletion; one that started meanwhile ends the session it opened.
+        var deletionCancelled = false
+        if login.deletionScheduled {
+            do {
+                deletionCancelled = try await dependencies.deletions.cancelOnLogin(
+                    login.user.id, database: dependencies.pool)
+            } catch {
+                try await SessionStore(database: dependencies.pool).revoke(
+                    sessionID: login.sessionID, userID: login.user.id, reason: "deletion")
+                throw error
+            }
+        }
         let tokens = try dependencies.tokens(
             userID: login.user.id, appID: appID, sessionID: login.sessionID, refreshToken: login.refreshToken,
             accountState: login.user.globalAccountState)
         return IdentityV1.LoginResponse(
-            user: login.user.message, outcome: .tokens(tokens), created: login.source == .created)
+            user: login.user.message, outcome: .tokens(tokens), created: login.source == .created,
+            deletionCancelled: deletionCancelled)
     }
 
     func signUp(_ request: IdentityV1.SignUpRequest, context: RequestContext) async throws -> IdentityV1.LoginResponse {
@@ -119,10 +132,12 @@ extension PlayerHandlers {
     /// Records the device and app use, points the device at the user and starts a session.
     ///
     /// `explicit` logins (password, provider) enable cross-app login on the device; a guest login keeps it as is.
+    /// The login cancels the user's scheduled deletion (`deletion_cancelled`).
     func finishLogin(
         userID: RaveID, appID: RaveID, device: IdentityV1.DeviceInfo, created: Bool, explicit: Bool = false,
         in transaction: PostgresTransaction
     ) async throws -> IdentityV1.LoginResponse {
+        let deletionCancelled = try await dependencies.deletions.cancelOnLogin(userID, database: transaction)
         let logins = DeviceLoginStore(database: transaction)
         if explicit {
             try await logins.setDeviceUser(appID: appID, deviceID: device.deviceId, userID: userID, crossApp: true)
@@ -134,7 +149,8 @@ extension PlayerHandlers {
         let tokens = try dependencies.tokens(
             userID: userID, appID: appID, sessionID: sessionID, refreshToken: refreshToken,
             accountState: user.globalAccountState)
-        return IdentityV1.LoginResponse(user: user.message, outcome: .tokens(tokens), created: created)
+        return IdentityV1.LoginResponse(
+            user: user.message, outcome: .tokens(tokens), created: created, deletionCancelled: deletionCancelled)
     }
 
     /// The seed SDK's sign-up data: COPPA for the US (13 or older for certain), the newsletter for Canada.

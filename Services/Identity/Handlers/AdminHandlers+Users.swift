@@ -88,8 +88,9 @@ extension AdminHandlers {
         case .unrecognized(let value):
             throw IdentityError.invalidArgument(
                 "action must be AUDIT_ACTION_BAN_USER, AUDIT_ACTION_UNBAN_USER, AUDIT_ACTION_CREATE_OPERATOR, "
-                    + "AUDIT_ACTION_SET_OPERATOR_ROLE, AUDIT_ACTION_DISABLE_OPERATOR, AUDIT_ACTION_ADMIN_CALL or "
-                    + "unspecified, got \(value)")
+                    + "AUDIT_ACTION_SET_OPERATOR_ROLE, AUDIT_ACTION_DISABLE_OPERATOR, AUDIT_ACTION_ADMIN_CALL, "
+                    + "AUDIT_ACTION_FORCE_ACCOUNT_DELETION, AUDIT_ACTION_CANCEL_ACCOUNT_DELETION or unspecified, "
+                    + "got \(value)")
         default: filter.action = request.action
         }
         switch request.actorKind {

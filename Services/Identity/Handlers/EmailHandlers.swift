@@ -71,14 +71,9 @@ extension PlayerHandlers {
                 "this account has no password; add one with SignUp while signed in, then change its email")
         }
         // A wrong password counts as a failed login of the account, as ChangePassword's does.
-        let matches = try await dependencies.passwordHashers.withSlot { hashing in
-            try await dependencies.loginThrottle.attempt(
-                .password, account: stored.email.lowercased(), address: context.metadata["rave-client-address"]
-            ) { () async throws -> Bool? in
-                try await hashing.verify(password, against: stored.hash) ? true : nil
-            }
+        guard try await currentPasswordMatches(password, stored: stored, context: context) else {
+            throw IdentityError.invalidArgument("password is wrong")
         }
-        guard matches == true else { throw IdentityError.invalidArgument("password is wrong") }
         if try await MailStore(database: dependencies.pool).loginEmailTaken(email, by: userID) {
             throw IdentityError.alreadyExists("an account with email \(email) already exists")
         }
@@ -150,14 +145,9 @@ extension PlayerHandlers {
         let reset = { () async throws -> Int? in
             try await dependencies.pool.transaction { transaction -> Int? in
                 if twoFactor {
-                    let store = TwoFactorStore(database: transaction, secrets: dependencies.secretKeys)
-                    guard let state = try await store.state(userID: userID), state.confirmed else {
-                        throw IdentityError.aborted("two-factor changed meanwhile; retry")
+                    guard try await spendSecondFactor(request.twoFactorCode, userID: userID, in: transaction) else {
+                        return nil
                     }
-                    guard
-                        try await acceptSecondFactor(
-                            request.twoFactorCode, state: state, userID: userID, store: store)
-                    else { return nil }
                 }
                 guard
                     try await EmailCodeStore(database: transaction).consume(

@@ -79,6 +79,20 @@ extension PlayerHandlers {
         }
     }
 
+    /// Whether `password` is the account's current one (`stored`), checked on the hashing pool and charged to the
+    /// login throttle like a failed login of the account (its login email, as a login's is).
+    func currentPasswordMatches(
+        _ password: String, stored: CredentialStore.StoredPassword, context: RequestContext
+    ) async throws -> Bool {
+        try await dependencies.passwordHashers.withSlot { hashing in
+            try await dependencies.loginThrottle.attempt(
+                .password, account: stored.email.lowercased(), address: context.metadata["rave-client-address"]
+            ) { () async throws -> Bool? in
+                try await hashing.verify(password, against: stored.hash) ? true : nil
+            }
+        } == true
+    }
+
     /// Stores the new hash and ends every other session, in one transaction, after spending the two-factor `code`
     /// when one is needed; the number of sessions ended, or nil when the code is wrong (nothing changed then).
     private func replacePassword(
@@ -87,11 +101,7 @@ extension PlayerHandlers {
     ) async throws -> Int? {
         try await dependencies.pool.transaction { transaction in
             if let code {
-                let store = TwoFactorStore(database: transaction, secrets: dependencies.secretKeys)
-                guard let state = try await store.state(userID: userID), state.confirmed else {
-                    throw IdentityError.aborted("two-factor changed meanwhile; retry")
-                }
-                guard try await acceptSecondFactor(code, state: state, userID: userID, store: store) else { return nil }
+                guard try await spendSecondFactor(code, userID: userID, in: transaction) else { return nil }
             }
             guard
                 try await CredentialStore(database: transaction).changePassword(

@@ -118,6 +118,9 @@ extension PlayerHandlers {
             guard try await acceptSecondFactor(code, state: state, userID: challenge.userID, store: store)
             else { return nil }
             try await store.useChallenge(challengeID)
+            // Cancelled before the merge, which a user being deleted takes no part in.
+            let deletionCancelled = try await dependencies.deletions.cancelOnLogin(
+                challenge.userID, database: transaction)
             var mergeID: RaveID? = nil
             if let source = challenge.mergeSource {
                 mergeID = try await dependencies.mergeSaga.merge(
@@ -128,6 +131,7 @@ extension PlayerHandlers {
                 userID: challenge.userID, appID: challenge.appID, device: .init(deviceId: challenge.deviceID),
                 created: false, explicit: true, in: transaction)
             response.mergeId = mergeID?.hex ?? ""
+            response.deletionCancelled = response.deletionCancelled || deletionCancelled
             return response
         }
     }
@@ -153,6 +157,8 @@ extension PlayerHandlers {
                 user: user.message,
                 outcome: .twoFactorChallenge(.init(challengeId: id.hex, expiresAtUnixMs: expiresAt.unixMilliseconds)))
         }
+        // Cancelled before the merge, which a user being deleted takes no part in.
+        let deletionCancelled = try await dependencies.deletions.cancelOnLogin(userID, database: transaction)
         var mergeID: RaveID? = nil
         if let mergeSource {
             mergeID = try await dependencies.mergeSaga.merge(
@@ -162,6 +168,7 @@ extension PlayerHandlers {
         var response = try await finishLogin(
             userID: userID, appID: appID, device: device, created: false, explicit: true, in: transaction)
         response.mergeId = mergeID?.hex ?? ""
+        response.deletionCancelled = response.deletionCancelled || deletionCancelled
         return response
     }
 
@@ -191,6 +198,16 @@ extension PlayerHandlers {
         let stored = try await store.unusedBackupCodes(userID: userID)
         guard let index = BackupCodes.matchingIndex(of: code, in: stored) else { return false }
         return try await store.useBackupCode(userID: userID, hash: stored[index])
+    }
+
+    /// Checks and spends `code` (TOTP or backup) of `userID`'s confirmed two-factor in `transaction`: false when it is
+    /// wrong, ABORTED when two-factor was switched off meanwhile (the caller read it on).
+    func spendSecondFactor(_ code: String, userID: RaveID, in transaction: PostgresTransaction) async throws -> Bool {
+        let store = TwoFactorStore(database: transaction, secrets: dependencies.secretKeys)
+        guard let state = try await store.state(userID: userID), state.confirmed else {
+            throw IdentityError.aborted("two-factor changed meanwhile; retry")
+        }
+        return try await acceptSecondFactor(code, state: state, userID: userID, store: store)
     }
 
     /// Runs `check` as a throttled code attempt of `userID` (`LoginThrottle.attempt`): nil from `check` (a wrong

@@ -131,6 +131,7 @@ struct AuditStore: Sendable {
     static let actionNames: [IdentityV1.AuditAction: String] = [
         .banUser: "ban_user", .unbanUser: "unban_user", .createOperator: "create_operator",
         .setOperatorRole: "set_operator_role", .disableOperator: "disable_operator", .adminCall: "admin_call",
+        .forceAccountDeletion: "force_account_deletion", .cancelAccountDeletion: "cancel_account_deletion",
     ]
 
     static func name(_ action: IdentityV1.AuditAction) -> String { actionNames[action] ?? "unspecified" }

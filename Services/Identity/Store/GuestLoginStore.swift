@@ -22,6 +22,8 @@ struct GuestLoginRecord: Sendable {
     /// A ban that applied to the device's user (no session was opened), or, read after the statement, the one
     /// stored for the user (the session is open: the caller decides).
     var ban: BanRecord?
+    /// Whether the user (known before) had a deletion scheduled, read after the statement: the login cancels it.
+    var deletionScheduled = false
 }
 
 /// A whole guest login as one statement: PostgreSQL runs it atomically, so it needs no transaction and costs one
@@ -39,10 +41,11 @@ struct GuestLoginStore: Sendable {
     ///
     /// A device whose user is banned gets no session: the statement returns the ban instead (a new user has none).
     ///
-    /// The device's user is locked (`FOR KEY SHARE`, which only a merge's `FOR UPDATE` waits for) so a merge that
-    /// commits meanwhile is seen: the login then continues as the merge's target. A concurrent first login of the
-    /// same device makes the plain insert into `device_logins` fail with a unique violation, and the whole statement
-    /// (the new user included) rolls back.
+    /// The device's user (known, or cross-app) is locked (`FOR KEY SHARE`, which only a merge's or a deletion's
+    /// `FOR UPDATE` waits for) so a merge or deletion that commits meanwhile is seen: the login then continues as the
+    /// merge's target, or, for a deleted user (rechecked on its new row version), as a new user. A concurrent first
+    /// login of the same device makes the plain insert into `device_logins` fail with a unique violation, and the
+    /// whole statement (the new user included) rolls back.
     static let guestLogin = PostgresStatement(name: "identity_guest_login", sql: sql(crossApp: true))
     /// `guestLogin` for an app without cross-app login (`$3` NULL).
     ///
@@ -60,9 +63,9 @@ struct GuestLoginStore: Sendable {
             ), shared AS (
                 SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d
                 JOIN applications a ON a.id = d.app_id JOIN users u ON u.id = d.user_id
-                WHERE $3::uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
+                WHERE $3::uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known) AND u.deleted_at IS NULL
                     AND d.device_id = $2 AND d.cross_app AND a.publisher_id = $3 AND a.cross_app_login
-                ORDER BY d.updated_at DESC LIMIT 1
+                ORDER BY d.updated_at DESC LIMIT 1 FOR KEY SHARE OF u
             """ : ""
         let notShared = crossApp ? "NOT EXISTS (SELECT 1 FROM shared)" : "$3::uuid IS NULL"
         let chosenShared = crossApp ? "UNION ALL SELECT user_id, 'shared' FROM shared" : ""
@@ -80,7 +83,7 @@ struct GuestLoginStore: Sendable {
         return """
             WITH known AS (
                 SELECT coalesce(u.merged_into, u.id) AS user_id FROM device_logins d JOIN users u ON u.id = d.user_id
-                WHERE d.app_id = $1 AND d.device_id = $2 FOR KEY SHARE OF u
+                WHERE d.app_id = $1 AND d.device_id = $2 AND u.deleted_at IS NULL FOR KEY SHARE OF u
             \(shared)), created AS (
                 INSERT INTO users (id) SELECT $4 WHERE NOT EXISTS (SELECT 1 FROM known) AND \(notShared)
                 RETURNING id AS user_id, created_at, updated_at
@@ -145,6 +148,7 @@ struct GuestLoginStore: Sendable {
         }
         let user: UserRecord
         var ban: BanRecord? = nil
+        var deletionScheduled = false
         if source == .created {
             // The new row is not visible to the statement that inserted it; it is a blank anonymous user.
             user = UserRecord(
@@ -153,9 +157,11 @@ struct GuestLoginStore: Sendable {
                 updatedAt: try row.decode(column: "new_updated_at"),
                 hasGlobalNameOrPicture: false)
         } else {
-            (user, ban) = try await knownUser(userID, appID: appID)
+            (user, ban, deletionScheduled) = try await knownUser(userID, appID: appID)
         }
-        return GuestLoginRecord(source: source, user: user, sessionID: sessionID, refreshToken: token, ban: ban)
+        return GuestLoginRecord(
+            source: source, user: user, sessionID: sessionID, refreshToken: token, ban: ban,
+            deletionScheduled: deletionScheduled)
     }
 
     /// The device's user as the app shows it, and the ban stored for them, read after the login committed (so a
@@ -163,7 +169,9 @@ struct GuestLoginStore: Sendable {
     ///
     /// A merge that committed since the login statement moved the new session to the merge's target, so a user merged
     /// away meanwhile continues as that target.
-    private func knownUser(_ userID: RaveID, appID: RaveID) async throws -> (user: UserRecord, ban: BanRecord?) {
+    private func knownUser(
+        _ userID: RaveID, appID: RaveID
+    ) async throws -> (user: UserRecord, ban: BanRecord?, deletionScheduled: Bool) {
         let users = UserStore(database: database)
         if let found = try await users.userWithBan(userID, appID: appID) { return found }
         guard let target = try await users.canonicalIDs([userID])[userID],

@@ -32,17 +32,8 @@ struct MergeStore: Sendable {
         name: "identity_merge_select",
         sql: """
             SELECT m.id, m.source_user_id, m.target_user_id, m.state, m.created_at,
-                ARRAY(SELECT p.participant FROM merge_participants p
-                    WHERE p.merge_id = m.id AND p.acknowledged_at IS NOT NULL ORDER BY p.participant) AS acknowledged,
-                ARRAY(SELECT p.participant FROM merge_participants p
-                    WHERE p.merge_id = m.id AND p.acknowledged_at IS NULL ORDER BY p.participant) AS pending
+                \(SagaParticipantStore.merges.answerColumns)
             FROM merges m WHERE m.id = $1
-            """)
-    static let acknowledge = PostgresStatement(
-        name: "identity_merge_acknowledge",
-        sql: """
-            UPDATE merge_participants SET acknowledged_at = now(), attempts = attempts + 1, last_error = NULL
-            WHERE merge_id = $1 AND participant = $2 AND acknowledged_at IS NULL
             """)
     static let complete = PostgresStatement(
         name: "identity_merge_complete",
@@ -50,12 +41,6 @@ struct MergeStore: Sendable {
             UPDATE merges SET state = 'completed', completed_at = now()
             WHERE id = $1 AND state = 'pending'
                 AND NOT EXISTS (SELECT 1 FROM merge_participants WHERE merge_id = $1 AND acknowledged_at IS NULL)
-            """)
-    static let recordFailure = PostgresStatement(
-        name: "identity_merge_record_failure",
-        sql: """
-            UPDATE merge_participants SET attempts = attempts + 1, last_error = left($3, 500)
-            WHERE merge_id = $1 AND participant = $2 AND acknowledged_at IS NULL
             """)
 
     /// Locks both users (in id order, so concurrent merges cannot deadlock) and returns each one's `merged_into`.
@@ -91,7 +76,8 @@ struct MergeStore: Sendable {
 
     /// Records a participant's acknowledgement and completes the merge when it was the last one.
     func acknowledge(mergeID: RaveID, participant: String) async throws {
-        _ = try await database.execute(Self.acknowledge, [mergeID, participant])
+        try await SagaParticipantStore(database: database, table: SagaParticipantStore.merges).acknowledge(
+            sagaID: mergeID, participant: participant)
         _ = try await database.execute(Self.complete, [mergeID])
     }
 
@@ -100,10 +86,6 @@ struct MergeStore: Sendable {
         try await database.execute(Self.selectMergedIdentities, [target]).map {
             try $0.decode(RaveID.self, column: "source_user_id")
         }
-    }
-
-    func recordFailure(mergeID: RaveID, participant: String, error: String) async throws {
-        _ = try await database.execute(Self.recordFailure, [mergeID, participant, error])
     }
 
     // MARK: - Moving identity-owned data

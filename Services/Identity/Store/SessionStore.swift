@@ -41,6 +41,7 @@ struct SessionStore: Sendable {
                 FROM users u
                 WHERE (s.id, s.generation) = (SELECT session_id, generation FROM refresh_tokens WHERE token_hash = $1)
                     AND s.revoked_at IS NULL AND s.expires_at >= $2 AND u.id = s.user_id AND u.merged_into IS NULL
+                    AND u.deleted_at IS NULL
                 RETURNING s.id, s.user_id, s.app_id, s.generation, \(UserStore.accountStateColumns)
             ), stored AS (
                 INSERT INTO refresh_tokens (token_hash, session_id, generation) SELECT $4, id, generation FROM rotated
@@ -58,7 +59,7 @@ struct SessionStore: Sendable {
             WITH found AS (
                 SELECT s.id, s.user_id, s.app_id, r.generation AS token_generation,
                     s.generation AS session_generation, s.revoked_at IS NOT NULL AS revoked, s.expires_at,
-                    u.merged_into IS NULL AS user_live, \(UserStore.accountStateColumns)
+                    u.merged_into IS NULL AND u.deleted_at IS NULL AS user_live, \(UserStore.accountStateColumns)
                 FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id JOIN users u ON u.id = s.user_id
                 WHERE r.token_hash = $1 FOR UPDATE OF s
             ), rotated AS (
@@ -146,7 +147,14 @@ struct SessionStore: Sendable {
         sql: """
             SELECT coalesce(u.merged_into, u.id) AS canonical,
                 coalesce((SELECT s.revoked_at IS NOT NULL FROM sessions s WHERE s.id = $2), true) AS ended
-            FROM users u WHERE u.id = $1
+            FROM users u WHERE u.id = $1 AND u.deleted_at IS NULL
+            """)
+    /// Whether the session `$1` (live) logged in less than `$2` seconds ago (refreshes do not count).
+    static let selectRecentLogin = PostgresStatement(
+        name: "identity_select_recent_login",
+        sql: """
+            SELECT created_at > now() - make_interval(secs => $2) AS recent FROM sessions
+            WHERE id = $1 AND revoked_at IS NULL
             """)
     static let selectLiveSession = PostgresStatement(
         name: "identity_select_live_session",
@@ -217,6 +225,13 @@ struct SessionStore: Sendable {
             expiresAt: try row.decode(column: "expires_at"),
             accountState: try row.decode(Bool.self, column: "user_live") ? UserStore.globalAccountState(row) : nil)
         return (found, try row.decode(Bool.self, column: "rotated") ? next : nil)
+    }
+
+    /// Whether the live session `sessionID` logged in within the last `seconds` (by the database's clock, which
+    /// stamped the login).
+    func loggedInRecently(sessionID: RaveID, seconds: TimeInterval) async throws -> Bool {
+        try await database.execute(Self.selectRecentLogin, [sessionID, seconds]).first?.decode(
+            Bool.self, column: "recent") ?? false
     }
 
     /// Whether `sessionID` is a live (unrevoked, unexpired) session of `userID`.

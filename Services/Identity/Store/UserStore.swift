@@ -107,18 +107,21 @@ struct UserStore: Sendable {
             FROM users u
             LEFT JOIN applications a ON a.id = $2
             LEFT JOIN user_app_profiles p ON p.user_id = u.id AND p.app_id = $2
-            WHERE u.id = ANY($1) AND u.merged_into IS NULL
+            WHERE u.id = ANY($1) AND u.merged_into IS NULL AND u.deleted_at IS NULL
             """)
-    /// One user as the application `$2` shows them, with the ban stored for them (applying or not).
+    /// One user as the application `$2` shows them, with the ban stored for them (applying or not) and whether a
+    /// deletion is scheduled.
     static let selectUserWithBan = PostgresStatement(
         name: "identity_select_user_with_ban",
         sql: """
-            SELECT \(recordColumns), b.reason AS ban_reason, b.until_at AS ban_until
+            SELECT \(recordColumns), b.reason AS ban_reason, b.until_at AS ban_until,
+                EXISTS (SELECT 1 FROM account_deletions d WHERE d.user_id = u.id AND d.status = 'scheduled')
+                    AS deletion_scheduled
             FROM users u
             LEFT JOIN applications a ON a.id = $2
             LEFT JOIN user_app_profiles p ON p.user_id = u.id AND p.app_id = $2
             LEFT JOIN user_bans b ON b.user_id = u.id
-            WHERE u.id = $1 AND u.merged_into IS NULL
+            WHERE u.id = $1 AND u.merged_into IS NULL AND u.deleted_at IS NULL
             """)
     /// Select-list columns (over `users u`) for `globalAccountState(_:)`, for statements that read a user's state
     /// along with other rows instead of in a query of their own.
@@ -130,7 +133,8 @@ struct UserStore: Sendable {
         """
     static let insertUser = PostgresStatement(
         name: "identity_insert_user", sql: "INSERT INTO users (id) VALUES ($1)")
-    /// A merged source resolves to its target (merges keep `merged_into` pointing at the final target).
+    /// A merged source resolves to its target (merges keep `merged_into` pointing at the final target); a deleted
+    /// user resolves to nothing.
     ///
     /// One row of two parallel arrays rather than a row per user: ResolveUsers asks for up to 1000 ids at a time,
     /// and per-row work (in PostgreSQL, libpq and the decoder) was most of its cost.
@@ -139,7 +143,7 @@ struct UserStore: Sendable {
         sql: """
             SELECT coalesce(array_agg(id), '{}') AS ids,
                 coalesce(array_agg(coalesce(merged_into, id)), '{}') AS canonical
-            FROM users WHERE id = ANY($1)
+            FROM users WHERE id = ANY($1) AND deleted_at IS NULL
             """)
     static let selectByUsername = PostgresStatement(
         name: "identity_select_user_by_username",
@@ -206,16 +210,19 @@ struct UserStore: Sendable {
         return user
     }
 
-    /// One (canonical) user as `appID` shows them, and the ban stored for them; nil when missing or merged.
-    func userWithBan(_ id: RaveID, appID: RaveID?) async throws -> (user: UserRecord, ban: BanRecord?)? {
+    /// One (canonical) user as `appID` shows them, the ban stored for them, and whether a deletion is scheduled;
+    /// nil when missing, merged or deleted.
+    func userWithBan(
+        _ id: RaveID, appID: RaveID?
+    ) async throws -> (user: UserRecord, ban: BanRecord?, deletionScheduled: Bool)? {
         guard let row = try await database.execute(Self.selectUserWithBan, [id, appID]).first else { return nil }
         let ban = try row.decode(String?.self, column: "ban_reason").map { reason in
             BanRecord(reason: reason, until: try row.decode(Date?.self, column: "ban_until"))
         }
-        return (try Self.record(row), ban)
+        return (try Self.record(row), ban, try row.decode(column: "deletion_scheduled"))
     }
 
-    /// Canonical ids of existing users: a merged source maps to its target; unknown ids are absent.
+    /// Canonical ids of existing users: a merged source maps to its target; unknown and deleted ids are absent.
     func canonicalIDs(_ ids: [RaveID]) async throws -> [RaveID: RaveID] {
         guard !ids.isEmpty else { return [:] }
         guard let row = try await database.execute(Self.resolve, [ids]).first else { return [:] }

@@ -5564,6 +5564,192 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.Identity/OperatorLogout"
           }
         },
+        "/v1/rave.identity.v1.Identity/DeleteAccount": {
+          "post": {
+            "operationId": "Identity_DeleteAccount",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Schedules the deletion of the signed-in player's account after the grace period, given the current password (and a two-factor code when enrolled); a guest account re-authenticates with a session that logged in within the last 5 minutes.",
+            "description": "Schedules the deletion of the signed-in player's account after the grace period, given the current password\n(and a two-factor code when enrolled); a guest account re-authenticates with a session that logged in within the\nlast 5 minutes. Every session of the player ends; a login during the grace period cancels the deletion.\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/DeleteAccount`.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.DeleteAccountRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.DeleteAccountRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.DeleteAccountRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.DeleteAccountResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.DeleteAccountResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.DeleteAccountResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/DeleteAccount"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/GetAccountDeletion": {
+          "post": {
+            "operationId": "Identity_GetAccountDeletion",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "The signed-in player's latest deletion: a scheduled one, or the one a login (or an operator) cancelled.",
+            "description": "The signed-in player's latest deletion: a scheduled one, or the one a login (or an operator) cancelled.\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/GetAccountDeletion`.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.GetAccountDeletionRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.GetAccountDeletionRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.GetAccountDeletionRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.GetAccountDeletionResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.GetAccountDeletionResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.GetAccountDeletionResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/GetAccountDeletion"
+          }
+        },
         "/v1/rave.identity.v1.IdentityAdmin/CreatePublisher": {
           "post": {
             "operationId": "IdentityAdmin_CreatePublisher",
@@ -6951,6 +7137,285 @@ private let openAPIDocumentText = #"""
               }
             },
             "x-rave-method": "rave.identity.v1.IdentityAdmin/DisableOperator"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/ListAccountDeletions": {
+          "post": {
+            "operationId": "IdentityAdmin_ListAccountDeletions",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Account deletions, newest first, by status.",
+            "description": "Account deletions, newest first, by status.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListAccountDeletions`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ListAccountDeletionsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ListAccountDeletionsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ListAccountDeletionsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ListAccountDeletionsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ListAccountDeletionsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ListAccountDeletionsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ListAccountDeletions"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/ForceAccountDeletion": {
+          "post": {
+            "operationId": "IdentityAdmin_ForceAccountDeletion",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Deletes an account now, skipping the grace period (a scheduled deletion starts at once).",
+            "description": "Deletes an account now, skipping the grace period (a scheduled deletion starts at once). Recorded in the audit\nlog.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ForceAccountDeletion`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ForceAccountDeletionRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ForceAccountDeletionRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ForceAccountDeletionRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ForceAccountDeletionResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ForceAccountDeletionResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ForceAccountDeletionResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ForceAccountDeletion"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/CancelAccountDeletion": {
+          "post": {
+            "operationId": "IdentityAdmin_CancelAccountDeletion",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Cancels a scheduled deletion (one that has started cannot be undone).",
+            "description": "Cancels a scheduled deletion (one that has started cannot be undone). Recorded in the audit log.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/CancelAccountDeletion`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.CancelAccountDeletionRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.CancelAccountDeletionRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.CancelAccountDeletionRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.CancelAccountDeletionResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.CancelAccountDeletionResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.CancelAccountDeletionResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/CancelAccountDeletion"
           }
         },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
@@ -13883,6 +14348,115 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.AccountDeletion": {
+            "type": "object",
+            "properties": {
+              "deletionId": {
+                "type": "string"
+              },
+              "userId": {
+                "type": "string",
+                "description": "The account deleted (its id is never reused; it answers NOT_FOUND once the deletion has started)."
+              },
+              "status": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountDeletionStatus"
+              },
+              "requestedBy": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountDeletionRequester"
+              },
+              "requestedAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "A 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "dueAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "When the deletion starts (or started): the request's time plus the grace period, or the time an operator\nforced it.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "startedAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "0 until the deletion started.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "completedAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "0 until every participant acknowledged.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "cancelledAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "0 unless cancelled.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "cancelledBy": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountDeletionCancellation"
+              },
+              "acknowledgedBy": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                },
+                "description": "Participant services that erased the user, and those still being called (started deletions)."
+              },
+              "pendingParticipants": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.AccountDeletionCancellation": {
+            "type": "string",
+            "description": "Why a deletion was cancelled.\n\n- `ACCOUNT_DELETION_CANCELLATION_LOGIN`: The player logged in during the grace period.\n- `ACCOUNT_DELETION_CANCELLATION_OPERATOR`: An operator cancelled it (CancelAccountDeletion).",
+            "enum": [
+              "ACCOUNT_DELETION_CANCELLATION_UNSPECIFIED",
+              "ACCOUNT_DELETION_CANCELLATION_LOGIN",
+              "ACCOUNT_DELETION_CANCELLATION_OPERATOR"
+            ]
+          },
+          "rave.identity.v1.AccountDeletionRequester": {
+            "type": "string",
+            "description": "Who asked for a deletion.\n\n- `ACCOUNT_DELETION_REQUESTER_PLAYER`: The player, with DeleteAccount.\n- `ACCOUNT_DELETION_REQUESTER_OPERATOR`: An operator, with ForceAccountDeletion.",
+            "enum": [
+              "ACCOUNT_DELETION_REQUESTER_UNSPECIFIED",
+              "ACCOUNT_DELETION_REQUESTER_PLAYER",
+              "ACCOUNT_DELETION_REQUESTER_OPERATOR"
+            ]
+          },
+          "rave.identity.v1.AccountDeletionStatus": {
+            "type": "string",
+            "description": "- `ACCOUNT_DELETION_STATUS_SCHEDULED`: Waiting for its due time; a login of the account or an operator cancels it.\n- `ACCOUNT_DELETION_STATUS_STARTED`: Identity erased its data; the participant services are being told (pending_participants).\n- `ACCOUNT_DELETION_STATUS_COMPLETED`: Every participant erased its data.",
+            "enum": [
+              "ACCOUNT_DELETION_STATUS_UNSPECIFIED",
+              "ACCOUNT_DELETION_STATUS_SCHEDULED",
+              "ACCOUNT_DELETION_STATUS_CANCELLED",
+              "ACCOUNT_DELETION_STATUS_STARTED",
+              "ACCOUNT_DELETION_STATUS_COMPLETED"
+            ]
+          },
           "rave.identity.v1.AccountState": {
             "type": "string",
             "description": "Derived from what the account holds; never stored.\n\n- `ACCOUNT_STATE_ANONYMOUS`: No personal data and no credential.\n- `ACCOUNT_STATE_PERSONALIZED`: Personal data (display name, email, picture, birth date, gender) but no credential.\n- `ACCOUNT_STATE_AUTHENTICATED`: A password or at least one provider link.",
@@ -13975,7 +14549,9 @@ private let openAPIDocumentText = #"""
               "AUDIT_ACTION_CREATE_OPERATOR",
               "AUDIT_ACTION_SET_OPERATOR_ROLE",
               "AUDIT_ACTION_DISABLE_OPERATOR",
-              "AUDIT_ACTION_ADMIN_CALL"
+              "AUDIT_ACTION_ADMIN_CALL",
+              "AUDIT_ACTION_FORCE_ACCOUNT_DELETION",
+              "AUDIT_ACTION_CANCEL_ACCOUNT_DELETION"
             ]
           },
           "rave.identity.v1.AuditActorKind": {
@@ -14117,6 +14693,28 @@ private let openAPIDocumentText = #"""
                 "minimum": 0,
                 "maximum": 4294967295,
                 "description": "The sessions the ban ended."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.CancelAccountDeletionRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string"
+              },
+              "reason": {
+                "type": "string",
+                "description": "Why (for the audit log); 1…500 characters."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.CancelAccountDeletionResponse": {
+            "type": "object",
+            "properties": {
+              "deletion": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountDeletion"
               }
             },
             "additionalProperties": false
@@ -14363,6 +14961,35 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.DeleteAccountRequest": {
+            "type": "object",
+            "properties": {
+              "currentPassword": {
+                "type": "string",
+                "description": "Required when the account has a password."
+              },
+              "twoFactorCode": {
+                "type": "string",
+                "description": "A TOTP or backup code; required when the account has two-factor, ignored otherwise."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.DeleteAccountResponse": {
+            "type": "object",
+            "properties": {
+              "deletion": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountDeletion"
+              },
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "The sessions of the player this call ended (the caller's included)."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.Device": {
             "type": "object",
             "description": "A device that played as the user.",
@@ -14539,6 +15166,43 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.ForceAccountDeletionRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id deletes the account it was merged into."
+              },
+              "reason": {
+                "type": "string",
+                "description": "Why (for the audit log); 1…500 characters."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ForceAccountDeletionResponse": {
+            "type": "object",
+            "properties": {
+              "deletion": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountDeletion"
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.GetAccountDeletionRequest": {
+            "type": "object",
+            "additionalProperties": false
+          },
+          "rave.identity.v1.GetAccountDeletionResponse": {
+            "type": "object",
+            "properties": {
+              "deletion": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountDeletion",
+                "description": "The caller's latest deletion (scheduled, or cancelled with cancelled_by); unset when the account never asked."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.GetAppDataKeysRequest": {
             "type": "object",
             "additionalProperties": false
@@ -14709,6 +15373,47 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.ListAccountDeletionsRequest": {
+            "type": "object",
+            "properties": {
+              "status": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountDeletionStatus",
+                "description": "Only deletions in this status; unspecified for every status."
+              },
+              "userId": {
+                "type": "string",
+                "description": "Only deletions of this user; empty for every user."
+              },
+              "pageSize": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "1…100; 0 means 50."
+              },
+              "pageToken": {
+                "type": "string",
+                "description": "From the previous page's next_page_token; empty for the first page."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListAccountDeletionsResponse": {
+            "type": "object",
+            "properties": {
+              "deletions": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.identity.v1.AccountDeletion"
+                },
+                "description": "Newest request first."
+              },
+              "nextPageToken": {
+                "type": "string",
+                "description": "Empty on the last page."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.ListAuditEventsRequest": {
             "type": "object",
             "properties": {
@@ -14853,6 +15558,10 @@ private let openAPIDocumentText = #"""
               "mergeId": {
                 "type": "string",
                 "description": "Set when the login merged the signed-in anonymous user into the account."
+              },
+              "deletionCancelled": {
+                "type": "boolean",
+                "description": "Set when the account had a scheduled deletion that this login cancelled."
               }
             },
             "additionalProperties": false,

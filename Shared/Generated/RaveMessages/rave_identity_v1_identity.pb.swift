@@ -43,6 +43,8 @@ extension IdentityV1 {
         case disableOperator  // AUDIT_ACTION_DISABLE_OPERATOR = 5
         /// An admin write the gateway recorded for the service that serves it (`method` names it).
         case adminCall  // AUDIT_ACTION_ADMIN_CALL = 6
+        case forceAccountDeletion  // AUDIT_ACTION_FORCE_ACCOUNT_DELETION = 7
+        case cancelAccountDeletion  // AUDIT_ACTION_CANCEL_ACCOUNT_DELETION = 8
         /// A value this build does not know; kept so that it survives decoding and re-encoding.
         case unrecognized(Int32)
 
@@ -55,6 +57,8 @@ extension IdentityV1 {
             case 4: self = .setOperatorRole
             case 5: self = .disableOperator
             case 6: self = .adminCall
+            case 7: self = .forceAccountDeletion
+            case 8: self = .cancelAccountDeletion
             default: self = .unrecognized(rawValue)
             }
         }
@@ -68,6 +72,8 @@ extension IdentityV1 {
             case .setOperatorRole: 4
             case .disableOperator: 5
             case .adminCall: 6
+            case .forceAccountDeletion: 7
+            case .cancelAccountDeletion: 8
             case .unrecognized(let value): value
             }
         }
@@ -162,6 +168,99 @@ extension IdentityV1 {
             case .support: 2
             case .`operator`: 3
             case .owner: 4
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
+    public enum AccountDeletionStatus: ProtoEnum {
+        case unspecified  // ACCOUNT_DELETION_STATUS_UNSPECIFIED = 0
+        /// Waiting for its due time; a login of the account or an operator cancels it.
+        case scheduled  // ACCOUNT_DELETION_STATUS_SCHEDULED = 1
+        case cancelled  // ACCOUNT_DELETION_STATUS_CANCELLED = 2
+        /// Identity erased its data; the participant services are being told (pending_participants).
+        case started  // ACCOUNT_DELETION_STATUS_STARTED = 3
+        /// Every participant erased its data.
+        case completed  // ACCOUNT_DELETION_STATUS_COMPLETED = 4
+        /// A value this build does not know; kept so that it survives decoding and re-encoding.
+        case unrecognized(Int32)
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .scheduled
+            case 2: self = .cancelled
+            case 3: self = .started
+            case 4: self = .completed
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .scheduled: 1
+            case .cancelled: 2
+            case .started: 3
+            case .completed: 4
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
+    /// Who asked for a deletion.
+    public enum AccountDeletionRequester: ProtoEnum {
+        case unspecified  // ACCOUNT_DELETION_REQUESTER_UNSPECIFIED = 0
+        /// The player, with DeleteAccount.
+        case player  // ACCOUNT_DELETION_REQUESTER_PLAYER = 1
+        /// An operator, with ForceAccountDeletion.
+        case `operator`  // ACCOUNT_DELETION_REQUESTER_OPERATOR = 2
+        /// A value this build does not know; kept so that it survives decoding and re-encoding.
+        case unrecognized(Int32)
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .player
+            case 2: self = .`operator`
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .player: 1
+            case .`operator`: 2
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
+    /// Why a deletion was cancelled.
+    public enum AccountDeletionCancellation: ProtoEnum {
+        case unspecified  // ACCOUNT_DELETION_CANCELLATION_UNSPECIFIED = 0
+        /// The player logged in during the grace period.
+        case login  // ACCOUNT_DELETION_CANCELLATION_LOGIN = 1
+        /// An operator cancelled it (CancelAccountDeletion).
+        case `operator`  // ACCOUNT_DELETION_CANCELLATION_OPERATOR = 2
+        /// A value this build does not know; kept so that it survives decoding and re-encoding.
+        case unrecognized(Int32)
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .login
+            case 2: self = .`operator`
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .login: 1
+            case .`operator`: 2
             case .unrecognized(let value): value
             }
         }
@@ -338,6 +437,9 @@ extension IdentityV1 {
         /// Set when the login merged the signed-in anonymous user into the account.
         public var mergeId: String = ""
 
+        /// Set when the account had a scheduled deletion that this login cancelled.
+        public var deletionCancelled: Bool = false
+
         public enum Outcome: Hashable, Sendable {
             case tokens(IdentityV1.SessionTokens)
             case twoFactorChallenge(IdentityV1.TwoFactorChallenge)
@@ -349,13 +451,14 @@ extension IdentityV1 {
         /// A message with the given fields; the others keep their defaults.
         public init(
             user: IdentityV1.User? = nil, outcome: Outcome? = nil, created: Bool = false,
-            signUpData: IdentityV1.SignUpData? = nil, mergeId: String = ""
+            signUpData: IdentityV1.SignUpData? = nil, mergeId: String = "", deletionCancelled: Bool = false
         ) {
             self.user = user
             self.outcome = outcome
             self.created = created
             self.signUpData = signUpData
             self.mergeId = mergeId
+            self.deletionCancelled = deletionCancelled
         }
     }
 
@@ -2409,6 +2512,239 @@ extension IdentityV1 {
         /// A message with every field at its default.
         public init() {}
     }
+
+    public struct AccountDeletion: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.AccountDeletion"
+
+        public var deletionId: String = ""
+
+        /// The account deleted (its id is never reused; it answers NOT_FOUND once the deletion has started).
+        public var userId: String = ""
+
+        public var status: IdentityV1.AccountDeletionStatus = .unspecified
+
+        public var requestedBy: IdentityV1.AccountDeletionRequester = .unspecified
+
+        public var requestedAtUnixMs: Int64 = 0
+
+        /// When the deletion starts (or started): the request's time plus the grace period, or the time an operator
+        /// forced it.
+        public var dueAtUnixMs: Int64 = 0
+
+        /// 0 until the deletion started.
+        public var startedAtUnixMs: Int64 = 0
+
+        /// 0 until every participant acknowledged.
+        public var completedAtUnixMs: Int64 = 0
+
+        /// 0 unless cancelled.
+        public var cancelledAtUnixMs: Int64 = 0
+
+        public var cancelledBy: IdentityV1.AccountDeletionCancellation = .unspecified
+
+        /// Participant services that erased the user, and those still being called (started deletions).
+        public var acknowledgedBy: [String] = []
+
+        public var pendingParticipants: [String] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            deletionId: String = "", userId: String = "", status: IdentityV1.AccountDeletionStatus = .unspecified,
+            requestedBy: IdentityV1.AccountDeletionRequester = .unspecified, requestedAtUnixMs: Int64 = 0,
+            dueAtUnixMs: Int64 = 0, startedAtUnixMs: Int64 = 0, completedAtUnixMs: Int64 = 0,
+            cancelledAtUnixMs: Int64 = 0, cancelledBy: IdentityV1.AccountDeletionCancellation = .unspecified,
+            acknowledgedBy: [String] = [], pendingParticipants: [String] = []
+        ) {
+            self.deletionId = deletionId
+            self.userId = userId
+            self.status = status
+            self.requestedBy = requestedBy
+            self.requestedAtUnixMs = requestedAtUnixMs
+            self.dueAtUnixMs = dueAtUnixMs
+            self.startedAtUnixMs = startedAtUnixMs
+            self.completedAtUnixMs = completedAtUnixMs
+            self.cancelledAtUnixMs = cancelledAtUnixMs
+            self.cancelledBy = cancelledBy
+            self.acknowledgedBy = acknowledgedBy
+            self.pendingParticipants = pendingParticipants
+        }
+    }
+
+    public struct DeleteAccountRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.DeleteAccountRequest"
+
+        /// Required when the account has a password.
+        public var currentPassword: String = ""
+
+        /// A TOTP or backup code; required when the account has two-factor, ignored otherwise.
+        public var twoFactorCode: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(currentPassword: String = "", twoFactorCode: String = "") {
+            self.currentPassword = currentPassword
+            self.twoFactorCode = twoFactorCode
+        }
+    }
+
+    public struct DeleteAccountResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.DeleteAccountResponse"
+
+        public var deletion: IdentityV1.AccountDeletion? = nil
+
+        /// The sessions of the player this call ended (the caller's included).
+        public var revokedSessions: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(deletion: IdentityV1.AccountDeletion? = nil, revokedSessions: UInt32 = 0) {
+            self.deletion = deletion
+            self.revokedSessions = revokedSessions
+        }
+    }
+
+    public struct GetAccountDeletionRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.GetAccountDeletionRequest"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct GetAccountDeletionResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.GetAccountDeletionResponse"
+
+        /// The caller's latest deletion (scheduled, or cancelled with cancelled_by); unset when the account never asked.
+        public var deletion: IdentityV1.AccountDeletion? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(deletion: IdentityV1.AccountDeletion? = nil) {
+            self.deletion = deletion
+        }
+    }
+
+    public struct ListAccountDeletionsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListAccountDeletionsRequest"
+
+        /// Only deletions in this status; unspecified for every status.
+        public var status: IdentityV1.AccountDeletionStatus = .unspecified
+
+        /// Only deletions of this user; empty for every user.
+        public var userId: String = ""
+
+        /// 1…100; 0 means 50.
+        public var pageSize: UInt32 = 0
+
+        /// From the previous page's next_page_token; empty for the first page.
+        public var pageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            status: IdentityV1.AccountDeletionStatus = .unspecified, userId: String = "", pageSize: UInt32 = 0,
+            pageToken: String = ""
+        ) {
+            self.status = status
+            self.userId = userId
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
+
+    public struct ListAccountDeletionsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListAccountDeletionsResponse"
+
+        /// Newest request first.
+        public var deletions: [IdentityV1.AccountDeletion] = []
+
+        /// Empty on the last page.
+        public var nextPageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(deletions: [IdentityV1.AccountDeletion] = [], nextPageToken: String = "") {
+            self.deletions = deletions
+            self.nextPageToken = nextPageToken
+        }
+    }
+
+    public struct ForceAccountDeletionRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ForceAccountDeletionRequest"
+
+        /// A merged-away id deletes the account it was merged into.
+        public var userId: String = ""
+
+        /// Why (for the audit log); 1…500 characters.
+        public var reason: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", reason: String = "") {
+            self.userId = userId
+            self.reason = reason
+        }
+    }
+
+    public struct ForceAccountDeletionResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ForceAccountDeletionResponse"
+
+        public var deletion: IdentityV1.AccountDeletion? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(deletion: IdentityV1.AccountDeletion? = nil) {
+            self.deletion = deletion
+        }
+    }
+
+    public struct CancelAccountDeletionRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.CancelAccountDeletionRequest"
+
+        public var userId: String = ""
+
+        /// Why (for the audit log); 1…500 characters.
+        public var reason: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", reason: String = "") {
+            self.userId = userId
+            self.reason = reason
+        }
+    }
+
+    public struct CancelAccountDeletionResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.CancelAccountDeletionResponse"
+
+        public var deletion: IdentityV1.AccountDeletion? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(deletion: IdentityV1.AccountDeletion? = nil) {
+            self.deletion = deletion
+        }
+    }
 }
 
 extension IdentityV1.DeviceInfo {
@@ -2752,6 +3088,7 @@ extension IdentityV1.LoginResponse {
         self.created = c.created != 0
         if let value = c.sign_up_data { self.signUpData = try IdentityV1.SignUpData(protobufC: value) }
         self.mergeId = try ProtoDecoding.string(c.merge_id, field: "merge_id", of: Self.protoMessageName)
+        self.deletionCancelled = c.deletion_cancelled != 0
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__LoginResponse> {
@@ -2775,6 +3112,7 @@ extension IdentityV1.LoginResponse {
         message.created = self.created ? 1 : 0
         if let value = self.signUpData { message.sign_up_data = value.protobufCMessage(arena: &arena) }
         if !self.mergeId.isEmpty { message.merge_id = arena.string(self.mergeId) }
+        message.deletion_cancelled = self.deletionCancelled ? 1 : 0
     }
 }
 
@@ -8287,5 +8625,556 @@ extension IdentityV1.FinishAdminCallResponse {
     }
 
     func protobufCFill(_ _: inout Rave__Identity__V1__FinishAdminCallResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.AccountDeletion {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__AccountDeletion()
+        rave__identity__v1__account_deletion__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__AccountDeletion.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__AccountDeletion()
+        rave__identity__v1__account_deletion__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__AccountDeletion>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.deletionId = try ProtoDecoding.string(c.deletion_id, field: "deletion_id", of: Self.protoMessageName)
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.status = IdentityV1.AccountDeletionStatus(rawValue: Int32(truncatingIfNeeded: c.status.rawValue))
+        self.requestedBy = IdentityV1.AccountDeletionRequester(
+            rawValue: Int32(truncatingIfNeeded: c.requested_by.rawValue))
+        self.requestedAtUnixMs = c.requested_at_unix_ms
+        self.dueAtUnixMs = c.due_at_unix_ms
+        self.startedAtUnixMs = c.started_at_unix_ms
+        self.completedAtUnixMs = c.completed_at_unix_ms
+        self.cancelledAtUnixMs = c.cancelled_at_unix_ms
+        self.cancelledBy = IdentityV1.AccountDeletionCancellation(
+            rawValue: Int32(truncatingIfNeeded: c.cancelled_by.rawValue))
+        self.acknowledgedBy = try ProtoDecoding.array(c.acknowledged_by, count: c.n_acknowledged_by) {
+            element throws(ProtoDecodingError) in
+            try ProtoDecoding.string(element, field: "acknowledged_by", of: Self.protoMessageName)
+        }
+        self.pendingParticipants = try ProtoDecoding.array(c.pending_participants, count: c.n_pending_participants) {
+            element throws(ProtoDecodingError) in
+            try ProtoDecoding.string(element, field: "pending_participants", of: Self.protoMessageName)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__AccountDeletion> {
+        let message = arena.allocate(Rave__Identity__V1__AccountDeletion.self)
+        rave__identity__v1__account_deletion__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__AccountDeletion, arena: inout ProtoArena) {
+        if !self.deletionId.isEmpty { message.deletion_id = arena.string(self.deletionId) }
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        message.status = .init(rawValue: .init(truncatingIfNeeded: self.status.rawValue))
+        message.requested_by = .init(rawValue: .init(truncatingIfNeeded: self.requestedBy.rawValue))
+        message.requested_at_unix_ms = self.requestedAtUnixMs
+        message.due_at_unix_ms = self.dueAtUnixMs
+        message.started_at_unix_ms = self.startedAtUnixMs
+        message.completed_at_unix_ms = self.completedAtUnixMs
+        message.cancelled_at_unix_ms = self.cancelledAtUnixMs
+        message.cancelled_by = .init(rawValue: .init(truncatingIfNeeded: self.cancelledBy.rawValue))
+        message.n_acknowledged_by = self.acknowledgedBy.count
+        message.acknowledged_by = arena.strings(self.acknowledgedBy)
+        message.n_pending_participants = self.pendingParticipants.count
+        message.pending_participants = arena.strings(self.pendingParticipants)
+    }
+}
+
+extension IdentityV1.DeleteAccountRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__DeleteAccountRequest()
+        rave__identity__v1__delete_account_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__DeleteAccountRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__DeleteAccountRequest()
+        rave__identity__v1__delete_account_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__DeleteAccountRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.currentPassword = try ProtoDecoding.string(
+            c.current_password, field: "current_password", of: Self.protoMessageName)
+        self.twoFactorCode = try ProtoDecoding.string(
+            c.two_factor_code, field: "two_factor_code", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__DeleteAccountRequest> {
+        let message = arena.allocate(Rave__Identity__V1__DeleteAccountRequest.self)
+        rave__identity__v1__delete_account_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__DeleteAccountRequest, arena: inout ProtoArena) {
+        if !self.currentPassword.isEmpty { message.current_password = arena.string(self.currentPassword) }
+        if !self.twoFactorCode.isEmpty { message.two_factor_code = arena.string(self.twoFactorCode) }
+    }
+}
+
+extension IdentityV1.DeleteAccountResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__DeleteAccountResponse()
+        rave__identity__v1__delete_account_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__DeleteAccountResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__DeleteAccountResponse()
+        rave__identity__v1__delete_account_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__DeleteAccountResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.deletion { self.deletion = try IdentityV1.AccountDeletion(protobufC: value) }
+        self.revokedSessions = c.revoked_sessions
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__DeleteAccountResponse> {
+        let message = arena.allocate(Rave__Identity__V1__DeleteAccountResponse.self)
+        rave__identity__v1__delete_account_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__DeleteAccountResponse, arena: inout ProtoArena) {
+        if let value = self.deletion { message.deletion = value.protobufCMessage(arena: &arena) }
+        message.revoked_sessions = self.revokedSessions
+    }
+}
+
+extension IdentityV1.GetAccountDeletionRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__GetAccountDeletionRequest()
+        rave__identity__v1__get_account_deletion_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__GetAccountDeletionRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__GetAccountDeletionRequest()
+        rave__identity__v1__get_account_deletion_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Identity__V1__GetAccountDeletionRequest>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__GetAccountDeletionRequest> {
+        let message = arena.allocate(Rave__Identity__V1__GetAccountDeletionRequest.self)
+        rave__identity__v1__get_account_deletion_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Identity__V1__GetAccountDeletionRequest, arena _: inout ProtoArena) {
+    }
+}
+
+extension IdentityV1.GetAccountDeletionResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__GetAccountDeletionResponse()
+        rave__identity__v1__get_account_deletion_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__GetAccountDeletionResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__GetAccountDeletionResponse()
+        rave__identity__v1__get_account_deletion_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__GetAccountDeletionResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.deletion { self.deletion = try IdentityV1.AccountDeletion(protobufC: value) }
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__GetAccountDeletionResponse> {
+        let message = arena.allocate(Rave__Identity__V1__GetAccountDeletionResponse.self)
+        rave__identity__v1__get_account_deletion_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__GetAccountDeletionResponse, arena: inout ProtoArena) {
+        if let value = self.deletion { message.deletion = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.ListAccountDeletionsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListAccountDeletionsRequest()
+        rave__identity__v1__list_account_deletions_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListAccountDeletionsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListAccountDeletionsRequest()
+        rave__identity__v1__list_account_deletions_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListAccountDeletionsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.status = IdentityV1.AccountDeletionStatus(rawValue: Int32(truncatingIfNeeded: c.status.rawValue))
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.pageSize = c.page_size
+        self.pageToken = try ProtoDecoding.string(c.page_token, field: "page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__ListAccountDeletionsRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ListAccountDeletionsRequest.self)
+        rave__identity__v1__list_account_deletions_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListAccountDeletionsRequest, arena: inout ProtoArena) {
+        message.status = .init(rawValue: .init(truncatingIfNeeded: self.status.rawValue))
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        message.page_size = self.pageSize
+        if !self.pageToken.isEmpty { message.page_token = arena.string(self.pageToken) }
+    }
+}
+
+extension IdentityV1.ListAccountDeletionsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListAccountDeletionsResponse()
+        rave__identity__v1__list_account_deletions_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListAccountDeletionsResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListAccountDeletionsResponse()
+        rave__identity__v1__list_account_deletions_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListAccountDeletionsResponse>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        self.deletions = try ProtoDecoding.messages(c.deletions, count: c.n_deletions) {
+            element throws(ProtoDecodingError) in try IdentityV1.AccountDeletion(protobufC: element)
+        }
+        self.nextPageToken = try ProtoDecoding.string(
+            c.next_page_token, field: "next_page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__ListAccountDeletionsResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ListAccountDeletionsResponse.self)
+        rave__identity__v1__list_account_deletions_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListAccountDeletionsResponse, arena: inout ProtoArena) {
+        message.n_deletions = self.deletions.count
+        if !self.deletions.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__AccountDeletion>?.self, count: self.deletions.count)
+            for (index, element) in self.deletions.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.deletions = elements
+        }
+        if !self.nextPageToken.isEmpty { message.next_page_token = arena.string(self.nextPageToken) }
+    }
+}
+
+extension IdentityV1.ForceAccountDeletionRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ForceAccountDeletionRequest()
+        rave__identity__v1__force_account_deletion_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ForceAccountDeletionRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ForceAccountDeletionRequest()
+        rave__identity__v1__force_account_deletion_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ForceAccountDeletionRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__ForceAccountDeletionRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ForceAccountDeletionRequest.self)
+        rave__identity__v1__force_account_deletion_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ForceAccountDeletionRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+    }
+}
+
+extension IdentityV1.ForceAccountDeletionResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ForceAccountDeletionResponse()
+        rave__identity__v1__force_account_deletion_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ForceAccountDeletionResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ForceAccountDeletionResponse()
+        rave__identity__v1__force_account_deletion_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ForceAccountDeletionResponse>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        if let value = c.deletion { self.deletion = try IdentityV1.AccountDeletion(protobufC: value) }
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__ForceAccountDeletionResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ForceAccountDeletionResponse.self)
+        rave__identity__v1__force_account_deletion_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ForceAccountDeletionResponse, arena: inout ProtoArena) {
+        if let value = self.deletion { message.deletion = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.CancelAccountDeletionRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__CancelAccountDeletionRequest()
+        rave__identity__v1__cancel_account_deletion_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__CancelAccountDeletionRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__CancelAccountDeletionRequest()
+        rave__identity__v1__cancel_account_deletion_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__CancelAccountDeletionRequest>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__CancelAccountDeletionRequest> {
+        let message = arena.allocate(Rave__Identity__V1__CancelAccountDeletionRequest.self)
+        rave__identity__v1__cancel_account_deletion_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__CancelAccountDeletionRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
+    }
+}
+
+extension IdentityV1.CancelAccountDeletionResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__CancelAccountDeletionResponse()
+        rave__identity__v1__cancel_account_deletion_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__CancelAccountDeletionResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__CancelAccountDeletionResponse()
+        rave__identity__v1__cancel_account_deletion_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__CancelAccountDeletionResponse>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        if let value = c.deletion { self.deletion = try IdentityV1.AccountDeletion(protobufC: value) }
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__CancelAccountDeletionResponse> {
+        let message = arena.allocate(Rave__Identity__V1__CancelAccountDeletionResponse.self)
+        rave__identity__v1__cancel_account_deletion_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__CancelAccountDeletionResponse, arena: inout ProtoArena) {
+        if let value = self.deletion { message.deletion = value.protobufCMessage(arena: &arena) }
     }
 }

@@ -44,6 +44,7 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/GetMergeStatus": .viewer,
         "rave.identity.v1.IdentityAdmin/GetUser": .viewer,
         "rave.identity.v1.IdentityAdmin/ListAuditEvents": .viewer,
+        "rave.identity.v1.IdentityAdmin/ListAccountDeletions": .viewer,
         "rave.gifts.v1.GiftsAdmin/ListGiftTypes": .viewer,
         "rave.gifts.v1.GiftsAdmin/GetGiftType": .viewer,
         "rave.push.v1.PushAdmin/GetDeliveries": .viewer,
@@ -53,6 +54,9 @@ public enum AdminRoles {
         // Player support.
         "rave.identity.v1.IdentityAdmin/BanUser": .support,
         "rave.identity.v1.IdentityAdmin/UnbanUser": .support,
+        // A player's request to be deleted, or its withdrawal, handled by support.
+        "rave.identity.v1.IdentityAdmin/ForceAccountDeletion": .support,
+        "rave.identity.v1.IdentityAdmin/CancelAccountDeletion": .support,
         // Game content and money.
         "rave.identity.v1.IdentityAdmin/SetMailTemplate": .operator,
         "rave.gifts.v1.GiftsAdmin/CreateGiftType": .operator,
@@ -87,7 +91,8 @@ public enum AdminRoles {
     public static let selfAudited: Set<String> = [
         "rave.identity.v1.IdentityAdmin/BanUser", "rave.identity.v1.IdentityAdmin/UnbanUser",
         "rave.identity.v1.IdentityAdmin/CreateOperator", "rave.identity.v1.IdentityAdmin/SetOperatorRole",
-        "rave.identity.v1.IdentityAdmin/DisableOperator",
+        "rave.identity.v1.IdentityAdmin/DisableOperator", "rave.identity.v1.IdentityAdmin/ForceAccountDeletion",
+        "rave.identity.v1.IdentityAdmin/CancelAccountDeletion",
     ]
 
     /// The least role for `method`; nil when the method is not classified (no operator may call it).

@@ -178,6 +178,18 @@ extension IdentityV1 {
         func operatorLogout(
             _ request: IdentityV1.OperatorLogoutRequest, context: RequestContext
         ) async throws -> IdentityV1.OperatorLogoutResponse
+
+        /// Schedules the deletion of the signed-in player's account after the grace period, given the current password
+        /// (and a two-factor code when enrolled); a guest account re-authenticates with a session that logged in within the
+        /// last 5 minutes. Every session of the player ends; a login during the grace period cancels the deletion.
+        func deleteAccount(
+            _ request: IdentityV1.DeleteAccountRequest, context: RequestContext
+        ) async throws -> IdentityV1.DeleteAccountResponse
+
+        /// The signed-in player's latest deletion: a scheduled one, or the one a login (or an operator) cancelled.
+        func getAccountDeletion(
+            _ request: IdentityV1.GetAccountDeletionRequest, context: RequestContext
+        ) async throws -> IdentityV1.GetAccountDeletionResponse
     }
 
     /// Calls rave.identity.v1.Identity through any `RPCCaller` (a connection, a pool, the gateway).
@@ -203,6 +215,7 @@ extension IdentityV1 {
             "rave.identity.v1.Identity/ResetPassword", "rave.identity.v1.Identity/IssueUnbackedToken",
             "rave.identity.v1.Identity/OperatorEnroll", "rave.identity.v1.Identity/OperatorLogin",
             "rave.identity.v1.Identity/OperatorRefresh", "rave.identity.v1.Identity/OperatorLogout",
+            "rave.identity.v1.Identity/DeleteAccount", "rave.identity.v1.Identity/GetAccountDeletion",
         ]
 
         public let caller: any RPCCaller
@@ -654,6 +667,34 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Schedules the deletion of the signed-in player's account after the grace period, given the current password
+        /// (and a two-factor code when enrolled); a guest account re-authenticates with a session that logged in within the
+        /// last 5 minutes. Every session of the player ends; a login during the grace period cancels the deletion.
+        public func deleteAccount(
+            _ request: IdentityV1.DeleteAccountRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.DeleteAccountResponse {
+            let method = "rave.identity.v1.Identity/DeleteAccount"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.DeleteAccountResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// The signed-in player's latest deletion: a scheduled one, or the one a login (or an operator) cancelled.
+        public func getAccountDeletion(
+            _ request: IdentityV1.GetAccountDeletionRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.GetAccountDeletionResponse {
+            let method = "rave.identity.v1.Identity/GetAccountDeletion"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.GetAccountDeletionResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -822,6 +863,15 @@ extension IdentityV1.IdentityHandler {
                     IdentityV1.OperatorLogoutRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
+            RPCMethod(name: "rave.identity.v1.Identity/DeleteAccount") { request, context in
+                try await self.deleteAccount(IdentityV1.DeleteAccountRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/GetAccountDeletion") { request, context in
+                try await self.getAccountDeletion(
+                    IdentityV1.GetAccountDeletionRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
         ]
     }
 }
@@ -900,6 +950,22 @@ extension IdentityV1 {
         func disableOperator(
             _ request: IdentityV1.DisableOperatorRequest, context: RequestContext
         ) async throws -> IdentityV1.DisableOperatorResponse
+
+        /// Account deletions, newest first, by status.
+        func listAccountDeletions(
+            _ request: IdentityV1.ListAccountDeletionsRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListAccountDeletionsResponse
+
+        /// Deletes an account now, skipping the grace period (a scheduled deletion starts at once). Recorded in the audit
+        /// log.
+        func forceAccountDeletion(
+            _ request: IdentityV1.ForceAccountDeletionRequest, context: RequestContext
+        ) async throws -> IdentityV1.ForceAccountDeletionResponse
+
+        /// Cancels a scheduled deletion (one that has started cannot be undone). Recorded in the audit log.
+        func cancelAccountDeletion(
+            _ request: IdentityV1.CancelAccountDeletionRequest, context: RequestContext
+        ) async throws -> IdentityV1.CancelAccountDeletionResponse
     }
 
     /// Calls rave.identity.v1.IdentityAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -915,7 +981,9 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityAdmin/UnbanUser", "rave.identity.v1.IdentityAdmin/ListAuditEvents",
             "rave.identity.v1.IdentityAdmin/SetMailTemplate", "rave.identity.v1.IdentityAdmin/CreateOperator",
             "rave.identity.v1.IdentityAdmin/ListOperators", "rave.identity.v1.IdentityAdmin/SetOperatorRole",
-            "rave.identity.v1.IdentityAdmin/DisableOperator",
+            "rave.identity.v1.IdentityAdmin/DisableOperator", "rave.identity.v1.IdentityAdmin/ListAccountDeletions",
+            "rave.identity.v1.IdentityAdmin/ForceAccountDeletion",
+            "rave.identity.v1.IdentityAdmin/CancelAccountDeletion",
         ]
 
         public let caller: any RPCCaller
@@ -1113,6 +1181,46 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Account deletions, newest first, by status.
+        public func listAccountDeletions(
+            _ request: IdentityV1.ListAccountDeletionsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListAccountDeletionsResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ListAccountDeletions"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListAccountDeletionsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Deletes an account now, skipping the grace period (a scheduled deletion starts at once). Recorded in the audit
+        /// log.
+        public func forceAccountDeletion(
+            _ request: IdentityV1.ForceAccountDeletionRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ForceAccountDeletionResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ForceAccountDeletion"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ForceAccountDeletionResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Cancels a scheduled deletion (one that has started cannot be undone). Recorded in the audit log.
+        public func cancelAccountDeletion(
+            _ request: IdentityV1.CancelAccountDeletionRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.CancelAccountDeletionResponse {
+            let method = "rave.identity.v1.IdentityAdmin/CancelAccountDeletion"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.CancelAccountDeletionResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -1191,6 +1299,21 @@ extension IdentityV1.IdentityAdminHandler {
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/DisableOperator") { request, context in
                 try await self.disableOperator(
                     IdentityV1.DisableOperatorRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListAccountDeletions") { request, context in
+                try await self.listAccountDeletions(
+                    IdentityV1.ListAccountDeletionsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ForceAccountDeletion") { request, context in
+                try await self.forceAccountDeletion(
+                    IdentityV1.ForceAccountDeletionRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/CancelAccountDeletion") { request, context in
+                try await self.cancelAccountDeletion(
+                    IdentityV1.CancelAccountDeletionRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

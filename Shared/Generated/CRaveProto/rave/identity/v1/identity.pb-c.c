@@ -5587,6 +5587,501 @@ void   rave__identity__v1__finish_admin_call_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__finish_admin_call_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__account_deletion__init
+                     (Rave__Identity__V1__AccountDeletion         *message)
+{
+  static const Rave__Identity__V1__AccountDeletion init_value = RAVE__IDENTITY__V1__ACCOUNT_DELETION__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__account_deletion__get_packed_size
+                     (const Rave__Identity__V1__AccountDeletion *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__account_deletion__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__account_deletion__pack
+                     (const Rave__Identity__V1__AccountDeletion *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__account_deletion__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__account_deletion__pack_to_buffer
+                     (const Rave__Identity__V1__AccountDeletion *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__account_deletion__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__AccountDeletion *
+       rave__identity__v1__account_deletion__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__AccountDeletion *)
+     protobuf_c_message_unpack (&rave__identity__v1__account_deletion__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__account_deletion__free_unpacked
+                     (Rave__Identity__V1__AccountDeletion *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__account_deletion__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__delete_account_request__init
+                     (Rave__Identity__V1__DeleteAccountRequest         *message)
+{
+  static const Rave__Identity__V1__DeleteAccountRequest init_value = RAVE__IDENTITY__V1__DELETE_ACCOUNT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__delete_account_request__get_packed_size
+                     (const Rave__Identity__V1__DeleteAccountRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__delete_account_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__delete_account_request__pack
+                     (const Rave__Identity__V1__DeleteAccountRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__delete_account_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__delete_account_request__pack_to_buffer
+                     (const Rave__Identity__V1__DeleteAccountRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__delete_account_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__DeleteAccountRequest *
+       rave__identity__v1__delete_account_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__DeleteAccountRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__delete_account_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__delete_account_request__free_unpacked
+                     (Rave__Identity__V1__DeleteAccountRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__delete_account_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__delete_account_response__init
+                     (Rave__Identity__V1__DeleteAccountResponse         *message)
+{
+  static const Rave__Identity__V1__DeleteAccountResponse init_value = RAVE__IDENTITY__V1__DELETE_ACCOUNT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__delete_account_response__get_packed_size
+                     (const Rave__Identity__V1__DeleteAccountResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__delete_account_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__delete_account_response__pack
+                     (const Rave__Identity__V1__DeleteAccountResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__delete_account_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__delete_account_response__pack_to_buffer
+                     (const Rave__Identity__V1__DeleteAccountResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__delete_account_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__DeleteAccountResponse *
+       rave__identity__v1__delete_account_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__DeleteAccountResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__delete_account_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__delete_account_response__free_unpacked
+                     (Rave__Identity__V1__DeleteAccountResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__delete_account_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__get_account_deletion_request__init
+                     (Rave__Identity__V1__GetAccountDeletionRequest         *message)
+{
+  static const Rave__Identity__V1__GetAccountDeletionRequest init_value = RAVE__IDENTITY__V1__GET_ACCOUNT_DELETION_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__get_account_deletion_request__get_packed_size
+                     (const Rave__Identity__V1__GetAccountDeletionRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_deletion_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__get_account_deletion_request__pack
+                     (const Rave__Identity__V1__GetAccountDeletionRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_deletion_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__get_account_deletion_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetAccountDeletionRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_deletion_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__GetAccountDeletionRequest *
+       rave__identity__v1__get_account_deletion_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__GetAccountDeletionRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__get_account_deletion_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__get_account_deletion_request__free_unpacked
+                     (Rave__Identity__V1__GetAccountDeletionRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__get_account_deletion_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__get_account_deletion_response__init
+                     (Rave__Identity__V1__GetAccountDeletionResponse         *message)
+{
+  static const Rave__Identity__V1__GetAccountDeletionResponse init_value = RAVE__IDENTITY__V1__GET_ACCOUNT_DELETION_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__get_account_deletion_response__get_packed_size
+                     (const Rave__Identity__V1__GetAccountDeletionResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_deletion_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__get_account_deletion_response__pack
+                     (const Rave__Identity__V1__GetAccountDeletionResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_deletion_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__get_account_deletion_response__pack_to_buffer
+                     (const Rave__Identity__V1__GetAccountDeletionResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_deletion_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__GetAccountDeletionResponse *
+       rave__identity__v1__get_account_deletion_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__GetAccountDeletionResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__get_account_deletion_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__get_account_deletion_response__free_unpacked
+                     (Rave__Identity__V1__GetAccountDeletionResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__get_account_deletion_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_account_deletions_request__init
+                     (Rave__Identity__V1__ListAccountDeletionsRequest         *message)
+{
+  static const Rave__Identity__V1__ListAccountDeletionsRequest init_value = RAVE__IDENTITY__V1__LIST_ACCOUNT_DELETIONS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_account_deletions_request__get_packed_size
+                     (const Rave__Identity__V1__ListAccountDeletionsRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_account_deletions_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_account_deletions_request__pack
+                     (const Rave__Identity__V1__ListAccountDeletionsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_account_deletions_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_account_deletions_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListAccountDeletionsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_account_deletions_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListAccountDeletionsRequest *
+       rave__identity__v1__list_account_deletions_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListAccountDeletionsRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_account_deletions_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_account_deletions_request__free_unpacked
+                     (Rave__Identity__V1__ListAccountDeletionsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_account_deletions_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_account_deletions_response__init
+                     (Rave__Identity__V1__ListAccountDeletionsResponse         *message)
+{
+  static const Rave__Identity__V1__ListAccountDeletionsResponse init_value = RAVE__IDENTITY__V1__LIST_ACCOUNT_DELETIONS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_account_deletions_response__get_packed_size
+                     (const Rave__Identity__V1__ListAccountDeletionsResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_account_deletions_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_account_deletions_response__pack
+                     (const Rave__Identity__V1__ListAccountDeletionsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_account_deletions_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_account_deletions_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListAccountDeletionsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_account_deletions_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListAccountDeletionsResponse *
+       rave__identity__v1__list_account_deletions_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListAccountDeletionsResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_account_deletions_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_account_deletions_response__free_unpacked
+                     (Rave__Identity__V1__ListAccountDeletionsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_account_deletions_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__force_account_deletion_request__init
+                     (Rave__Identity__V1__ForceAccountDeletionRequest         *message)
+{
+  static const Rave__Identity__V1__ForceAccountDeletionRequest init_value = RAVE__IDENTITY__V1__FORCE_ACCOUNT_DELETION_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__force_account_deletion_request__get_packed_size
+                     (const Rave__Identity__V1__ForceAccountDeletionRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__force_account_deletion_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__force_account_deletion_request__pack
+                     (const Rave__Identity__V1__ForceAccountDeletionRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__force_account_deletion_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__force_account_deletion_request__pack_to_buffer
+                     (const Rave__Identity__V1__ForceAccountDeletionRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__force_account_deletion_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ForceAccountDeletionRequest *
+       rave__identity__v1__force_account_deletion_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ForceAccountDeletionRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__force_account_deletion_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__force_account_deletion_request__free_unpacked
+                     (Rave__Identity__V1__ForceAccountDeletionRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__force_account_deletion_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__force_account_deletion_response__init
+                     (Rave__Identity__V1__ForceAccountDeletionResponse         *message)
+{
+  static const Rave__Identity__V1__ForceAccountDeletionResponse init_value = RAVE__IDENTITY__V1__FORCE_ACCOUNT_DELETION_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__force_account_deletion_response__get_packed_size
+                     (const Rave__Identity__V1__ForceAccountDeletionResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__force_account_deletion_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__force_account_deletion_response__pack
+                     (const Rave__Identity__V1__ForceAccountDeletionResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__force_account_deletion_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__force_account_deletion_response__pack_to_buffer
+                     (const Rave__Identity__V1__ForceAccountDeletionResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__force_account_deletion_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ForceAccountDeletionResponse *
+       rave__identity__v1__force_account_deletion_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ForceAccountDeletionResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__force_account_deletion_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__force_account_deletion_response__free_unpacked
+                     (Rave__Identity__V1__ForceAccountDeletionResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__force_account_deletion_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__cancel_account_deletion_request__init
+                     (Rave__Identity__V1__CancelAccountDeletionRequest         *message)
+{
+  static const Rave__Identity__V1__CancelAccountDeletionRequest init_value = RAVE__IDENTITY__V1__CANCEL_ACCOUNT_DELETION_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__cancel_account_deletion_request__get_packed_size
+                     (const Rave__Identity__V1__CancelAccountDeletionRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__cancel_account_deletion_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__cancel_account_deletion_request__pack
+                     (const Rave__Identity__V1__CancelAccountDeletionRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__cancel_account_deletion_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__cancel_account_deletion_request__pack_to_buffer
+                     (const Rave__Identity__V1__CancelAccountDeletionRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__cancel_account_deletion_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__CancelAccountDeletionRequest *
+       rave__identity__v1__cancel_account_deletion_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__CancelAccountDeletionRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__cancel_account_deletion_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__cancel_account_deletion_request__free_unpacked
+                     (Rave__Identity__V1__CancelAccountDeletionRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__cancel_account_deletion_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__cancel_account_deletion_response__init
+                     (Rave__Identity__V1__CancelAccountDeletionResponse         *message)
+{
+  static const Rave__Identity__V1__CancelAccountDeletionResponse init_value = RAVE__IDENTITY__V1__CANCEL_ACCOUNT_DELETION_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__cancel_account_deletion_response__get_packed_size
+                     (const Rave__Identity__V1__CancelAccountDeletionResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__cancel_account_deletion_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__cancel_account_deletion_response__pack
+                     (const Rave__Identity__V1__CancelAccountDeletionResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__cancel_account_deletion_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__cancel_account_deletion_response__pack_to_buffer
+                     (const Rave__Identity__V1__CancelAccountDeletionResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__cancel_account_deletion_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__CancelAccountDeletionResponse *
+       rave__identity__v1__cancel_account_deletion_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__CancelAccountDeletionResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__cancel_account_deletion_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__cancel_account_deletion_response__free_unpacked
+                     (Rave__Identity__V1__CancelAccountDeletionResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__cancel_account_deletion_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
 {
   {
@@ -6062,7 +6557,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__complete_two_factor_login_r
   (ProtobufCMessageInit) rave__identity__v1__complete_two_factor_login_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__login_response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor rave__identity__v1__login_response__field_descriptors[7] =
 {
   {
     "user",
@@ -6136,9 +6631,22 @@ static const ProtobufCFieldDescriptor rave__identity__v1__login_response__field_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "deletion_cancelled",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__LoginResponse, deletion_cancelled),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__login_response__field_indices_by_name[] = {
   3,   /* field[3] = created */
+  6,   /* field[6] = deletion_cancelled */
   5,   /* field[5] = merge_id */
   4,   /* field[4] = sign_up_data */
   1,   /* field[1] = tokens */
@@ -6148,7 +6656,7 @@ static const unsigned rave__identity__v1__login_response__field_indices_by_name[
 static const ProtobufCIntRange rave__identity__v1__login_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__login_response__descriptor =
 {
@@ -6158,7 +6666,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__login_response__descriptor 
   "Rave__Identity__V1__LoginResponse",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__LoginResponse),
-  6,
+  7,
   rave__identity__v1__login_response__field_descriptors,
   rave__identity__v1__login_response__field_indices_by_name,
   1,  rave__identity__v1__login_response__number_ranges,
@@ -11888,6 +12396,651 @@ const ProtobufCMessageDescriptor rave__identity__v1__finish_admin_call_response_
   (ProtobufCMessageInit) rave__identity__v1__finish_admin_call_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__account_deletion__field_descriptors[12] =
+{
+  {
+    "deletion_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, deletion_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "status",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, status),
+    &rave__identity__v1__account_deletion_status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "requested_by",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, requested_by),
+    &rave__identity__v1__account_deletion_requester__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "requested_at_unix_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, requested_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "due_at_unix_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, due_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "started_at_unix_ms",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, started_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "completed_at_unix_ms",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, completed_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cancelled_at_unix_ms",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, cancelled_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cancelled_by",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountDeletion, cancelled_by),
+    &rave__identity__v1__account_deletion_cancellation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "acknowledged_by",
+    11,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__AccountDeletion, n_acknowledged_by),
+    offsetof(Rave__Identity__V1__AccountDeletion, acknowledged_by),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pending_participants",
+    12,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__AccountDeletion, n_pending_participants),
+    offsetof(Rave__Identity__V1__AccountDeletion, pending_participants),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__account_deletion__field_indices_by_name[] = {
+  10,   /* field[10] = acknowledged_by */
+  8,   /* field[8] = cancelled_at_unix_ms */
+  9,   /* field[9] = cancelled_by */
+  7,   /* field[7] = completed_at_unix_ms */
+  0,   /* field[0] = deletion_id */
+  5,   /* field[5] = due_at_unix_ms */
+  11,   /* field[11] = pending_participants */
+  4,   /* field[4] = requested_at_unix_ms */
+  3,   /* field[3] = requested_by */
+  6,   /* field[6] = started_at_unix_ms */
+  2,   /* field[2] = status */
+  1,   /* field[1] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__account_deletion__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 12 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__account_deletion__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AccountDeletion",
+  "AccountDeletion",
+  "Rave__Identity__V1__AccountDeletion",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__AccountDeletion),
+  12,
+  rave__identity__v1__account_deletion__field_descriptors,
+  rave__identity__v1__account_deletion__field_indices_by_name,
+  1,  rave__identity__v1__account_deletion__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__account_deletion__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__delete_account_request__field_descriptors[2] =
+{
+  {
+    "current_password",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DeleteAccountRequest, current_password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "two_factor_code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DeleteAccountRequest, two_factor_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__delete_account_request__field_indices_by_name[] = {
+  0,   /* field[0] = current_password */
+  1,   /* field[1] = two_factor_code */
+};
+static const ProtobufCIntRange rave__identity__v1__delete_account_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__delete_account_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.DeleteAccountRequest",
+  "DeleteAccountRequest",
+  "Rave__Identity__V1__DeleteAccountRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__DeleteAccountRequest),
+  2,
+  rave__identity__v1__delete_account_request__field_descriptors,
+  rave__identity__v1__delete_account_request__field_indices_by_name,
+  1,  rave__identity__v1__delete_account_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__delete_account_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__delete_account_response__field_descriptors[2] =
+{
+  {
+    "deletion",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DeleteAccountResponse, deletion),
+    &rave__identity__v1__account_deletion__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revoked_sessions",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DeleteAccountResponse, revoked_sessions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__delete_account_response__field_indices_by_name[] = {
+  0,   /* field[0] = deletion */
+  1,   /* field[1] = revoked_sessions */
+};
+static const ProtobufCIntRange rave__identity__v1__delete_account_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__delete_account_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.DeleteAccountResponse",
+  "DeleteAccountResponse",
+  "Rave__Identity__V1__DeleteAccountResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__DeleteAccountResponse),
+  2,
+  rave__identity__v1__delete_account_response__field_descriptors,
+  rave__identity__v1__delete_account_response__field_indices_by_name,
+  1,  rave__identity__v1__delete_account_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__delete_account_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__identity__v1__get_account_deletion_request__field_descriptors NULL
+#define rave__identity__v1__get_account_deletion_request__field_indices_by_name NULL
+#define rave__identity__v1__get_account_deletion_request__number_ranges NULL
+const ProtobufCMessageDescriptor rave__identity__v1__get_account_deletion_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.GetAccountDeletionRequest",
+  "GetAccountDeletionRequest",
+  "Rave__Identity__V1__GetAccountDeletionRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__GetAccountDeletionRequest),
+  0,
+  rave__identity__v1__get_account_deletion_request__field_descriptors,
+  rave__identity__v1__get_account_deletion_request__field_indices_by_name,
+  0,  rave__identity__v1__get_account_deletion_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__get_account_deletion_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__get_account_deletion_response__field_descriptors[1] =
+{
+  {
+    "deletion",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__GetAccountDeletionResponse, deletion),
+    &rave__identity__v1__account_deletion__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__get_account_deletion_response__field_indices_by_name[] = {
+  0,   /* field[0] = deletion */
+};
+static const ProtobufCIntRange rave__identity__v1__get_account_deletion_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__get_account_deletion_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.GetAccountDeletionResponse",
+  "GetAccountDeletionResponse",
+  "Rave__Identity__V1__GetAccountDeletionResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__GetAccountDeletionResponse),
+  1,
+  rave__identity__v1__get_account_deletion_response__field_descriptors,
+  rave__identity__v1__get_account_deletion_response__field_indices_by_name,
+  1,  rave__identity__v1__get_account_deletion_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__get_account_deletion_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_account_deletions_request__field_descriptors[4] =
+{
+  {
+    "status",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAccountDeletionsRequest, status),
+    &rave__identity__v1__account_deletion_status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAccountDeletionsRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAccountDeletionsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAccountDeletionsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_account_deletions_request__field_indices_by_name[] = {
+  2,   /* field[2] = page_size */
+  3,   /* field[3] = page_token */
+  0,   /* field[0] = status */
+  1,   /* field[1] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__list_account_deletions_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_account_deletions_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListAccountDeletionsRequest",
+  "ListAccountDeletionsRequest",
+  "Rave__Identity__V1__ListAccountDeletionsRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListAccountDeletionsRequest),
+  4,
+  rave__identity__v1__list_account_deletions_request__field_descriptors,
+  rave__identity__v1__list_account_deletions_request__field_indices_by_name,
+  1,  rave__identity__v1__list_account_deletions_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_account_deletions_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_account_deletions_response__field_descriptors[2] =
+{
+  {
+    "deletions",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__ListAccountDeletionsResponse, n_deletions),
+    offsetof(Rave__Identity__V1__ListAccountDeletionsResponse, deletions),
+    &rave__identity__v1__account_deletion__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListAccountDeletionsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_account_deletions_response__field_indices_by_name[] = {
+  0,   /* field[0] = deletions */
+  1,   /* field[1] = next_page_token */
+};
+static const ProtobufCIntRange rave__identity__v1__list_account_deletions_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_account_deletions_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListAccountDeletionsResponse",
+  "ListAccountDeletionsResponse",
+  "Rave__Identity__V1__ListAccountDeletionsResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListAccountDeletionsResponse),
+  2,
+  rave__identity__v1__list_account_deletions_response__field_descriptors,
+  rave__identity__v1__list_account_deletions_response__field_indices_by_name,
+  1,  rave__identity__v1__list_account_deletions_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_account_deletions_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__force_account_deletion_request__field_descriptors[2] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ForceAccountDeletionRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ForceAccountDeletionRequest, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__force_account_deletion_request__field_indices_by_name[] = {
+  1,   /* field[1] = reason */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__force_account_deletion_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__force_account_deletion_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ForceAccountDeletionRequest",
+  "ForceAccountDeletionRequest",
+  "Rave__Identity__V1__ForceAccountDeletionRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ForceAccountDeletionRequest),
+  2,
+  rave__identity__v1__force_account_deletion_request__field_descriptors,
+  rave__identity__v1__force_account_deletion_request__field_indices_by_name,
+  1,  rave__identity__v1__force_account_deletion_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__force_account_deletion_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__force_account_deletion_response__field_descriptors[1] =
+{
+  {
+    "deletion",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ForceAccountDeletionResponse, deletion),
+    &rave__identity__v1__account_deletion__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__force_account_deletion_response__field_indices_by_name[] = {
+  0,   /* field[0] = deletion */
+};
+static const ProtobufCIntRange rave__identity__v1__force_account_deletion_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__force_account_deletion_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ForceAccountDeletionResponse",
+  "ForceAccountDeletionResponse",
+  "Rave__Identity__V1__ForceAccountDeletionResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ForceAccountDeletionResponse),
+  1,
+  rave__identity__v1__force_account_deletion_response__field_descriptors,
+  rave__identity__v1__force_account_deletion_response__field_indices_by_name,
+  1,  rave__identity__v1__force_account_deletion_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__force_account_deletion_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__cancel_account_deletion_request__field_descriptors[2] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CancelAccountDeletionRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CancelAccountDeletionRequest, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__cancel_account_deletion_request__field_indices_by_name[] = {
+  1,   /* field[1] = reason */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__cancel_account_deletion_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__cancel_account_deletion_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.CancelAccountDeletionRequest",
+  "CancelAccountDeletionRequest",
+  "Rave__Identity__V1__CancelAccountDeletionRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__CancelAccountDeletionRequest),
+  2,
+  rave__identity__v1__cancel_account_deletion_request__field_descriptors,
+  rave__identity__v1__cancel_account_deletion_request__field_indices_by_name,
+  1,  rave__identity__v1__cancel_account_deletion_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__cancel_account_deletion_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__cancel_account_deletion_response__field_descriptors[1] =
+{
+  {
+    "deletion",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__CancelAccountDeletionResponse, deletion),
+    &rave__identity__v1__account_deletion__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__cancel_account_deletion_response__field_indices_by_name[] = {
+  0,   /* field[0] = deletion */
+};
+static const ProtobufCIntRange rave__identity__v1__cancel_account_deletion_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__cancel_account_deletion_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.CancelAccountDeletionResponse",
+  "CancelAccountDeletionResponse",
+  "Rave__Identity__V1__CancelAccountDeletionResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__CancelAccountDeletionResponse),
+  1,
+  rave__identity__v1__cancel_account_deletion_response__field_descriptors,
+  rave__identity__v1__cancel_account_deletion_response__field_indices_by_name,
+  1,  rave__identity__v1__cancel_account_deletion_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__cancel_account_deletion_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -11918,7 +13071,7 @@ const ProtobufCEnumDescriptor rave__identity__v1__conflict_resolution__descripto
   rave__identity__v1__conflict_resolution__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue rave__identity__v1__audit_action__enum_values_by_number[7] =
+static const ProtobufCEnumValue rave__identity__v1__audit_action__enum_values_by_number[9] =
 {
   { "AUDIT_ACTION_UNSPECIFIED", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_UNSPECIFIED", 0 },
   { "AUDIT_ACTION_BAN_USER", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_BAN_USER", 1 },
@@ -11927,16 +13080,20 @@ static const ProtobufCEnumValue rave__identity__v1__audit_action__enum_values_by
   { "AUDIT_ACTION_SET_OPERATOR_ROLE", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_SET_OPERATOR_ROLE", 4 },
   { "AUDIT_ACTION_DISABLE_OPERATOR", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_DISABLE_OPERATOR", 5 },
   { "AUDIT_ACTION_ADMIN_CALL", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_ADMIN_CALL", 6 },
+  { "AUDIT_ACTION_FORCE_ACCOUNT_DELETION", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_FORCE_ACCOUNT_DELETION", 7 },
+  { "AUDIT_ACTION_CANCEL_ACCOUNT_DELETION", "RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_CANCEL_ACCOUNT_DELETION", 8 },
 };
 static const ProtobufCIntRange rave__identity__v1__audit_action__value_ranges[] = {
-{0, 0},{0, 7}
+{0, 0},{0, 9}
 };
-static const ProtobufCEnumValueIndex rave__identity__v1__audit_action__enum_values_by_name[7] =
+static const ProtobufCEnumValueIndex rave__identity__v1__audit_action__enum_values_by_name[9] =
 {
   { "AUDIT_ACTION_ADMIN_CALL", 6 },
   { "AUDIT_ACTION_BAN_USER", 1 },
+  { "AUDIT_ACTION_CANCEL_ACCOUNT_DELETION", 8 },
   { "AUDIT_ACTION_CREATE_OPERATOR", 3 },
   { "AUDIT_ACTION_DISABLE_OPERATOR", 5 },
+  { "AUDIT_ACTION_FORCE_ACCOUNT_DELETION", 7 },
   { "AUDIT_ACTION_SET_OPERATOR_ROLE", 4 },
   { "AUDIT_ACTION_UNBAN_USER", 2 },
   { "AUDIT_ACTION_UNSPECIFIED", 0 },
@@ -11948,9 +13105,9 @@ const ProtobufCEnumDescriptor rave__identity__v1__audit_action__descriptor =
   "AuditAction",
   "Rave__Identity__V1__AuditAction",
   "rave.identity.v1",
-  7,
+  9,
   rave__identity__v1__audit_action__enum_values_by_number,
-  7,
+  9,
   rave__identity__v1__audit_action__enum_values_by_name,
   1,
   rave__identity__v1__audit_action__value_ranges,
@@ -12050,7 +13207,101 @@ const ProtobufCEnumDescriptor rave__identity__v1__operator_role__descriptor =
   rave__identity__v1__operator_role__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[34] =
+static const ProtobufCEnumValue rave__identity__v1__account_deletion_status__enum_values_by_number[5] =
+{
+  { "ACCOUNT_DELETION_STATUS_UNSPECIFIED", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_UNSPECIFIED", 0 },
+  { "ACCOUNT_DELETION_STATUS_SCHEDULED", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_SCHEDULED", 1 },
+  { "ACCOUNT_DELETION_STATUS_CANCELLED", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_CANCELLED", 2 },
+  { "ACCOUNT_DELETION_STATUS_STARTED", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_STARTED", 3 },
+  { "ACCOUNT_DELETION_STATUS_COMPLETED", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_COMPLETED", 4 },
+};
+static const ProtobufCIntRange rave__identity__v1__account_deletion_status__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex rave__identity__v1__account_deletion_status__enum_values_by_name[5] =
+{
+  { "ACCOUNT_DELETION_STATUS_CANCELLED", 2 },
+  { "ACCOUNT_DELETION_STATUS_COMPLETED", 4 },
+  { "ACCOUNT_DELETION_STATUS_SCHEDULED", 1 },
+  { "ACCOUNT_DELETION_STATUS_STARTED", 3 },
+  { "ACCOUNT_DELETION_STATUS_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rave__identity__v1__account_deletion_status__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AccountDeletionStatus",
+  "AccountDeletionStatus",
+  "Rave__Identity__V1__AccountDeletionStatus",
+  "rave.identity.v1",
+  5,
+  rave__identity__v1__account_deletion_status__enum_values_by_number,
+  5,
+  rave__identity__v1__account_deletion_status__enum_values_by_name,
+  1,
+  rave__identity__v1__account_deletion_status__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue rave__identity__v1__account_deletion_requester__enum_values_by_number[3] =
+{
+  { "ACCOUNT_DELETION_REQUESTER_UNSPECIFIED", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_REQUESTER__ACCOUNT_DELETION_REQUESTER_UNSPECIFIED", 0 },
+  { "ACCOUNT_DELETION_REQUESTER_PLAYER", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_REQUESTER__ACCOUNT_DELETION_REQUESTER_PLAYER", 1 },
+  { "ACCOUNT_DELETION_REQUESTER_OPERATOR", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_REQUESTER__ACCOUNT_DELETION_REQUESTER_OPERATOR", 2 },
+};
+static const ProtobufCIntRange rave__identity__v1__account_deletion_requester__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex rave__identity__v1__account_deletion_requester__enum_values_by_name[3] =
+{
+  { "ACCOUNT_DELETION_REQUESTER_OPERATOR", 2 },
+  { "ACCOUNT_DELETION_REQUESTER_PLAYER", 1 },
+  { "ACCOUNT_DELETION_REQUESTER_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rave__identity__v1__account_deletion_requester__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AccountDeletionRequester",
+  "AccountDeletionRequester",
+  "Rave__Identity__V1__AccountDeletionRequester",
+  "rave.identity.v1",
+  3,
+  rave__identity__v1__account_deletion_requester__enum_values_by_number,
+  3,
+  rave__identity__v1__account_deletion_requester__enum_values_by_name,
+  1,
+  rave__identity__v1__account_deletion_requester__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue rave__identity__v1__account_deletion_cancellation__enum_values_by_number[3] =
+{
+  { "ACCOUNT_DELETION_CANCELLATION_UNSPECIFIED", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION__ACCOUNT_DELETION_CANCELLATION_UNSPECIFIED", 0 },
+  { "ACCOUNT_DELETION_CANCELLATION_LOGIN", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION__ACCOUNT_DELETION_CANCELLATION_LOGIN", 1 },
+  { "ACCOUNT_DELETION_CANCELLATION_OPERATOR", "RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION__ACCOUNT_DELETION_CANCELLATION_OPERATOR", 2 },
+};
+static const ProtobufCIntRange rave__identity__v1__account_deletion_cancellation__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex rave__identity__v1__account_deletion_cancellation__enum_values_by_name[3] =
+{
+  { "ACCOUNT_DELETION_CANCELLATION_LOGIN", 1 },
+  { "ACCOUNT_DELETION_CANCELLATION_OPERATOR", 2 },
+  { "ACCOUNT_DELETION_CANCELLATION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rave__identity__v1__account_deletion_cancellation__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AccountDeletionCancellation",
+  "AccountDeletionCancellation",
+  "Rave__Identity__V1__AccountDeletionCancellation",
+  "rave.identity.v1",
+  3,
+  rave__identity__v1__account_deletion_cancellation__enum_values_by_number,
+  3,
+  rave__identity__v1__account_deletion_cancellation__enum_values_by_name,
+  1,
+  rave__identity__v1__account_deletion_cancellation__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[36] =
 {
   { "GuestLogin", &rave__identity__v1__guest_login_request__descriptor, &rave__identity__v1__login_response__descriptor },
   { "SignUp", &rave__identity__v1__sign_up_request__descriptor, &rave__identity__v1__login_response__descriptor },
@@ -12086,6 +13337,8 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_desc
   { "OperatorLogin", &rave__identity__v1__operator_login_request__descriptor, &rave__identity__v1__operator_session_tokens__descriptor },
   { "OperatorRefresh", &rave__identity__v1__operator_refresh_request__descriptor, &rave__identity__v1__operator_session_tokens__descriptor },
   { "OperatorLogout", &rave__identity__v1__operator_logout_request__descriptor, &rave__identity__v1__operator_logout_response__descriptor },
+  { "DeleteAccount", &rave__identity__v1__delete_account_request__descriptor, &rave__identity__v1__delete_account_response__descriptor },
+  { "GetAccountDeletion", &rave__identity__v1__get_account_deletion_request__descriptor, &rave__identity__v1__get_account_deletion_response__descriptor },
 };
 const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   26,        /* ChangeEmail */
@@ -12093,10 +13346,12 @@ const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   4,        /* CompleteTwoFactorLogin */
   21,        /* ConfirmTwoFactor */
   17,        /* ConnectProvider */
+  34,        /* DeleteAccount */
   22,        /* DisableTwoFactor */
   18,        /* DisconnectProvider */
   20,        /* EnableTwoFactor */
   12,        /* FindUser */
+  35,        /* GetAccountDeletion */
   15,        /* GetAppDataKeys */
   10,        /* GetCurrentUser */
   19,        /* GetMergeStatus */
@@ -12130,7 +13385,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor =
   "Identity",
   "Rave__Identity__V1__Identity",
   "rave.identity.v1",
-  34,
+  36,
   rave__identity__v1__identity__method_descriptors,
   rave__identity__v1__identity__method_indices_by_name
 };
@@ -12406,6 +13661,22 @@ void rave__identity__v1__identity__operator_logout(ProtobufCService *service,
   assert(service->descriptor == &rave__identity__v1__identity__descriptor);
   service->invoke(service, 33, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void rave__identity__v1__identity__delete_account(ProtobufCService *service,
+                                                  const Rave__Identity__V1__DeleteAccountRequest *input,
+                                                  Rave__Identity__V1__DeleteAccountResponse_Closure closure,
+                                                  void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 34, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__get_account_deletion(ProtobufCService *service,
+                                                        const Rave__Identity__V1__GetAccountDeletionRequest *input,
+                                                        Rave__Identity__V1__GetAccountDeletionResponse_Closure closure,
+                                                        void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 35, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
                                          Rave__Identity__V1__Identity_ServiceDestroy destroy)
 {
@@ -12413,7 +13684,7 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
                                      &rave__identity__v1__identity__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[15] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[18] =
 {
   { "CreatePublisher", &rave__identity__v1__create_publisher_request__descriptor, &rave__identity__v1__create_publisher_response__descriptor },
   { "UpdatePublisher", &rave__identity__v1__update_publisher_request__descriptor, &rave__identity__v1__update_publisher_response__descriptor },
@@ -12430,16 +13701,22 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__metho
   { "ListOperators", &rave__identity__v1__list_operators_request__descriptor, &rave__identity__v1__list_operators_response__descriptor },
   { "SetOperatorRole", &rave__identity__v1__set_operator_role_request__descriptor, &rave__identity__v1__set_operator_role_response__descriptor },
   { "DisableOperator", &rave__identity__v1__disable_operator_request__descriptor, &rave__identity__v1__disable_operator_response__descriptor },
+  { "ListAccountDeletions", &rave__identity__v1__list_account_deletions_request__descriptor, &rave__identity__v1__list_account_deletions_response__descriptor },
+  { "ForceAccountDeletion", &rave__identity__v1__force_account_deletion_request__descriptor, &rave__identity__v1__force_account_deletion_response__descriptor },
+  { "CancelAccountDeletion", &rave__identity__v1__cancel_account_deletion_request__descriptor, &rave__identity__v1__cancel_account_deletion_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   7,        /* BanUser */
+  17,        /* CancelAccountDeletion */
   2,        /* CreateApplication */
   11,        /* CreateOperator */
   0,        /* CreatePublisher */
   14,        /* DisableOperator */
+  16,        /* ForceAccountDeletion */
   4,        /* GetApplication */
   5,        /* GetMergeStatus */
   6,        /* GetUser */
+  15,        /* ListAccountDeletions */
   9,        /* ListAuditEvents */
   12,        /* ListOperators */
   10,        /* SetMailTemplate */
@@ -12455,7 +13732,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor 
   "IdentityAdmin",
   "Rave__Identity__V1__IdentityAdmin",
   "rave.identity.v1",
-  15,
+  18,
   rave__identity__v1__identity_admin__method_descriptors,
   rave__identity__v1__identity_admin__method_indices_by_name
 };
@@ -12578,6 +13855,30 @@ void rave__identity__v1__identity_admin__disable_operator(ProtobufCService *serv
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
   service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__list_account_deletions(ProtobufCService *service,
+                                                                const Rave__Identity__V1__ListAccountDeletionsRequest *input,
+                                                                Rave__Identity__V1__ListAccountDeletionsResponse_Closure closure,
+                                                                void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__force_account_deletion(ProtobufCService *service,
+                                                                const Rave__Identity__V1__ForceAccountDeletionRequest *input,
+                                                                Rave__Identity__V1__ForceAccountDeletionResponse_Closure closure,
+                                                                void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__cancel_account_deletion(ProtobufCService *service,
+                                                                 const Rave__Identity__V1__CancelAccountDeletionRequest *input,
+                                                                 Rave__Identity__V1__CancelAccountDeletionResponse_Closure closure,
+                                                                 void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
                                                Rave__Identity__V1__IdentityAdmin_ServiceDestroy destroy)

@@ -140,6 +140,17 @@ typedef struct Rave__Identity__V1__BeginAdminCallRequest Rave__Identity__V1__Beg
 typedef struct Rave__Identity__V1__BeginAdminCallResponse Rave__Identity__V1__BeginAdminCallResponse;
 typedef struct Rave__Identity__V1__FinishAdminCallRequest Rave__Identity__V1__FinishAdminCallRequest;
 typedef struct Rave__Identity__V1__FinishAdminCallResponse Rave__Identity__V1__FinishAdminCallResponse;
+typedef struct Rave__Identity__V1__AccountDeletion Rave__Identity__V1__AccountDeletion;
+typedef struct Rave__Identity__V1__DeleteAccountRequest Rave__Identity__V1__DeleteAccountRequest;
+typedef struct Rave__Identity__V1__DeleteAccountResponse Rave__Identity__V1__DeleteAccountResponse;
+typedef struct Rave__Identity__V1__GetAccountDeletionRequest Rave__Identity__V1__GetAccountDeletionRequest;
+typedef struct Rave__Identity__V1__GetAccountDeletionResponse Rave__Identity__V1__GetAccountDeletionResponse;
+typedef struct Rave__Identity__V1__ListAccountDeletionsRequest Rave__Identity__V1__ListAccountDeletionsRequest;
+typedef struct Rave__Identity__V1__ListAccountDeletionsResponse Rave__Identity__V1__ListAccountDeletionsResponse;
+typedef struct Rave__Identity__V1__ForceAccountDeletionRequest Rave__Identity__V1__ForceAccountDeletionRequest;
+typedef struct Rave__Identity__V1__ForceAccountDeletionResponse Rave__Identity__V1__ForceAccountDeletionResponse;
+typedef struct Rave__Identity__V1__CancelAccountDeletionRequest Rave__Identity__V1__CancelAccountDeletionRequest;
+typedef struct Rave__Identity__V1__CancelAccountDeletionResponse Rave__Identity__V1__CancelAccountDeletionResponse;
 
 
 /* --- enums --- */
@@ -169,7 +180,9 @@ typedef enum _Rave__Identity__V1__AuditAction {
   /*
    * An admin write the gateway recorded for the service that serves it (`method` names it).
    */
-  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_ADMIN_CALL = 6
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_ADMIN_CALL = 6,
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_FORCE_ACCOUNT_DELETION = 7,
+  RAVE__IDENTITY__V1__AUDIT_ACTION__AUDIT_ACTION_CANCEL_ACCOUNT_DELETION = 8
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__AUDIT_ACTION)
 } Rave__Identity__V1__AuditAction;
 /*
@@ -222,6 +235,53 @@ typedef enum _Rave__Identity__V1__OperatorRole {
   RAVE__IDENTITY__V1__OPERATOR_ROLE__OPERATOR_ROLE_OWNER = 4
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__OPERATOR_ROLE)
 } Rave__Identity__V1__OperatorRole;
+typedef enum _Rave__Identity__V1__AccountDeletionStatus {
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_UNSPECIFIED = 0,
+  /*
+   * Waiting for its due time; a login of the account or an operator cancels it.
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_SCHEDULED = 1,
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_CANCELLED = 2,
+  /*
+   * Identity erased its data; the participant services are being told (pending_participants).
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_STARTED = 3,
+  /*
+   * Every participant erased its data.
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_COMPLETED = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS)
+} Rave__Identity__V1__AccountDeletionStatus;
+/*
+ * Who asked for a deletion.
+ */
+typedef enum _Rave__Identity__V1__AccountDeletionRequester {
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_REQUESTER__ACCOUNT_DELETION_REQUESTER_UNSPECIFIED = 0,
+  /*
+   * The player, with DeleteAccount.
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_REQUESTER__ACCOUNT_DELETION_REQUESTER_PLAYER = 1,
+  /*
+   * An operator, with ForceAccountDeletion.
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_REQUESTER__ACCOUNT_DELETION_REQUESTER_OPERATOR = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__ACCOUNT_DELETION_REQUESTER)
+} Rave__Identity__V1__AccountDeletionRequester;
+/*
+ * Why a deletion was cancelled.
+ */
+typedef enum _Rave__Identity__V1__AccountDeletionCancellation {
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION__ACCOUNT_DELETION_CANCELLATION_UNSPECIFIED = 0,
+  /*
+   * The player logged in during the grace period.
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION__ACCOUNT_DELETION_CANCELLATION_LOGIN = 1,
+  /*
+   * An operator cancelled it (CancelAccountDeletion).
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION__ACCOUNT_DELETION_CANCELLATION_OPERATOR = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION)
+} Rave__Identity__V1__AccountDeletionCancellation;
 
 /* --- messages --- */
 
@@ -345,6 +405,10 @@ struct  Rave__Identity__V1__LoginResponse
    * Set when the login merged the signed-in anonymous user into the account.
    */
   char *merge_id;
+  /*
+   * Set when the account had a scheduled deletion that this login cancelled.
+   */
+  protobuf_c_boolean deletion_cancelled;
   Rave__Identity__V1__LoginResponse__OutcomeCase outcome_case;
   union {
     Rave__Identity__V1__SessionTokens *tokens;
@@ -353,7 +417,7 @@ struct  Rave__Identity__V1__LoginResponse
 };
 #define RAVE__IDENTITY__V1__LOGIN_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__login_response__descriptor) \
-    , NULL, 0, NULL, (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__LOGIN_RESPONSE__OUTCOME__NOT_SET, {0} }
+    , NULL, 0, NULL, (char *)protobuf_c_empty_string, 0, RAVE__IDENTITY__V1__LOGIN_RESPONSE__OUTCOME__NOT_SET, {0} }
 
 
 struct  Rave__Identity__V1__RefreshSessionRequest
@@ -2033,6 +2097,195 @@ struct  Rave__Identity__V1__FinishAdminCallResponse
 #define RAVE__IDENTITY__V1__FINISH_ADMIN_CALL_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__finish_admin_call_response__descriptor) \
      }
+
+
+struct  Rave__Identity__V1__AccountDeletion
+{
+  ProtobufCMessage base;
+  char *deletion_id;
+  /*
+   * The account deleted (its id is never reused; it answers NOT_FOUND once the deletion has started).
+   */
+  char *user_id;
+  Rave__Identity__V1__AccountDeletionStatus status;
+  Rave__Identity__V1__AccountDeletionRequester requested_by;
+  int64_t requested_at_unix_ms;
+  /*
+   * When the deletion starts (or started): the request's time plus the grace period, or the time an operator
+   * forced it.
+   */
+  int64_t due_at_unix_ms;
+  /*
+   * 0 until the deletion started.
+   */
+  int64_t started_at_unix_ms;
+  /*
+   * 0 until every participant acknowledged.
+   */
+  int64_t completed_at_unix_ms;
+  /*
+   * 0 unless cancelled.
+   */
+  int64_t cancelled_at_unix_ms;
+  Rave__Identity__V1__AccountDeletionCancellation cancelled_by;
+  /*
+   * Participant services that erased the user, and those still being called (started deletions).
+   */
+  size_t n_acknowledged_by;
+  char **acknowledged_by;
+  size_t n_pending_participants;
+  char **pending_participants;
+};
+#define RAVE__IDENTITY__V1__ACCOUNT_DELETION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__account_deletion__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_UNSPECIFIED, RAVE__IDENTITY__V1__ACCOUNT_DELETION_REQUESTER__ACCOUNT_DELETION_REQUESTER_UNSPECIFIED, 0, 0, 0, 0, 0, RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION__ACCOUNT_DELETION_CANCELLATION_UNSPECIFIED, 0,NULL, 0,NULL }
+
+
+struct  Rave__Identity__V1__DeleteAccountRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Required when the account has a password.
+   */
+  char *current_password;
+  /*
+   * A TOTP or backup code; required when the account has two-factor, ignored otherwise.
+   */
+  char *two_factor_code;
+};
+#define RAVE__IDENTITY__V1__DELETE_ACCOUNT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__delete_account_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__DeleteAccountResponse
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__AccountDeletion *deletion;
+  /*
+   * The sessions of the player this call ended (the caller's included).
+   */
+  uint32_t revoked_sessions;
+};
+#define RAVE__IDENTITY__V1__DELETE_ACCOUNT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__delete_account_response__descriptor) \
+    , NULL, 0 }
+
+
+struct  Rave__Identity__V1__GetAccountDeletionRequest
+{
+  ProtobufCMessage base;
+};
+#define RAVE__IDENTITY__V1__GET_ACCOUNT_DELETION_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_account_deletion_request__descriptor) \
+     }
+
+
+struct  Rave__Identity__V1__GetAccountDeletionResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The caller's latest deletion (scheduled, or cancelled with cancelled_by); unset when the account never asked.
+   */
+  Rave__Identity__V1__AccountDeletion *deletion;
+};
+#define RAVE__IDENTITY__V1__GET_ACCOUNT_DELETION_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_account_deletion_response__descriptor) \
+    , NULL }
+
+
+struct  Rave__Identity__V1__ListAccountDeletionsRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Only deletions in this status; unspecified for every status.
+   */
+  Rave__Identity__V1__AccountDeletionStatus status;
+  /*
+   * Only deletions of this user; empty for every user.
+   */
+  char *user_id;
+  /*
+   * 1…100; 0 means 50.
+   */
+  uint32_t page_size;
+  /*
+   * From the previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_ACCOUNT_DELETIONS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_account_deletions_request__descriptor) \
+    , RAVE__IDENTITY__V1__ACCOUNT_DELETION_STATUS__ACCOUNT_DELETION_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ListAccountDeletionsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Newest request first.
+   */
+  size_t n_deletions;
+  Rave__Identity__V1__AccountDeletion **deletions;
+  /*
+   * Empty on the last page.
+   */
+  char *next_page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_ACCOUNT_DELETIONS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_account_deletions_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ForceAccountDeletionRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A merged-away id deletes the account it was merged into.
+   */
+  char *user_id;
+  /*
+   * Why (for the audit log); 1…500 characters.
+   */
+  char *reason;
+};
+#define RAVE__IDENTITY__V1__FORCE_ACCOUNT_DELETION_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__force_account_deletion_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ForceAccountDeletionResponse
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__AccountDeletion *deletion;
+};
+#define RAVE__IDENTITY__V1__FORCE_ACCOUNT_DELETION_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__force_account_deletion_response__descriptor) \
+    , NULL }
+
+
+struct  Rave__Identity__V1__CancelAccountDeletionRequest
+{
+  ProtobufCMessage base;
+  char *user_id;
+  /*
+   * Why (for the audit log); 1…500 characters.
+   */
+  char *reason;
+};
+#define RAVE__IDENTITY__V1__CANCEL_ACCOUNT_DELETION_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__cancel_account_deletion_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__CancelAccountDeletionResponse
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__AccountDeletion *deletion;
+};
+#define RAVE__IDENTITY__V1__CANCEL_ACCOUNT_DELETION_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__cancel_account_deletion_response__descriptor) \
+    , NULL }
 
 
 /* Rave__Identity__V1__DeviceInfo methods */
@@ -4391,6 +4644,215 @@ Rave__Identity__V1__FinishAdminCallResponse *
 void   rave__identity__v1__finish_admin_call_response__free_unpacked
                      (Rave__Identity__V1__FinishAdminCallResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__AccountDeletion methods */
+void   rave__identity__v1__account_deletion__init
+                     (Rave__Identity__V1__AccountDeletion         *message);
+size_t rave__identity__v1__account_deletion__get_packed_size
+                     (const Rave__Identity__V1__AccountDeletion   *message);
+size_t rave__identity__v1__account_deletion__pack
+                     (const Rave__Identity__V1__AccountDeletion   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__account_deletion__pack_to_buffer
+                     (const Rave__Identity__V1__AccountDeletion   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__AccountDeletion *
+       rave__identity__v1__account_deletion__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__account_deletion__free_unpacked
+                     (Rave__Identity__V1__AccountDeletion *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__DeleteAccountRequest methods */
+void   rave__identity__v1__delete_account_request__init
+                     (Rave__Identity__V1__DeleteAccountRequest         *message);
+size_t rave__identity__v1__delete_account_request__get_packed_size
+                     (const Rave__Identity__V1__DeleteAccountRequest   *message);
+size_t rave__identity__v1__delete_account_request__pack
+                     (const Rave__Identity__V1__DeleteAccountRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__delete_account_request__pack_to_buffer
+                     (const Rave__Identity__V1__DeleteAccountRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__DeleteAccountRequest *
+       rave__identity__v1__delete_account_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__delete_account_request__free_unpacked
+                     (Rave__Identity__V1__DeleteAccountRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__DeleteAccountResponse methods */
+void   rave__identity__v1__delete_account_response__init
+                     (Rave__Identity__V1__DeleteAccountResponse         *message);
+size_t rave__identity__v1__delete_account_response__get_packed_size
+                     (const Rave__Identity__V1__DeleteAccountResponse   *message);
+size_t rave__identity__v1__delete_account_response__pack
+                     (const Rave__Identity__V1__DeleteAccountResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__delete_account_response__pack_to_buffer
+                     (const Rave__Identity__V1__DeleteAccountResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__DeleteAccountResponse *
+       rave__identity__v1__delete_account_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__delete_account_response__free_unpacked
+                     (Rave__Identity__V1__DeleteAccountResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__GetAccountDeletionRequest methods */
+void   rave__identity__v1__get_account_deletion_request__init
+                     (Rave__Identity__V1__GetAccountDeletionRequest         *message);
+size_t rave__identity__v1__get_account_deletion_request__get_packed_size
+                     (const Rave__Identity__V1__GetAccountDeletionRequest   *message);
+size_t rave__identity__v1__get_account_deletion_request__pack
+                     (const Rave__Identity__V1__GetAccountDeletionRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__get_account_deletion_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetAccountDeletionRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__GetAccountDeletionRequest *
+       rave__identity__v1__get_account_deletion_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__get_account_deletion_request__free_unpacked
+                     (Rave__Identity__V1__GetAccountDeletionRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__GetAccountDeletionResponse methods */
+void   rave__identity__v1__get_account_deletion_response__init
+                     (Rave__Identity__V1__GetAccountDeletionResponse         *message);
+size_t rave__identity__v1__get_account_deletion_response__get_packed_size
+                     (const Rave__Identity__V1__GetAccountDeletionResponse   *message);
+size_t rave__identity__v1__get_account_deletion_response__pack
+                     (const Rave__Identity__V1__GetAccountDeletionResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__get_account_deletion_response__pack_to_buffer
+                     (const Rave__Identity__V1__GetAccountDeletionResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__GetAccountDeletionResponse *
+       rave__identity__v1__get_account_deletion_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__get_account_deletion_response__free_unpacked
+                     (Rave__Identity__V1__GetAccountDeletionResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListAccountDeletionsRequest methods */
+void   rave__identity__v1__list_account_deletions_request__init
+                     (Rave__Identity__V1__ListAccountDeletionsRequest         *message);
+size_t rave__identity__v1__list_account_deletions_request__get_packed_size
+                     (const Rave__Identity__V1__ListAccountDeletionsRequest   *message);
+size_t rave__identity__v1__list_account_deletions_request__pack
+                     (const Rave__Identity__V1__ListAccountDeletionsRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_account_deletions_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListAccountDeletionsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListAccountDeletionsRequest *
+       rave__identity__v1__list_account_deletions_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_account_deletions_request__free_unpacked
+                     (Rave__Identity__V1__ListAccountDeletionsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListAccountDeletionsResponse methods */
+void   rave__identity__v1__list_account_deletions_response__init
+                     (Rave__Identity__V1__ListAccountDeletionsResponse         *message);
+size_t rave__identity__v1__list_account_deletions_response__get_packed_size
+                     (const Rave__Identity__V1__ListAccountDeletionsResponse   *message);
+size_t rave__identity__v1__list_account_deletions_response__pack
+                     (const Rave__Identity__V1__ListAccountDeletionsResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_account_deletions_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListAccountDeletionsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListAccountDeletionsResponse *
+       rave__identity__v1__list_account_deletions_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_account_deletions_response__free_unpacked
+                     (Rave__Identity__V1__ListAccountDeletionsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ForceAccountDeletionRequest methods */
+void   rave__identity__v1__force_account_deletion_request__init
+                     (Rave__Identity__V1__ForceAccountDeletionRequest         *message);
+size_t rave__identity__v1__force_account_deletion_request__get_packed_size
+                     (const Rave__Identity__V1__ForceAccountDeletionRequest   *message);
+size_t rave__identity__v1__force_account_deletion_request__pack
+                     (const Rave__Identity__V1__ForceAccountDeletionRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__force_account_deletion_request__pack_to_buffer
+                     (const Rave__Identity__V1__ForceAccountDeletionRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ForceAccountDeletionRequest *
+       rave__identity__v1__force_account_deletion_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__force_account_deletion_request__free_unpacked
+                     (Rave__Identity__V1__ForceAccountDeletionRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ForceAccountDeletionResponse methods */
+void   rave__identity__v1__force_account_deletion_response__init
+                     (Rave__Identity__V1__ForceAccountDeletionResponse         *message);
+size_t rave__identity__v1__force_account_deletion_response__get_packed_size
+                     (const Rave__Identity__V1__ForceAccountDeletionResponse   *message);
+size_t rave__identity__v1__force_account_deletion_response__pack
+                     (const Rave__Identity__V1__ForceAccountDeletionResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__force_account_deletion_response__pack_to_buffer
+                     (const Rave__Identity__V1__ForceAccountDeletionResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ForceAccountDeletionResponse *
+       rave__identity__v1__force_account_deletion_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__force_account_deletion_response__free_unpacked
+                     (Rave__Identity__V1__ForceAccountDeletionResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__CancelAccountDeletionRequest methods */
+void   rave__identity__v1__cancel_account_deletion_request__init
+                     (Rave__Identity__V1__CancelAccountDeletionRequest         *message);
+size_t rave__identity__v1__cancel_account_deletion_request__get_packed_size
+                     (const Rave__Identity__V1__CancelAccountDeletionRequest   *message);
+size_t rave__identity__v1__cancel_account_deletion_request__pack
+                     (const Rave__Identity__V1__CancelAccountDeletionRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__cancel_account_deletion_request__pack_to_buffer
+                     (const Rave__Identity__V1__CancelAccountDeletionRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__CancelAccountDeletionRequest *
+       rave__identity__v1__cancel_account_deletion_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__cancel_account_deletion_request__free_unpacked
+                     (Rave__Identity__V1__CancelAccountDeletionRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__CancelAccountDeletionResponse methods */
+void   rave__identity__v1__cancel_account_deletion_response__init
+                     (Rave__Identity__V1__CancelAccountDeletionResponse         *message);
+size_t rave__identity__v1__cancel_account_deletion_response__get_packed_size
+                     (const Rave__Identity__V1__CancelAccountDeletionResponse   *message);
+size_t rave__identity__v1__cancel_account_deletion_response__pack
+                     (const Rave__Identity__V1__CancelAccountDeletionResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__cancel_account_deletion_response__pack_to_buffer
+                     (const Rave__Identity__V1__CancelAccountDeletionResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__CancelAccountDeletionResponse *
+       rave__identity__v1__cancel_account_deletion_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__cancel_account_deletion_response__free_unpacked
+                     (Rave__Identity__V1__CancelAccountDeletionResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -4765,6 +5227,39 @@ typedef void (*Rave__Identity__V1__FinishAdminCallRequest_Closure)
 typedef void (*Rave__Identity__V1__FinishAdminCallResponse_Closure)
                  (const Rave__Identity__V1__FinishAdminCallResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__AccountDeletion_Closure)
+                 (const Rave__Identity__V1__AccountDeletion *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__DeleteAccountRequest_Closure)
+                 (const Rave__Identity__V1__DeleteAccountRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__DeleteAccountResponse_Closure)
+                 (const Rave__Identity__V1__DeleteAccountResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__GetAccountDeletionRequest_Closure)
+                 (const Rave__Identity__V1__GetAccountDeletionRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__GetAccountDeletionResponse_Closure)
+                 (const Rave__Identity__V1__GetAccountDeletionResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListAccountDeletionsRequest_Closure)
+                 (const Rave__Identity__V1__ListAccountDeletionsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListAccountDeletionsResponse_Closure)
+                 (const Rave__Identity__V1__ListAccountDeletionsResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ForceAccountDeletionRequest_Closure)
+                 (const Rave__Identity__V1__ForceAccountDeletionRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ForceAccountDeletionResponse_Closure)
+                 (const Rave__Identity__V1__ForceAccountDeletionResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__CancelAccountDeletionRequest_Closure)
+                 (const Rave__Identity__V1__CancelAccountDeletionRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__CancelAccountDeletionResponse_Closure)
+                 (const Rave__Identity__V1__CancelAccountDeletionResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -4908,6 +5403,14 @@ struct Rave__Identity__V1__Identity_Service
                           const Rave__Identity__V1__OperatorLogoutRequest *input,
                           Rave__Identity__V1__OperatorLogoutResponse_Closure closure,
                           void *closure_data);
+  void (*delete_account)(Rave__Identity__V1__Identity_Service *service,
+                         const Rave__Identity__V1__DeleteAccountRequest *input,
+                         Rave__Identity__V1__DeleteAccountResponse_Closure closure,
+                         void *closure_data);
+  void (*get_account_deletion)(Rave__Identity__V1__Identity_Service *service,
+                               const Rave__Identity__V1__GetAccountDeletionRequest *input,
+                               Rave__Identity__V1__GetAccountDeletionResponse_Closure closure,
+                               void *closure_data);
 };
 typedef void (*Rave__Identity__V1__Identity_ServiceDestroy)(Rave__Identity__V1__Identity_Service *);
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
@@ -4949,7 +5452,9 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
       function_prefix__ ## operator_enroll,\
       function_prefix__ ## operator_login,\
       function_prefix__ ## operator_refresh,\
-      function_prefix__ ## operator_logout  }
+      function_prefix__ ## operator_logout,\
+      function_prefix__ ## delete_account,\
+      function_prefix__ ## get_account_deletion  }
 void rave__identity__v1__identity__guest_login(ProtobufCService *service,
                                                const Rave__Identity__V1__GuestLoginRequest *input,
                                                Rave__Identity__V1__LoginResponse_Closure closure,
@@ -5086,6 +5591,14 @@ void rave__identity__v1__identity__operator_logout(ProtobufCService *service,
                                                    const Rave__Identity__V1__OperatorLogoutRequest *input,
                                                    Rave__Identity__V1__OperatorLogoutResponse_Closure closure,
                                                    void *closure_data);
+void rave__identity__v1__identity__delete_account(ProtobufCService *service,
+                                                  const Rave__Identity__V1__DeleteAccountRequest *input,
+                                                  Rave__Identity__V1__DeleteAccountResponse_Closure closure,
+                                                  void *closure_data);
+void rave__identity__v1__identity__get_account_deletion(ProtobufCService *service,
+                                                        const Rave__Identity__V1__GetAccountDeletionRequest *input,
+                                                        Rave__Identity__V1__GetAccountDeletionResponse_Closure closure,
+                                                        void *closure_data);
 typedef struct Rave__Identity__V1__IdentityAdmin_Service Rave__Identity__V1__IdentityAdmin_Service;
 struct Rave__Identity__V1__IdentityAdmin_Service
 {
@@ -5150,6 +5663,18 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                            const Rave__Identity__V1__DisableOperatorRequest *input,
                            Rave__Identity__V1__DisableOperatorResponse_Closure closure,
                            void *closure_data);
+  void (*list_account_deletions)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                                 const Rave__Identity__V1__ListAccountDeletionsRequest *input,
+                                 Rave__Identity__V1__ListAccountDeletionsResponse_Closure closure,
+                                 void *closure_data);
+  void (*force_account_deletion)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                                 const Rave__Identity__V1__ForceAccountDeletionRequest *input,
+                                 Rave__Identity__V1__ForceAccountDeletionResponse_Closure closure,
+                                 void *closure_data);
+  void (*cancel_account_deletion)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                                  const Rave__Identity__V1__CancelAccountDeletionRequest *input,
+                                  Rave__Identity__V1__CancelAccountDeletionResponse_Closure closure,
+                                  void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityAdmin_ServiceDestroy)(Rave__Identity__V1__IdentityAdmin_Service *);
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
@@ -5172,7 +5697,10 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## create_operator,\
       function_prefix__ ## list_operators,\
       function_prefix__ ## set_operator_role,\
-      function_prefix__ ## disable_operator  }
+      function_prefix__ ## disable_operator,\
+      function_prefix__ ## list_account_deletions,\
+      function_prefix__ ## force_account_deletion,\
+      function_prefix__ ## cancel_account_deletion  }
 void rave__identity__v1__identity_admin__create_publisher(ProtobufCService *service,
                                                           const Rave__Identity__V1__CreatePublisherRequest *input,
                                                           Rave__Identity__V1__CreatePublisherResponse_Closure closure,
@@ -5233,6 +5761,18 @@ void rave__identity__v1__identity_admin__disable_operator(ProtobufCService *serv
                                                           const Rave__Identity__V1__DisableOperatorRequest *input,
                                                           Rave__Identity__V1__DisableOperatorResponse_Closure closure,
                                                           void *closure_data);
+void rave__identity__v1__identity_admin__list_account_deletions(ProtobufCService *service,
+                                                                const Rave__Identity__V1__ListAccountDeletionsRequest *input,
+                                                                Rave__Identity__V1__ListAccountDeletionsResponse_Closure closure,
+                                                                void *closure_data);
+void rave__identity__v1__identity_admin__force_account_deletion(ProtobufCService *service,
+                                                                const Rave__Identity__V1__ForceAccountDeletionRequest *input,
+                                                                Rave__Identity__V1__ForceAccountDeletionResponse_Closure closure,
+                                                                void *closure_data);
+void rave__identity__v1__identity_admin__cancel_account_deletion(ProtobufCService *service,
+                                                                 const Rave__Identity__V1__CancelAccountDeletionRequest *input,
+                                                                 Rave__Identity__V1__CancelAccountDeletionResponse_Closure closure,
+                                                                 void *closure_data);
 typedef struct Rave__Identity__V1__IdentityInternal_Service Rave__Identity__V1__IdentityInternal_Service;
 struct Rave__Identity__V1__IdentityInternal_Service
 {
@@ -5352,6 +5892,9 @@ extern const ProtobufCEnumDescriptor    rave__identity__v1__audit_action__descri
 extern const ProtobufCEnumDescriptor    rave__identity__v1__audit_actor_kind__descriptor;
 extern const ProtobufCEnumDescriptor    rave__identity__v1__mail_kind__descriptor;
 extern const ProtobufCEnumDescriptor    rave__identity__v1__operator_role__descriptor;
+extern const ProtobufCEnumDescriptor    rave__identity__v1__account_deletion_status__descriptor;
+extern const ProtobufCEnumDescriptor    rave__identity__v1__account_deletion_requester__descriptor;
+extern const ProtobufCEnumDescriptor    rave__identity__v1__account_deletion_cancellation__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__device_info__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__guest_login_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__sign_up_request__descriptor;
@@ -5476,6 +6019,17 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__begin_admin_call_req
 extern const ProtobufCMessageDescriptor rave__identity__v1__begin_admin_call_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__finish_admin_call_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__finish_admin_call_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__account_deletion__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__delete_account_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__delete_account_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__get_account_deletion_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__get_account_deletion_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_account_deletions_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_account_deletions_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__force_account_deletion_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__force_account_deletion_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__cancel_account_deletion_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__cancel_account_deletion_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;
