@@ -42,9 +42,8 @@ struct IdentityHarness {
         _ body: (IdentityHarness) async throws -> Void
     ) async throws {
         try await withDatabase { url in
-            var configuration = PostgresPool.Configuration(connectionString: url)
-            configuration.size = 4
-            let pool = try PostgresPool(configuration: configuration, group: group)
+            let pool = try PostgresPool(
+                configuration: ScratchDatabase.poolConfiguration(url: url, size: 4), group: group)
             var failure: (any Error)?
             do {
                 _ = try await Migrator(pool: pool, directory: migrationsDirectory).migrate()

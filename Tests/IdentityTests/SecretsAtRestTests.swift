@@ -92,9 +92,8 @@ struct SecretsAtRestTests {
     /// the constraints of migration 0004; the signing keys among them are retired (they may have been read).
     @Test func startUpSealsPlaintextRowsOfEarlierReleasesAndNoPlaintextRemains() async throws {
         try await Harness.withDatabase { url in
-            var poolConfiguration = PostgresPool.Configuration(connectionString: url)
-            poolConfiguration.size = 4
-            let pool = try PostgresPool(configuration: poolConfiguration, group: Harness.group)
+            let pool = try PostgresPool(
+                configuration: ScratchDatabase.poolConfiguration(url: url, size: 4), group: Harness.group)
             defer { pool.shutdown() }
             let all = try Migrator(pool: pool, directory: Harness.migrationsDirectory)
             try await Migrator(pool: pool, migrations: all.migrations.filter { $0.version <= 3 }).migrate()

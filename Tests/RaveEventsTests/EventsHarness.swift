@@ -37,9 +37,8 @@ enum EventsHarness {
     /// Runs `body` against a fresh database (with the tables when `migrated`) and its URL, dropped afterwards.
     static func withDatabase(migrated: Bool, _ body: (PostgresPool, String) async throws -> Void) async throws {
         try await ScratchDatabase.with(prefix: "rave_events_") { url in
-            var configuration = PostgresPool.Configuration(connectionString: url)
-            configuration.size = 4
-            let pool = try PostgresPool(configuration: configuration, group: group)
+            let pool = try PostgresPool(
+                configuration: ScratchDatabase.poolConfiguration(url: url, size: 4), group: group)
             defer { pool.shutdown() }
             if migrated {
                 try await pool.withConnection { connection in

@@ -45,9 +45,35 @@ public enum ScratchDatabase {
         admin.close()
     }
 
+    /// How many tests of one process hold scratch databases at once (`RAVE_TEST_DATABASES`, default 16).
+    ///
+    /// Swift Testing starts every test of a target at once; two hundred tests creating, migrating and using their
+    /// databases together on two cores made connections wait past any timeout. The others wait their turn here,
+    /// before they touch the server. A test that already holds a slot (a harness with two databases) takes its
+    /// second database without waiting.
+    static let slots = TestSlots(
+        capacity: ProcessInfo.processInfo.environment["RAVE_TEST_DATABASES"].flatMap(Int.init).map { max(1, $0) }
+            ?? 16)
+    @TaskLocal static var holdsSlot = false
+
     /// Runs `body` with the URL of a new empty database, and drops the database afterwards whether `body`
-    /// threw or not.
+    /// threw or not; waits for a slot first (`slots`).
     public static func with<Result>(prefix: String, _ body: (String) async throws -> Result) async throws -> Result {
+        if holdsSlot { return try await withDatabase(prefix: prefix, body) }
+        await slots.acquire()
+        do {
+            let result = try await $holdsSlot.withValue(true) { try await withDatabase(prefix: prefix, body) }
+            await slots.release()
+            return result
+        } catch {
+            await slots.release()
+            throw error
+        }
+    }
+
+    private static func withDatabase<Result>(
+        prefix: String, _ body: (String) async throws -> Result
+    ) async throws -> Result {
         let database = try await create(prefix: prefix)
         let result: Result
         do {
@@ -62,9 +88,19 @@ public enum ScratchDatabase {
 
     /// A pool of `size` connections to the database at `url`, on `group`.
     public static func pool(url: String, size: Int = 8) throws -> PostgresPool {
+        try PostgresPool(configuration: poolConfiguration(url: url, size: size), group: group)
+    }
+
+    /// The settings of a test's pool of `size` connections to `url`: a test target's tests all run at once on the
+    /// machine's cores, so a connection may stay busy for seconds; a test waits for one as long as it takes (60 s)
+    /// (and as long for a connection to open) rather than failing after the production pool's 5 s, which are about
+    /// latency no test measures.
+    public static func poolConfiguration(url: String, size: Int) -> PostgresPool.Configuration {
         var configuration = PostgresPool.Configuration(connectionString: url)
         configuration.size = size
-        return try PostgresPool(configuration: configuration, group: group)
+        configuration.acquireTimeout = .seconds(60)
+        configuration.connectTimeout = .seconds(60)
+        return configuration
     }
 
     /// Runs `body` with a pool on a new database migrated from `migrations` (a service's migrations directory),
@@ -89,4 +125,28 @@ public enum ScratchDatabase {
 /// RAVE_TEST_POSTGRES_URL is missing.
 public struct ScratchDatabaseError: Error, CustomStringConvertible {
     public let description: String
+}
+
+/// A counting semaphore for tests: `acquire` waits while `capacity` holders are in.
+actor TestSlots {
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(capacity: Int) { free = capacity }
+
+    func acquire() async {
+        if free > 0 {
+            free -= 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty {
+            free += 1
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
 }

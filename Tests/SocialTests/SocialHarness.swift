@@ -80,9 +80,8 @@ struct SocialHarness {
                 let app = try await applications.createApplication(
                     publisherID: try #require(RaveID(publisher.publisherId)), name: "Game", settings: .init())
                 try await withDatabase(prefix: "rave_social_test_") { socialURL in
-                    var poolConfiguration = PostgresPool.Configuration(connectionString: socialURL)
-                    poolConfiguration.size = poolSize
-                    let pool = try PostgresPool(configuration: poolConfiguration, group: group)
+                    let pool = try PostgresPool(
+                        configuration: ScratchDatabase.poolConfiguration(url: socialURL, size: poolSize), group: group)
                     do {
                         _ = try await Migrator(pool: pool, directory: socialMigrations).migrate()
                         var configuration = SocialConfiguration()
