@@ -53,7 +53,7 @@ export RAVE_GATEWAY_PUSH_ADDRESSES=${RAVE_GATEWAY_PUSH_ADDRESSES:-$push}
 export RAVE_GATEWAY_WALLET_ADDRESSES=${RAVE_GATEWAY_WALLET_ADDRESSES:-$wallet}
 # The gateway's HTTP/JSON front door (docs/gateway.md), with the demo game and the browser SDK as static files.
 export RAVE_GATEWAY_HTTP_LISTEN=${RAVE_GATEWAY_HTTP_LISTEN-127.0.0.1:8443}
-export RAVE_GATEWAY_HTTP_STATIC=${RAVE_GATEWAY_HTTP_STATIC-/demo/=Clients/demo,/sdk/=Clients/web}
+export RAVE_GATEWAY_HTTP_STATIC=${RAVE_GATEWAY_HTTP_STATIC-/demo/=Clients/demo,/sdk/=Clients/web,/console/=Clients/console}
 # Identity's mails (verification and reset codes) go to the development mail sink started below, which writes each
 # to $state/mail/<time>-<to>.eml and prints its subject.
 mail_sink=127.0.0.1:$(port mail 2525)
