@@ -117,16 +117,16 @@ def close(driver):
         subprocess.run(["rm", "-rf", profile], check=False)
 
 
-def screenshot(driver, name):
-    """Saves the whole page (not only the viewport) as .test-output/demo/<name>.png."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+def screenshot(driver, name, directory=SCREENSHOTS):
+    """Saves the whole page (not only the viewport) as <directory>/<name>.png (default .test-output/demo/)."""
+    directory.mkdir(parents=True, exist_ok=True)
     width, height = driver.execute_script(
         "return [document.documentElement.clientWidth,"
         "        Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)]")
     shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
         "format": "png", "captureBeyondViewport": True,
         "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
-    path = SCREENSHOTS / f"{name}.png"
+    path = directory / f"{name}.png"
     path.write_bytes(base64.b64decode(shot["data"]))
     return path
 
