@@ -132,17 +132,20 @@ const players = {
 
         const status = statusLine("player-status");
         const profileBody = el("div", { id: "player-profile" });
-        container.append(card("Profile", status, profileBody));
-        const answer = await run(status, () => session.call(`${identityAdmin}/GetUser`, { userId }), () => "");
-        if (!answer) return;
-        const id = answer.user?.profile?.userId ?? userId;
-        profileBody.replaceChildren(userFacts(answer));
-
         const banStatus = statusLine("ban-status");
+        const banBody = el("div", { id: "player-ban-actions" });
+        const walletStatus = statusLine("player-wallet-status");
+        const walletBody = el("div", { id: "player-wallet" });
+        const auditStatus = statusLine("player-audit-status");
+        const auditBody = el("div", { id: "player-audit" });
+        container.append(card("Profile", status, profileBody));
+        let id = userId;
+
         const banForm = form({
             id: "ban-form", submit: "Ban…",
             fields: [
-                { name: "message", label: "Message to the player", required: true, maxlength: 500 },
+                { name: "message", label: "Message to the player", required: true, maxlength: 500,
+                    hint: "Shown to the player when a login is refused, and recorded as the ban's reason." },
                 { name: "until", label: "Until (empty: until lifted)", type: "datetime-local" },
             ],
             onSubmit: async ({ message, until }) => {
@@ -151,7 +154,7 @@ const players = {
                 const untilUnixMs = until ? String(new Date(until).getTime()) : "0";
                 const done = await run(banStatus, () => session.call(`${identityAdmin}/BanUser`,
                     { userId: id, reason: message, untilUnixMs }, { reason }), () => "Banned.");
-                if (done) open("players", `user=${id}&t=${Date.now()}`);
+                if (done) await Promise.all([loadProfile(), loadAudit()]);
             },
         });
         const unban = el("button", {
@@ -160,25 +163,36 @@ const players = {
                 if (!reason) return;
                 const done = await run(banStatus, () => session.call(`${identityAdmin}/UnbanUser`,
                     { userId: id, reason }, { reason }), () => "Ban lifted.");
-                if (done) open("players", `user=${id}&t=${Date.now()}`);
+                if (done) await Promise.all([loadProfile(), loadAudit()]);
             },
         }, "Unban…");
-        container.append(card("Ban", answer.ban ? unban : banForm, banStatus));
 
-        const walletStatus = statusLine("player-wallet-status");
-        const walletBody = el("div", { id: "player-wallet" });
-        container.append(card("Wallet", walletStatus, walletBody,
-            el("p", {}, el("a", { href: `#/wallet?user=${id}` }, "Deposit, withdraw or adjust"))));
-        const auditStatus = statusLine("player-audit-status");
-        const auditBody = el("div", { id: "player-audit" });
-        container.append(card("Audit entries", auditStatus, auditBody));
-        await Promise.all([
-            run(walletStatus, () => session.call("rave.wallet.v1.WalletAdmin/GetUserWallet", { userId: id }), () => "")
-                .then((wallet) => wallet && walletBody.replaceChildren(balancesTable(wallet.balances ?? [], "Balances"))),
-            run(auditStatus, () => session.call(`${identityAdmin}/ListAuditEvents`, { targetUserId: id, pageSize: 20 }),
-                () => "").then((audit) => audit && auditBody.replaceChildren(auditTable(audit.events ?? [],
-                "Latest audit entries about this player"))),
-        ]);
+        // The profile and the ban card's action (ban or unban) from GetUser; false when the player is not found.
+        const loadProfile = async () => {
+            const answer = await run(status, () => session.call(`${identityAdmin}/GetUser`, { userId }), () => "");
+            if (!answer) return false;
+            id = answer.user?.profile?.userId ?? userId;
+            profileBody.replaceChildren(userFacts(answer));
+            banBody.replaceChildren(answer.ban ? unban : banForm);
+            return true;
+        };
+        const loadWallet = async () => {
+            const wallet = await run(walletStatus, () => session.call("rave.wallet.v1.WalletAdmin/GetUserWallet",
+                { userId: id }), () => "");
+            if (wallet) walletBody.replaceChildren(balancesTable(wallet.balances ?? [], "Balances"));
+        };
+        const loadAudit = async () => {
+            const audit = await run(auditStatus, () => session.call(`${identityAdmin}/ListAuditEvents`,
+                { targetUserId: id, pageSize: 20 }), () => "");
+            if (audit) auditBody.replaceChildren(auditTable(audit.events ?? [], "Latest audit entries about this player"));
+        };
+        if (!(await loadProfile())) return;
+        container.append(
+            card("Ban", banBody, banStatus),
+            card("Wallet", walletStatus, walletBody,
+                el("p", {}, el("a", { href: `#/wallet?user=${id}` }, "Deposit, withdraw or adjust"))),
+            card("Audit entries", auditStatus, auditBody));
+        await Promise.all([loadWallet(), loadAudit()]);
     },
 };
 
@@ -314,10 +328,14 @@ const operators = {
             () => (kind === "role" ? "Role changed." : "Disabled."));
             if (done) await load(false);
         };
+        // ListOperators is classified as an owner's write (AdminRoles), so the gateway wants a reason and records
+        // each listing in the audit log.
+        const list = () => session.call(`${identityAdmin}/ListOperators`, {},
+            { reason: "opened the operators page of the console" });
         const load = async (announce = true) => {
-            const answer = await (announce ? run(status, () => session.call(`${identityAdmin}/ListOperators`, {}),
-                (result) => `${(result.operators ?? []).length} operators.`)
-                : session.call(`${identityAdmin}/ListOperators`, {}).catch(() => null));
+            const answer = await (announce
+                ? run(status, list, (result) => `${(result.operators ?? []).length} operators.`)
+                : list().catch(() => null));
             if (!answer) return;
             body.replaceChildren(table({
                 caption: "Operator accounts, by email", rows: answer.operators ?? [], key: (row) => row.email,

@@ -20,6 +20,7 @@ import uuid
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -134,7 +135,9 @@ def screenshot(driver, name, directory=SCREENSHOTS):
 def wait_for(driver, condition, message, seconds=WAIT_SECONDS):
     """Waits until condition(driver) is truthy and answers it; fails with message and the browser's console."""
     try:
-        return WebDriverWait(driver, seconds, poll_frequency=0.1).until(lambda d: condition(d), message)
+        # An element the page replaced while the condition read it is asked again at the next poll.
+        return WebDriverWait(driver, seconds, poll_frequency=0.1,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: condition(d), message)
     except Exception as error:
         raise AssertionError(f"{message}\nbrowser console:\n{console(driver)}") from error
 
