@@ -44,6 +44,8 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/GetMergeStatus": .viewer,
         "rave.identity.v1.IdentityAdmin/GetUser": .viewer,
         "rave.identity.v1.IdentityAdmin/ListAuditEvents": .viewer,
+        "rave.identity.v1.IdentityAdmin/SearchUsers": .viewer,
+        "rave.identity.v1.IdentityAdmin/ListUserSessions": .viewer,
         "rave.gifts.v1.GiftsAdmin/ListGiftTypes": .viewer,
         "rave.gifts.v1.GiftsAdmin/GetGiftType": .viewer,
         "rave.push.v1.PushAdmin/GetDeliveries": .viewer,
@@ -53,6 +55,7 @@ public enum AdminRoles {
         // Player support.
         "rave.identity.v1.IdentityAdmin/BanUser": .support,
         "rave.identity.v1.IdentityAdmin/UnbanUser": .support,
+        "rave.identity.v1.IdentityAdmin/RevokeUserSessions": .support,
         // Game content and money.
         "rave.identity.v1.IdentityAdmin/SetMailTemplate": .operator,
         "rave.gifts.v1.GiftsAdmin/CreateGiftType": .operator,
