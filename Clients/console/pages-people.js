@@ -121,13 +121,38 @@ const players = {
     title: "Players",
     async render(container, { session, open }, query) {
         const userId = query.get("user") ?? "";
+        const text = query.get("q") ?? "";
         const search = form({
             id: "player-search", submit: "Find",
-            fields: [{ name: "user", label: "Rave ID", required: true, pattern: raveIdPattern, value: userId,
-                hint: "32 lowercase hex digits; a merged-away id shows the account it was merged into." }],
-            onSubmit: ({ user }) => open("players", `user=${user}`),
+            fields: [{ name: "q", label: "Rave ID, username or email", required: true, value: userId || text,
+                maxlength: 254,
+                hint: "Exact, without case; a merged-away Rave ID finds the account it was merged into." }],
+            onSubmit: ({ q }) => (/^[0-9a-f]{32}$/.test(q) ? open("players", `user=${q}`)
+                : open("players", `q=${encodeURIComponent(q)}`)),
         });
         container.append(card("Find a player", search));
+        if (!userId && text) {
+            const status = statusLine("search-status");
+            const body = el("div", { id: "search-results" });
+            container.append(card("Players found", status, body));
+            const answer = await run(status, () => session.call(`${identityAdmin}/SearchUsers`, { query: text }),
+                (result) => `${(result.users ?? []).length} found.`);
+            if (!answer) return;
+            body.replaceChildren(table({
+                caption: `Players matching ${text}`, rows: answer.users ?? [], empty: "No player matches.",
+                key: (row) => row.user?.profile?.userId,
+                columns: [
+                    { label: "Rave ID", value: (row) => el("a", { href: `#/players?user=${row.user?.profile?.userId}` },
+                        el("code", {}, row.user?.profile?.userId)) },
+                    { label: "Username", value: (row) => row.user?.profile?.username || "—" },
+                    { label: "Email", value: (row) => (row.user?.email
+                        ? `${row.user.email} (${row.user.emailVerified ? "verified" : "not verified"})` : "—") },
+                    { label: "Account", value: (row) => enumText(row.user?.profile?.accountState, "ACCOUNT_STATE_") },
+                    { label: "Ban", value: (row) => (row.ban ? `banned: ${row.ban.reason}` : "—") },
+                ],
+            }));
+            return;
+        }
         if (!userId) return;
 
         const status = statusLine("player-status");
@@ -138,6 +163,8 @@ const players = {
         const walletBody = el("div", { id: "player-wallet" });
         const auditStatus = statusLine("player-audit-status");
         const auditBody = el("div", { id: "player-audit" });
+        const sessionsStatus = statusLine("player-sessions-status");
+        const sessionsBody = el("div", { id: "player-sessions" });
         container.append(card("Profile", status, profileBody));
         let id = userId;
 
@@ -154,7 +181,7 @@ const players = {
                 const untilUnixMs = until ? String(new Date(until).getTime()) : "0";
                 const done = await run(banStatus, () => session.call(`${identityAdmin}/BanUser`,
                     { userId: id, reason: message, untilUnixMs }, { reason }), () => "Banned.");
-                if (done) await Promise.all([loadProfile(), loadAudit()]);
+                if (done) await Promise.all([loadProfile(), loadSessions(false), loadAudit()]);
             },
         });
         const unban = el("button", {
@@ -186,13 +213,44 @@ const players = {
                 { targetUserId: id, pageSize: 20 }), () => "");
             if (audit) auditBody.replaceChildren(auditTable(audit.events ?? [], "Latest audit entries about this player"));
         };
+        const revoke = async (sessionId) => {
+            const reason = await confirmWithReason({
+                title: sessionId ? "End this session?" : "End every session?",
+                text: sessionId ? `Session ${sessionId} of ${id}: the player signs in again on that device.`
+                    : `Every session of ${id}: the player signs in again everywhere.`,
+            });
+            if (!reason) return;
+            const done = await run(sessionsStatus, () => session.call(`${identityAdmin}/RevokeUserSessions`,
+                { userId: id, sessionId }, { reason }), (result) => `Ended ${result.revokedSessions ?? 0} sessions.`);
+            if (done) await loadSessions(false);
+        };
+        const loadSessions = async (announce = true) => {
+            const call = () => session.call(`${identityAdmin}/ListUserSessions`, { userId: id });
+            const answer = await (announce ? run(sessionsStatus, call, () => "") : call().catch(() => null));
+            if (!answer) return;
+            const sessions = answer.sessions ?? [];
+            sessionsBody.replaceChildren(table({
+                caption: "Live sessions, newest first", rows: sessions, key: (row) => row.sessionId,
+                empty: "No live session.",
+                columns: [
+                    { label: "Device", value: (row) => row.deviceId },
+                    { label: "Application", value: (row) => el("code", {}, row.appId) },
+                    { label: "Signed in", value: (row) => when(row.createdAtUnixMs) },
+                    { label: "Last used", value: (row) => when(row.lastUsedAtUnixMs) },
+                    { label: "End", value: (row) => el("button", { type: "button", class: "small danger",
+                        onclick: () => revoke(row.sessionId) }, `End ${row.deviceId}…`) },
+                ],
+            }), sessions.length ? el("button", { type: "button", id: "revoke-all", class: "danger",
+                onclick: () => revoke("") }, "End every session…") : null);
+        };
         if (!(await loadProfile())) return;
         container.append(
+            card("Sessions", sessionsStatus, sessionsBody),
             card("Ban", banBody, banStatus),
             card("Wallet", walletStatus, walletBody,
                 el("p", {}, el("a", { href: `#/wallet?user=${id}` }, "Deposit, withdraw or adjust"))),
             card("Audit entries", auditStatus, auditBody));
-        await Promise.all([loadWallet(), loadAudit()]);
+        await Promise.all([loadSessions(), loadWallet(), loadAudit()]);
     },
 };
 

@@ -54,12 +54,17 @@ def create_operator(stack, role, publisher_id):
     return email, enrolled["totpSecret"]
 
 
-def guest(stack):
-    """A new guest player of the demo application; answers its Rave ID."""
+def guest(stack, username=None):
+    """A new guest player of the demo application (with a username when given); answers its Rave ID."""
     status, body, _ = stack.call("rave.identity.v1.Identity/GuestLogin", {
         "appId": stack.app_id, "device": {"deviceId": str(uuid.uuid4()), "name": "console test", "platform": "web"}})
     if status != 200:
         raise AssertionError(f"GuestLogin failed: {status} {body}")
+    if username:
+        status, named, _ = stack.call("rave.identity.v1.Identity/UpdateCurrentUser", {"username": {"value": username}},
+                                      token=body["tokens"]["accessToken"])
+        if status != 200:
+            raise AssertionError(f"UpdateCurrentUser failed: {status} {named}")
     return body["user"]["profile"]["userId"]
 
 
@@ -205,10 +210,21 @@ class ConsoleTests(unittest.TestCase):
 
         # Players: find by Rave ID (typed, Enter), ban with a message and a reason.
         open_page(driver, "players")
-        driver.find_element(By.CSS_SELECTOR, '#player-search [name="user"]').send_keys(player, Keys.ENTER)
+        driver.find_element(By.CSS_SELECTOR, '#player-search [name="q"]').send_keys(player, Keys.ENTER)
         harness.wait_for(driver, loaded("players"), "the player's page loads")
         harness.wait_for(driver, lambda d: d.find_elements(By.ID, "player-id"), "the profile shows")
         self.assertEqual(driver.find_element(By.ID, "player-id").text, player)
+
+        # Sessions: the guest's one session, ended by support with a reason.
+        harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr"),
+                         "the player's session is listed")
+        self.assertEqual(len(driver.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr")), 1)
+        driver.find_element(By.ID, "revoke-all").click()
+        confirm_reason(driver, "account shared with a stranger")
+        state, text = settled(driver, "player-sessions-status")
+        self.assertEqual((state, text), ("ok", "Ended 1 sessions."))
+        harness.wait_for(driver, lambda d: "No live session." in d.find_element(By.ID, "player-sessions").text,
+                         "the list is empty")
         fill(driver, "ban-form", {"message": "cheating in the console test"})
         state, text = submit_with_reason(driver, "ban-form", "support ticket 42", "ban-status")
         self.assertEqual(state, "ok", text)
@@ -249,12 +265,21 @@ class ConsoleTests(unittest.TestCase):
         shot(driver, "04-merges-1280")
 
     def test_viewer_reads_but_the_server_refuses_its_writes(self):
-        player = guest(self.stack)
+        username = f"Searched{uuid.uuid4().hex[:8]}"
+        player = guest(self.stack, username=username)
         self.stack.deposit(player, "3.00")
         audit_before = self.audit_of(player)
         driver = self.signed_in("viewer")
 
-        open_page(driver, "players", f"user={player}")
+        # A viewer finds the player by username (any case) and opens them from the results.
+        open_page(driver, "players")
+        driver.find_element(By.CSS_SELECTOR, '#player-search [name="q"]').send_keys(username.lower(), Keys.ENTER)
+        state, text = settled(driver, "search-status")
+        self.assertEqual((state, text), ("ok", "1 found."))
+        result = driver.find_element(By.CSS_SELECTOR, f'#search-results tr[data-key="{player}"]')
+        self.assertIn(username, result.text)
+        shot(driver, "05-players-search-1280")
+        result.find_element(By.TAG_NAME, "a").click()
         harness.wait_for(driver, lambda d: d.find_elements(By.ID, "player-id"), "a viewer reads the profile")
         harness.wait_for(driver, lambda d: "3.00" in d.find_element(By.ID, "player-wallet").text,
                          "a viewer reads the wallet")
@@ -265,7 +290,16 @@ class ConsoleTests(unittest.TestCase):
         self.assertIn("needs the operator role support or higher", text)
         self.assertIsNone(self.ban_state(player), "the server made no ban")
         self.assertEqual(self.audit_of(player), audit_before, "nothing new in the audit log")
-        shot(driver, "05-players-viewer-refused-1280")
+        shot(driver, "06-players-viewer-refused-1280")
+
+        # The viewer may read sessions but not end them.
+        driver.find_element(By.ID, "revoke-all").click()
+        confirm_reason(driver, "trying")
+        state, text = settled(driver, "player-sessions-status")
+        self.assertEqual(state, "error")
+        self.assertIn("PERMISSION_DENIED (HTTP 403)", text)
+        self.assertEqual(len(driver.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr")), 1,
+                         "the session is still listed")
 
         open_page(driver, "wallet", f"user={player}")
         fill(driver, "transfer-form", {"user": player, "amount": "100.00"})
@@ -294,7 +328,7 @@ class ConsoleTests(unittest.TestCase):
         fill(driver, "achievement-form", {"key": f"first-{suffix}", "name": "First roll"})
         state, text = submit_with_reason(driver, "achievement-form", "new achievement", "achievement-status")
         self.assertEqual(state, "ok", text)
-        shot(driver, "06-leaderboards-1280")
+        shot(driver, "07-leaderboards-1280")
 
         open_page(driver, "gifts")
         fill(driver, "gift-type-form", {"key": f"rose-{suffix}", "name": "A rose", "dailyLimitPerSender": "5"})
@@ -304,7 +338,7 @@ class ConsoleTests(unittest.TestCase):
                          "the new gift type is listed")
         row = driver.find_element(By.CSS_SELECTOR, f'#gift-types tr[data-key="rose-{suffix}"]')
         self.assertIn("A rose", row.text)
-        shot(driver, "07-gifts-1280")
+        shot(driver, "08-gifts-1280")
 
         open_page(driver, "push")
         fill(driver, "template-form", {"topic": "gifts.gift_received", "language": "fr",
@@ -317,7 +351,7 @@ class ConsoleTests(unittest.TestCase):
         state, text = submit_with_reason(driver, "send-form", "testing push", "send-status")
         self.assertEqual(state, "ok", text)
         self.assertIn("Queued 0", text, "a guest without a device token has nothing queued")
-        shot(driver, "08-push-1280")
+        shot(driver, "09-push-1280")
 
         open_page(driver, "wallet", f"user={player}")
         fill(driver, "transfer-form", {"user": player, "amount": "12.50"})
@@ -327,7 +361,7 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: "12.50" in d.find_element(By.ID, "wallet-balances").text,
                          "the balance shows the deposit")
         self.assertEqual([b["amount"] for b in self.balances(player)], ["12.50"])
-        shot(driver, "09-wallet-1280")
+        shot(driver, "10-wallet-1280")
 
     def test_owner_creates_and_disables_an_operator(self):
         driver = self.signed_in("owner")
@@ -351,7 +385,7 @@ class ConsoleTests(unittest.TestCase):
         confirm_reason(driver, "left the team")
         harness.wait_for(driver, lambda d: "disabled" in d.find_element(
             By.CSS_SELECTOR, f'#operators-body tr[data-key="{email}"]').text, "the operator is disabled")
-        shot(driver, "10-operators-1280")
+        shot(driver, "11-operators-1280")
 
     def test_players_page_reads_on_a_phone(self):
         player = guest(self.stack)
@@ -361,12 +395,12 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: d.find_elements(By.ID, "player-id"), "the profile shows")
         harness.wait_for(driver, lambda d: settled(d, "player-audit-status"), "the audit entries load")
         self.assertFalse(overflows_horizontally(driver), "the players page fits a phone's width")
-        shot(driver, "11-players-390")
+        shot(driver, "12-players-390")
         wide = self.signed_in("support")
         open_page(wide, "players", f"user={player}")
         harness.wait_for(wide, lambda d: d.find_elements(By.ID, "player-id"), "the profile shows")
         settled(wide, "player-audit-status")
-        path = shot(wide, "12-players-1280")
+        path = shot(wide, "13-players-1280")
         (harness.ROOT / "docs" / "images").mkdir(exist_ok=True)
         shutil.copyfile(path, harness.ROOT / "docs" / "images" / "console-players.png")
 
