@@ -238,7 +238,8 @@ const players = {
                     { label: "Signed in", value: (row) => when(row.createdAtUnixMs) },
                     { label: "Last used", value: (row) => when(row.lastUsedAtUnixMs) },
                     { label: "End", value: (row) => el("button", { type: "button", class: "small danger",
-                        onclick: () => revoke(row.sessionId) }, `End ${row.deviceId}…`) },
+                        "aria-label": `End the session on ${row.deviceId}`, onclick: () => revoke(row.sessionId) },
+                    "End…") },
                 ],
             }), sessions.length ? el("button", { type: "button", id: "revoke-all", class: "danger",
                 onclick: () => revoke("") }, "End every session…") : null);

@@ -284,6 +284,19 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: "3.00" in d.find_element(By.ID, "player-wallet").text,
                          "a viewer reads the wallet")
         fill(driver, "ban-form", {"message": "a viewer may not ban"})
+
+        # Keyboard: Enter on the button opens the reason dialog, Escape cancels it (no call) and the focus returns.
+        driver.execute_script("document.getElementById('ban-form-submit').focus()")
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        harness.wait_for(driver, lambda d: d.find_element(By.ID, "reason-dialog").get_attribute("open") is not None,
+                         "the reason dialog opens")
+        self.assertEqual(driver.switch_to.active_element.get_attribute("id"), "reason-text")
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        harness.wait_for(driver, lambda d: d.find_element(By.ID, "reason-dialog").get_attribute("open") is None,
+                         "Escape closes the dialog")
+        self.assertEqual(driver.switch_to.active_element.get_attribute("id"), "ban-form-submit")
+        self.assertEqual(driver.find_element(By.ID, "ban-status").text, "", "nothing was sent")
+
         state, text = submit_with_reason(driver, "ban-form", "trying", "ban-status")
         self.assertEqual(state, "error")
         self.assertIn("PERMISSION_DENIED (HTTP 403)", text)
@@ -388,7 +401,8 @@ class ConsoleTests(unittest.TestCase):
         shot(driver, "11-operators-1280")
 
     def test_players_page_reads_on_a_phone(self):
-        player = guest(self.stack)
+        player = guest(self.stack, username=f"Dicey{uuid.uuid4().hex[:6]}")
+        self.stack.deposit(player, "42.00")
         driver = self.signed_in("viewer", width=390, height=844)
         self.assertFalse(overflows_horizontally(driver), "the overview fits a phone's width")
         open_page(driver, "players", f"user={player}")
