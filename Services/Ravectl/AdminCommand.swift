@@ -48,6 +48,15 @@ enum AdminCommand {
             noun: "user", verb: "unban", method: "rave.identity.v1.IdentityAdmin/UnbanUser",
             summary: "lifts a player's ban"),
         Entry(
+            noun: "user", verb: "search", method: "rave.identity.v1.IdentityAdmin/SearchUsers",
+            summary: "players by Rave ID, username or email (exact, without case)"),
+        Entry(
+            noun: "user", verb: "sessions", method: "rave.identity.v1.IdentityAdmin/ListUserSessions",
+            summary: "a player's live sessions"),
+        Entry(
+            noun: "user", verb: "revoke-sessions", method: "rave.identity.v1.IdentityAdmin/RevokeUserSessions",
+            summary: "ends one session of a player, or every session without session_id"),
+        Entry(
             noun: "audit", verb: "list", method: "rave.identity.v1.IdentityAdmin/ListAuditEvents",
             summary: "the audit log of operator actions, newest first"),
         Entry(

@@ -20,6 +20,7 @@ import uuid
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -117,16 +118,16 @@ def close(driver):
         subprocess.run(["rm", "-rf", profile], check=False)
 
 
-def screenshot(driver, name):
-    """Saves the whole page (not only the viewport) as .test-output/demo/<name>.png."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+def screenshot(driver, name, directory=SCREENSHOTS):
+    """Saves the whole page (not only the viewport) as <directory>/<name>.png (default .test-output/demo/)."""
+    directory.mkdir(parents=True, exist_ok=True)
     width, height = driver.execute_script(
         "return [document.documentElement.clientWidth,"
         "        Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)]")
     shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
         "format": "png", "captureBeyondViewport": True,
         "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
-    path = SCREENSHOTS / f"{name}.png"
+    path = directory / f"{name}.png"
     path.write_bytes(base64.b64decode(shot["data"]))
     return path
 
@@ -134,7 +135,9 @@ def screenshot(driver, name):
 def wait_for(driver, condition, message, seconds=WAIT_SECONDS):
     """Waits until condition(driver) is truthy and answers it; fails with message and the browser's console."""
     try:
-        return WebDriverWait(driver, seconds, poll_frequency=0.1).until(lambda d: condition(d), message)
+        # An element the page replaced while the condition read it is asked again at the next poll.
+        return WebDriverWait(driver, seconds, poll_frequency=0.1,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: condition(d), message)
     except Exception as error:
         raise AssertionError(f"{message}\nbrowser console:\n{console(driver)}") from error
 

@@ -24,7 +24,7 @@ struct AdminRolesTests {
     @Test func viewerMethodsOnlyRead() {
         for (method, role) in AdminRoles.leastRole {
             let name = method.split(separator: "/").last ?? ""
-            let reads = ["Get", "List", "Find"].contains { name.hasPrefix($0) }
+            let reads = ["Get", "List", "Find", "Search"].contains { name.hasPrefix($0) }
             if role == .viewer { #expect(reads, "\(method) is viewer's but does not read") }
             if reads && method != "rave.identity.v1.IdentityAdmin/ListOperators" {
                 #expect(role == .viewer, "\(method) reads but needs \(role)")

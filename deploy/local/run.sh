@@ -51,9 +51,10 @@ export RAVE_GATEWAY_LEADERBOARDS_ADDRESSES=${RAVE_GATEWAY_LEADERBOARDS_ADDRESSES
 export RAVE_GATEWAY_GIFTS_ADDRESSES=${RAVE_GATEWAY_GIFTS_ADDRESSES:-$gifts}
 export RAVE_GATEWAY_PUSH_ADDRESSES=${RAVE_GATEWAY_PUSH_ADDRESSES:-$push}
 export RAVE_GATEWAY_WALLET_ADDRESSES=${RAVE_GATEWAY_WALLET_ADDRESSES:-$wallet}
-# The gateway's HTTP/JSON front door (docs/gateway.md), with the demo game and the browser SDK as static files.
+# The gateway's HTTP/JSON front door (docs/gateway.md), with the demo game, the browser SDK and the web console as
+# static files.
 export RAVE_GATEWAY_HTTP_LISTEN=${RAVE_GATEWAY_HTTP_LISTEN-127.0.0.1:8443}
-export RAVE_GATEWAY_HTTP_STATIC=${RAVE_GATEWAY_HTTP_STATIC-/demo/=Clients/demo,/sdk/=Clients/web}
+export RAVE_GATEWAY_HTTP_STATIC=${RAVE_GATEWAY_HTTP_STATIC-/demo/=Clients/demo,/sdk/=Clients/web,/console/=Clients/console}
 # Identity's mails (verification and reset codes) go to the development mail sink started below, which writes each
 # to $state/mail/<time>-<to>.eml and prints its subject.
 mail_sink=127.0.0.1:$(port mail 2525)
@@ -199,6 +200,8 @@ if [ -n "$demo_app" ]; then
         echo "    https://$RAVE_GATEWAY_HTTP_LISTEN/v1/rave.identity.v1.Identity/GuestLogin"
         echo "  the demo game: https://$RAVE_GATEWAY_HTTP_LISTEN/demo/?app=$demo_app" \
             "(your browser must trust $RAVE_CERT_DIR/ca.pem)"
+        echo "  the web console: https://$RAVE_GATEWAY_HTTP_LISTEN/console/?app=$demo_app" \
+            "(an operator account logs in: Clients/console/README.md)"
     fi
 fi
 echo "  $bin/ravectl bench rpc --target $echo_address --ca $RAVE_CERT_DIR/ca.pem --duration 5"

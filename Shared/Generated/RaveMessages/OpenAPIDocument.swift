@@ -7418,6 +7418,285 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.IdentityAdmin/CancelAccountDeletion"
           }
         },
+        "/v1/rave.identity.v1.IdentityAdmin/SearchUsers": {
+          "post": {
+            "operationId": "IdentityAdmin_SearchUsers",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Finds players by Rave ID (a merged-away id finds the account it was merged into), username, or email (a profile email, verified or not, or a password login's email); exact matches without case, at most 20.",
+            "description": "Finds players by Rave ID (a merged-away id finds the account it was merged into), username, or email (a profile\nemail, verified or not, or a password login's email); exact matches without case, at most 20.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/SearchUsers`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.SearchUsersRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.SearchUsersRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.SearchUsersRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.SearchUsersResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.SearchUsersResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.SearchUsersResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/SearchUsers"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/ListUserSessions": {
+          "post": {
+            "operationId": "IdentityAdmin_ListUserSessions",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "A player's live sessions, newest first.",
+            "description": "A player's live sessions, newest first.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListUserSessions`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ListUserSessionsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ListUserSessionsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ListUserSessionsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ListUserSessionsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ListUserSessionsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ListUserSessionsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ListUserSessions"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/RevokeUserSessions": {
+          "post": {
+            "operationId": "IdentityAdmin_RevokeUserSessions",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Ends one of a player's sessions, or all of them (on the revocation feed, like a logout).",
+            "description": "Ends one of a player's sessions, or all of them (on the revocation feed, like a logout).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/RevokeUserSessions`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.RevokeUserSessionsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.RevokeUserSessionsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.RevokeUserSessionsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.RevokeUserSessionsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.RevokeUserSessionsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.RevokeUserSessionsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/RevokeUserSessions"
+          }
+        },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
           "post": {
             "operationId": "Leaderboards_SubmitScore",
@@ -15534,6 +15813,29 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.ListUserSessionsRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id lists the sessions of the account it was merged into."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListUserSessionsResponse": {
+            "type": "object",
+            "properties": {
+              "sessions": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.identity.v1.Session"
+                },
+                "description": "Live sessions (not revoked), newest first; `current` is never set."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.LoginResponse": {
             "type": "object",
             "description": "A successful login, or a two-factor challenge to complete first.\n\nAt most one of `tokens`, `twoFactorChallenge` (oneof `outcome`).",
@@ -15999,6 +16301,54 @@ private let openAPIDocumentText = #"""
             "type": "object",
             "additionalProperties": false
           },
+          "rave.identity.v1.RevokeUserSessionsRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string"
+              },
+              "sessionId": {
+                "type": "string",
+                "description": "The session to end; empty ends every session of the player."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.RevokeUserSessionsResponse": {
+            "type": "object",
+            "properties": {
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "Sessions ended by this call (0 when the session had already ended)."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.SearchUsersRequest": {
+            "type": "object",
+            "properties": {
+              "query": {
+                "type": "string",
+                "description": "A Rave ID, a username or an email; 1…254 characters."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.SearchUsersResponse": {
+            "type": "object",
+            "properties": {
+              "users": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.identity.v1.UserMatch"
+                },
+                "description": "Oldest account first; empty when nothing matches."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.SelectAppDataKeyRequest": {
             "type": "object",
             "properties": {
@@ -16409,6 +16759,20 @@ private let openAPIDocumentText = #"""
                 "format": "int64",
                 "pattern": "^-?[0-9]{1,19}$",
                 "description": "A 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.UserMatch": {
+            "type": "object",
+            "description": "One player a search found.",
+            "properties": {
+              "user": {
+                "$ref": "#/components/schemas/rave.identity.v1.User"
+              },
+              "ban": {
+                "$ref": "#/components/schemas/rave.identity.v1.BanInfo",
+                "description": "Set while a ban applies."
               }
             },
             "additionalProperties": false

@@ -2745,6 +2745,118 @@ extension IdentityV1 {
             self.deletion = deletion
         }
     }
+
+    public struct SearchUsersRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.SearchUsersRequest"
+
+        /// A Rave ID, a username or an email; 1…254 characters.
+        public var query: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(query: String = "") {
+            self.query = query
+        }
+    }
+
+    /// One player a search found.
+    public struct UserMatch: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.UserMatch"
+
+        public var user: IdentityV1.User? = nil
+
+        /// Set while a ban applies.
+        public var ban: IdentityV1.BanInfo? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(user: IdentityV1.User? = nil, ban: IdentityV1.BanInfo? = nil) {
+            self.user = user
+            self.ban = ban
+        }
+    }
+
+    public struct SearchUsersResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.SearchUsersResponse"
+
+        /// Oldest account first; empty when nothing matches.
+        public var users: [IdentityV1.UserMatch] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(users: [IdentityV1.UserMatch] = []) {
+            self.users = users
+        }
+    }
+
+    public struct ListUserSessionsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListUserSessionsRequest"
+
+        /// A merged-away id lists the sessions of the account it was merged into.
+        public var userId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "") {
+            self.userId = userId
+        }
+    }
+
+    public struct ListUserSessionsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListUserSessionsResponse"
+
+        /// Live sessions (not revoked), newest first; `current` is never set.
+        public var sessions: [IdentityV1.Session] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(sessions: [IdentityV1.Session] = []) {
+            self.sessions = sessions
+        }
+    }
+
+    public struct RevokeUserSessionsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RevokeUserSessionsRequest"
+
+        public var userId: String = ""
+
+        /// The session to end; empty ends every session of the player.
+        public var sessionId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", sessionId: String = "") {
+            self.userId = userId
+            self.sessionId = sessionId
+        }
+    }
+
+    public struct RevokeUserSessionsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RevokeUserSessionsResponse"
+
+        /// Sessions ended by this call (0 when the session had already ended).
+        public var revokedSessions: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(revokedSessions: UInt32 = 0) {
+            self.revokedSessions = revokedSessions
+        }
+    }
 }
 
 extension IdentityV1.DeviceInfo {
@@ -9176,5 +9288,336 @@ extension IdentityV1.CancelAccountDeletionResponse {
 
     func protobufCFill(_ message: inout Rave__Identity__V1__CancelAccountDeletionResponse, arena: inout ProtoArena) {
         if let value = self.deletion { message.deletion = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.SearchUsersRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__SearchUsersRequest()
+        rave__identity__v1__search_users_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__SearchUsersRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__SearchUsersRequest()
+        rave__identity__v1__search_users_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__SearchUsersRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.query = try ProtoDecoding.string(c.query, field: "query", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__SearchUsersRequest> {
+        let message = arena.allocate(Rave__Identity__V1__SearchUsersRequest.self)
+        rave__identity__v1__search_users_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__SearchUsersRequest, arena: inout ProtoArena) {
+        if !self.query.isEmpty { message.query = arena.string(self.query) }
+    }
+}
+
+extension IdentityV1.UserMatch {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__UserMatch()
+        rave__identity__v1__user_match__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__UserMatch.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__UserMatch()
+        rave__identity__v1__user_match__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__UserMatch>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.user { self.user = try IdentityV1.User(protobufC: value) }
+        if let value = c.ban { self.ban = try IdentityV1.BanInfo(protobufC: value) }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__UserMatch> {
+        let message = arena.allocate(Rave__Identity__V1__UserMatch.self)
+        rave__identity__v1__user_match__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__UserMatch, arena: inout ProtoArena) {
+        if let value = self.user { message.user = value.protobufCMessage(arena: &arena) }
+        if let value = self.ban { message.ban = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.SearchUsersResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__SearchUsersResponse()
+        rave__identity__v1__search_users_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__SearchUsersResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__SearchUsersResponse()
+        rave__identity__v1__search_users_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__SearchUsersResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.users = try ProtoDecoding.messages(c.users, count: c.n_users) { element throws(ProtoDecodingError) in
+            try IdentityV1.UserMatch(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__SearchUsersResponse> {
+        let message = arena.allocate(Rave__Identity__V1__SearchUsersResponse.self)
+        rave__identity__v1__search_users_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__SearchUsersResponse, arena: inout ProtoArena) {
+        message.n_users = self.users.count
+        if !self.users.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__UserMatch>?.self, count: self.users.count)
+            for (index, element) in self.users.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.users = elements
+        }
+    }
+}
+
+extension IdentityV1.ListUserSessionsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListUserSessionsRequest()
+        rave__identity__v1__list_user_sessions_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListUserSessionsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListUserSessionsRequest()
+        rave__identity__v1__list_user_sessions_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListUserSessionsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListUserSessionsRequest>
+    {
+        let message = arena.allocate(Rave__Identity__V1__ListUserSessionsRequest.self)
+        rave__identity__v1__list_user_sessions_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListUserSessionsRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+    }
+}
+
+extension IdentityV1.ListUserSessionsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListUserSessionsResponse()
+        rave__identity__v1__list_user_sessions_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListUserSessionsResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListUserSessionsResponse()
+        rave__identity__v1__list_user_sessions_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListUserSessionsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.sessions = try ProtoDecoding.messages(c.sessions, count: c.n_sessions) {
+            element throws(ProtoDecodingError) in try IdentityV1.Session(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListUserSessionsResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__ListUserSessionsResponse.self)
+        rave__identity__v1__list_user_sessions_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListUserSessionsResponse, arena: inout ProtoArena) {
+        message.n_sessions = self.sessions.count
+        if !self.sessions.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__Session>?.self, count: self.sessions.count)
+            for (index, element) in self.sessions.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.sessions = elements
+        }
+    }
+}
+
+extension IdentityV1.RevokeUserSessionsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RevokeUserSessionsRequest()
+        rave__identity__v1__revoke_user_sessions_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RevokeUserSessionsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RevokeUserSessionsRequest()
+        rave__identity__v1__revoke_user_sessions_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RevokeUserSessionsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.sessionId = try ProtoDecoding.string(c.session_id, field: "session_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RevokeUserSessionsRequest> {
+        let message = arena.allocate(Rave__Identity__V1__RevokeUserSessionsRequest.self)
+        rave__identity__v1__revoke_user_sessions_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RevokeUserSessionsRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.sessionId.isEmpty { message.session_id = arena.string(self.sessionId) }
+    }
+}
+
+extension IdentityV1.RevokeUserSessionsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RevokeUserSessionsResponse()
+        rave__identity__v1__revoke_user_sessions_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RevokeUserSessionsResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RevokeUserSessionsResponse()
+        rave__identity__v1__revoke_user_sessions_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RevokeUserSessionsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.revokedSessions = c.revoked_sessions
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RevokeUserSessionsResponse> {
+        let message = arena.allocate(Rave__Identity__V1__RevokeUserSessionsResponse.self)
+        rave__identity__v1__revoke_user_sessions_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RevokeUserSessionsResponse, arena: inout ProtoArena) {
+        message.revoked_sessions = self.revokedSessions
     }
 }

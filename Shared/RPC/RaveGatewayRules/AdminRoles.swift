@@ -45,6 +45,8 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/GetUser": .viewer,
         "rave.identity.v1.IdentityAdmin/ListAuditEvents": .viewer,
         "rave.identity.v1.IdentityAdmin/ListAccountDeletions": .viewer,
+        "rave.identity.v1.IdentityAdmin/SearchUsers": .viewer,
+        "rave.identity.v1.IdentityAdmin/ListUserSessions": .viewer,
         "rave.gifts.v1.GiftsAdmin/ListGiftTypes": .viewer,
         "rave.gifts.v1.GiftsAdmin/GetGiftType": .viewer,
         "rave.push.v1.PushAdmin/GetDeliveries": .viewer,
@@ -54,6 +56,7 @@ public enum AdminRoles {
         // Player support.
         "rave.identity.v1.IdentityAdmin/BanUser": .support,
         "rave.identity.v1.IdentityAdmin/UnbanUser": .support,
+        "rave.identity.v1.IdentityAdmin/RevokeUserSessions": .support,
         // A player's request to be deleted, or its withdrawal, handled by support.
         "rave.identity.v1.IdentityAdmin/ForceAccountDeletion": .support,
         "rave.identity.v1.IdentityAdmin/CancelAccountDeletion": .support,

@@ -966,6 +966,22 @@ extension IdentityV1 {
         func cancelAccountDeletion(
             _ request: IdentityV1.CancelAccountDeletionRequest, context: RequestContext
         ) async throws -> IdentityV1.CancelAccountDeletionResponse
+
+        /// Finds players by Rave ID (a merged-away id finds the account it was merged into), username, or email (a profile
+        /// email, verified or not, or a password login's email); exact matches without case, at most 20.
+        func searchUsers(
+            _ request: IdentityV1.SearchUsersRequest, context: RequestContext
+        ) async throws -> IdentityV1.SearchUsersResponse
+
+        /// A player's live sessions, newest first.
+        func listUserSessions(
+            _ request: IdentityV1.ListUserSessionsRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListUserSessionsResponse
+
+        /// Ends one of a player's sessions, or all of them (on the revocation feed, like a logout).
+        func revokeUserSessions(
+            _ request: IdentityV1.RevokeUserSessionsRequest, context: RequestContext
+        ) async throws -> IdentityV1.RevokeUserSessionsResponse
     }
 
     /// Calls rave.identity.v1.IdentityAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -983,7 +999,8 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityAdmin/ListOperators", "rave.identity.v1.IdentityAdmin/SetOperatorRole",
             "rave.identity.v1.IdentityAdmin/DisableOperator", "rave.identity.v1.IdentityAdmin/ListAccountDeletions",
             "rave.identity.v1.IdentityAdmin/ForceAccountDeletion",
-            "rave.identity.v1.IdentityAdmin/CancelAccountDeletion",
+            "rave.identity.v1.IdentityAdmin/CancelAccountDeletion", "rave.identity.v1.IdentityAdmin/SearchUsers",
+            "rave.identity.v1.IdentityAdmin/ListUserSessions", "rave.identity.v1.IdentityAdmin/RevokeUserSessions",
         ]
 
         public let caller: any RPCCaller
@@ -1221,6 +1238,46 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Finds players by Rave ID (a merged-away id finds the account it was merged into), username, or email (a profile
+        /// email, verified or not, or a password login's email); exact matches without case, at most 20.
+        public func searchUsers(
+            _ request: IdentityV1.SearchUsersRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.SearchUsersResponse {
+            let method = "rave.identity.v1.IdentityAdmin/SearchUsers"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.SearchUsersResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// A player's live sessions, newest first.
+        public func listUserSessions(
+            _ request: IdentityV1.ListUserSessionsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListUserSessionsResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ListUserSessions"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListUserSessionsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Ends one of a player's sessions, or all of them (on the revocation feed, like a logout).
+        public func revokeUserSessions(
+            _ request: IdentityV1.RevokeUserSessionsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.RevokeUserSessionsResponse {
+            let method = "rave.identity.v1.IdentityAdmin/RevokeUserSessions"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.RevokeUserSessionsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -1314,6 +1371,20 @@ extension IdentityV1.IdentityAdminHandler {
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/CancelAccountDeletion") { request, context in
                 try await self.cancelAccountDeletion(
                     IdentityV1.CancelAccountDeletionRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/SearchUsers") { request, context in
+                try await self.searchUsers(IdentityV1.SearchUsersRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListUserSessions") { request, context in
+                try await self.listUserSessions(
+                    IdentityV1.ListUserSessionsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/RevokeUserSessions") { request, context in
+                try await self.revokeUserSessions(
+                    IdentityV1.RevokeUserSessionsRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

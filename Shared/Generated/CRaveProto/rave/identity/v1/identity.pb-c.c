@@ -6082,6 +6082,321 @@ void   rave__identity__v1__cancel_account_deletion_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__cancel_account_deletion_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__search_users_request__init
+                     (Rave__Identity__V1__SearchUsersRequest         *message)
+{
+  static const Rave__Identity__V1__SearchUsersRequest init_value = RAVE__IDENTITY__V1__SEARCH_USERS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__search_users_request__get_packed_size
+                     (const Rave__Identity__V1__SearchUsersRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__search_users_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__search_users_request__pack
+                     (const Rave__Identity__V1__SearchUsersRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__search_users_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__search_users_request__pack_to_buffer
+                     (const Rave__Identity__V1__SearchUsersRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__search_users_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__SearchUsersRequest *
+       rave__identity__v1__search_users_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__SearchUsersRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__search_users_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__search_users_request__free_unpacked
+                     (Rave__Identity__V1__SearchUsersRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__search_users_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__user_match__init
+                     (Rave__Identity__V1__UserMatch         *message)
+{
+  static const Rave__Identity__V1__UserMatch init_value = RAVE__IDENTITY__V1__USER_MATCH__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__user_match__get_packed_size
+                     (const Rave__Identity__V1__UserMatch *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__user_match__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__user_match__pack
+                     (const Rave__Identity__V1__UserMatch *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__user_match__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__user_match__pack_to_buffer
+                     (const Rave__Identity__V1__UserMatch *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__user_match__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__UserMatch *
+       rave__identity__v1__user_match__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__UserMatch *)
+     protobuf_c_message_unpack (&rave__identity__v1__user_match__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__user_match__free_unpacked
+                     (Rave__Identity__V1__UserMatch *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__user_match__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__search_users_response__init
+                     (Rave__Identity__V1__SearchUsersResponse         *message)
+{
+  static const Rave__Identity__V1__SearchUsersResponse init_value = RAVE__IDENTITY__V1__SEARCH_USERS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__search_users_response__get_packed_size
+                     (const Rave__Identity__V1__SearchUsersResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__search_users_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__search_users_response__pack
+                     (const Rave__Identity__V1__SearchUsersResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__search_users_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__search_users_response__pack_to_buffer
+                     (const Rave__Identity__V1__SearchUsersResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__search_users_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__SearchUsersResponse *
+       rave__identity__v1__search_users_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__SearchUsersResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__search_users_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__search_users_response__free_unpacked
+                     (Rave__Identity__V1__SearchUsersResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__search_users_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_user_sessions_request__init
+                     (Rave__Identity__V1__ListUserSessionsRequest         *message)
+{
+  static const Rave__Identity__V1__ListUserSessionsRequest init_value = RAVE__IDENTITY__V1__LIST_USER_SESSIONS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_user_sessions_request__get_packed_size
+                     (const Rave__Identity__V1__ListUserSessionsRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_user_sessions_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_user_sessions_request__pack
+                     (const Rave__Identity__V1__ListUserSessionsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_user_sessions_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_user_sessions_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListUserSessionsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_user_sessions_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListUserSessionsRequest *
+       rave__identity__v1__list_user_sessions_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListUserSessionsRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_user_sessions_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_user_sessions_request__free_unpacked
+                     (Rave__Identity__V1__ListUserSessionsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_user_sessions_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_user_sessions_response__init
+                     (Rave__Identity__V1__ListUserSessionsResponse         *message)
+{
+  static const Rave__Identity__V1__ListUserSessionsResponse init_value = RAVE__IDENTITY__V1__LIST_USER_SESSIONS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_user_sessions_response__get_packed_size
+                     (const Rave__Identity__V1__ListUserSessionsResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_user_sessions_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_user_sessions_response__pack
+                     (const Rave__Identity__V1__ListUserSessionsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_user_sessions_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_user_sessions_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListUserSessionsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_user_sessions_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListUserSessionsResponse *
+       rave__identity__v1__list_user_sessions_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListUserSessionsResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_user_sessions_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_user_sessions_response__free_unpacked
+                     (Rave__Identity__V1__ListUserSessionsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_user_sessions_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__revoke_user_sessions_request__init
+                     (Rave__Identity__V1__RevokeUserSessionsRequest         *message)
+{
+  static const Rave__Identity__V1__RevokeUserSessionsRequest init_value = RAVE__IDENTITY__V1__REVOKE_USER_SESSIONS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__revoke_user_sessions_request__get_packed_size
+                     (const Rave__Identity__V1__RevokeUserSessionsRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__revoke_user_sessions_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__revoke_user_sessions_request__pack
+                     (const Rave__Identity__V1__RevokeUserSessionsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__revoke_user_sessions_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__revoke_user_sessions_request__pack_to_buffer
+                     (const Rave__Identity__V1__RevokeUserSessionsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__revoke_user_sessions_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__RevokeUserSessionsRequest *
+       rave__identity__v1__revoke_user_sessions_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__RevokeUserSessionsRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__revoke_user_sessions_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__revoke_user_sessions_request__free_unpacked
+                     (Rave__Identity__V1__RevokeUserSessionsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__revoke_user_sessions_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__revoke_user_sessions_response__init
+                     (Rave__Identity__V1__RevokeUserSessionsResponse         *message)
+{
+  static const Rave__Identity__V1__RevokeUserSessionsResponse init_value = RAVE__IDENTITY__V1__REVOKE_USER_SESSIONS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__revoke_user_sessions_response__get_packed_size
+                     (const Rave__Identity__V1__RevokeUserSessionsResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__revoke_user_sessions_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__revoke_user_sessions_response__pack
+                     (const Rave__Identity__V1__RevokeUserSessionsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__revoke_user_sessions_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__revoke_user_sessions_response__pack_to_buffer
+                     (const Rave__Identity__V1__RevokeUserSessionsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__revoke_user_sessions_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__RevokeUserSessionsResponse *
+       rave__identity__v1__revoke_user_sessions_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__RevokeUserSessionsResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__revoke_user_sessions_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__revoke_user_sessions_response__free_unpacked
+                     (Rave__Identity__V1__RevokeUserSessionsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__revoke_user_sessions_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
 {
   {
@@ -13041,6 +13356,298 @@ const ProtobufCMessageDescriptor rave__identity__v1__cancel_account_deletion_res
   (ProtobufCMessageInit) rave__identity__v1__cancel_account_deletion_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__search_users_request__field_descriptors[1] =
+{
+  {
+    "query",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__SearchUsersRequest, query),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__search_users_request__field_indices_by_name[] = {
+  0,   /* field[0] = query */
+};
+static const ProtobufCIntRange rave__identity__v1__search_users_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__search_users_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.SearchUsersRequest",
+  "SearchUsersRequest",
+  "Rave__Identity__V1__SearchUsersRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__SearchUsersRequest),
+  1,
+  rave__identity__v1__search_users_request__field_descriptors,
+  rave__identity__v1__search_users_request__field_indices_by_name,
+  1,  rave__identity__v1__search_users_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__search_users_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__user_match__field_descriptors[2] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__UserMatch, user),
+    &rave__identity__v1__user__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ban",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__UserMatch, ban),
+    &rave__identity__v1__ban_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__user_match__field_indices_by_name[] = {
+  1,   /* field[1] = ban */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange rave__identity__v1__user_match__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__user_match__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.UserMatch",
+  "UserMatch",
+  "Rave__Identity__V1__UserMatch",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__UserMatch),
+  2,
+  rave__identity__v1__user_match__field_descriptors,
+  rave__identity__v1__user_match__field_indices_by_name,
+  1,  rave__identity__v1__user_match__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__user_match__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__search_users_response__field_descriptors[1] =
+{
+  {
+    "users",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__SearchUsersResponse, n_users),
+    offsetof(Rave__Identity__V1__SearchUsersResponse, users),
+    &rave__identity__v1__user_match__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__search_users_response__field_indices_by_name[] = {
+  0,   /* field[0] = users */
+};
+static const ProtobufCIntRange rave__identity__v1__search_users_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__search_users_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.SearchUsersResponse",
+  "SearchUsersResponse",
+  "Rave__Identity__V1__SearchUsersResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__SearchUsersResponse),
+  1,
+  rave__identity__v1__search_users_response__field_descriptors,
+  rave__identity__v1__search_users_response__field_indices_by_name,
+  1,  rave__identity__v1__search_users_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__search_users_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_user_sessions_request__field_descriptors[1] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListUserSessionsRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_user_sessions_request__field_indices_by_name[] = {
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__list_user_sessions_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_user_sessions_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListUserSessionsRequest",
+  "ListUserSessionsRequest",
+  "Rave__Identity__V1__ListUserSessionsRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListUserSessionsRequest),
+  1,
+  rave__identity__v1__list_user_sessions_request__field_descriptors,
+  rave__identity__v1__list_user_sessions_request__field_indices_by_name,
+  1,  rave__identity__v1__list_user_sessions_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_user_sessions_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_user_sessions_response__field_descriptors[1] =
+{
+  {
+    "sessions",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__ListUserSessionsResponse, n_sessions),
+    offsetof(Rave__Identity__V1__ListUserSessionsResponse, sessions),
+    &rave__identity__v1__session__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_user_sessions_response__field_indices_by_name[] = {
+  0,   /* field[0] = sessions */
+};
+static const ProtobufCIntRange rave__identity__v1__list_user_sessions_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_user_sessions_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListUserSessionsResponse",
+  "ListUserSessionsResponse",
+  "Rave__Identity__V1__ListUserSessionsResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListUserSessionsResponse),
+  1,
+  rave__identity__v1__list_user_sessions_response__field_descriptors,
+  rave__identity__v1__list_user_sessions_response__field_indices_by_name,
+  1,  rave__identity__v1__list_user_sessions_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_user_sessions_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__revoke_user_sessions_request__field_descriptors[2] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RevokeUserSessionsRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "session_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RevokeUserSessionsRequest, session_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__revoke_user_sessions_request__field_indices_by_name[] = {
+  1,   /* field[1] = session_id */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__revoke_user_sessions_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.RevokeUserSessionsRequest",
+  "RevokeUserSessionsRequest",
+  "Rave__Identity__V1__RevokeUserSessionsRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__RevokeUserSessionsRequest),
+  2,
+  rave__identity__v1__revoke_user_sessions_request__field_descriptors,
+  rave__identity__v1__revoke_user_sessions_request__field_indices_by_name,
+  1,  rave__identity__v1__revoke_user_sessions_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__revoke_user_sessions_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__revoke_user_sessions_response__field_descriptors[1] =
+{
+  {
+    "revoked_sessions",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RevokeUserSessionsResponse, revoked_sessions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__revoke_user_sessions_response__field_indices_by_name[] = {
+  0,   /* field[0] = revoked_sessions */
+};
+static const ProtobufCIntRange rave__identity__v1__revoke_user_sessions_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.RevokeUserSessionsResponse",
+  "RevokeUserSessionsResponse",
+  "Rave__Identity__V1__RevokeUserSessionsResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__RevokeUserSessionsResponse),
+  1,
+  rave__identity__v1__revoke_user_sessions_response__field_descriptors,
+  rave__identity__v1__revoke_user_sessions_response__field_indices_by_name,
+  1,  rave__identity__v1__revoke_user_sessions_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__revoke_user_sessions_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -13684,7 +14291,7 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
                                      &rave__identity__v1__identity__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[18] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[21] =
 {
   { "CreatePublisher", &rave__identity__v1__create_publisher_request__descriptor, &rave__identity__v1__create_publisher_response__descriptor },
   { "UpdatePublisher", &rave__identity__v1__update_publisher_request__descriptor, &rave__identity__v1__update_publisher_response__descriptor },
@@ -13704,6 +14311,9 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__metho
   { "ListAccountDeletions", &rave__identity__v1__list_account_deletions_request__descriptor, &rave__identity__v1__list_account_deletions_response__descriptor },
   { "ForceAccountDeletion", &rave__identity__v1__force_account_deletion_request__descriptor, &rave__identity__v1__force_account_deletion_response__descriptor },
   { "CancelAccountDeletion", &rave__identity__v1__cancel_account_deletion_request__descriptor, &rave__identity__v1__cancel_account_deletion_response__descriptor },
+  { "SearchUsers", &rave__identity__v1__search_users_request__descriptor, &rave__identity__v1__search_users_response__descriptor },
+  { "ListUserSessions", &rave__identity__v1__list_user_sessions_request__descriptor, &rave__identity__v1__list_user_sessions_response__descriptor },
+  { "RevokeUserSessions", &rave__identity__v1__revoke_user_sessions_request__descriptor, &rave__identity__v1__revoke_user_sessions_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   7,        /* BanUser */
@@ -13719,6 +14329,9 @@ const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   15,        /* ListAccountDeletions */
   9,        /* ListAuditEvents */
   12,        /* ListOperators */
+  19,        /* ListUserSessions */
+  20,        /* RevokeUserSessions */
+  18,        /* SearchUsers */
   10,        /* SetMailTemplate */
   13,        /* SetOperatorRole */
   8,        /* UnbanUser */
@@ -13732,7 +14345,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor 
   "IdentityAdmin",
   "Rave__Identity__V1__IdentityAdmin",
   "rave.identity.v1",
-  18,
+  21,
   rave__identity__v1__identity_admin__method_descriptors,
   rave__identity__v1__identity_admin__method_indices_by_name
 };
@@ -13879,6 +14492,30 @@ void rave__identity__v1__identity_admin__cancel_account_deletion(ProtobufCServic
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
   service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__search_users(ProtobufCService *service,
+                                                      const Rave__Identity__V1__SearchUsersRequest *input,
+                                                      Rave__Identity__V1__SearchUsersResponse_Closure closure,
+                                                      void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__list_user_sessions(ProtobufCService *service,
+                                                            const Rave__Identity__V1__ListUserSessionsRequest *input,
+                                                            Rave__Identity__V1__ListUserSessionsResponse_Closure closure,
+                                                            void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__revoke_user_sessions(ProtobufCService *service,
+                                                              const Rave__Identity__V1__RevokeUserSessionsRequest *input,
+                                                              Rave__Identity__V1__RevokeUserSessionsResponse_Closure closure,
+                                                              void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
                                                Rave__Identity__V1__IdentityAdmin_ServiceDestroy destroy)

@@ -151,6 +151,13 @@ typedef struct Rave__Identity__V1__ForceAccountDeletionRequest Rave__Identity__V
 typedef struct Rave__Identity__V1__ForceAccountDeletionResponse Rave__Identity__V1__ForceAccountDeletionResponse;
 typedef struct Rave__Identity__V1__CancelAccountDeletionRequest Rave__Identity__V1__CancelAccountDeletionRequest;
 typedef struct Rave__Identity__V1__CancelAccountDeletionResponse Rave__Identity__V1__CancelAccountDeletionResponse;
+typedef struct Rave__Identity__V1__SearchUsersRequest Rave__Identity__V1__SearchUsersRequest;
+typedef struct Rave__Identity__V1__UserMatch Rave__Identity__V1__UserMatch;
+typedef struct Rave__Identity__V1__SearchUsersResponse Rave__Identity__V1__SearchUsersResponse;
+typedef struct Rave__Identity__V1__ListUserSessionsRequest Rave__Identity__V1__ListUserSessionsRequest;
+typedef struct Rave__Identity__V1__ListUserSessionsResponse Rave__Identity__V1__ListUserSessionsResponse;
+typedef struct Rave__Identity__V1__RevokeUserSessionsRequest Rave__Identity__V1__RevokeUserSessionsRequest;
+typedef struct Rave__Identity__V1__RevokeUserSessionsResponse Rave__Identity__V1__RevokeUserSessionsResponse;
 
 
 /* --- enums --- */
@@ -2286,6 +2293,104 @@ struct  Rave__Identity__V1__CancelAccountDeletionResponse
 #define RAVE__IDENTITY__V1__CANCEL_ACCOUNT_DELETION_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__cancel_account_deletion_response__descriptor) \
     , NULL }
+
+
+struct  Rave__Identity__V1__SearchUsersRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A Rave ID, a username or an email; 1…254 characters.
+   */
+  char *query;
+};
+#define RAVE__IDENTITY__V1__SEARCH_USERS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__search_users_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/*
+ * One player a search found.
+ */
+struct  Rave__Identity__V1__UserMatch
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__User *user;
+  /*
+   * Set while a ban applies.
+   */
+  Rave__Identity__V1__BanInfo *ban;
+};
+#define RAVE__IDENTITY__V1__USER_MATCH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__user_match__descriptor) \
+    , NULL, NULL }
+
+
+struct  Rave__Identity__V1__SearchUsersResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Oldest account first; empty when nothing matches.
+   */
+  size_t n_users;
+  Rave__Identity__V1__UserMatch **users;
+};
+#define RAVE__IDENTITY__V1__SEARCH_USERS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__search_users_response__descriptor) \
+    , 0,NULL }
+
+
+struct  Rave__Identity__V1__ListUserSessionsRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A merged-away id lists the sessions of the account it was merged into.
+   */
+  char *user_id;
+};
+#define RAVE__IDENTITY__V1__LIST_USER_SESSIONS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_user_sessions_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ListUserSessionsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Live sessions (not revoked), newest first; `current` is never set.
+   */
+  size_t n_sessions;
+  Rave__Identity__V1__Session **sessions;
+};
+#define RAVE__IDENTITY__V1__LIST_USER_SESSIONS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_user_sessions_response__descriptor) \
+    , 0,NULL }
+
+
+struct  Rave__Identity__V1__RevokeUserSessionsRequest
+{
+  ProtobufCMessage base;
+  char *user_id;
+  /*
+   * The session to end; empty ends every session of the player.
+   */
+  char *session_id;
+};
+#define RAVE__IDENTITY__V1__REVOKE_USER_SESSIONS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__revoke_user_sessions_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__RevokeUserSessionsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Sessions ended by this call (0 when the session had already ended).
+   */
+  uint32_t revoked_sessions;
+};
+#define RAVE__IDENTITY__V1__REVOKE_USER_SESSIONS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__revoke_user_sessions_response__descriptor) \
+    , 0 }
 
 
 /* Rave__Identity__V1__DeviceInfo methods */
@@ -4853,6 +4958,139 @@ Rave__Identity__V1__CancelAccountDeletionResponse *
 void   rave__identity__v1__cancel_account_deletion_response__free_unpacked
                      (Rave__Identity__V1__CancelAccountDeletionResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__SearchUsersRequest methods */
+void   rave__identity__v1__search_users_request__init
+                     (Rave__Identity__V1__SearchUsersRequest         *message);
+size_t rave__identity__v1__search_users_request__get_packed_size
+                     (const Rave__Identity__V1__SearchUsersRequest   *message);
+size_t rave__identity__v1__search_users_request__pack
+                     (const Rave__Identity__V1__SearchUsersRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__search_users_request__pack_to_buffer
+                     (const Rave__Identity__V1__SearchUsersRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__SearchUsersRequest *
+       rave__identity__v1__search_users_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__search_users_request__free_unpacked
+                     (Rave__Identity__V1__SearchUsersRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__UserMatch methods */
+void   rave__identity__v1__user_match__init
+                     (Rave__Identity__V1__UserMatch         *message);
+size_t rave__identity__v1__user_match__get_packed_size
+                     (const Rave__Identity__V1__UserMatch   *message);
+size_t rave__identity__v1__user_match__pack
+                     (const Rave__Identity__V1__UserMatch   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__user_match__pack_to_buffer
+                     (const Rave__Identity__V1__UserMatch   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__UserMatch *
+       rave__identity__v1__user_match__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__user_match__free_unpacked
+                     (Rave__Identity__V1__UserMatch *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__SearchUsersResponse methods */
+void   rave__identity__v1__search_users_response__init
+                     (Rave__Identity__V1__SearchUsersResponse         *message);
+size_t rave__identity__v1__search_users_response__get_packed_size
+                     (const Rave__Identity__V1__SearchUsersResponse   *message);
+size_t rave__identity__v1__search_users_response__pack
+                     (const Rave__Identity__V1__SearchUsersResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__search_users_response__pack_to_buffer
+                     (const Rave__Identity__V1__SearchUsersResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__SearchUsersResponse *
+       rave__identity__v1__search_users_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__search_users_response__free_unpacked
+                     (Rave__Identity__V1__SearchUsersResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListUserSessionsRequest methods */
+void   rave__identity__v1__list_user_sessions_request__init
+                     (Rave__Identity__V1__ListUserSessionsRequest         *message);
+size_t rave__identity__v1__list_user_sessions_request__get_packed_size
+                     (const Rave__Identity__V1__ListUserSessionsRequest   *message);
+size_t rave__identity__v1__list_user_sessions_request__pack
+                     (const Rave__Identity__V1__ListUserSessionsRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_user_sessions_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListUserSessionsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListUserSessionsRequest *
+       rave__identity__v1__list_user_sessions_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_user_sessions_request__free_unpacked
+                     (Rave__Identity__V1__ListUserSessionsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListUserSessionsResponse methods */
+void   rave__identity__v1__list_user_sessions_response__init
+                     (Rave__Identity__V1__ListUserSessionsResponse         *message);
+size_t rave__identity__v1__list_user_sessions_response__get_packed_size
+                     (const Rave__Identity__V1__ListUserSessionsResponse   *message);
+size_t rave__identity__v1__list_user_sessions_response__pack
+                     (const Rave__Identity__V1__ListUserSessionsResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_user_sessions_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListUserSessionsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListUserSessionsResponse *
+       rave__identity__v1__list_user_sessions_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_user_sessions_response__free_unpacked
+                     (Rave__Identity__V1__ListUserSessionsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__RevokeUserSessionsRequest methods */
+void   rave__identity__v1__revoke_user_sessions_request__init
+                     (Rave__Identity__V1__RevokeUserSessionsRequest         *message);
+size_t rave__identity__v1__revoke_user_sessions_request__get_packed_size
+                     (const Rave__Identity__V1__RevokeUserSessionsRequest   *message);
+size_t rave__identity__v1__revoke_user_sessions_request__pack
+                     (const Rave__Identity__V1__RevokeUserSessionsRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__revoke_user_sessions_request__pack_to_buffer
+                     (const Rave__Identity__V1__RevokeUserSessionsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__RevokeUserSessionsRequest *
+       rave__identity__v1__revoke_user_sessions_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__revoke_user_sessions_request__free_unpacked
+                     (Rave__Identity__V1__RevokeUserSessionsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__RevokeUserSessionsResponse methods */
+void   rave__identity__v1__revoke_user_sessions_response__init
+                     (Rave__Identity__V1__RevokeUserSessionsResponse         *message);
+size_t rave__identity__v1__revoke_user_sessions_response__get_packed_size
+                     (const Rave__Identity__V1__RevokeUserSessionsResponse   *message);
+size_t rave__identity__v1__revoke_user_sessions_response__pack
+                     (const Rave__Identity__V1__RevokeUserSessionsResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__revoke_user_sessions_response__pack_to_buffer
+                     (const Rave__Identity__V1__RevokeUserSessionsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__RevokeUserSessionsResponse *
+       rave__identity__v1__revoke_user_sessions_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__revoke_user_sessions_response__free_unpacked
+                     (Rave__Identity__V1__RevokeUserSessionsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -5259,6 +5497,27 @@ typedef void (*Rave__Identity__V1__CancelAccountDeletionRequest_Closure)
                   void *closure_data);
 typedef void (*Rave__Identity__V1__CancelAccountDeletionResponse_Closure)
                  (const Rave__Identity__V1__CancelAccountDeletionResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__SearchUsersRequest_Closure)
+                 (const Rave__Identity__V1__SearchUsersRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__UserMatch_Closure)
+                 (const Rave__Identity__V1__UserMatch *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__SearchUsersResponse_Closure)
+                 (const Rave__Identity__V1__SearchUsersResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListUserSessionsRequest_Closure)
+                 (const Rave__Identity__V1__ListUserSessionsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListUserSessionsResponse_Closure)
+                 (const Rave__Identity__V1__ListUserSessionsResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__RevokeUserSessionsRequest_Closure)
+                 (const Rave__Identity__V1__RevokeUserSessionsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__RevokeUserSessionsResponse_Closure)
+                 (const Rave__Identity__V1__RevokeUserSessionsResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -5675,6 +5934,18 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                                   const Rave__Identity__V1__CancelAccountDeletionRequest *input,
                                   Rave__Identity__V1__CancelAccountDeletionResponse_Closure closure,
                                   void *closure_data);
+  void (*search_users)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                       const Rave__Identity__V1__SearchUsersRequest *input,
+                       Rave__Identity__V1__SearchUsersResponse_Closure closure,
+                       void *closure_data);
+  void (*list_user_sessions)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                             const Rave__Identity__V1__ListUserSessionsRequest *input,
+                             Rave__Identity__V1__ListUserSessionsResponse_Closure closure,
+                             void *closure_data);
+  void (*revoke_user_sessions)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                               const Rave__Identity__V1__RevokeUserSessionsRequest *input,
+                               Rave__Identity__V1__RevokeUserSessionsResponse_Closure closure,
+                               void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityAdmin_ServiceDestroy)(Rave__Identity__V1__IdentityAdmin_Service *);
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
@@ -5700,7 +5971,10 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## disable_operator,\
       function_prefix__ ## list_account_deletions,\
       function_prefix__ ## force_account_deletion,\
-      function_prefix__ ## cancel_account_deletion  }
+      function_prefix__ ## cancel_account_deletion,\
+      function_prefix__ ## search_users,\
+      function_prefix__ ## list_user_sessions,\
+      function_prefix__ ## revoke_user_sessions  }
 void rave__identity__v1__identity_admin__create_publisher(ProtobufCService *service,
                                                           const Rave__Identity__V1__CreatePublisherRequest *input,
                                                           Rave__Identity__V1__CreatePublisherResponse_Closure closure,
@@ -5773,6 +6047,18 @@ void rave__identity__v1__identity_admin__cancel_account_deletion(ProtobufCServic
                                                                  const Rave__Identity__V1__CancelAccountDeletionRequest *input,
                                                                  Rave__Identity__V1__CancelAccountDeletionResponse_Closure closure,
                                                                  void *closure_data);
+void rave__identity__v1__identity_admin__search_users(ProtobufCService *service,
+                                                      const Rave__Identity__V1__SearchUsersRequest *input,
+                                                      Rave__Identity__V1__SearchUsersResponse_Closure closure,
+                                                      void *closure_data);
+void rave__identity__v1__identity_admin__list_user_sessions(ProtobufCService *service,
+                                                            const Rave__Identity__V1__ListUserSessionsRequest *input,
+                                                            Rave__Identity__V1__ListUserSessionsResponse_Closure closure,
+                                                            void *closure_data);
+void rave__identity__v1__identity_admin__revoke_user_sessions(ProtobufCService *service,
+                                                              const Rave__Identity__V1__RevokeUserSessionsRequest *input,
+                                                              Rave__Identity__V1__RevokeUserSessionsResponse_Closure closure,
+                                                              void *closure_data);
 typedef struct Rave__Identity__V1__IdentityInternal_Service Rave__Identity__V1__IdentityInternal_Service;
 struct Rave__Identity__V1__IdentityInternal_Service
 {
@@ -6030,6 +6316,13 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__force_account_deleti
 extern const ProtobufCMessageDescriptor rave__identity__v1__force_account_deletion_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__cancel_account_deletion_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__cancel_account_deletion_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__search_users_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__user_match__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__search_users_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_user_sessions_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_user_sessions_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;

@@ -1,0 +1,423 @@
+// The console's pages about people and records: overview, players, merges, audit log and operators.
+
+import {
+    card, confirmWithReason, el, enumText, facts, form, raveIdPattern, run, statusLine, table, when,
+} from "./ui.js";
+
+const identityAdmin = "rave.identity.v1.IdentityAdmin";
+
+// MARK: - Overview
+
+// One cheap read per service, timed from this browser: whether the service answers through the gateway and how
+// fast. A service whose read needs an application is probed only when one is chosen.
+const probes = [
+    { service: "identity", method: `${identityAdmin}/ListAuditEvents`, request: () => ({ pageSize: 1 }) },
+    { service: "gifts", method: "rave.gifts.v1.GiftsAdmin/ListGiftTypes", request: (appId) => ({ appId }), app: true },
+    { service: "push", method: "rave.push.v1.PushAdmin/ListTemplates", request: (appId) => ({ appId }), app: true },
+    { service: "wallet", method: "rave.wallet.v1.WalletAdmin/GetUserWallet", request: () => ({ userId: "0".repeat(32) }) },
+    { service: "social", method: "rave.social.v1.SocialAdmin/GetLists", request: (appId) => ({ appId }), app: true },
+];
+
+async function probe({ method, request }, appId, session) {
+    const started = performance.now();
+    try {
+        await session.call(method, request(appId));
+        return { state: "up", detail: "answers", ms: performance.now() - started };
+    } catch (error) {
+        const ms = performance.now() - started;
+        // Refusals and bad requests come from a service that is there; only UNAVAILABLE means it is not.
+        if (error.status === "UNAVAILABLE" || error.status === "DEADLINE_EXCEEDED") {
+            return { state: "down", detail: `${error.status}: ${error.message}`, ms };
+        }
+        return { state: "up", detail: `answers (${error.status})`, ms };
+    }
+}
+
+const overview = {
+    title: "Overview",
+    async render(container, context) {
+        const account = context.session.account ?? {};
+        container.append(card("You",
+            facts([
+                ["Email", account.email ?? ""],
+                ["Role", context.session.role],
+                ["Publisher", account.allPublishers ? "every publisher" : (account.publisherId || "—")],
+            ])));
+        const status = statusLine("overview-status");
+        const body = el("div");
+        const refresh = el("button", { type: "button", id: "overview-refresh", class: "small" }, "Check again");
+        container.append(card("Services", el("p", {}, "Each service is asked one read through the gateway, timed ",
+            "from this browser."), refresh, status, body));
+        const check = async () => {
+            const results = await run(status, () => Promise.all(probes.map(async (item) => {
+                if (item.app && !context.appId) return { ...item, state: "skipped", detail: "choose an application", ms: 0 };
+                return { ...item, ...(await probe(item, context.appId, context.session)) };
+            })), (rows) => `${rows.filter((row) => row.state === "up").length} of ${rows.length} services answer.`);
+            if (!results) return;
+            body.replaceChildren(table({
+                caption: "Services as the gateway reaches them", key: (row) => row.service, rows: results,
+                columns: [
+                    { label: "Service", value: (row) => row.service },
+                    { label: "State", value: (row) => el("span", { class: `badge ${row.state}` }, row.state) },
+                    { label: "Answer", value: (row) => row.detail },
+                    { label: "Time", value: (row) => (row.ms ? `${Math.round(row.ms)} ms` : "—") },
+                ],
+            }));
+        };
+        refresh.addEventListener("click", check);
+        await check();
+    },
+};
+
+// MARK: - Players
+
+function userFacts(answer) {
+    const user = answer.user ?? {};
+    const profile = user.profile ?? {};
+    const ban = answer.ban;
+    return facts([
+        ["Rave ID", el("code", { id: "player-id" }, profile.userId ?? "")],
+        ["Username", profile.username || "—"],
+        ["Display name", profile.displayName || "—"],
+        ["Account", enumText(profile.accountState, "ACCOUNT_STATE_")],
+        ["Email", user.email ? `${user.email} (${user.emailVerified ? "verified" : "not verified"})` : "—"],
+        ["Providers", (user.providers ?? []).map((provider) => enumText(provider, "PROVIDER_")).join(", ") || "none"],
+        ["Password", user.hasPassword ? "set" : "none"],
+        ["Two-factor", user.twoFactorEnabled ? "enabled" : "off"],
+        ["Created", when(user.createdAtUnixMs)],
+        ["Ban", el("span", { id: "player-ban", dataset: { banned: ban ? "true" : "false" } },
+            ban ? `banned: ${ban.reason}${Number(ban.untilUnixMs) ? ` (until ${when(ban.untilUnixMs)})` : ""}` : "not banned")],
+    ]);
+}
+
+function auditTable(events, caption) {
+    return table({
+        caption, rows: events, key: (event) => event.eventId, empty: "No entries.",
+        columns: [
+            { label: "When", value: (event) => when(event.occurredAtUnixMs) },
+            { label: "Who", value: (event) => event.actor },
+            { label: "What", value: (event) => (event.method || enumText(event.action, "AUDIT_ACTION_")) },
+            { label: "User", value: (event) => (event.targetUserId ? el("code", {}, event.targetUserId) : "—") },
+            { label: "Reason", value: (event) => event.reason || "—" },
+            { label: "Outcome", value: (event) => (event.finished ? (event.statusCode ? `${event.statusCode}: ${event.statusMessage}` : "OK") : "pending") },
+        ],
+    });
+}
+
+function balancesTable(balances, caption) {
+    return table({
+        caption, rows: balances, empty: "No balances.",
+        key: (row) => `${row.currency}/${row.economy}/${row.gameId ?? ""}`,
+        columns: [
+            { label: "Currency", value: (row) => row.currency },
+            { label: "Economy", value: (row) => enumText(row.economy, "ECONOMY_") },
+            { label: "Game", value: (row) => row.gameId || "main" },
+            { label: "Amount", value: (row) => row.amount },
+        ],
+    });
+}
+
+const players = {
+    title: "Players",
+    async render(container, { session, open }, query) {
+        const userId = query.get("user") ?? "";
+        const text = query.get("q") ?? "";
+        const search = form({
+            id: "player-search", submit: "Find",
+            fields: [{ name: "q", label: "Rave ID, username or email", required: true, value: userId || text,
+                maxlength: 254,
+                hint: "Exact, without case; a merged-away Rave ID finds the account it was merged into." }],
+            onSubmit: ({ q }) => (/^[0-9a-f]{32}$/.test(q) ? open("players", `user=${q}`)
+                : open("players", `q=${encodeURIComponent(q)}`)),
+        });
+        container.append(card("Find a player", search));
+        if (!userId && text) {
+            const status = statusLine("search-status");
+            const body = el("div", { id: "search-results" });
+            container.append(card("Players found", status, body));
+            const answer = await run(status, () => session.call(`${identityAdmin}/SearchUsers`, { query: text }),
+                (result) => `${(result.users ?? []).length} found.`);
+            if (!answer) return;
+            body.replaceChildren(table({
+                caption: `Players matching ${text}`, rows: answer.users ?? [], empty: "No player matches.",
+                key: (row) => row.user?.profile?.userId,
+                columns: [
+                    { label: "Rave ID", value: (row) => el("a", { href: `#/players?user=${row.user?.profile?.userId}` },
+                        el("code", {}, row.user?.profile?.userId)) },
+                    { label: "Username", value: (row) => row.user?.profile?.username || "—" },
+                    { label: "Email", value: (row) => (row.user?.email
+                        ? `${row.user.email} (${row.user.emailVerified ? "verified" : "not verified"})` : "—") },
+                    { label: "Account", value: (row) => enumText(row.user?.profile?.accountState, "ACCOUNT_STATE_") },
+                    { label: "Ban", value: (row) => (row.ban ? `banned: ${row.ban.reason}` : "—") },
+                ],
+            }));
+            return;
+        }
+        if (!userId) return;
+
+        const status = statusLine("player-status");
+        const profileBody = el("div", { id: "player-profile" });
+        const banStatus = statusLine("ban-status");
+        const banBody = el("div", { id: "player-ban-actions" });
+        const walletStatus = statusLine("player-wallet-status");
+        const walletBody = el("div", { id: "player-wallet" });
+        const auditStatus = statusLine("player-audit-status");
+        const auditBody = el("div", { id: "player-audit" });
+        const sessionsStatus = statusLine("player-sessions-status");
+        const sessionsBody = el("div", { id: "player-sessions" });
+        container.append(card("Profile", status, profileBody));
+        let id = userId;
+
+        const banForm = form({
+            id: "ban-form", submit: "Ban…",
+            fields: [
+                { name: "message", label: "Message to the player", required: true, maxlength: 500,
+                    hint: "Shown to the player when a login is refused, and recorded as the ban's reason." },
+                { name: "until", label: "Until (empty: until lifted)", type: "datetime-local" },
+            ],
+            onSubmit: async ({ message, until }) => {
+                const reason = await confirmWithReason({ title: "Ban this player?", text: `Ban ${id}: "${message}".` });
+                if (!reason) return;
+                const untilUnixMs = until ? String(new Date(until).getTime()) : "0";
+                const done = await run(banStatus, () => session.call(`${identityAdmin}/BanUser`,
+                    { userId: id, reason: message, untilUnixMs }, { reason }), () => "Banned.");
+                if (done) await Promise.all([loadProfile(), loadSessions(false), loadAudit()]);
+            },
+        });
+        const unban = el("button", {
+            type: "button", id: "unban", class: "secondary", onclick: async () => {
+                const reason = await confirmWithReason({ title: "Lift the ban?", text: `Unban ${id}.` });
+                if (!reason) return;
+                const done = await run(banStatus, () => session.call(`${identityAdmin}/UnbanUser`,
+                    { userId: id, reason }, { reason }), () => "Ban lifted.");
+                if (done) await Promise.all([loadProfile(), loadAudit()]);
+            },
+        }, "Unban…");
+
+        // The profile and the ban card's action (ban or unban) from GetUser; false when the player is not found.
+        const loadProfile = async () => {
+            const answer = await run(status, () => session.call(`${identityAdmin}/GetUser`, { userId }), () => "");
+            if (!answer) return false;
+            id = answer.user?.profile?.userId ?? userId;
+            profileBody.replaceChildren(userFacts(answer));
+            banBody.replaceChildren(answer.ban ? unban : banForm);
+            return true;
+        };
+        const loadWallet = async () => {
+            const wallet = await run(walletStatus, () => session.call("rave.wallet.v1.WalletAdmin/GetUserWallet",
+                { userId: id }), () => "");
+            if (wallet) walletBody.replaceChildren(balancesTable(wallet.balances ?? [], "Balances"));
+        };
+        const loadAudit = async () => {
+            const audit = await run(auditStatus, () => session.call(`${identityAdmin}/ListAuditEvents`,
+                { targetUserId: id, pageSize: 20 }), () => "");
+            if (audit) auditBody.replaceChildren(auditTable(audit.events ?? [], "Latest audit entries about this player"));
+        };
+        const revoke = async (sessionId) => {
+            const reason = await confirmWithReason({
+                title: sessionId ? "End this session?" : "End every session?",
+                text: sessionId ? `Session ${sessionId} of ${id}: the player signs in again on that device.`
+                    : `Every session of ${id}: the player signs in again everywhere.`,
+            });
+            if (!reason) return;
+            const done = await run(sessionsStatus, () => session.call(`${identityAdmin}/RevokeUserSessions`,
+                { userId: id, sessionId }, { reason }), (result) => `Ended ${result.revokedSessions ?? 0} sessions.`);
+            if (done) await loadSessions(false);
+        };
+        const loadSessions = async (announce = true) => {
+            const call = () => session.call(`${identityAdmin}/ListUserSessions`, { userId: id });
+            const answer = await (announce ? run(sessionsStatus, call, () => "") : call().catch(() => null));
+            if (!answer) return;
+            const sessions = answer.sessions ?? [];
+            sessionsBody.replaceChildren(table({
+                caption: "Live sessions, newest first", rows: sessions, key: (row) => row.sessionId,
+                empty: "No live session.",
+                columns: [
+                    { label: "Device", value: (row) => row.deviceId },
+                    { label: "Application", value: (row) => el("code", {}, row.appId) },
+                    { label: "Signed in", value: (row) => when(row.createdAtUnixMs) },
+                    { label: "Last used", value: (row) => when(row.lastUsedAtUnixMs) },
+                    { label: "End", value: (row) => el("button", { type: "button", class: "small danger",
+                        "aria-label": `End the session on ${row.deviceId}`, onclick: () => revoke(row.sessionId) },
+                    "End…") },
+                ],
+            }), sessions.length ? el("button", { type: "button", id: "revoke-all", class: "danger",
+                onclick: () => revoke("") }, "End every session…") : null);
+        };
+        if (!(await loadProfile())) return;
+        container.append(
+            card("Sessions", sessionsStatus, sessionsBody),
+            card("Ban", banBody, banStatus),
+            card("Wallet", walletStatus, walletBody,
+                el("p", {}, el("a", { href: `#/wallet?user=${id}` }, "Deposit, withdraw or adjust"))),
+            card("Audit entries", auditStatus, auditBody));
+        await Promise.all([loadSessions(), loadWallet(), loadAudit()]);
+    },
+};
+
+// MARK: - Merges
+
+const merges = {
+    title: "Merges",
+    async render(container, { session, open }, query) {
+        const mergeId = query.get("merge") ?? "";
+        container.append(card("Find a merge", form({
+            id: "merge-search", submit: "Show",
+            fields: [{ name: "merge", label: "Merge id", required: true, value: mergeId }],
+            onSubmit: ({ merge }) => open("merges", `merge=${encodeURIComponent(merge)}`),
+        })));
+        if (!mergeId) return;
+        const status = statusLine("merge-status");
+        const body = el("div", { id: "merge-body" });
+        container.append(card("Merge", status, body));
+        const answer = await run(status, () => session.call(`${identityAdmin}/GetMergeStatus`, { mergeId }), () => "");
+        if (!answer) return;
+        const merge = answer.merge ?? {};
+        body.replaceChildren(facts([
+            ["Merge id", el("code", {}, merge.mergeId)],
+            ["State", el("span", { id: "merge-state" }, enumText(merge.state, "MERGE_STATE_"))],
+            ["From", el("a", { href: `#/players?user=${merge.sourceUserId}` }, merge.sourceUserId)],
+            ["Into", el("a", { href: `#/players?user=${merge.targetUserId}` }, merge.targetUserId)],
+            ["Acknowledged by", (merge.acknowledgedBy ?? []).join(", ") || "—"],
+            ["Waiting for", (merge.pendingParticipants ?? []).join(", ") || "—"],
+            ["Started", when(merge.createdAtUnixMs)],
+        ]));
+    },
+};
+
+// MARK: - Audit log
+
+const actions = ["BAN_USER", "UNBAN_USER", "CREATE_OPERATOR", "SET_OPERATOR_ROLE", "DISABLE_OPERATOR", "ADMIN_CALL"];
+
+const audit = {
+    title: "Audit log",
+    async render(container, { session, open }, query) {
+        const filters = Object.fromEntries(["user", "action", "operator", "method", "since", "before", "page"]
+            .map((name) => [name, query.get(name) ?? ""]));
+        container.append(card("Filters", form({
+            id: "audit-filters", submit: "Apply", className: "grid",
+            fields: [
+                { name: "user", label: "Player (Rave ID)", pattern: raveIdPattern, value: filters.user },
+                { name: "action", label: "Action", type: "select", value: filters.action,
+                    options: [["", "any"], ...actions.map((action) => [action, enumText(action, "")])] },
+                { name: "operator", label: "Operator id", value: filters.operator },
+                { name: "method", label: "Method", value: filters.method,
+                    placeholder: "rave.wallet.v1.WalletAdmin/Deposit" },
+                { name: "since", label: "From", type: "datetime-local", value: filters.since },
+                { name: "before", label: "Before", type: "datetime-local", value: filters.before },
+            ],
+            onSubmit: (values) => open("audit", new URLSearchParams(
+                Object.entries(values).filter(([, value]) => value)).toString()),
+        })));
+        const request = {
+            targetUserId: filters.user, operatorId: filters.operator, method: filters.method, pageSize: 50,
+            pageToken: filters.page,
+            action: filters.action ? `AUDIT_ACTION_${filters.action}` : "AUDIT_ACTION_UNSPECIFIED",
+            sinceUnixMs: filters.since ? String(new Date(filters.since).getTime()) : "0",
+            beforeUnixMs: filters.before ? String(new Date(filters.before).getTime()) : "0",
+        };
+        const status = statusLine("audit-status");
+        const body = el("div", { id: "audit-body" });
+        container.append(card("Entries", status, body));
+        const answer = await run(status, () => session.call(`${identityAdmin}/ListAuditEvents`, request),
+            (result) => `${(result.events ?? []).length} entries${result.nextPageToken ? " (more on the next page)" : ""}.`);
+        if (!answer) return;
+        const next = answer.nextPageToken
+            ? el("a", { href: `#/audit?${new URLSearchParams({ ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v)), page: answer.nextPageToken })}` }, "Next page")
+            : null;
+        body.replaceChildren(auditTable(answer.events ?? [], "Audit entries, newest first"), next);
+    },
+};
+
+// MARK: - Operators
+
+const roles = [["OPERATOR_ROLE_VIEWER", "viewer"], ["OPERATOR_ROLE_SUPPORT", "support"],
+    ["OPERATOR_ROLE_OPERATOR", "operator"], ["OPERATOR_ROLE_OWNER", "owner"]];
+
+function scopeOf({ publisher }) {
+    return publisher === "*" || publisher === "" ? { allPublishers: true, publisherId: "" }
+        : { allPublishers: false, publisherId: publisher };
+}
+
+const operators = {
+    title: "Operators",
+    async render(container, { session, open }) {
+        const own = session.account ?? {};
+        const status = statusLine("operators-status");
+        const body = el("div", { id: "operators-body" });
+        const createStatus = statusLine("operator-create-status");
+        const created = el("div", { id: "operator-created" });
+        const scopeHint = "A publisher id, or * for every publisher (owners only).";
+        const createForm = form({
+            id: "operator-create", submit: "Create…", className: "grid",
+            fields: [
+                { name: "email", label: "Email", type: "email", required: true },
+                { name: "role", label: "Role", type: "select", options: roles },
+                { name: "publisher", label: "Publisher", value: own.allPublishers ? "*" : own.publisherId, hint: scopeHint },
+            ],
+            onSubmit: async (values) => {
+                const reason = await confirmWithReason({ title: "Create an operator?", text: `${values.email} as ${enumText(values.role, "OPERATOR_ROLE_")}.` });
+                if (!reason) return;
+                const answer = await run(createStatus, () => session.call(`${identityAdmin}/CreateOperator`,
+                    { email: values.email, role: values.role, ...scopeOf(values), reason }, { reason }),
+                () => "Created. Give the enrolment code to the operator over a channel you trust; it is shown once.");
+                if (!answer) return;
+                created.replaceChildren(facts([
+                    ["Operator", answer.account?.email ?? ""],
+                    ["Enrolment code", el("code", { id: "enrolment-code" }, answer.enrolmentCode)],
+                    ["Valid until", when(answer.enrolmentExpiresAtUnixMs)],
+                ]));
+                await load();
+            },
+        });
+        container.append(card("Operators", status, body), card("New operator", createForm, createStatus, created));
+
+        const change = async (operator, kind) => {
+            const role = kind === "role" ? document.getElementById(`role-of-${operator.operatorId}`).value : "";
+            const text = kind === "role" ? `${operator.email} becomes ${enumText(role, "OPERATOR_ROLE_")}.`
+                : `${operator.email} is disabled for good; their sessions end now.`;
+            const reason = await confirmWithReason({ title: kind === "role" ? "Change the role?" : "Disable this operator?", text });
+            if (!reason) return;
+            const done = await run(status, () => (kind === "role"
+                ? session.call(`${identityAdmin}/SetOperatorRole`, {
+                    operatorId: operator.operatorId, role, reason,
+                    allPublishers: Boolean(operator.allPublishers), publisherId: operator.publisherId ?? "",
+                }, { reason })
+                : session.call(`${identityAdmin}/DisableOperator`, { operatorId: operator.operatorId, reason }, { reason })),
+            () => (kind === "role" ? "Role changed." : "Disabled."));
+            if (done) await load(false);
+        };
+        // ListOperators is classified as an owner's write (AdminRoles), so the gateway wants a reason and records
+        // each listing in the audit log.
+        const list = () => session.call(`${identityAdmin}/ListOperators`, {},
+            { reason: "opened the operators page of the console" });
+        const load = async (announce = true) => {
+            const answer = await (announce
+                ? run(status, list, (result) => `${(result.operators ?? []).length} operators.`)
+                : list().catch(() => null));
+            if (!answer) return;
+            body.replaceChildren(table({
+                caption: "Operator accounts, by email", rows: answer.operators ?? [], key: (row) => row.email,
+                columns: [
+                    { label: "Email", value: (row) => row.email },
+                    { label: "Role", value: (row) => enumText(row.role, "OPERATOR_ROLE_") },
+                    { label: "Publisher", value: (row) => (row.allPublishers ? "every publisher" : row.publisherId) },
+                    { label: "State", value: (row) => (row.disabled ? "disabled" : row.enrolled ? "active" : "not enrolled") },
+                    { label: "Created", value: (row) => when(row.createdAtUnixMs) },
+                    {
+                        label: "Change", value: (row) => (row.disabled || row.operatorId === own.operatorId ? "—" : el("div", { class: "row" },
+                            el("label", { for: `role-of-${row.operatorId}`, class: "visually-hidden" }, `Role of ${row.email}`),
+                            el("select", { id: `role-of-${row.operatorId}` },
+                                roles.map(([value, label]) => el("option", { value, selected: value === row.role }, label))),
+                            el("button", { type: "button", class: "small", onclick: () => change(row, "role") }, "Set role…"),
+                            el("button", { type: "button", class: "small danger", onclick: () => change(row, "disable") }, "Disable…"))),
+                    },
+                ],
+            }));
+        };
+        await load();
+    },
+};
+
+export const peoplePages = { overview, players, merges, audit, operators };
+export { balancesTable };

@@ -1,0 +1,6 @@
+// Every page of the console by its name in the address (#/<name>): `{title, render(container, context, query)}`.
+
+import { contentPages } from "./pages-content.js";
+import { peoplePages } from "./pages-people.js";
+
+export const pages = { ...peoplePages, ...contentPages };

@@ -1,0 +1,423 @@
+"""The web console (Clients/console) in headless Chromium against the whole stack, as an operator of each role.
+
+Operators are created with the admin certificate (IdentityAdmin/CreateOperator), enrolled over HTTP
+(Identity/OperatorEnroll), and log in through the page with a TOTP code computed here. Each role does one task per
+page; a viewer's writes are refused by the server (the page shows the refusal, and the state did not change).
+Screenshots of every page go to .test-output/console/ (the players page also at a phone's 390×844).
+"""
+
+import base64
+import hashlib
+import hmac
+import shutil
+import struct
+import time
+import unittest
+import uuid
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+import harness
+
+SCREENSHOTS = harness.ROOT / ".test-output" / "console"
+PASSWORD = "console test password"
+
+
+def totp(secret, at=None):
+    """RFC 6238 (SHA-1, 6 digits, 30 s) of a base32 secret, as identity checks it."""
+    key = base64.b32decode(secret.upper() + "=" * (-len(secret) % 8))
+    counter = int((time.time() if at is None else at) // 30)
+    digest = hmac.new(key, struct.pack(">Q", counter), hashlib.sha1).digest()
+    offset = digest[-1] & 0x0F
+    number = struct.unpack(">I", digest[offset:offset + 4])[0] & 0x7FFFFFFF
+    return f"{number % 1_000_000:06d}"
+
+
+def admin_call(stack, method, request):
+    status, body, _ = stack.call(method, request, admin=True, headers={"X-Rave-Reason": "browser test setup"})
+    if status != 200:
+        raise AssertionError(f"{method} failed: {status} {body}")
+    return body
+
+
+def create_operator(stack, role, publisher_id):
+    """Creates and enrols an operator of `role`; answers (email, TOTP secret)."""
+    email = f"{role}-{uuid.uuid4().hex[:8]}@console.test"
+    scope = {"allPublishers": True} if role == "owner" else {"publisherId": publisher_id}
+    created = admin_call(stack, "rave.identity.v1.IdentityAdmin/CreateOperator", {
+        "email": email, "role": f"OPERATOR_ROLE_{role.upper()}", "reason": "browser test operator", **scope})
+    status, enrolled, _ = stack.call("rave.identity.v1.Identity/OperatorEnroll",
+                                     {"enrolmentCode": created["enrolmentCode"], "password": PASSWORD})
+    if status != 200:
+        raise AssertionError(f"OperatorEnroll failed: {status} {enrolled}")
+    return email, enrolled["totpSecret"]
+
+
+def guest(stack, username=None):
+    """A new guest player of the demo application (with a username when given); answers its Rave ID."""
+    status, body, _ = stack.call("rave.identity.v1.Identity/GuestLogin", {
+        "appId": stack.app_id, "device": {"deviceId": str(uuid.uuid4()), "name": "console test", "platform": "web"}})
+    if status != 200:
+        raise AssertionError(f"GuestLogin failed: {status} {body}")
+    if username:
+        status, named, _ = stack.call("rave.identity.v1.Identity/UpdateCurrentUser", {"username": {"value": username}},
+                                      token=body["tokens"]["accessToken"])
+        if status != 200:
+            raise AssertionError(f"UpdateCurrentUser failed: {status} {named}")
+    return body["user"]["profile"]["userId"]
+
+
+def shot(driver, name):
+    return harness.screenshot(driver, name, directory=SCREENSHOTS)
+
+
+def loaded(page):
+    return lambda d: d.execute_script("return document.body.dataset.loaded || ''") == page
+
+
+def login(driver, stack, email, secret):
+    driver.get(f"{stack.url}/console/?app={stack.app_id}")
+    harness.wait_for(driver, lambda d: d.find_element(By.ID, "login").is_displayed(), "the login form shows")
+    driver.find_element(By.ID, "login-email").send_keys(email)
+    driver.find_element(By.ID, "login-password").send_keys(PASSWORD)
+    driver.find_element(By.ID, "login-code").send_keys(totp(secret), Keys.ENTER)
+    harness.wait_for(driver, loaded("overview"), f"{email} logs in and sees the overview")
+
+
+def open_page(driver, page, query=""):
+    """Opens a page from the menu with the keyboard (focus the link, Enter), or by address when a query is given."""
+    if query:
+        driver.execute_script("location.hash = arguments[0]", f"#/{page}?{query}")
+    else:
+        link = driver.find_element(By.CSS_SELECTOR, f'#nav a[data-page="{page}"]')
+        driver.execute_script("arguments[0].focus()", link)
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+    harness.wait_for(driver, loaded(page), f"the {page} page loads")
+
+
+def settled(driver, status_id):
+    """Waits for a status line to say ok or error; answers (state, text)."""
+    def done(d):
+        state = d.execute_script("const s = document.getElementById(arguments[0]); return s && s.dataset.state",
+                                 status_id)
+        return state if state in ("ok", "error") else None
+    state = harness.wait_for(driver, done, f"#{status_id} shows an outcome")
+    return state, driver.find_element(By.ID, status_id).text
+
+
+def submit_with_reason(driver, form_id, reason, status_id):
+    """Submits a form (Enter in its first field would do; the button is clicked), gives the reason, confirms."""
+    driver.execute_script("const s = document.getElementById(arguments[0]); if (s) delete s.dataset.state", status_id)
+    driver.find_element(By.ID, f"{form_id}-submit").click()
+    confirm_reason(driver, reason)
+    return settled(driver, status_id)
+
+
+def confirm_reason(driver, reason):
+    harness.wait_for(driver, lambda d: d.find_element(By.ID, "reason-dialog").get_attribute("open") is not None,
+                     "the reason dialog opens")
+    # The dialog takes the focus: typing goes to the reason.
+    driver.switch_to.active_element.send_keys(reason)
+    driver.find_element(By.ID, "reason-confirm").click()
+
+
+def fill(driver, form_id, values):
+    for name, value in values.items():
+        field = driver.find_element(By.CSS_SELECTOR, f'#{form_id} [name="{name}"]')
+        if field.tag_name == "select":
+            driver.execute_script("arguments[0].value = arguments[1]", field, value)
+        elif field.get_attribute("type") == "checkbox":
+            if field.is_selected() != bool(value):
+                field.click()
+        else:
+            field.clear()
+            field.send_keys(value)
+
+
+def ban_shown(driver):
+    """"true" or "false" as the players page shows the ban ("" before the profile loads); read in one script, since
+    the profile is replaced while it reloads."""
+    return driver.execute_script("const b = document.getElementById('player-ban'); return b ? b.dataset.banned : ''")
+
+
+def overflows_horizontally(driver):
+    return driver.execute_script("return document.documentElement.scrollWidth > window.innerWidth + 1")
+
+
+class ConsoleTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = harness.Stack()
+        cls.publisher_id = admin_call(cls.stack, "rave.identity.v1.IdentityAdmin/GetApplication",
+                                      {"appId": cls.stack.app_id})["application"]["publisherId"]
+
+    def setUp(self):
+        self.browsers = []
+
+    def tearDown(self):
+        # A failed test leaves its browsers' last page in .test-output/console/ (unittest records the failure first).
+        result = getattr(self._outcome, "result", None)
+        failed = result is not None and any(test is self for test, _ in result.failures + result.errors)
+        for index, driver in enumerate(self.browsers):
+            if failed:
+                shot(driver, f"failed-{self._testMethodName}-{index}")
+            harness.close(driver)
+
+    def signed_in(self, role, **size):
+        """A browser logged in as a new operator of `role` (each login its own account: a TOTP step is taken once)."""
+        driver = harness.browser(self.stack, **size)
+        self.browsers.append(driver)
+        login(driver, self.stack, *create_operator(self.stack, role, self.publisher_id))
+        return driver
+
+    def ban_state(self, user_id):
+        return admin_call(self.stack, "rave.identity.v1.IdentityAdmin/GetUser", {"userId": user_id}).get("ban")
+
+    def audit_of(self, user_id):
+        return admin_call(self.stack, "rave.identity.v1.IdentityAdmin/ListAuditEvents",
+                          {"targetUserId": user_id}).get("events", [])
+
+    def balances(self, user_id):
+        return admin_call(self.stack, "rave.wallet.v1.WalletAdmin/GetUserWallet", {"userId": user_id}).get("balances", [])
+
+    def test_login_page_is_keyboard_usable_and_refuses_a_wrong_code(self):
+        driver = harness.browser(self.stack)
+        self.browsers.append(driver)
+        driver.get(f"{self.stack.url}/console/")
+        harness.wait_for(driver, lambda d: d.find_element(By.ID, "login").is_displayed(), "the login form shows")
+        self.assertEqual(driver.switch_to.active_element.get_attribute("id"), "login-email", "the email has focus")
+        email, _ = create_operator(self.stack, "viewer", self.publisher_id)
+        driver.switch_to.active_element.send_keys(email, Keys.TAB)
+        focused = driver.switch_to.active_element
+        self.assertEqual(focused.get_attribute("id"), "login-password")
+        self.assertNotEqual(focused.value_of_css_property("outline-style"), "none", "the focused field shows it")
+        focused.send_keys(PASSWORD, Keys.TAB)
+        driver.switch_to.active_element.send_keys("000000", Keys.ENTER)
+        harness.wait_for(driver, lambda d: "UNAUTHENTICATED" in d.find_element(By.ID, "login-status").text,
+                         "a wrong code is refused with the server's status")
+        self.assertIn("the email, password or code is wrong", driver.find_element(By.ID, "login-status").text)
+        shot(driver, "00-login-refused-1280")
+
+    def test_support_bans_and_unbans_a_player_and_the_audit_log_shows_it(self):
+        player = guest(self.stack)
+        driver = self.signed_in("support")
+        shot(driver, "01-overview-1280")
+        services = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#page tbody tr[data-key]')).map((row) =>"
+            "  [row.dataset.key, row.cells[1].textContent])")
+        self.assertIn(["identity", "up"], services, "identity answers through the gateway")
+
+        # Players: find by Rave ID (typed, Enter), ban with a message and a reason.
+        open_page(driver, "players")
+        driver.find_element(By.CSS_SELECTOR, '#player-search [name="q"]').send_keys(player, Keys.ENTER)
+        harness.wait_for(driver, loaded("players"), "the player's page loads")
+        harness.wait_for(driver, lambda d: d.find_elements(By.ID, "player-id"), "the profile shows")
+        self.assertEqual(driver.find_element(By.ID, "player-id").text, player)
+
+        # Sessions: the guest's one session, ended by support with a reason.
+        harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr"),
+                         "the player's session is listed")
+        self.assertEqual(len(driver.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr")), 1)
+        driver.find_element(By.ID, "revoke-all").click()
+        confirm_reason(driver, "account shared with a stranger")
+        state, text = settled(driver, "player-sessions-status")
+        self.assertEqual((state, text), ("ok", "Ended 1 sessions."))
+        harness.wait_for(driver, lambda d: "No live session." in d.find_element(By.ID, "player-sessions").text,
+                         "the list is empty")
+        fill(driver, "ban-form", {"message": "cheating in the console test"})
+        state, text = submit_with_reason(driver, "ban-form", "support ticket 42", "ban-status")
+        self.assertEqual(state, "ok", text)
+        harness.wait_for(driver, lambda d: ban_shown(d) == "true", "the page shows the ban")
+        self.assertIn("cheating in the console test", driver.find_element(By.ID, "player-ban").text)
+        self.assertEqual(self.ban_state(player)["reason"], "cheating in the console test")
+        harness.wait_for(driver, lambda d: "ban user" in d.find_element(By.ID, "player-audit").text,
+                         "the player's audit entries list the ban")
+        shot(driver, "02-players-banned-1280")
+
+        # Audit log: filtered by the player, the ban with the reason given.
+        open_page(driver, "audit")
+        fill(driver, "audit-filters", {"user": player})
+        driver.find_element(By.ID, "audit-filters-submit").click()
+        harness.wait_for(driver, lambda d: d.execute_script("return location.hash").endswith(player)
+                         and loaded("audit")(d), "the filtered audit log loads")
+        state, text = settled(driver, "audit-status")
+        self.assertEqual(state, "ok", text)
+        rows = driver.find_elements(By.CSS_SELECTOR, "#audit-body tbody tr")
+        self.assertEqual(len(rows), 1, driver.find_element(By.ID, "audit-body").text)
+        self.assertIn("ban user", rows[0].text)
+        # BanUser is audited by identity itself: the entry's reason is the ban's message.
+        self.assertIn("cheating in the console test", rows[0].text)
+        shot(driver, "03-audit-1280")
+
+        # Unban from the players page.
+        open_page(driver, "players", f"user={player}")
+        driver.find_element(By.ID, "unban").click()
+        confirm_reason(driver, "appeal accepted")
+        harness.wait_for(driver, lambda d: ban_shown(d) == "false", "the page shows the ban lifted")
+        self.assertIsNone(self.ban_state(player))
+
+        # Merges: an unknown merge is NOT_FOUND, in the server's words.
+        open_page(driver, "merges", f"merge={uuid.uuid4().hex}")
+        state, text = settled(driver, "merge-status")
+        self.assertEqual(state, "error")
+        self.assertIn("NOT_FOUND", text)
+        shot(driver, "04-merges-1280")
+
+    def test_viewer_reads_but_the_server_refuses_its_writes(self):
+        username = f"Searched{uuid.uuid4().hex[:8]}"
+        player = guest(self.stack, username=username)
+        self.stack.deposit(player, "3.00")
+        audit_before = self.audit_of(player)
+        driver = self.signed_in("viewer")
+
+        # A viewer finds the player by username (any case) and opens them from the results.
+        open_page(driver, "players")
+        driver.find_element(By.CSS_SELECTOR, '#player-search [name="q"]').send_keys(username.lower(), Keys.ENTER)
+        state, text = settled(driver, "search-status")
+        self.assertEqual((state, text), ("ok", "1 found."))
+        result = driver.find_element(By.CSS_SELECTOR, f'#search-results tr[data-key="{player}"]')
+        self.assertIn(username, result.text)
+        shot(driver, "05-players-search-1280")
+        result.find_element(By.TAG_NAME, "a").click()
+        harness.wait_for(driver, lambda d: d.find_elements(By.ID, "player-id"), "a viewer reads the profile")
+        harness.wait_for(driver, lambda d: "3.00" in d.find_element(By.ID, "player-wallet").text,
+                         "a viewer reads the wallet")
+        fill(driver, "ban-form", {"message": "a viewer may not ban"})
+
+        # Keyboard: Enter on the button opens the reason dialog, Escape cancels it (no call) and the focus returns.
+        driver.execute_script("document.getElementById('ban-form-submit').focus()")
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        harness.wait_for(driver, lambda d: d.find_element(By.ID, "reason-dialog").get_attribute("open") is not None,
+                         "the reason dialog opens")
+        self.assertEqual(driver.switch_to.active_element.get_attribute("id"), "reason-text")
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        harness.wait_for(driver, lambda d: d.find_element(By.ID, "reason-dialog").get_attribute("open") is None,
+                         "Escape closes the dialog")
+        self.assertEqual(driver.switch_to.active_element.get_attribute("id"), "ban-form-submit")
+        self.assertEqual(driver.find_element(By.ID, "ban-status").text, "", "nothing was sent")
+
+        state, text = submit_with_reason(driver, "ban-form", "trying", "ban-status")
+        self.assertEqual(state, "error")
+        self.assertIn("PERMISSION_DENIED (HTTP 403)", text)
+        self.assertIn("needs the operator role support or higher", text)
+        self.assertIsNone(self.ban_state(player), "the server made no ban")
+        self.assertEqual(self.audit_of(player), audit_before, "nothing new in the audit log")
+        shot(driver, "06-players-viewer-refused-1280")
+
+        # The viewer may read sessions but not end them.
+        driver.find_element(By.ID, "revoke-all").click()
+        confirm_reason(driver, "trying")
+        state, text = settled(driver, "player-sessions-status")
+        self.assertEqual(state, "error")
+        self.assertIn("PERMISSION_DENIED (HTTP 403)", text)
+        self.assertEqual(len(driver.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr")), 1,
+                         "the session is still listed")
+
+        open_page(driver, "wallet", f"user={player}")
+        fill(driver, "transfer-form", {"user": player, "amount": "100.00"})
+        state, text = submit_with_reason(driver, "transfer-form", "trying", "transfer-status")
+        self.assertEqual(state, "error")
+        self.assertIn("PERMISSION_DENIED", text)
+        self.assertEqual([b["amount"] for b in self.balances(player)], ["3.00"], "the balance did not move")
+
+        open_page(driver, "operators")
+        state, text = settled(driver, "operators-status")
+        self.assertEqual(state, "error", "ListOperators is an owner's")
+        self.assertIn("PERMISSION_DENIED", text)
+
+    def test_operator_edits_boards_gifts_push_and_wallet(self):
+        player = guest(self.stack)
+        suffix = uuid.uuid4().hex[:6]
+        driver = self.signed_in("operator")
+
+        open_page(driver, "leaderboards")
+        fill(driver, "board-form", {"key": f"console-{suffix}", "name": "Console board", "sorter": "3",
+                                    "interval": "RESET_INTERVAL_WEEKLY"})
+        state, text = submit_with_reason(driver, "board-form", "new weekly board", "board-status")
+        self.assertEqual(state, "ok", text)
+        self.assertIn(f"console-{suffix}", driver.find_element(By.ID, "board-json").text)
+        self.assertIn("RESET_INTERVAL_WEEKLY", driver.find_element(By.ID, "board-json").text)
+        fill(driver, "achievement-form", {"key": f"first-{suffix}", "name": "First roll"})
+        state, text = submit_with_reason(driver, "achievement-form", "new achievement", "achievement-status")
+        self.assertEqual(state, "ok", text)
+        shot(driver, "07-leaderboards-1280")
+
+        open_page(driver, "gifts")
+        fill(driver, "gift-type-form", {"key": f"rose-{suffix}", "name": "A rose", "dailyLimitPerSender": "5"})
+        state, text = submit_with_reason(driver, "gift-type-form", "spring event", "gift-type-status")
+        self.assertEqual(state, "ok", text)
+        harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'#gift-types tr[data-key="rose-{suffix}"]'),
+                         "the new gift type is listed")
+        row = driver.find_element(By.CSS_SELECTOR, f'#gift-types tr[data-key="rose-{suffix}"]')
+        self.assertIn("A rose", row.text)
+        shot(driver, "08-gifts-1280")
+
+        open_page(driver, "push")
+        fill(driver, "template-form", {"topic": "gifts.gift_received", "language": "fr",
+                                       "title": "A gift!", "body": "{sender} sent you {gift}"})
+        state, text = submit_with_reason(driver, "template-form", "new language", "template-status")
+        self.assertEqual(state, "ok", text)
+        harness.wait_for(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, f'#templates tr[data-key="gifts.gift_received/fr"]'), "the template is listed")
+        fill(driver, "send-form", {"user": player})
+        state, text = submit_with_reason(driver, "send-form", "testing push", "send-status")
+        self.assertEqual(state, "ok", text)
+        self.assertIn("Queued 0", text, "a guest without a device token has nothing queued")
+        shot(driver, "09-push-1280")
+
+        open_page(driver, "wallet", f"user={player}")
+        fill(driver, "transfer-form", {"user": player, "amount": "12.50"})
+        state, text = submit_with_reason(driver, "transfer-form", "welcome bonus", "transfer-status")
+        self.assertEqual(state, "ok", text)
+        self.assertIn("12.50", text)
+        harness.wait_for(driver, lambda d: "12.50" in d.find_element(By.ID, "wallet-balances").text,
+                         "the balance shows the deposit")
+        self.assertEqual([b["amount"] for b in self.balances(player)], ["12.50"])
+        shot(driver, "10-wallet-1280")
+
+    def test_owner_creates_and_disables_an_operator(self):
+        driver = self.signed_in("owner")
+        open_page(driver, "operators")
+        state, text = settled(driver, "operators-status")
+        self.assertEqual(state, "ok", text)
+        email = f"new-{uuid.uuid4().hex[:8]}@console.test"
+        fill(driver, "operator-create", {"email": email, "role": "OPERATOR_ROLE_SUPPORT", "publisher": "*"})
+        state, text = submit_with_reason(driver, "operator-create", "a new support agent", "operator-create-status")
+        # A support operator may not act for every publisher: the server says so.
+        self.assertEqual(state, "error")
+        fill(driver, "operator-create", {"publisher": self.publisher_id})
+        state, text = submit_with_reason(driver, "operator-create", "a new support agent", "operator-create-status")
+        self.assertEqual(state, "ok", text)
+        self.assertGreater(len(driver.find_element(By.ID, "enrolment-code").text), 20)
+        harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'#operators-body tr[data-key="{email}"]'),
+                         "the new operator is listed")
+        row = driver.find_element(By.CSS_SELECTOR, f'#operators-body tr[data-key="{email}"]')
+        self.assertIn("not enrolled", row.text)
+        row.find_element(By.XPATH, ".//button[starts-with(., 'Disable')]").click()
+        confirm_reason(driver, "left the team")
+        harness.wait_for(driver, lambda d: "disabled" in d.find_element(
+            By.CSS_SELECTOR, f'#operators-body tr[data-key="{email}"]').text, "the operator is disabled")
+        shot(driver, "11-operators-1280")
+
+    def test_players_page_reads_on_a_phone(self):
+        player = guest(self.stack, username=f"Dicey{uuid.uuid4().hex[:6]}")
+        self.stack.deposit(player, "42.00")
+        driver = self.signed_in("viewer", width=390, height=844)
+        self.assertFalse(overflows_horizontally(driver), "the overview fits a phone's width")
+        open_page(driver, "players", f"user={player}")
+        harness.wait_for(driver, lambda d: d.find_elements(By.ID, "player-id"), "the profile shows")
+        harness.wait_for(driver, lambda d: settled(d, "player-audit-status"), "the audit entries load")
+        self.assertFalse(overflows_horizontally(driver), "the players page fits a phone's width")
+        shot(driver, "12-players-390")
+        wide = self.signed_in("support")
+        open_page(wide, "players", f"user={player}")
+        harness.wait_for(wide, lambda d: d.find_elements(By.ID, "player-id"), "the profile shows")
+        settled(wide, "player-audit-status")
+        path = shot(wide, "13-players-1280")
+        (harness.ROOT / "docs" / "images").mkdir(exist_ok=True)
+        shutil.copyfile(path, harness.ROOT / "docs" / "images" / "console-players.png")
+
+
+if __name__ == "__main__":
+    unittest.main()
