@@ -46,6 +46,7 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/ListAuditEvents": .viewer,
         "rave.identity.v1.IdentityAdmin/SearchUsers": .viewer,
         "rave.identity.v1.IdentityAdmin/ListUserSessions": .viewer,
+        "rave.gateway.v1.GatewayAdmin/GetSystemStatus": .viewer,
         "rave.gifts.v1.GiftsAdmin/ListGiftTypes": .viewer,
         "rave.gifts.v1.GiftsAdmin/GetGiftType": .viewer,
         "rave.push.v1.PushAdmin/GetDeliveries": .viewer,
