@@ -7329,6 +7329,99 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.IdentityAdmin/RevokeUserSessions"
           }
         },
+        "/v1/rave.identity.v1.IdentityAdmin/ResetTwoFactor": {
+          "post": {
+            "operationId": "IdentityAdmin_ResetTwoFactor",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Removes a player's two-factor authentication (secret and backup codes) when they lost their authenticator, and ends every session of the player.",
+            "description": "Removes a player's two-factor authentication (secret and backup codes) when they lost their authenticator, and\nends every session of the player.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ResetTwoFactor`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ResetTwoFactorRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ResetTwoFactorRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ResetTwoFactorRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ResetTwoFactorResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ResetTwoFactorResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ResetTwoFactorResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ResetTwoFactor"
+          }
+        },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
           "post": {
             "operationId": "Leaderboards_SubmitScore",
@@ -15797,6 +15890,32 @@ private let openAPIDocumentText = #"""
                 "minimum": 0,
                 "maximum": 4294967295,
                 "description": "The sessions of the account this reset ended."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ResetTwoFactorRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id resets the account it was merged into."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ResetTwoFactorResponse": {
+            "type": "object",
+            "properties": {
+              "wasEnabled": {
+                "type": "boolean",
+                "description": "Whether two-factor was enabled (confirmed); false also when only an enrolment had begun, which is removed too."
+              },
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "Sessions ended."
               }
             },
             "additionalProperties": false

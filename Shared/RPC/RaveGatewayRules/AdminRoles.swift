@@ -57,6 +57,7 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/BanUser": .support,
         "rave.identity.v1.IdentityAdmin/UnbanUser": .support,
         "rave.identity.v1.IdentityAdmin/RevokeUserSessions": .support,
+        "rave.identity.v1.IdentityAdmin/ResetTwoFactor": .support,
         // Game content and money.
         "rave.identity.v1.IdentityAdmin/SetMailTemplate": .operator,
         "rave.gifts.v1.GiftsAdmin/CreateGiftType": .operator,

@@ -203,6 +203,8 @@ static const ProtobufCMessageDescriptor *const messages[] = {
     &rave__identity__v1__resend_verification_response__descriptor,
     &rave__identity__v1__reset_password_request__descriptor,
     &rave__identity__v1__reset_password_response__descriptor,
+    &rave__identity__v1__reset_two_factor_request__descriptor,
+    &rave__identity__v1__reset_two_factor_response__descriptor,
     &rave__identity__v1__resolve_users_request__descriptor,
     &rave__identity__v1__resolve_users_response__descriptor,
     &rave__identity__v1__resolved_user__descriptor,
