@@ -111,7 +111,7 @@ function userFacts(answer) {
         ["Email", user.email ? `${user.email} (${user.emailVerified ? "verified" : "not verified"})` : "—"],
         ["Providers", (user.providers ?? []).map((provider) => enumText(provider, "PROVIDER_")).join(", ") || "none"],
         ["Password", user.hasPassword ? "set" : "none"],
-        ["Two-factor", user.twoFactorEnabled ? "enabled" : "off"],
+        ["Two-factor", el("span", { id: "player-two-factor" }, user.twoFactorEnabled ? "enabled" : "off")],
         ["Created", when(user.createdAtUnixMs)],
         ["Ban", el("span", { id: "player-ban", dataset: { banned: ban ? "true" : "false" } },
             ban ? `banned: ${ban.reason}${Number(ban.untilUnixMs) ? ` (until ${when(ban.untilUnixMs)})` : ""}` : "not banned")],
@@ -222,6 +222,22 @@ const players = {
             },
         }, "Unban…");
 
+        const twoFactorStatus = statusLine("two-factor-status");
+        const resetTwoFactor = el("button", {
+            type: "button", id: "reset-two-factor", class: "danger", onclick: async () => {
+                const reason = await confirmWithReason({
+                    title: "Reset two-factor?",
+                    text: `Removes the authenticator and backup codes of ${id} and ends every session; the player `
+                        + "signs in with the password alone and may enrol again.",
+                });
+                if (!reason) return;
+                const done = await run(twoFactorStatus, () => session.call(`${identityAdmin}/ResetTwoFactor`,
+                    { userId: id }, { reason }), (result) => `${result.wasEnabled ? "Two-factor removed"
+                    : "Two-factor was not enabled"}; ${result.revokedSessions ?? 0} sessions ended.`);
+                if (done) await Promise.all([loadProfile(), loadSessions(false)]);
+            },
+        }, "Reset two-factor…");
+
         // The profile and the ban card's action (ban or unban) from GetUser; false when the player is not found.
         const loadProfile = async () => {
             const answer = await run(status, () => session.call(`${identityAdmin}/GetUser`, { userId }), () => "");
@@ -275,6 +291,8 @@ const players = {
         if (!(await loadProfile())) return;
         container.append(
             card("Sessions", sessionsStatus, sessionsBody),
+            card("Two-factor", el("p", {}, "For a player who lost their authenticator, after checking who they are."),
+                resetTwoFactor, twoFactorStatus),
             card("Ban", banBody, banStatus),
             card("Wallet", walletStatus, walletBody,
                 el("p", {}, el("a", { href: `#/wallet?user=${id}` }, "Deposit, withdraw or adjust"))),

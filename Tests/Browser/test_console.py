@@ -265,6 +265,13 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: ban_shown(d) == "false", "the page shows the ban lifted")
         self.assertIsNone(self.ban_state(player))
 
+        # Two-factor reset: a guest has none; the page says so and nothing else changes.
+        driver.find_element(By.ID, "reset-two-factor").click()
+        confirm_reason(driver, "lost their phone")
+        state, text = settled(driver, "two-factor-status")
+        self.assertEqual((state, text), ("ok", "Two-factor was not enabled; 0 sessions ended."))
+        self.assertEqual(driver.find_element(By.ID, "player-two-factor").text, "off")
+
         # Merges: an unknown merge is NOT_FOUND, in the server's words.
         open_page(driver, "merges", f"merge={uuid.uuid4().hex}")
         state, text = settled(driver, "merge-status")
@@ -312,6 +319,13 @@ class ConsoleTests(unittest.TestCase):
         self.assertIsNone(self.ban_state(player), "the server made no ban")
         self.assertEqual(self.audit_of(player), audit_before, "nothing new in the audit log")
         shot(driver, "06-players-viewer-refused-1280")
+
+        # Nor reset two-factor.
+        driver.find_element(By.ID, "reset-two-factor").click()
+        confirm_reason(driver, "trying")
+        state, text = settled(driver, "two-factor-status")
+        self.assertEqual(state, "error")
+        self.assertIn("needs the operator role support or higher", text)
 
         # The viewer may read sessions but not end them.
         driver.find_element(By.ID, "revoke-all").click()
