@@ -8,64 +8,92 @@ const identityAdmin = "rave.identity.v1.IdentityAdmin";
 
 // MARK: - Overview
 
-// One cheap read per service, timed from this browser: whether the service answers through the gateway and how
-// fast. A service whose read needs an application is probed only when one is chosen.
-const probes = [
-    { service: "identity", method: `${identityAdmin}/ListAuditEvents`, request: () => ({ pageSize: 1 }) },
-    { service: "gifts", method: "rave.gifts.v1.GiftsAdmin/ListGiftTypes", request: (appId) => ({ appId }), app: true },
-    { service: "push", method: "rave.push.v1.PushAdmin/ListTemplates", request: (appId) => ({ appId }), app: true },
-    { service: "wallet", method: "rave.wallet.v1.WalletAdmin/GetUserWallet", request: () => ({ userId: "0".repeat(32) }) },
-    { service: "social", method: "rave.social.v1.SocialAdmin/GetLists", request: (appId) => ({ appId }), app: true },
-];
+// Samples of GetSystemStatus kept while the overview is open (every 5 s, the last 2 minutes), for the charts.
+const samplesKept = 24;
+const pollMs = 5000;
+const history = new Map();
+let polling = 0;
 
-async function probe({ method, request }, appId, session) {
-    const started = performance.now();
-    try {
-        await session.call(method, request(appId));
-        return { state: "up", detail: "answers", ms: performance.now() - started };
-    } catch (error) {
-        const ms = performance.now() - started;
-        // Refusals and bad requests come from a service that is there; only UNAVAILABLE means it is not.
-        if (error.status === "UNAVAILABLE" || error.status === "DEADLINE_EXCEEDED") {
-            return { state: "down", detail: `${error.status}: ${error.message}`, ms };
-        }
-        return { state: "up", detail: `answers (${error.status})`, ms };
-    }
+/** A small line chart of `values` (an inline SVG); its label says what it shows and the latest value. */
+function sparkline(values, label) {
+    const width = 120;
+    const height = 28;
+    const top = Math.max(...values, 0) || 1;
+    const step = values.length > 1 ? width / (values.length - 1) : width;
+    const points = values.map((value, index) =>
+        `${(index * step).toFixed(1)},${(height - 2 - (value / top) * (height - 4)).toFixed(1)}`).join(" ");
+    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    svg.setAttribute("width", String(width));
+    svg.setAttribute("height", String(height));
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", label);
+    svg.classList.add("spark");
+    const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+    line.setAttribute("points", values.length > 1 ? points : `0,${height - 2} ${width},${height - 2}`);
+    svg.append(line);
+    return svg;
+}
+
+function number(value, digits = 1) {
+    return Number(value ?? 0).toFixed(digits);
 }
 
 const overview = {
     title: "Overview",
-    async render(container, context) {
-        const account = context.session.account ?? {};
+    async render(container, { session }) {
+        const account = session.account ?? {};
         container.append(card("You",
             facts([
                 ["Email", account.email ?? ""],
-                ["Role", context.session.role],
+                ["Role", session.role],
                 ["Publisher", account.allPublishers ? "every publisher" : (account.publisherId || "—")],
             ])));
         const status = statusLine("overview-status");
-        const body = el("div");
-        const refresh = el("button", { type: "button", id: "overview-refresh", class: "small" }, "Check again");
-        container.append(card("Services", el("p", {}, "Each service is asked one read through the gateway, timed ",
-            "from this browser."), refresh, status, body));
-        const check = async () => {
-            const results = await run(status, () => Promise.all(probes.map(async (item) => {
-                if (item.app && !context.appId) return { ...item, state: "skipped", detail: "choose an application", ms: 0 };
-                return { ...item, ...(await probe(item, context.appId, context.session)) };
-            })), (rows) => `${rows.filter((row) => row.state === "up").length} of ${rows.length} services answer.`);
-            if (!results) return;
+        const body = el("div", { id: "services" });
+        container.append(card("Services",
+            el("p", {}, "Health as this gateway's checks see it; calls, errors and p99 latency of what it forwarded ",
+                "over the last minute. Refreshed every 5 seconds while this page is open."),
+            status, body));
+        const ticket = (polling += 1);
+        const refresh = async () => {
+            const answer = await run(status, () => session.call("rave.gateway.v1.GatewayAdmin/GetSystemStatus", {}),
+                (result) => `${(result.services ?? []).filter((row) => row.healthyBackends > 0).length} of `
+                    + `${(result.services ?? []).length} services healthy; the last ${result.windowSeconds} s.`);
+            if (!answer) return;
+            for (const row of answer.services ?? []) {
+                const samples = history.get(row.service) ?? [];
+                samples.push({ rate: Number(row.callsPerSecond ?? 0), p99: Number(row.p99Ms ?? 0) });
+                history.set(row.service, samples.slice(-samplesKept));
+            }
             body.replaceChildren(table({
-                caption: "Services as the gateway reaches them", key: (row) => row.service, rows: results,
+                caption: "Backend services", key: (row) => row.service, rows: answer.services ?? [],
                 columns: [
                     { label: "Service", value: (row) => row.service },
-                    { label: "State", value: (row) => el("span", { class: `badge ${row.state}` }, row.state) },
-                    { label: "Answer", value: (row) => row.detail },
-                    { label: "Time", value: (row) => (row.ms ? `${Math.round(row.ms)} ms` : "—") },
+                    { label: "Health", value: (row) => {
+                        const healthy = Number(row.healthyBackends ?? 0);
+                        const state = healthy > 0 ? "up" : "down";
+                        return el("span", { class: `badge ${state}`, dataset: { state } },
+                            `${state} (${healthy}/${Number(row.backends ?? 0)})`);
+                    } },
+                    { label: "Calls/s", value: (row) => el("span", { class: "figure" }, number(row.callsPerSecond, 2),
+                        sparkline(history.get(row.service).map((sample) => sample.rate),
+                            `calls per second of ${row.service}, last ${number(row.callsPerSecond, 2)}`)) },
+                    { label: "Errors", value: (row) => `${number(Number(row.errorRate ?? 0) * 100)} % (${row.errors ?? 0})` },
+                    { label: "p99", value: (row) => el("span", { class: "figure" }, `${number(row.p99Ms, 2)} ms`,
+                        sparkline(history.get(row.service).map((sample) => sample.p99),
+                            `p99 latency of ${row.service}, last ${number(row.p99Ms, 2)} ms`)) },
                 ],
             }));
         };
-        refresh.addEventListener("click", check);
-        await check();
+        await refresh();
+        const next = () => setTimeout(async () => {
+            // Stops when another page (or another render of this one) has taken over.
+            if (ticket !== polling || document.body.dataset.page !== "overview" || !session.signedIn) return;
+            await refresh();
+            next();
+        }, pollMs);
+        next();
     },
 };
 
@@ -83,7 +111,7 @@ function userFacts(answer) {
         ["Email", user.email ? `${user.email} (${user.emailVerified ? "verified" : "not verified"})` : "—"],
         ["Providers", (user.providers ?? []).map((provider) => enumText(provider, "PROVIDER_")).join(", ") || "none"],
         ["Password", user.hasPassword ? "set" : "none"],
-        ["Two-factor", user.twoFactorEnabled ? "enabled" : "off"],
+        ["Two-factor", el("span", { id: "player-two-factor" }, user.twoFactorEnabled ? "enabled" : "off")],
         ["Created", when(user.createdAtUnixMs)],
         ["Ban", el("span", { id: "player-ban", dataset: { banned: ban ? "true" : "false" } },
             ban ? `banned: ${ban.reason}${Number(ban.untilUnixMs) ? ` (until ${when(ban.untilUnixMs)})` : ""}` : "not banned")],
@@ -194,6 +222,22 @@ const players = {
             },
         }, "Unban…");
 
+        const twoFactorStatus = statusLine("two-factor-status");
+        const resetTwoFactor = el("button", {
+            type: "button", id: "reset-two-factor", class: "danger", onclick: async () => {
+                const reason = await confirmWithReason({
+                    title: "Reset two-factor?",
+                    text: `Removes the authenticator and backup codes of ${id} and ends every session; the player `
+                        + "signs in with the password alone and may enrol again.",
+                });
+                if (!reason) return;
+                const done = await run(twoFactorStatus, () => session.call(`${identityAdmin}/ResetTwoFactor`,
+                    { userId: id }, { reason }), (result) => `${result.wasEnabled ? "Two-factor removed"
+                    : "Two-factor was not enabled"}; ${result.revokedSessions ?? 0} sessions ended.`);
+                if (done) await Promise.all([loadProfile(), loadSessions(false)]);
+            },
+        }, "Reset two-factor…");
+
         // The profile and the ban card's action (ban or unban) from GetUser; false when the player is not found.
         const loadProfile = async () => {
             const answer = await run(status, () => session.call(`${identityAdmin}/GetUser`, { userId }), () => "");
@@ -247,6 +291,8 @@ const players = {
         if (!(await loadProfile())) return;
         container.append(
             card("Sessions", sessionsStatus, sessionsBody),
+            card("Two-factor", el("p", {}, "For a player who lost their authenticator, after checking who they are."),
+                resetTwoFactor, twoFactorStatus),
             card("Ban", banBody, banStatus),
             card("Wallet", walletStatus, walletBody,
                 el("p", {}, el("a", { href: `#/wallet?user=${id}` }, "Deposit, withdraw or adjust"))),

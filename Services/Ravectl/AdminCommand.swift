@@ -57,6 +57,9 @@ enum AdminCommand {
             noun: "user", verb: "revoke-sessions", method: "rave.identity.v1.IdentityAdmin/RevokeUserSessions",
             summary: "ends one session of a player, or every session without session_id"),
         Entry(
+            noun: "user", verb: "reset-two-factor", method: "rave.identity.v1.IdentityAdmin/ResetTwoFactor",
+            summary: "removes a player's two-factor (lost authenticator) and ends every session"),
+        Entry(
             noun: "audit", verb: "list", method: "rave.identity.v1.IdentityAdmin/ListAuditEvents",
             summary: "the audit log of operator actions, newest first"),
         Entry(

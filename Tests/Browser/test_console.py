@@ -203,11 +203,19 @@ class ConsoleTests(unittest.TestCase):
     def test_support_bans_and_unbans_a_player_and_the_audit_log_shows_it(self):
         player = guest(self.stack)
         driver = self.signed_in("support")
+        # Overview: GatewayAdmin/GetSystemStatus, every service of the stack healthy, the login counted.
+        state, text = settled(driver, "overview-status")
+        self.assertEqual(state, "ok", text)
+        services = dict(driver.execute_script(
+            "return Array.from(document.querySelectorAll('#services tbody tr[data-key]')).map((row) =>"
+            "  [row.dataset.key, row.querySelector('[data-state]').dataset.state])"))
+        for service in ("identity", "social", "leaderboards", "gifts", "push", "wallet"):
+            self.assertEqual(services.get(service), "up", f"{service} is healthy: {services}")
+        identity_rate = driver.execute_script(
+            "return document.querySelector('#services tr[data-key=identity] td[data-label=\"Calls/s\"]').textContent")
+        self.assertGreater(float(identity_rate), 0, "the operator's login went through the gateway to identity")
+        self.assertGreaterEqual(len(driver.find_elements(By.CSS_SELECTOR, "#services svg.spark")), 12, "charts")
         shot(driver, "01-overview-1280")
-        services = driver.execute_script(
-            "return Array.from(document.querySelectorAll('#page tbody tr[data-key]')).map((row) =>"
-            "  [row.dataset.key, row.cells[1].textContent])")
-        self.assertIn(["identity", "up"], services, "identity answers through the gateway")
 
         # Players: find by Rave ID (typed, Enter), ban with a message and a reason.
         open_page(driver, "players")
@@ -258,6 +266,13 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: ban_shown(d) == "false", "the page shows the ban lifted")
         self.assertIsNone(self.ban_state(player))
 
+        # Two-factor reset: a guest has none; the page says so and nothing else changes.
+        driver.find_element(By.ID, "reset-two-factor").click()
+        confirm_reason(driver, "lost their phone")
+        state, text = settled(driver, "two-factor-status")
+        self.assertEqual((state, text), ("ok", "Two-factor was not enabled; 0 sessions ended."))
+        self.assertEqual(driver.find_element(By.ID, "player-two-factor").text, "off")
+
         # Merges: an unknown merge is NOT_FOUND, in the server's words.
         open_page(driver, "merges", f"merge={uuid.uuid4().hex}")
         state, text = settled(driver, "merge-status")
@@ -305,6 +320,13 @@ class ConsoleTests(unittest.TestCase):
         self.assertIsNone(self.ban_state(player), "the server made no ban")
         self.assertEqual(self.audit_of(player), audit_before, "nothing new in the audit log")
         shot(driver, "06-players-viewer-refused-1280")
+
+        # Nor reset two-factor.
+        driver.find_element(By.ID, "reset-two-factor").click()
+        confirm_reason(driver, "trying")
+        state, text = settled(driver, "two-factor-status")
+        self.assertEqual(state, "error")
+        self.assertIn("needs the operator role support or higher", text)
 
         # The viewer may read sessions but not end them.
         driver.find_element(By.ID, "revoke-all").click()

@@ -1,3 +1,4 @@
+import Foundation
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -5,8 +6,8 @@ import Testing
 
 @testable import Identity
 
-/// Operators finding players and ending their sessions (docs/identity.md, "Player support"): SearchUsers,
-/// ListUserSessions, RevokeUserSessions.
+/// Operators finding players, ending their sessions and resetting their two-factor (docs/identity.md, "Player
+/// support"): SearchUsers, ListUserSessions, RevokeUserSessions, ResetTwoFactor.
 @Suite("Player support")
 struct PlayerSupportTests {
     typealias Harness = IdentityHarness
@@ -123,6 +124,48 @@ struct PlayerSupportTests {
                     .init(userId: user, sessionId: "nope"), context: Harness.adminContext)
             }
             #expect(badSession?.code == .invalidArgument)
+        }
+    }
+
+    @Test func resetTwoFactorRemovesItAndEndsEverySession() async throws {
+        try await Harness.with { harness in
+            let app = try await harness.makeApplication(settings: .init(twoFactorAllowed: true, crossAppLogin: true))
+            let signUp = try await harness.player.signUp(
+                .init(
+                    appId: app.appId, device: .init(deviceId: "lost-phone"), email: "lost@example.com",
+                    password: "correct horse", birthYear: 1990, country: "DE"),
+                context: Harness.anonymous)
+            let context = Harness.playerContext(signUp, appID: app.appId)
+            let enable = try await harness.player.enableTwoFactor(.init(), context: context)
+            let totp = try #require(TOTP(base32Secret: enable.secret))
+            _ = try await harness.player.confirmTwoFactor(.init(code: try totp.code(at: Date())), context: context)
+            #expect(
+                try await harness.admin.getUser(.init(userId: signUp.userID), context: Harness.adminContext).user?
+                    .twoFactorEnabled == true)
+
+            let reset = try await harness.admin.resetTwoFactor(
+                .init(userId: signUp.userID), context: Harness.adminContext)
+            #expect(reset.wasEnabled)
+            #expect(reset.revokedSessions == 1)
+            #expect(
+                try await harness.admin.getUser(.init(userId: signUp.userID), context: Harness.adminContext).user?
+                    .twoFactorEnabled == false)
+            let login = try await harness.player.loginWithPassword(
+                .init(
+                    appId: app.appId, device: .init(deviceId: "new-phone"), email: "lost@example.com",
+                    password: "correct horse"),
+                context: Harness.context(caller: nil, metadata: ["rave-client-address": "192.0.2.20"]))
+            #expect(login.sessionTokens != nil, "the password alone signs in again, without a challenge")
+
+            let again = try await harness.admin.resetTwoFactor(
+                .init(userId: signUp.userID), context: Harness.adminContext)
+            #expect(!again.wasEnabled)
+            #expect(again.revokedSessions == 1, "the new session ends too")
+            let unknown = await statusCode {
+                _ = try await harness.admin.resetTwoFactor(
+                    .init(userId: String(repeating: "b", count: 32)), context: Harness.adminContext)
+            }
+            #expect(unknown?.code == .notFound)
         }
     }
 }

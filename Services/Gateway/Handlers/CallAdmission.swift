@@ -42,6 +42,32 @@ struct CallAdmission<Backend: Sendable>: Sendable {
         reason: String? = nil
     ) -> Result<Admitted, RPCError> {
         let caller: Caller?
+        let operatorCaller: OperatorCaller?
+        switch Self.credential(method: method, route: route, role: role, token: token, reason: reason) {
+        case .success(let found): (caller, operatorCaller) = found
+        case .failure(let refusal): return .failure(refusal)
+        }
+        guard let backend = services[route.service] else {
+            return .failure(.unimplemented("no service serves rave.\(route.service).v1 (method \(method))"))
+        }
+        guard deadline > now &+ deadlineMargin else {
+            return .failure(RPCError(.deadlineExceeded, "too little time was left to call \(route.service)"))
+        }
+        let user = caller.flatMap { $0.userID.isEmpty ? nil : $0.userID }
+        return .success(
+            Admitted(
+                service: route.service, backend: backend, caller: caller, chargedUser: user,
+                backendDeadline: deadline - deadlineMargin, operatorCaller: operatorCaller,
+                audited: route.access == .admin && Self.isAudited(method)))
+    }
+
+    /// The first part of `decide`, for every call and for the methods the gateway serves itself: who calls (the
+    /// caller services would see and the operator account), or the refusal of the credential or of the token's
+    /// scopes.
+    static func credential(
+        method: String, route: MethodRoute, role: PeerRole?, token: CallToken, reason: String?
+    ) -> Result<(caller: Caller?, operatorCaller: OperatorCaller?), RPCError> {
+        let caller: Caller?
         var operatorCaller: OperatorCaller? = nil
         switch (route.access, token) {
         case (.anonymous, _):
@@ -93,18 +119,7 @@ struct CallAdmission<Backend: Sendable>: Sendable {
         if let caller, let refusal = ScopePolicy.refusal(method: method, scopes: caller.scopes) {
             return .failure(refusal)
         }
-        guard let backend = services[route.service] else {
-            return .failure(.unimplemented("no service serves rave.\(route.service).v1 (method \(method))"))
-        }
-        guard deadline > now &+ deadlineMargin else {
-            return .failure(RPCError(.deadlineExceeded, "too little time was left to call \(route.service)"))
-        }
-        let user = caller.flatMap { $0.userID.isEmpty ? nil : $0.userID }
-        return .success(
-            Admitted(
-                service: route.service, backend: backend, caller: caller, chargedUser: user,
-                backendDeadline: deadline - deadlineMargin, operatorCaller: operatorCaller,
-                audited: route.access == .admin && Self.isAudited(method)))
+        return .success((caller, operatorCaller))
     }
 
     /// Whether the gateway records `method` (an admin method) in the audit log: every write but those identity

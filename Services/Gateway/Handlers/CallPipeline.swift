@@ -31,6 +31,8 @@ final class CallPipeline: Sendable {
     let admission: CallAdmission<BackendPool>
     /// Records admin writes in identity's audit log before they are forwarded.
     let audit: AdminAudit?
+    /// The calls forwarded to each service over the last minute, for `GatewayAdmin/GetSystemStatus`.
+    let traffic: ServiceTraffic
     /// Single calls served on the client connection's loop (`startProxy`), for tests and diagnostics.
     let loopProxiedCalls = Atomic<Int>(0)
     /// Batches served on the client connection's loop (`startBatch`), for tests and diagnostics.
@@ -50,7 +52,11 @@ final class CallPipeline: Sendable {
         self.boardOwners = boardOwners
         self.protection = protection
         self.admission = CallAdmission(services: pools, deadlineMargin: deadlineMargin.wholeNanoseconds)
+        self.traffic = ServiceTraffic(services: pools.keys, now: monotonicNanoseconds())
     }
+
+    /// The admin methods the gateway serves itself (`rave.gateway.v1.GatewayAdmin`).
+    var gatewayAdmin: GatewayAdminHandler { GatewayAdminHandler(pools: pools, traffic: traffic) }
 
     /// Serves one call of a method the gateway routes (the RPC server's fallback handler).
     func proxy(request: [UInt8], context: RequestContext) async throws(RPCError) -> [UInt8] {
@@ -71,6 +77,14 @@ final class CallPipeline: Sendable {
     ) async throws(RPCError) -> [UInt8] {
         let route = try self.route(method)
         let token = await self.token(for: route, context: context)
+        if route.service == GatewayAdminHandler.area {
+            // The gateway's own admin methods: admitted like any admin call, then answered here.
+            _ = try CallAdmission<BackendPool>.credential(
+                method: method, route: route, role: context.peer.role, token: token,
+                reason: context.metadata[MetadataKey.reason]
+            ).get()
+            return try gatewayAdmin.serve(method: method, request: request)
+        }
         let admitted = try admission.decide(
             method: method, route: route, role: context.peer.role, token: token, deadline: context.deadline,
             now: monotonicNanoseconds(), reason: context.metadata[MetadataKey.reason]
@@ -91,17 +105,20 @@ final class CallPipeline: Sendable {
         let call = ServiceCaller(
             pool: admitted.backend,
             board: boardRouting(service: admitted.service, request: request, caller: admitted.caller))
-        guard let recorded, let audit else {
-            return try await call.call(method: method, request: request, options: options)
-        }
+        let started = monotonicNanoseconds()
+        let outcome: Result<[UInt8], RPCError>
         do {
-            let response = try await call.call(method: method, request: request, options: options)
-            await audit.finish(eventID: recorded, outcome: nil)
-            return response
+            outcome = .success(try await call.call(method: method, request: request, options: options))
         } catch {
-            await audit.finish(eventID: recorded, outcome: error)
-            throw error
+            outcome = .failure(error)
         }
+        let finished = monotonicNanoseconds()
+        traffic.record(
+            service: admitted.service, code: outcome.code, nanoseconds: finished &- started, now: finished)
+        if let recorded, let audit {
+            await audit.finish(eventID: recorded, outcome: outcome.failure)
+        }
+        return try outcome.get()
     }
 
     /// The token as `CallAdmission` needs it for `route`, verified (and resolved through merges) if need be.

@@ -44,7 +44,7 @@ extension CallPipeline {
         let call = ProxiedCall(
             pool: admitted.backend, protection: protection, loop: loop, method: context.method, request: request,
             metadata: forwardedMetadata(context, caller: admitted.caller), deadline: admitted.backendDeadline,
-            board: board, completion: completion)
+            board: board, traffic: traffic, completion: completion)
         loopProxiedCalls.wrappingAdd(1, ordering: .relaxed)
         call.start(on: connection, backendIndex: index, backend: backend)
         return { call.cancel() }
@@ -69,6 +69,9 @@ final class ProxiedCall: @unchecked Sendable {
     /// Whether finishing or cancelling ends the call's admission (a batch's calls share the batch's).
     private let releasesProtection: Bool
     private let board: BoardRouting?
+    /// Where the call's outcome is counted (`GatewayAdmin/GetSystemStatus`), from when it was made.
+    private let traffic: ServiceTraffic?
+    private let started = monotonicNanoseconds()
     private var cancelled = false
     /// Whether the current attempt's completion ran (it may run before `startCall` returns): a field rather
     /// than a captured local, which would cost a heap box per call.
@@ -79,9 +82,10 @@ final class ProxiedCall: @unchecked Sendable {
     init(
         pool: BackendPool, protection: Protection, loop: EventLoop, method: String, request: [UInt8],
         metadata: EncodedMetadata, deadline: UInt64, releasesProtection: Bool = true, board: BoardRouting?,
-        completion: @escaping (Result<[UInt8], RPCError>) -> Void
+        traffic: ServiceTraffic? = nil, completion: @escaping (Result<[UInt8], RPCError>) -> Void
     ) {
         self.board = board
+        self.traffic = traffic
         self.pool = pool
         self.protection = protection
         self.loop = loop
@@ -157,6 +161,10 @@ final class ProxiedCall: @unchecked Sendable {
 
     private func finish(_ result: Result<[UInt8], RPCError>) {
         if releasesProtection { protection.release() }
+        if let traffic {
+            let now = monotonicNanoseconds()
+            traffic.record(service: pool.service, code: result.code, nanoseconds: now &- started, now: now)
+        }
         completion(result)
     }
 }

@@ -2,7 +2,8 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 
-/// Finding players and ending their sessions, for operators (docs/identity.md, "Player support").
+/// Finding players, ending their sessions and resetting their two-factor, for operators (docs/identity.md, "Player
+/// support").
 extension AdminHandlers {
     func searchUsers(
         _ request: IdentityV1.SearchUsersRequest, context: RequestContext
@@ -52,6 +53,23 @@ extension AdminHandlers {
             ended = try await sessions.revoke(sessionID: sessionID, userID: account, reason: "revoked") == nil ? 0 : 1
         }
         return IdentityV1.RevokeUserSessionsResponse(revokedSessions: UInt32(clamping: ended))
+    }
+
+    func resetTwoFactor(
+        _ request: IdentityV1.ResetTwoFactorRequest, context: RequestContext
+    ) async throws -> IdentityV1.ResetTwoFactorResponse {
+        _ = try await dependencies.admin(context)
+        let account = try await canonicalUser(request.userId)
+        return try await dependencies.pool.transaction { transaction in
+            let store = TwoFactorStore(database: transaction, secrets: dependencies.secretKeys)
+            let state = try await store.state(userID: account)
+            if state != nil { try await store.disable(userID: account) }
+            // Whoever holds a session may be who took the authenticator: every session ends, as on a password reset.
+            let ended = try await SessionStore(database: transaction).revokeOthers(
+                userID: account, keeping: nil, reason: "two_factor")
+            return IdentityV1.ResetTwoFactorResponse(
+                wasEnabled: state?.confirmed ?? false, revokedSessions: UInt32(clamping: ended))
+        }
     }
 
     /// The account `text` names (a merged-away id: the account it was merged into), or NOT_FOUND.

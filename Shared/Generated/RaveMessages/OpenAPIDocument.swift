@@ -35,6 +35,10 @@ private let openAPIDocumentText = #"""
           "description": "Served by the gateway itself (docs/gateway.md). Every other method a client sends is routed to the service\nthat owns its package.\n\n`rave.gateway.v1.Gateway`"
         },
         {
+          "name": "GatewayAdmin",
+          "description": "Served by the gateway itself, never forwarded: what an operator's overview shows. An admin method (the admin\ncertificate, or an operator's access token of any role).\n\n`rave.gateway.v1.GatewayAdmin`"
+        },
+        {
           "name": "Gifts",
           "description": "`rave.gifts.v1.Gifts`"
         },
@@ -559,6 +563,99 @@ private let openAPIDocumentText = #"""
               }
             },
             "x-rave-method": "rave.gateway.v1.Gateway/Batch"
+          }
+        },
+        "/v1/rave.gateway.v1.GatewayAdmin/GetSystemStatus": {
+          "post": {
+            "operationId": "GatewayAdmin_GetSystemStatus",
+            "tags": [
+              "GatewayAdmin"
+            ],
+            "summary": "Each backend service's health as this gateway's checks see it, and the calls this gateway forwarded to it over the last minute.",
+            "description": "Each backend service's health as this gateway's checks see it, and the calls this gateway forwarded to it over\nthe last minute.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.gateway.v1.GatewayAdmin/GetSystemStatus`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.gateway.v1.GetSystemStatusRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.gateway.v1.GetSystemStatusRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.gateway.v1.GetSystemStatusRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.gateway.v1.GetSystemStatusResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.gateway.v1.GetSystemStatusResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.gateway.v1.GetSystemStatusResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.gateway.v1.GatewayAdmin/GetSystemStatus"
           }
         },
         "/v1/rave.gifts.v1.Gifts/ListGiftTypes": {
@@ -7697,6 +7794,99 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.IdentityAdmin/RevokeUserSessions"
           }
         },
+        "/v1/rave.identity.v1.IdentityAdmin/ResetTwoFactor": {
+          "post": {
+            "operationId": "IdentityAdmin_ResetTwoFactor",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Removes a player's two-factor authentication (secret and backup codes) when they lost their authenticator, and ends every session of the player.",
+            "description": "Removes a player's two-factor authentication (secret and backup codes) when they lost their authenticator, and\nends every session of the player.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ResetTwoFactor`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ResetTwoFactorRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ResetTwoFactorRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ResetTwoFactorRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ResetTwoFactorResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ResetTwoFactorResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ResetTwoFactorResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ResetTwoFactor"
+          }
+        },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
           "post": {
             "operationId": "Leaderboards_SubmitScore",
@@ -13910,6 +14100,131 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.gateway.v1.GetSystemStatusRequest": {
+            "type": "object",
+            "additionalProperties": false
+          },
+          "rave.gateway.v1.GetSystemStatusResponse": {
+            "type": "object",
+            "properties": {
+              "services": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.gateway.v1.ServiceStatus"
+                },
+                "description": "By service name."
+              },
+              "windowSeconds": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "The window the figures cover (60 s, less while the gateway has been up for less)."
+              },
+              "atUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "When the figures were taken.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.gateway.v1.ServiceStatus": {
+            "type": "object",
+            "description": "One backend service as one gateway replica sees it.",
+            "properties": {
+              "service": {
+                "type": "string",
+                "description": "The service's area (\"identity\")."
+              },
+              "backends": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "Its addresses (after DNS names were resolved), and those whose last health check succeeded."
+              },
+              "healthyBackends": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295
+              },
+              "calls": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^[0-9]{1,20}$",
+                "minimum": 0,
+                "description": "Calls forwarded in the window, and those that failed for the service's sake (UNKNOWN, DEADLINE_EXCEEDED,\nINTERNAL, UNAVAILABLE, DATA_LOSS; a refusal of the caller's request is not an error of the service).\n\nAn unsigned 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "errors": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^[0-9]{1,20}$",
+                "minimum": 0,
+                "description": "An unsigned 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "callsPerSecond": {
+                "anyOf": [
+                  {
+                    "type": "number",
+                    "format": "double"
+                  },
+                  {
+                    "type": "string",
+                    "enum": [
+                      "NaN",
+                      "Infinity",
+                      "-Infinity"
+                    ]
+                  }
+                ],
+                "description": "calls / window_seconds."
+              },
+              "errorRate": {
+                "anyOf": [
+                  {
+                    "type": "number",
+                    "format": "double"
+                  },
+                  {
+                    "type": "string",
+                    "enum": [
+                      "NaN",
+                      "Infinity",
+                      "-Infinity"
+                    ]
+                  }
+                ],
+                "description": "errors / calls; 0 without calls."
+              },
+              "p99Ms": {
+                "anyOf": [
+                  {
+                    "type": "number",
+                    "format": "double"
+                  },
+                  {
+                    "type": "string",
+                    "enum": [
+                      "NaN",
+                      "Infinity",
+                      "-Infinity"
+                    ]
+                  }
+                ],
+                "description": "The 99th percentile of the time from forwarding to the answer, as the upper bound of its latency bucket\n(0.1 ms … 10 s: a p99 beyond 10 s reads 10,000); 0 without calls."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.gifts.v1.AcceptGiftRequest": {
             "type": "object",
             "properties": {
@@ -16284,6 +16599,32 @@ private let openAPIDocumentText = #"""
                 "minimum": 0,
                 "maximum": 4294967295,
                 "description": "The sessions of the account this reset ended."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ResetTwoFactorRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id resets the account it was merged into."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ResetTwoFactorResponse": {
+            "type": "object",
+            "properties": {
+              "wasEnabled": {
+                "type": "boolean",
+                "description": "Whether two-factor was enabled (confirmed); false also when only an enrolment had begun, which is removed too."
+              },
+              "revokedSessions": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "Sessions ended."
               }
             },
             "additionalProperties": false

@@ -143,6 +143,83 @@ extension GatewayV1 {
             self.retryAfterMs = retryAfterMs
         }
     }
+
+    public struct GetSystemStatusRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.gateway.v1.GetSystemStatusRequest"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    /// One backend service as one gateway replica sees it.
+    public struct ServiceStatus: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.gateway.v1.ServiceStatus"
+
+        /// The service's area ("identity").
+        public var service: String = ""
+
+        /// Its addresses (after DNS names were resolved), and those whose last health check succeeded.
+        public var backends: UInt32 = 0
+
+        public var healthyBackends: UInt32 = 0
+
+        /// Calls forwarded in the window, and those that failed for the service's sake (UNKNOWN, DEADLINE_EXCEEDED,
+        /// INTERNAL, UNAVAILABLE, DATA_LOSS; a refusal of the caller's request is not an error of the service).
+        public var calls: UInt64 = 0
+
+        public var errors: UInt64 = 0
+
+        /// calls / window_seconds.
+        public var callsPerSecond: Double = 0
+
+        /// errors / calls; 0 without calls.
+        public var errorRate: Double = 0
+
+        /// The 99th percentile of the time from forwarding to the answer, as the upper bound of its latency bucket
+        /// (0.1 ms … 10 s: a p99 beyond 10 s reads 10,000); 0 without calls.
+        public var p99Ms: Double = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            service: String = "", backends: UInt32 = 0, healthyBackends: UInt32 = 0, calls: UInt64 = 0,
+            errors: UInt64 = 0, callsPerSecond: Double = 0, errorRate: Double = 0, p99Ms: Double = 0
+        ) {
+            self.service = service
+            self.backends = backends
+            self.healthyBackends = healthyBackends
+            self.calls = calls
+            self.errors = errors
+            self.callsPerSecond = callsPerSecond
+            self.errorRate = errorRate
+            self.p99Ms = p99Ms
+        }
+    }
+
+    public struct GetSystemStatusResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.gateway.v1.GetSystemStatusResponse"
+
+        /// By service name.
+        public var services: [GatewayV1.ServiceStatus] = []
+
+        /// The window the figures cover (60 s, less while the gateway has been up for less).
+        public var windowSeconds: UInt32 = 0
+
+        /// When the figures were taken.
+        public var atUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(services: [GatewayV1.ServiceStatus] = [], windowSeconds: UInt32 = 0, atUnixMs: Int64 = 0) {
+            self.services = services
+            self.windowSeconds = windowSeconds
+            self.atUnixMs = atUnixMs
+        }
+    }
 }
 
 extension GatewayV1.FieldReference {
@@ -456,5 +533,159 @@ extension GatewayV1.RetryInfo {
 
     func protobufCFill(_ message: inout Rave__Gateway__V1__RetryInfo, arena: inout ProtoArena) {
         message.retry_after_ms = self.retryAfterMs
+    }
+}
+
+extension GatewayV1.GetSystemStatusRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Gateway__V1__GetSystemStatusRequest()
+        rave__gateway__v1__get_system_status_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Gateway__V1__GetSystemStatusRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Gateway__V1__GetSystemStatusRequest()
+        rave__gateway__v1__get_system_status_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Gateway__V1__GetSystemStatusRequest>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Gateway__V1__GetSystemStatusRequest> {
+        let message = arena.allocate(Rave__Gateway__V1__GetSystemStatusRequest.self)
+        rave__gateway__v1__get_system_status_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Gateway__V1__GetSystemStatusRequest, arena _: inout ProtoArena) {
+    }
+}
+
+extension GatewayV1.ServiceStatus {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Gateway__V1__ServiceStatus()
+        rave__gateway__v1__service_status__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Gateway__V1__ServiceStatus.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Gateway__V1__ServiceStatus()
+        rave__gateway__v1__service_status__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Gateway__V1__ServiceStatus>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.service = try ProtoDecoding.string(c.service, field: "service", of: Self.protoMessageName)
+        self.backends = c.backends
+        self.healthyBackends = c.healthy_backends
+        self.calls = c.calls
+        self.errors = c.errors
+        self.callsPerSecond = c.calls_per_second
+        self.errorRate = c.error_rate
+        self.p99Ms = c.p99_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Gateway__V1__ServiceStatus> {
+        let message = arena.allocate(Rave__Gateway__V1__ServiceStatus.self)
+        rave__gateway__v1__service_status__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Gateway__V1__ServiceStatus, arena: inout ProtoArena) {
+        if !self.service.isEmpty { message.service = arena.string(self.service) }
+        message.backends = self.backends
+        message.healthy_backends = self.healthyBackends
+        message.calls = self.calls
+        message.errors = self.errors
+        message.calls_per_second = self.callsPerSecond
+        message.error_rate = self.errorRate
+        message.p99_ms = self.p99Ms
+    }
+}
+
+extension GatewayV1.GetSystemStatusResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Gateway__V1__GetSystemStatusResponse()
+        rave__gateway__v1__get_system_status_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Gateway__V1__GetSystemStatusResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Gateway__V1__GetSystemStatusResponse()
+        rave__gateway__v1__get_system_status_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Gateway__V1__GetSystemStatusResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.services = try ProtoDecoding.messages(c.services, count: c.n_services) {
+            element throws(ProtoDecodingError) in try GatewayV1.ServiceStatus(protobufC: element)
+        }
+        self.windowSeconds = c.window_seconds
+        self.atUnixMs = c.at_unix_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Gateway__V1__GetSystemStatusResponse> {
+        let message = arena.allocate(Rave__Gateway__V1__GetSystemStatusResponse.self)
+        rave__gateway__v1__get_system_status_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Gateway__V1__GetSystemStatusResponse, arena: inout ProtoArena) {
+        message.n_services = self.services.count
+        if !self.services.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Gateway__V1__ServiceStatus>?.self, count: self.services.count)
+            for (index, element) in self.services.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.services = elements
+        }
+        message.window_seconds = self.windowSeconds
+        message.at_unix_ms = self.atUnixMs
     }
 }

@@ -2857,6 +2857,40 @@ extension IdentityV1 {
             self.revokedSessions = revokedSessions
         }
     }
+
+    public struct ResetTwoFactorRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ResetTwoFactorRequest"
+
+        /// A merged-away id resets the account it was merged into.
+        public var userId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "") {
+            self.userId = userId
+        }
+    }
+
+    public struct ResetTwoFactorResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ResetTwoFactorResponse"
+
+        /// Whether two-factor was enabled (confirmed); false also when only an enrolment had begun, which is removed too.
+        public var wasEnabled: Bool = false
+
+        /// Sessions ended.
+        public var revokedSessions: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(wasEnabled: Bool = false, revokedSessions: UInt32 = 0) {
+            self.wasEnabled = wasEnabled
+            self.revokedSessions = revokedSessions
+        }
+    }
 }
 
 extension IdentityV1.DeviceInfo {
@@ -9618,6 +9652,94 @@ extension IdentityV1.RevokeUserSessionsResponse {
     }
 
     func protobufCFill(_ message: inout Rave__Identity__V1__RevokeUserSessionsResponse, arena: inout ProtoArena) {
+        message.revoked_sessions = self.revokedSessions
+    }
+}
+
+extension IdentityV1.ResetTwoFactorRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ResetTwoFactorRequest()
+        rave__identity__v1__reset_two_factor_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ResetTwoFactorRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ResetTwoFactorRequest()
+        rave__identity__v1__reset_two_factor_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ResetTwoFactorRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ResetTwoFactorRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ResetTwoFactorRequest.self)
+        rave__identity__v1__reset_two_factor_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ResetTwoFactorRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+    }
+}
+
+extension IdentityV1.ResetTwoFactorResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ResetTwoFactorResponse()
+        rave__identity__v1__reset_two_factor_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ResetTwoFactorResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ResetTwoFactorResponse()
+        rave__identity__v1__reset_two_factor_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ResetTwoFactorResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.wasEnabled = c.was_enabled != 0
+        self.revokedSessions = c.revoked_sessions
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ResetTwoFactorResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ResetTwoFactorResponse.self)
+        rave__identity__v1__reset_two_factor_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ResetTwoFactorResponse, arena: inout ProtoArena) {
+        message.was_enabled = self.wasEnabled ? 1 : 0
         message.revoked_sessions = self.revokedSessions
     }
 }

@@ -47,6 +47,7 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/ListAccountDeletions": .viewer,
         "rave.identity.v1.IdentityAdmin/SearchUsers": .viewer,
         "rave.identity.v1.IdentityAdmin/ListUserSessions": .viewer,
+        "rave.gateway.v1.GatewayAdmin/GetSystemStatus": .viewer,
         "rave.gifts.v1.GiftsAdmin/ListGiftTypes": .viewer,
         "rave.gifts.v1.GiftsAdmin/GetGiftType": .viewer,
         "rave.push.v1.PushAdmin/GetDeliveries": .viewer,
@@ -57,6 +58,7 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/BanUser": .support,
         "rave.identity.v1.IdentityAdmin/UnbanUser": .support,
         "rave.identity.v1.IdentityAdmin/RevokeUserSessions": .support,
+        "rave.identity.v1.IdentityAdmin/ResetTwoFactor": .support,
         // A player's request to be deleted, or its withdrawal, handled by support.
         "rave.identity.v1.IdentityAdmin/ForceAccountDeletion": .support,
         "rave.identity.v1.IdentityAdmin/CancelAccountDeletion": .support,

@@ -60,3 +60,60 @@ extension GatewayV1.GatewayHandler {
         ]
     }
 }
+
+extension GatewayV1 {
+    /// Served by the gateway itself, never forwarded: what an operator's overview shows. An admin method (the admin
+    /// certificate, or an operator's access token of any role).
+    ///
+    /// Implement this protocol to serve rave.gateway.v1.GatewayAdmin; `methods` routes calls to it.
+    public protocol GatewayAdminHandler: RPCService {
+        /// Each backend service's health as this gateway's checks see it, and the calls this gateway forwarded to it over
+        /// the last minute.
+        func getSystemStatus(
+            _ request: GatewayV1.GetSystemStatusRequest, context: RequestContext
+        ) async throws -> GatewayV1.GetSystemStatusResponse
+    }
+
+    /// Calls rave.gateway.v1.GatewayAdmin through any `RPCCaller` (a connection, a pool, the gateway).
+    public struct GatewayAdminClient: Sendable {
+        /// The fully qualified service name.
+        public static let serviceName = "rave.gateway.v1.GatewayAdmin"
+        /// The full name of every method, as requests carry it.
+        public static let methodNames = ["rave.gateway.v1.GatewayAdmin/GetSystemStatus"]
+
+        public let caller: any RPCCaller
+
+        public init(caller: any RPCCaller) {
+            self.caller = caller
+        }
+
+        /// Each backend service's health as this gateway's checks see it, and the calls this gateway forwarded to it over
+        /// the last minute.
+        public func getSystemStatus(
+            _ request: GatewayV1.GetSystemStatusRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> GatewayV1.GetSystemStatusResponse {
+            let method = "rave.gateway.v1.GatewayAdmin/GetSystemStatus"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try GatewayV1.GetSystemStatusResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+    }
+}
+
+extension GatewayV1.GatewayAdminHandler {
+    public static var serviceName: String { "rave.gateway.v1.GatewayAdmin" }
+
+    /// Every method, decoding the request, calling the handler and encoding its response.
+    public var methods: [RPCMethod] {
+        [
+            RPCMethod(name: "rave.gateway.v1.GatewayAdmin/GetSystemStatus") { request, context in
+                try await self.getSystemStatus(
+                    GatewayV1.GetSystemStatusRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            }
+        ]
+    }
+}

@@ -982,6 +982,12 @@ extension IdentityV1 {
         func revokeUserSessions(
             _ request: IdentityV1.RevokeUserSessionsRequest, context: RequestContext
         ) async throws -> IdentityV1.RevokeUserSessionsResponse
+
+        /// Removes a player's two-factor authentication (secret and backup codes) when they lost their authenticator, and
+        /// ends every session of the player.
+        func resetTwoFactor(
+            _ request: IdentityV1.ResetTwoFactorRequest, context: RequestContext
+        ) async throws -> IdentityV1.ResetTwoFactorResponse
     }
 
     /// Calls rave.identity.v1.IdentityAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -1001,6 +1007,7 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityAdmin/ForceAccountDeletion",
             "rave.identity.v1.IdentityAdmin/CancelAccountDeletion", "rave.identity.v1.IdentityAdmin/SearchUsers",
             "rave.identity.v1.IdentityAdmin/ListUserSessions", "rave.identity.v1.IdentityAdmin/RevokeUserSessions",
+            "rave.identity.v1.IdentityAdmin/ResetTwoFactor",
         ]
 
         public let caller: any RPCCaller
@@ -1278,6 +1285,20 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Removes a player's two-factor authentication (secret and backup codes) when they lost their authenticator, and
+        /// ends every session of the player.
+        public func resetTwoFactor(
+            _ request: IdentityV1.ResetTwoFactorRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ResetTwoFactorResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ResetTwoFactor"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ResetTwoFactorResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -1385,6 +1406,11 @@ extension IdentityV1.IdentityAdminHandler {
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/RevokeUserSessions") { request, context in
                 try await self.revokeUserSessions(
                     IdentityV1.RevokeUserSessionsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ResetTwoFactor") { request, context in
+                try await self.resetTwoFactor(
+                    IdentityV1.ResetTwoFactorRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

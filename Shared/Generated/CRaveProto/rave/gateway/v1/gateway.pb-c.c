@@ -277,6 +277,141 @@ void   rave__gateway__v1__retry_info__free_unpacked
   assert(message->base.descriptor == &rave__gateway__v1__retry_info__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__gateway__v1__get_system_status_request__init
+                     (Rave__Gateway__V1__GetSystemStatusRequest         *message)
+{
+  static const Rave__Gateway__V1__GetSystemStatusRequest init_value = RAVE__GATEWAY__V1__GET_SYSTEM_STATUS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__gateway__v1__get_system_status_request__get_packed_size
+                     (const Rave__Gateway__V1__GetSystemStatusRequest *message)
+{
+  assert(message->base.descriptor == &rave__gateway__v1__get_system_status_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__gateway__v1__get_system_status_request__pack
+                     (const Rave__Gateway__V1__GetSystemStatusRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__gateway__v1__get_system_status_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__gateway__v1__get_system_status_request__pack_to_buffer
+                     (const Rave__Gateway__V1__GetSystemStatusRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__gateway__v1__get_system_status_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Gateway__V1__GetSystemStatusRequest *
+       rave__gateway__v1__get_system_status_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Gateway__V1__GetSystemStatusRequest *)
+     protobuf_c_message_unpack (&rave__gateway__v1__get_system_status_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__gateway__v1__get_system_status_request__free_unpacked
+                     (Rave__Gateway__V1__GetSystemStatusRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__gateway__v1__get_system_status_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__gateway__v1__service_status__init
+                     (Rave__Gateway__V1__ServiceStatus         *message)
+{
+  static const Rave__Gateway__V1__ServiceStatus init_value = RAVE__GATEWAY__V1__SERVICE_STATUS__INIT;
+  *message = init_value;
+}
+size_t rave__gateway__v1__service_status__get_packed_size
+                     (const Rave__Gateway__V1__ServiceStatus *message)
+{
+  assert(message->base.descriptor == &rave__gateway__v1__service_status__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__gateway__v1__service_status__pack
+                     (const Rave__Gateway__V1__ServiceStatus *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__gateway__v1__service_status__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__gateway__v1__service_status__pack_to_buffer
+                     (const Rave__Gateway__V1__ServiceStatus *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__gateway__v1__service_status__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Gateway__V1__ServiceStatus *
+       rave__gateway__v1__service_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Gateway__V1__ServiceStatus *)
+     protobuf_c_message_unpack (&rave__gateway__v1__service_status__descriptor,
+                                allocator, len, data);
+}
+void   rave__gateway__v1__service_status__free_unpacked
+                     (Rave__Gateway__V1__ServiceStatus *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__gateway__v1__service_status__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__gateway__v1__get_system_status_response__init
+                     (Rave__Gateway__V1__GetSystemStatusResponse         *message)
+{
+  static const Rave__Gateway__V1__GetSystemStatusResponse init_value = RAVE__GATEWAY__V1__GET_SYSTEM_STATUS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__gateway__v1__get_system_status_response__get_packed_size
+                     (const Rave__Gateway__V1__GetSystemStatusResponse *message)
+{
+  assert(message->base.descriptor == &rave__gateway__v1__get_system_status_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__gateway__v1__get_system_status_response__pack
+                     (const Rave__Gateway__V1__GetSystemStatusResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__gateway__v1__get_system_status_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__gateway__v1__get_system_status_response__pack_to_buffer
+                     (const Rave__Gateway__V1__GetSystemStatusResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__gateway__v1__get_system_status_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Gateway__V1__GetSystemStatusResponse *
+       rave__gateway__v1__get_system_status_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Gateway__V1__GetSystemStatusResponse *)
+     protobuf_c_message_unpack (&rave__gateway__v1__get_system_status_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__gateway__v1__get_system_status_response__free_unpacked
+                     (Rave__Gateway__V1__GetSystemStatusResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__gateway__v1__get_system_status_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__gateway__v1__field_reference__field_descriptors[3] =
 {
   {
@@ -648,6 +783,217 @@ const ProtobufCMessageDescriptor rave__gateway__v1__retry_info__descriptor =
   (ProtobufCMessageInit) rave__gateway__v1__retry_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+#define rave__gateway__v1__get_system_status_request__field_descriptors NULL
+#define rave__gateway__v1__get_system_status_request__field_indices_by_name NULL
+#define rave__gateway__v1__get_system_status_request__number_ranges NULL
+const ProtobufCMessageDescriptor rave__gateway__v1__get_system_status_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.gateway.v1.GetSystemStatusRequest",
+  "GetSystemStatusRequest",
+  "Rave__Gateway__V1__GetSystemStatusRequest",
+  "rave.gateway.v1",
+  sizeof(Rave__Gateway__V1__GetSystemStatusRequest),
+  0,
+  rave__gateway__v1__get_system_status_request__field_descriptors,
+  rave__gateway__v1__get_system_status_request__field_indices_by_name,
+  0,  rave__gateway__v1__get_system_status_request__number_ranges,
+  (ProtobufCMessageInit) rave__gateway__v1__get_system_status_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__gateway__v1__service_status__field_descriptors[8] =
+{
+  {
+    "service",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__ServiceStatus, service),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "backends",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__ServiceStatus, backends),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "healthy_backends",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__ServiceStatus, healthy_backends),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "calls",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__ServiceStatus, calls),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "errors",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__ServiceStatus, errors),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "calls_per_second",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__ServiceStatus, calls_per_second),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_rate",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__ServiceStatus, error_rate),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "p99_ms",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__ServiceStatus, p99_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__gateway__v1__service_status__field_indices_by_name[] = {
+  1,   /* field[1] = backends */
+  3,   /* field[3] = calls */
+  5,   /* field[5] = calls_per_second */
+  6,   /* field[6] = error_rate */
+  4,   /* field[4] = errors */
+  2,   /* field[2] = healthy_backends */
+  7,   /* field[7] = p99_ms */
+  0,   /* field[0] = service */
+};
+static const ProtobufCIntRange rave__gateway__v1__service_status__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor rave__gateway__v1__service_status__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.gateway.v1.ServiceStatus",
+  "ServiceStatus",
+  "Rave__Gateway__V1__ServiceStatus",
+  "rave.gateway.v1",
+  sizeof(Rave__Gateway__V1__ServiceStatus),
+  8,
+  rave__gateway__v1__service_status__field_descriptors,
+  rave__gateway__v1__service_status__field_indices_by_name,
+  1,  rave__gateway__v1__service_status__number_ranges,
+  (ProtobufCMessageInit) rave__gateway__v1__service_status__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__gateway__v1__get_system_status_response__field_descriptors[3] =
+{
+  {
+    "services",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Gateway__V1__GetSystemStatusResponse, n_services),
+    offsetof(Rave__Gateway__V1__GetSystemStatusResponse, services),
+    &rave__gateway__v1__service_status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "window_seconds",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__GetSystemStatusResponse, window_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "at_unix_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gateway__V1__GetSystemStatusResponse, at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__gateway__v1__get_system_status_response__field_indices_by_name[] = {
+  2,   /* field[2] = at_unix_ms */
+  0,   /* field[0] = services */
+  1,   /* field[1] = window_seconds */
+};
+static const ProtobufCIntRange rave__gateway__v1__get_system_status_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__gateway__v1__get_system_status_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.gateway.v1.GetSystemStatusResponse",
+  "GetSystemStatusResponse",
+  "Rave__Gateway__V1__GetSystemStatusResponse",
+  "rave.gateway.v1",
+  sizeof(Rave__Gateway__V1__GetSystemStatusResponse),
+  3,
+  rave__gateway__v1__get_system_status_response__field_descriptors,
+  rave__gateway__v1__get_system_status_response__field_indices_by_name,
+  1,  rave__gateway__v1__get_system_status_response__number_ranges,
+  (ProtobufCMessageInit) rave__gateway__v1__get_system_status_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCMethodDescriptor rave__gateway__v1__gateway__method_descriptors[1] =
 {
   { "Batch", &rave__gateway__v1__batch_request__descriptor, &rave__gateway__v1__batch_response__descriptor },
@@ -679,5 +1025,38 @@ void rave__gateway__v1__gateway__init (Rave__Gateway__V1__Gateway_Service *servi
 {
   protobuf_c_service_generated_init (&service->base,
                                      &rave__gateway__v1__gateway__descriptor,
+                                     (ProtobufCServiceDestroy) destroy);
+}
+static const ProtobufCMethodDescriptor rave__gateway__v1__gateway_admin__method_descriptors[1] =
+{
+  { "GetSystemStatus", &rave__gateway__v1__get_system_status_request__descriptor, &rave__gateway__v1__get_system_status_response__descriptor },
+};
+const unsigned rave__gateway__v1__gateway_admin__method_indices_by_name[] = {
+  0         /* GetSystemStatus */
+};
+const ProtobufCServiceDescriptor rave__gateway__v1__gateway_admin__descriptor =
+{
+  PROTOBUF_C__SERVICE_DESCRIPTOR_MAGIC,
+  "rave.gateway.v1.GatewayAdmin",
+  "GatewayAdmin",
+  "Rave__Gateway__V1__GatewayAdmin",
+  "rave.gateway.v1",
+  1,
+  rave__gateway__v1__gateway_admin__method_descriptors,
+  rave__gateway__v1__gateway_admin__method_indices_by_name
+};
+void rave__gateway__v1__gateway_admin__get_system_status(ProtobufCService *service,
+                                                         const Rave__Gateway__V1__GetSystemStatusRequest *input,
+                                                         Rave__Gateway__V1__GetSystemStatusResponse_Closure closure,
+                                                         void *closure_data)
+{
+  assert(service->descriptor == &rave__gateway__v1__gateway_admin__descriptor);
+  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__gateway__v1__gateway_admin__init (Rave__Gateway__V1__GatewayAdmin_Service *service,
+                                             Rave__Gateway__V1__GatewayAdmin_ServiceDestroy destroy)
+{
+  protobuf_c_service_generated_init (&service->base,
+                                     &rave__gateway__v1__gateway_admin__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }

@@ -6397,6 +6397,96 @@ void   rave__identity__v1__revoke_user_sessions_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__revoke_user_sessions_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__reset_two_factor_request__init
+                     (Rave__Identity__V1__ResetTwoFactorRequest         *message)
+{
+  static const Rave__Identity__V1__ResetTwoFactorRequest init_value = RAVE__IDENTITY__V1__RESET_TWO_FACTOR_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__reset_two_factor_request__get_packed_size
+                     (const Rave__Identity__V1__ResetTwoFactorRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_two_factor_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__reset_two_factor_request__pack
+                     (const Rave__Identity__V1__ResetTwoFactorRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_two_factor_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__reset_two_factor_request__pack_to_buffer
+                     (const Rave__Identity__V1__ResetTwoFactorRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_two_factor_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ResetTwoFactorRequest *
+       rave__identity__v1__reset_two_factor_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ResetTwoFactorRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__reset_two_factor_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__reset_two_factor_request__free_unpacked
+                     (Rave__Identity__V1__ResetTwoFactorRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__reset_two_factor_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__reset_two_factor_response__init
+                     (Rave__Identity__V1__ResetTwoFactorResponse         *message)
+{
+  static const Rave__Identity__V1__ResetTwoFactorResponse init_value = RAVE__IDENTITY__V1__RESET_TWO_FACTOR_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__reset_two_factor_response__get_packed_size
+                     (const Rave__Identity__V1__ResetTwoFactorResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_two_factor_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__reset_two_factor_response__pack
+                     (const Rave__Identity__V1__ResetTwoFactorResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_two_factor_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__reset_two_factor_response__pack_to_buffer
+                     (const Rave__Identity__V1__ResetTwoFactorResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__reset_two_factor_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ResetTwoFactorResponse *
+       rave__identity__v1__reset_two_factor_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ResetTwoFactorResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__reset_two_factor_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__reset_two_factor_response__free_unpacked
+                     (Rave__Identity__V1__ResetTwoFactorResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__reset_two_factor_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
 {
   {
@@ -13648,6 +13738,95 @@ const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions_respon
   (ProtobufCMessageInit) rave__identity__v1__revoke_user_sessions_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__reset_two_factor_request__field_descriptors[1] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ResetTwoFactorRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__reset_two_factor_request__field_indices_by_name[] = {
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__reset_two_factor_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__reset_two_factor_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ResetTwoFactorRequest",
+  "ResetTwoFactorRequest",
+  "Rave__Identity__V1__ResetTwoFactorRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ResetTwoFactorRequest),
+  1,
+  rave__identity__v1__reset_two_factor_request__field_descriptors,
+  rave__identity__v1__reset_two_factor_request__field_indices_by_name,
+  1,  rave__identity__v1__reset_two_factor_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__reset_two_factor_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__reset_two_factor_response__field_descriptors[2] =
+{
+  {
+    "was_enabled",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ResetTwoFactorResponse, was_enabled),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revoked_sessions",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ResetTwoFactorResponse, revoked_sessions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__reset_two_factor_response__field_indices_by_name[] = {
+  1,   /* field[1] = revoked_sessions */
+  0,   /* field[0] = was_enabled */
+};
+static const ProtobufCIntRange rave__identity__v1__reset_two_factor_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__reset_two_factor_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ResetTwoFactorResponse",
+  "ResetTwoFactorResponse",
+  "Rave__Identity__V1__ResetTwoFactorResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ResetTwoFactorResponse),
+  2,
+  rave__identity__v1__reset_two_factor_response__field_descriptors,
+  rave__identity__v1__reset_two_factor_response__field_indices_by_name,
+  1,  rave__identity__v1__reset_two_factor_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__reset_two_factor_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -14291,7 +14470,7 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
                                      &rave__identity__v1__identity__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[21] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[22] =
 {
   { "CreatePublisher", &rave__identity__v1__create_publisher_request__descriptor, &rave__identity__v1__create_publisher_response__descriptor },
   { "UpdatePublisher", &rave__identity__v1__update_publisher_request__descriptor, &rave__identity__v1__update_publisher_response__descriptor },
@@ -14314,6 +14493,7 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__metho
   { "SearchUsers", &rave__identity__v1__search_users_request__descriptor, &rave__identity__v1__search_users_response__descriptor },
   { "ListUserSessions", &rave__identity__v1__list_user_sessions_request__descriptor, &rave__identity__v1__list_user_sessions_response__descriptor },
   { "RevokeUserSessions", &rave__identity__v1__revoke_user_sessions_request__descriptor, &rave__identity__v1__revoke_user_sessions_response__descriptor },
+  { "ResetTwoFactor", &rave__identity__v1__reset_two_factor_request__descriptor, &rave__identity__v1__reset_two_factor_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   7,        /* BanUser */
@@ -14330,6 +14510,7 @@ const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   9,        /* ListAuditEvents */
   12,        /* ListOperators */
   19,        /* ListUserSessions */
+  21,        /* ResetTwoFactor */
   20,        /* RevokeUserSessions */
   18,        /* SearchUsers */
   10,        /* SetMailTemplate */
@@ -14345,7 +14526,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor 
   "IdentityAdmin",
   "Rave__Identity__V1__IdentityAdmin",
   "rave.identity.v1",
-  21,
+  22,
   rave__identity__v1__identity_admin__method_descriptors,
   rave__identity__v1__identity_admin__method_indices_by_name
 };
@@ -14516,6 +14697,14 @@ void rave__identity__v1__identity_admin__revoke_user_sessions(ProtobufCService *
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
   service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__reset_two_factor(ProtobufCService *service,
+                                                          const Rave__Identity__V1__ResetTwoFactorRequest *input,
+                                                          Rave__Identity__V1__ResetTwoFactorResponse_Closure closure,
+                                                          void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
                                                Rave__Identity__V1__IdentityAdmin_ServiceDestroy destroy)

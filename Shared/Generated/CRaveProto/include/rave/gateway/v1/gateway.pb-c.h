@@ -22,6 +22,9 @@ typedef struct Rave__Gateway__V1__BatchRequest Rave__Gateway__V1__BatchRequest;
 typedef struct Rave__Gateway__V1__BatchResult Rave__Gateway__V1__BatchResult;
 typedef struct Rave__Gateway__V1__BatchResponse Rave__Gateway__V1__BatchResponse;
 typedef struct Rave__Gateway__V1__RetryInfo Rave__Gateway__V1__RetryInfo;
+typedef struct Rave__Gateway__V1__GetSystemStatusRequest Rave__Gateway__V1__GetSystemStatusRequest;
+typedef struct Rave__Gateway__V1__ServiceStatus Rave__Gateway__V1__ServiceStatus;
+typedef struct Rave__Gateway__V1__GetSystemStatusResponse Rave__Gateway__V1__GetSystemStatusResponse;
 
 
 /* --- enums --- */
@@ -150,6 +153,77 @@ struct  Rave__Gateway__V1__RetryInfo
     , 0 }
 
 
+struct  Rave__Gateway__V1__GetSystemStatusRequest
+{
+  ProtobufCMessage base;
+};
+#define RAVE__GATEWAY__V1__GET_SYSTEM_STATUS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__gateway__v1__get_system_status_request__descriptor) \
+     }
+
+
+/*
+ * One backend service as one gateway replica sees it.
+ */
+struct  Rave__Gateway__V1__ServiceStatus
+{
+  ProtobufCMessage base;
+  /*
+   * The service's area ("identity").
+   */
+  char *service;
+  /*
+   * Its addresses (after DNS names were resolved), and those whose last health check succeeded.
+   */
+  uint32_t backends;
+  uint32_t healthy_backends;
+  /*
+   * Calls forwarded in the window, and those that failed for the service's sake (UNKNOWN, DEADLINE_EXCEEDED,
+   * INTERNAL, UNAVAILABLE, DATA_LOSS; a refusal of the caller's request is not an error of the service).
+   */
+  uint64_t calls;
+  uint64_t errors;
+  /*
+   * calls / window_seconds.
+   */
+  double calls_per_second;
+  /*
+   * errors / calls; 0 without calls.
+   */
+  double error_rate;
+  /*
+   * The 99th percentile of the time from forwarding to the answer, as the upper bound of its latency bucket
+   * (0.1 ms … 10 s: a p99 beyond 10 s reads 10,000); 0 without calls.
+   */
+  double p99_ms;
+};
+#define RAVE__GATEWAY__V1__SERVICE_STATUS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__gateway__v1__service_status__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, 0 }
+
+
+struct  Rave__Gateway__V1__GetSystemStatusResponse
+{
+  ProtobufCMessage base;
+  /*
+   * By service name.
+   */
+  size_t n_services;
+  Rave__Gateway__V1__ServiceStatus **services;
+  /*
+   * The window the figures cover (60 s, less while the gateway has been up for less).
+   */
+  uint32_t window_seconds;
+  /*
+   * When the figures were taken.
+   */
+  int64_t at_unix_ms;
+};
+#define RAVE__GATEWAY__V1__GET_SYSTEM_STATUS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__gateway__v1__get_system_status_response__descriptor) \
+    , 0,NULL, 0, 0 }
+
+
 /* Rave__Gateway__V1__FieldReference methods */
 void   rave__gateway__v1__field_reference__init
                      (Rave__Gateway__V1__FieldReference         *message);
@@ -264,6 +338,63 @@ Rave__Gateway__V1__RetryInfo *
 void   rave__gateway__v1__retry_info__free_unpacked
                      (Rave__Gateway__V1__RetryInfo *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Gateway__V1__GetSystemStatusRequest methods */
+void   rave__gateway__v1__get_system_status_request__init
+                     (Rave__Gateway__V1__GetSystemStatusRequest         *message);
+size_t rave__gateway__v1__get_system_status_request__get_packed_size
+                     (const Rave__Gateway__V1__GetSystemStatusRequest   *message);
+size_t rave__gateway__v1__get_system_status_request__pack
+                     (const Rave__Gateway__V1__GetSystemStatusRequest   *message,
+                      uint8_t             *out);
+size_t rave__gateway__v1__get_system_status_request__pack_to_buffer
+                     (const Rave__Gateway__V1__GetSystemStatusRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Gateway__V1__GetSystemStatusRequest *
+       rave__gateway__v1__get_system_status_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__gateway__v1__get_system_status_request__free_unpacked
+                     (Rave__Gateway__V1__GetSystemStatusRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Gateway__V1__ServiceStatus methods */
+void   rave__gateway__v1__service_status__init
+                     (Rave__Gateway__V1__ServiceStatus         *message);
+size_t rave__gateway__v1__service_status__get_packed_size
+                     (const Rave__Gateway__V1__ServiceStatus   *message);
+size_t rave__gateway__v1__service_status__pack
+                     (const Rave__Gateway__V1__ServiceStatus   *message,
+                      uint8_t             *out);
+size_t rave__gateway__v1__service_status__pack_to_buffer
+                     (const Rave__Gateway__V1__ServiceStatus   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Gateway__V1__ServiceStatus *
+       rave__gateway__v1__service_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__gateway__v1__service_status__free_unpacked
+                     (Rave__Gateway__V1__ServiceStatus *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Gateway__V1__GetSystemStatusResponse methods */
+void   rave__gateway__v1__get_system_status_response__init
+                     (Rave__Gateway__V1__GetSystemStatusResponse         *message);
+size_t rave__gateway__v1__get_system_status_response__get_packed_size
+                     (const Rave__Gateway__V1__GetSystemStatusResponse   *message);
+size_t rave__gateway__v1__get_system_status_response__pack
+                     (const Rave__Gateway__V1__GetSystemStatusResponse   *message,
+                      uint8_t             *out);
+size_t rave__gateway__v1__get_system_status_response__pack_to_buffer
+                     (const Rave__Gateway__V1__GetSystemStatusResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Gateway__V1__GetSystemStatusResponse *
+       rave__gateway__v1__get_system_status_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__gateway__v1__get_system_status_response__free_unpacked
+                     (Rave__Gateway__V1__GetSystemStatusResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Gateway__V1__FieldReference_Closure)
@@ -283,6 +414,15 @@ typedef void (*Rave__Gateway__V1__BatchResponse_Closure)
                   void *closure_data);
 typedef void (*Rave__Gateway__V1__RetryInfo_Closure)
                  (const Rave__Gateway__V1__RetryInfo *message,
+                  void *closure_data);
+typedef void (*Rave__Gateway__V1__GetSystemStatusRequest_Closure)
+                 (const Rave__Gateway__V1__GetSystemStatusRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Gateway__V1__ServiceStatus_Closure)
+                 (const Rave__Gateway__V1__ServiceStatus *message,
+                  void *closure_data);
+typedef void (*Rave__Gateway__V1__GetSystemStatusResponse_Closure)
+                 (const Rave__Gateway__V1__GetSystemStatusResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -308,6 +448,27 @@ void rave__gateway__v1__gateway__batch(ProtobufCService *service,
                                        const Rave__Gateway__V1__BatchRequest *input,
                                        Rave__Gateway__V1__BatchResponse_Closure closure,
                                        void *closure_data);
+typedef struct Rave__Gateway__V1__GatewayAdmin_Service Rave__Gateway__V1__GatewayAdmin_Service;
+struct Rave__Gateway__V1__GatewayAdmin_Service
+{
+  ProtobufCService base;
+  void (*get_system_status)(Rave__Gateway__V1__GatewayAdmin_Service *service,
+                            const Rave__Gateway__V1__GetSystemStatusRequest *input,
+                            Rave__Gateway__V1__GetSystemStatusResponse_Closure closure,
+                            void *closure_data);
+};
+typedef void (*Rave__Gateway__V1__GatewayAdmin_ServiceDestroy)(Rave__Gateway__V1__GatewayAdmin_Service *);
+void rave__gateway__v1__gateway_admin__init (Rave__Gateway__V1__GatewayAdmin_Service *service,
+                                             Rave__Gateway__V1__GatewayAdmin_ServiceDestroy destroy);
+#define RAVE__GATEWAY__V1__GATEWAY_ADMIN__BASE_INIT \
+    { &rave__gateway__v1__gateway_admin__descriptor, protobuf_c_service_invoke_internal, NULL }
+#define RAVE__GATEWAY__V1__GATEWAY_ADMIN__INIT(function_prefix__) \
+    { RAVE__GATEWAY__V1__GATEWAY_ADMIN__BASE_INIT,\
+      function_prefix__ ## get_system_status  }
+void rave__gateway__v1__gateway_admin__get_system_status(ProtobufCService *service,
+                                                         const Rave__Gateway__V1__GetSystemStatusRequest *input,
+                                                         Rave__Gateway__V1__GetSystemStatusResponse_Closure closure,
+                                                         void *closure_data);
 
 /* --- descriptors --- */
 
@@ -317,7 +478,11 @@ extern const ProtobufCMessageDescriptor rave__gateway__v1__batch_request__descri
 extern const ProtobufCMessageDescriptor rave__gateway__v1__batch_result__descriptor;
 extern const ProtobufCMessageDescriptor rave__gateway__v1__batch_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__gateway__v1__retry_info__descriptor;
+extern const ProtobufCMessageDescriptor rave__gateway__v1__get_system_status_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__gateway__v1__service_status__descriptor;
+extern const ProtobufCMessageDescriptor rave__gateway__v1__get_system_status_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__gateway__v1__gateway__descriptor;
+extern const ProtobufCServiceDescriptor rave__gateway__v1__gateway_admin__descriptor;
 
 PROTOBUF_C__END_DECLS
 

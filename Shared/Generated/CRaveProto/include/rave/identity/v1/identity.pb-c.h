@@ -158,6 +158,8 @@ typedef struct Rave__Identity__V1__ListUserSessionsRequest Rave__Identity__V1__L
 typedef struct Rave__Identity__V1__ListUserSessionsResponse Rave__Identity__V1__ListUserSessionsResponse;
 typedef struct Rave__Identity__V1__RevokeUserSessionsRequest Rave__Identity__V1__RevokeUserSessionsRequest;
 typedef struct Rave__Identity__V1__RevokeUserSessionsResponse Rave__Identity__V1__RevokeUserSessionsResponse;
+typedef struct Rave__Identity__V1__ResetTwoFactorRequest Rave__Identity__V1__ResetTwoFactorRequest;
+typedef struct Rave__Identity__V1__ResetTwoFactorResponse Rave__Identity__V1__ResetTwoFactorResponse;
 
 
 /* --- enums --- */
@@ -2391,6 +2393,36 @@ struct  Rave__Identity__V1__RevokeUserSessionsResponse
 #define RAVE__IDENTITY__V1__REVOKE_USER_SESSIONS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__revoke_user_sessions_response__descriptor) \
     , 0 }
+
+
+struct  Rave__Identity__V1__ResetTwoFactorRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A merged-away id resets the account it was merged into.
+   */
+  char *user_id;
+};
+#define RAVE__IDENTITY__V1__RESET_TWO_FACTOR_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__reset_two_factor_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ResetTwoFactorResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Whether two-factor was enabled (confirmed); false also when only an enrolment had begun, which is removed too.
+   */
+  protobuf_c_boolean was_enabled;
+  /*
+   * Sessions ended.
+   */
+  uint32_t revoked_sessions;
+};
+#define RAVE__IDENTITY__V1__RESET_TWO_FACTOR_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__reset_two_factor_response__descriptor) \
+    , 0, 0 }
 
 
 /* Rave__Identity__V1__DeviceInfo methods */
@@ -5091,6 +5123,44 @@ Rave__Identity__V1__RevokeUserSessionsResponse *
 void   rave__identity__v1__revoke_user_sessions_response__free_unpacked
                      (Rave__Identity__V1__RevokeUserSessionsResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ResetTwoFactorRequest methods */
+void   rave__identity__v1__reset_two_factor_request__init
+                     (Rave__Identity__V1__ResetTwoFactorRequest         *message);
+size_t rave__identity__v1__reset_two_factor_request__get_packed_size
+                     (const Rave__Identity__V1__ResetTwoFactorRequest   *message);
+size_t rave__identity__v1__reset_two_factor_request__pack
+                     (const Rave__Identity__V1__ResetTwoFactorRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__reset_two_factor_request__pack_to_buffer
+                     (const Rave__Identity__V1__ResetTwoFactorRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ResetTwoFactorRequest *
+       rave__identity__v1__reset_two_factor_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__reset_two_factor_request__free_unpacked
+                     (Rave__Identity__V1__ResetTwoFactorRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ResetTwoFactorResponse methods */
+void   rave__identity__v1__reset_two_factor_response__init
+                     (Rave__Identity__V1__ResetTwoFactorResponse         *message);
+size_t rave__identity__v1__reset_two_factor_response__get_packed_size
+                     (const Rave__Identity__V1__ResetTwoFactorResponse   *message);
+size_t rave__identity__v1__reset_two_factor_response__pack
+                     (const Rave__Identity__V1__ResetTwoFactorResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__reset_two_factor_response__pack_to_buffer
+                     (const Rave__Identity__V1__ResetTwoFactorResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ResetTwoFactorResponse *
+       rave__identity__v1__reset_two_factor_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__reset_two_factor_response__free_unpacked
+                     (Rave__Identity__V1__ResetTwoFactorResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -5519,6 +5589,12 @@ typedef void (*Rave__Identity__V1__RevokeUserSessionsRequest_Closure)
 typedef void (*Rave__Identity__V1__RevokeUserSessionsResponse_Closure)
                  (const Rave__Identity__V1__RevokeUserSessionsResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__ResetTwoFactorRequest_Closure)
+                 (const Rave__Identity__V1__ResetTwoFactorRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ResetTwoFactorResponse_Closure)
+                 (const Rave__Identity__V1__ResetTwoFactorResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -5946,6 +6022,10 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                                const Rave__Identity__V1__RevokeUserSessionsRequest *input,
                                Rave__Identity__V1__RevokeUserSessionsResponse_Closure closure,
                                void *closure_data);
+  void (*reset_two_factor)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                           const Rave__Identity__V1__ResetTwoFactorRequest *input,
+                           Rave__Identity__V1__ResetTwoFactorResponse_Closure closure,
+                           void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityAdmin_ServiceDestroy)(Rave__Identity__V1__IdentityAdmin_Service *);
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
@@ -5974,7 +6054,8 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## cancel_account_deletion,\
       function_prefix__ ## search_users,\
       function_prefix__ ## list_user_sessions,\
-      function_prefix__ ## revoke_user_sessions  }
+      function_prefix__ ## revoke_user_sessions,\
+      function_prefix__ ## reset_two_factor  }
 void rave__identity__v1__identity_admin__create_publisher(ProtobufCService *service,
                                                           const Rave__Identity__V1__CreatePublisherRequest *input,
                                                           Rave__Identity__V1__CreatePublisherResponse_Closure closure,
@@ -6059,6 +6140,10 @@ void rave__identity__v1__identity_admin__revoke_user_sessions(ProtobufCService *
                                                               const Rave__Identity__V1__RevokeUserSessionsRequest *input,
                                                               Rave__Identity__V1__RevokeUserSessionsResponse_Closure closure,
                                                               void *closure_data);
+void rave__identity__v1__identity_admin__reset_two_factor(ProtobufCService *service,
+                                                          const Rave__Identity__V1__ResetTwoFactorRequest *input,
+                                                          Rave__Identity__V1__ResetTwoFactorResponse_Closure closure,
+                                                          void *closure_data);
 typedef struct Rave__Identity__V1__IdentityInternal_Service Rave__Identity__V1__IdentityInternal_Service;
 struct Rave__Identity__V1__IdentityInternal_Service
 {
@@ -6323,6 +6408,8 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__list_user_sessions_r
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_user_sessions_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__reset_two_factor_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__reset_two_factor_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;
