@@ -130,8 +130,7 @@ enum LoadtestBets {
         _ = try await WalletV1.WalletAdminClient(caller: admin).deposit(
             .init(
                 transfer: .init(
-                    operationId: RaveID(high: UInt64.random(in: 0...UInt64.max), low: UInt64.random(in: 0...UInt64.max))
-                        .hex,
+                    operationId: RaveID.random().hex,
                     userId: user, currency: bets.currency, economy: .sandbox, amount: "1000000.00",
                     reason: "load test")))
     }

@@ -129,7 +129,7 @@ struct DeletionStoryTests {
             #expect(try await stack.walletBalancesOutOfLine() == 0, "every balance is the sum of its transfers")
 
             // Her tokens are refused; her devices log in as new guests; Bob keeps his score and her gift.
-            let refused = await status { _ = try await iPad.identity.getCurrentUser(.init()) }
+            let refused = await ErasureChecks.status { _ = try await iPad.identity.getCurrentUser(.init()) }
             #expect(refused == .unauthenticated || refused == .notFound, "\(String(describing: refused))")
             let newGuest = try await stack.guest(appID: appID, deviceID: "alice-ipad-\(run)")
             #expect(!ids.contains(newGuest.userID))
@@ -140,18 +140,6 @@ struct DeletionStoryTests {
                 let received = try await bob.gifts.listGifts(.init())
                 #expect(received.gifts.contains { $0.giftId == bobsGift }, "the gift Alice sent stays with Bob")
             }
-        }
-    }
-
-    /// The status a call failed with; nil when it succeeded.
-    private func status(_ body: () async throws -> Void) async -> StatusCode? {
-        do {
-            try await body()
-            return nil
-        } catch let error as RPCError {
-            return error.code
-        } catch {
-            return .unknown
         }
     }
 }
