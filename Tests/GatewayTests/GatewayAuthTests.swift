@@ -230,7 +230,7 @@ struct GatewayAuthTests {
         for method in [
             "rave.identity.v1.IdentityInternal/SigningKeys", "rave.identity.v1.IdentityInternal/ResolveUsers",
             "rave.merge.v1.MergeParticipant/MergeUsers", "rave.erasure.v1.ErasureParticipant/EraseUser",
-            "rave.events.v1.EventSink/DeliverEvents",
+            "rave.export.v1.ExportParticipant/ExportUser", "rave.events.v1.EventSink/DeliverEvents",
         ] {
             let error = await failure(admin, method, [], options: bearer(token))
             #expect(error?.code == .permissionDenied, "\(method)")

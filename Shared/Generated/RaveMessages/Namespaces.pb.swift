@@ -9,6 +9,9 @@ public enum ErasureV1 {}
 /// The messages and enums of the proto package rave.events.v1.
 public enum EventsV1 {}
 
+/// The messages and enums of the proto package rave.export.v1.
+public enum ExportV1 {}
+
 /// The messages and enums of the proto package rave.gateway.v1.
 public enum GatewayV1 {}
 

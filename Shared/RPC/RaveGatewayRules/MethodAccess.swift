@@ -28,9 +28,9 @@ public enum MethodAccess: String, Sendable, Hashable, CaseIterable {
         "rave.identity.v1.Identity/OperatorRefresh", "rave.identity.v1.Identity/OperatorLogout",
     ]
 
-    /// Packages whose every service is a contract between services: the merge and deletion sagas' participants and
+    /// Packages whose every service is a contract between services: the merge, deletion and export participants and
     /// the event sinks.
-    public static let internalAreas: Set<Substring> = ["merge", "erasure", "events"]
+    public static let internalAreas: Set<Substring> = ["merge", "erasure", "export", "events"]
 
     /// Services whose every method is for clients without an account (gifts' install links).
     public static let anonymousServices: Set<Substring> = ["rave.gifts.v1.GiftsInstall"]

@@ -24,6 +24,8 @@ public enum TrustModel {
         MergeV1.MergeParticipantClient.serviceName: [.service("identity")],
         // The deletion saga: identity alone drives it too.
         ErasureV1.ErasureParticipantClient.serviceName: [.service("identity")],
+        // Account exports: identity's export worker assembles every participant's pages.
+        ExportV1.ExportParticipantClient.serviceName: [.service("identity")],
         // Domain events, from the services that publish them (docs/events.md).
         EventsV1.EventSinkClient.serviceName: [
             .service("identity"), .service("social"), .service("leaderboards"), .service("gifts"),

@@ -4,6 +4,7 @@
 #include "rave/echo/v1/echo.pb-c.h"
 #include "rave/erasure/v1/erasure.pb-c.h"
 #include "rave/events/v1/events.pb-c.h"
+#include "rave/export/v1/export.pb-c.h"
 #include "rave/gateway/v1/gateway.pb-c.h"
 #include "rave/gifts/v1/events.pb-c.h"
 #include "rave/gifts/v1/gifts.pb-c.h"
