@@ -115,7 +115,7 @@ let package = Package(
             name: "RaveTestSupport",
             dependencies: [
                 "RavePostgres", "RaveRPC", "RaveRuntime", "RaveServices", "RaveTelemetry", "RaveTransport",
-                "RaveCrypto",
+                "RaveCrypto", "COpenSSL",
             ],
             path: "Tests/RaveTestSupport"),
 
@@ -354,7 +354,9 @@ let package = Package(
         ),
         .testTarget(name: "RaveAuthTests", dependencies: ["RaveAuth"], path: "Tests/RaveAuthTests"),
         .testTarget(name: "RaveCryptoTests", dependencies: ["RaveCrypto"], path: "Tests/RaveCryptoTests"),
-        .testTarget(name: "RaveMailTests", dependencies: ["RaveMail", "RaveTestSupport"], path: "Tests/RaveMailTests"),
+        .testTarget(
+            name: "RaveMailTests", dependencies: ["RaveMail", "RaveTestSupport", "RaveTransport"],
+            path: "Tests/RaveMailTests"),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
