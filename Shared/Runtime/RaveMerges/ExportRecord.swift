@@ -1,8 +1,8 @@
 import Foundation
 import RavePostgres
 
-/// One export record: a JSON object written field by field in the conventions every service's export shares
-/// (docs/ARCHITECTURE.md, "Exporting an account"): snake_case keys, ids as 32 lowercase hex digits, times as RFC 3339
+/// One export record: a JSON object written field by field in the conventions every service's export shares (each
+/// docs/<service>.md, "Exporting an account"): snake_case keys, ids as 32 lowercase hex digits, times as RFC 3339
 /// UTC with milliseconds, 64-bit integers as decimal strings, small integers as numbers, bytes as base64, enums as
 /// lowercase strings, NULL as `null`.
 public struct ExportRecord: Sendable {
