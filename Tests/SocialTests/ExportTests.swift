@@ -165,10 +165,11 @@ struct ExportTests {
             try await ExportChecks.serving(participant, as: "social", group: SocialHarness.group) {
                 identity, gateway in
                 let good = ExportV1.ExportUserRequest(exportId: "export-1", userId: user)
-                #expect(try await identity.exportUser(good).nextCursor == "")
+                let first = try await identity.exportUser(good)
+                #expect(first.nextCursor == "")
                 let valid = ExportCursor(section: "blocks", key: [user, user]).text
-                #expect(
-                    try await identity.exportUser(.init(exportId: "e", userId: user, cursor: valid)).nextCursor == "")
+                let resumed = try await identity.exportUser(.init(exportId: "e", userId: user, cursor: valid))
+                #expect(resumed.nextCursor == "")
                 let bad: [ExportV1.ExportUserRequest] = [
                     .init(exportId: "e", userId: user, cursor: "garbage"),
                     .init(exportId: "e", userId: user, cursor: "1.nosuchsection"),
@@ -181,7 +182,6 @@ struct ExportTests {
                     .init(exportId: String(repeating: "e", count: 129), userId: user),
                 ]
                 for request in bad {
-                    await #expect(throws: RPCError.self) { _ = try await identity.exportUser(request) }
                     let code = await statusCode { _ = try await identity.exportUser(request) }
                     #expect(code == .invalidArgument)
                 }
