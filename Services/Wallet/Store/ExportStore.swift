@@ -2,7 +2,9 @@ import RaveMerges
 import RavePostgres
 
 /// Reads an exported account's money (docs/wallet.md, "Exporting an account"): the rows an erasure of the user
-/// anonymises, amounts in minor units. A server seed's bytes only once it is revealed: an active seed shows its
+/// anonymises, amounts in minor units.
+///
+/// A server seed's bytes only once it is revealed: an active seed shows its
 /// hash alone, as `GetServerSeed` does, so an export never lets anyone predict the next bets.
 enum ExportStore {
     private static let economy = "CASE economy WHEN 1 THEN 'real' WHEN 2 THEN 'sandbox' ELSE 'unknown' END AS economy"
