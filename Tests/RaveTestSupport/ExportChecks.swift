@@ -1,5 +1,6 @@
 import Foundation
 import RaveMessages
+import RavePostgres
 import RaveRPC
 import RaveServices
 import RaveTransport
@@ -47,6 +48,8 @@ public enum ExportChecks {
         public var pages = 0
         /// Every page's record count.
         public var pageSizes: [Int] = []
+        /// Every page's record bytes.
+        public var pageBytes: [Int] = []
 
         public func records(_ section: String) -> [[String: Any]] { sections[section] ?? [] }
     }
@@ -64,6 +67,7 @@ public enum ExportChecks {
             let response = try await page(request)
             export.pages += 1
             export.pageSizes.append(response.sections.reduce(0) { $0 + $1.records.count })
+            export.pageBytes.append(response.sections.reduce(0) { $0 + $1.records.reduce(0) { $0 + $1.count } })
             for section in response.sections {
                 if export.sections[section.name] == nil { export.order.append(section.name) }
                 for record in section.records {
@@ -80,6 +84,37 @@ public enum ExportChecks {
             }
         } while !request.cursor.isEmpty
         return export
+    }
+
+    /// Requests every participant refuses with INVALID_ARGUMENT whatever its sections, for `user` (an id as the
+    /// wire holds it): cursors no service writes, bad user and merged ids, export ids outside 1…128 bytes.
+    public static func malformedRequests(user: String) -> [ExportV1.ExportUserRequest] {
+        [
+            .init(exportId: "e", userId: user, cursor: "garbage"),
+            .init(exportId: "e", userId: user, cursor: "1.nosuchsection"),
+            .init(exportId: "e", userId: user, cursor: "2.merges"),
+            .init(exportId: "e", userId: user, cursor: "1.merges.!!!"),
+            .init(exportId: "e", userId: user.uppercased()),
+            .init(exportId: "e", userId: ""),
+            .init(exportId: "e", userId: user, mergedUserIds: ["not-an-id"]),
+            .init(exportId: "", userId: user),
+            .init(exportId: String(repeating: "e", count: 129), userId: user),
+        ]
+    }
+
+    /// A digest of every row of every table, to show that an export changed nothing (counts alone would miss an
+    /// update).
+    public static func contents(of database: some PostgresQueryable) async throws -> [String: String] {
+        let tables = try await database.query(
+            "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
+        var digests: [String: String] = [:]
+        for row in tables {
+            let table = try row.decode(String.self, at: 0)
+            digests[table] = try await database.query(
+                "SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '') FROM \"\(table)\" t"
+            )[0].decode(String.self, at: 0)
+        }
+        return digests
     }
 
     /// True when `text` is a time as exports write it: "2026-12-02T03:45:00.123Z".
