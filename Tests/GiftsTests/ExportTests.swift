@@ -262,6 +262,30 @@ struct ExportTests {
         }
     }
 
+    @Test("a daily count's day reads YYYY-MM-DD whatever the session's DateStyle")
+    func exportWritesDaysInOneFormatWhateverTheDateStyle() async throws {
+        try await GiftsHarness.with { harness in
+            try await harness.createType("coin", dailyLimit: 10)
+            let user = RaveID.random()
+            _ = try await harness.pool.query(
+                """
+                INSERT INTO daily_sends (sender_id, gift_type_id, day, sent, granted)
+                SELECT $1, id, DATE '2026-03-04' + n, 1, 1 FROM gift_types, generate_series(0, 2) AS n
+                """, [user])
+            let export = try UserExport(exportID: "e", userID: user.hex, mergedUserIDs: [], cursor: "")
+            for style in ["ISO, MDY", "SQL, DMY", "German", "Postgres, MDY"] {
+                let page = try await harness.pool.transaction { transaction in
+                    _ = try await transaction.query("SELECT set_config('DateStyle', $1, true)", [style])
+                    return try await export.page(of: ExportStore.sections, ids: [user], in: transaction)
+                }
+                let days = try page.sections.filter { $0.name == "daily_sends" }.flatMap(\.records).map {
+                    try JSONSerialization.jsonObject(with: Data($0)) as? [String: Any]
+                }.map { $0?["day"] as? String }
+                #expect(days == ["2026-03-04", "2026-03-05", "2026-03-06"], "\(style)")
+            }
+        }
+    }
+
     @Test("a cursor this service did not write, a bad id or export id is INVALID_ARGUMENT; only identity may ask")
     func exportRefusesBadRequestsAndCallersOtherThanIdentity() async throws {
         try await GiftsHarness.with { harness in

@@ -79,10 +79,12 @@ enum ExportStore {
             record.time("created_at", try row.decode(column: "created_at"))
             return record
         },
+        // The day through to_char, not ::text, which follows the session's DateStyle ("04/03/2026" under SQL, DMY).
         ExportSection(
             "daily_sends", service: "gifts",
             sql: """
-                SELECT d.sender_id, d.gift_type_id, t.app_id, t.key AS gift_type_key, d.day::text AS day,
+                SELECT d.sender_id, d.gift_type_id, t.app_id, t.key AS gift_type_key,
+                       to_char(d.day, 'YYYY-MM-DD') AS day,
                        d.sent::bigint AS sent, d.granted::bigint AS granted
                 FROM daily_sends d JOIN gift_types t ON t.id = d.gift_type_id
                 WHERE d.sender_id = ANY($1::uuid[])
