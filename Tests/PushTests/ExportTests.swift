@@ -9,7 +9,7 @@ import Testing
 @testable import Push
 
 @Suite("Push: exporting an account")
-struct PushExportTests {
+struct ExportTests {
     private static func export(
         _ fixture: PushFixture, _ request: ExportV1.ExportUserRequest
     ) async throws -> ExportChecks.Export {
