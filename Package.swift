@@ -106,7 +106,7 @@ let package = Package(
         ),
         .target(
             name: "RaveMerges",
-            dependencies: ["RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
+            dependencies: ["RaveMessages", "RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
             path: "Shared/Runtime/RaveMerges"
         ),
 
