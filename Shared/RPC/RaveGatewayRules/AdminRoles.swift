@@ -54,6 +54,18 @@ public enum AdminRoles {
         "rave.push.v1.PushAdmin/ListTemplates": .viewer,
         "rave.social.v1.SocialAdmin/GetLists": .viewer,
         "rave.wallet.v1.WalletAdmin/GetUserWallet": .viewer,
+        // Reads behind the console's lists and a player's page.
+        "rave.identity.v1.IdentityAdmin/ListMerges": .viewer,
+        "rave.gifts.v1.GiftsAdmin/ListUserGifts": .viewer,
+        "rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards": .viewer,
+        "rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores": .viewer,
+        "rave.leaderboards.v1.LeaderboardsAdmin/GetUserStanding": .viewer,
+        "rave.leaderboards.v1.LeaderboardsAdmin/ListAchievements": .viewer,
+        "rave.push.v1.PushAdmin/ListUserDevices": .viewer,
+        "rave.social.v1.SocialAdmin/GetUserCounts": .viewer,
+        "rave.wallet.v1.WalletAdmin/ListCurrencies": .viewer,
+        "rave.wallet.v1.WalletAdmin/ListGames": .viewer,
+        "rave.wallet.v1.WalletAdmin/ListUserTransactions": .viewer,
         // Player support.
         "rave.identity.v1.IdentityAdmin/BanUser": .support,
         "rave.identity.v1.IdentityAdmin/UnbanUser": .support,

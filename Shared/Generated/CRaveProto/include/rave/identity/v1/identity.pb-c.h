@@ -160,6 +160,8 @@ typedef struct Rave__Identity__V1__RevokeUserSessionsRequest Rave__Identity__V1_
 typedef struct Rave__Identity__V1__RevokeUserSessionsResponse Rave__Identity__V1__RevokeUserSessionsResponse;
 typedef struct Rave__Identity__V1__ResetTwoFactorRequest Rave__Identity__V1__ResetTwoFactorRequest;
 typedef struct Rave__Identity__V1__ResetTwoFactorResponse Rave__Identity__V1__ResetTwoFactorResponse;
+typedef struct Rave__Identity__V1__ListMergesRequest Rave__Identity__V1__ListMergesRequest;
+typedef struct Rave__Identity__V1__ListMergesResponse Rave__Identity__V1__ListMergesResponse;
 
 
 /* --- enums --- */
@@ -2423,6 +2425,54 @@ struct  Rave__Identity__V1__ResetTwoFactorResponse
 #define RAVE__IDENTITY__V1__RESET_TWO_FACTOR_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__reset_two_factor_response__descriptor) \
     , 0, 0 }
+
+
+struct  Rave__Identity__V1__ListMergesRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Unspecified: every state.
+   */
+  Rave__Identity__V1__MergeState state;
+  /*
+   * Only merges this user is the source or the target of; empty for every user.
+   */
+  char *user_id;
+  /*
+   * 1…100; 0 means 50.
+   */
+  uint32_t page_size;
+  /*
+   * From the previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_MERGES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_merges_request__descriptor) \
+    , RAVE__IDENTITY__V1__MERGE_STATE__MERGE_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ListMergesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Newest first.
+   */
+  size_t n_merges;
+  Rave__Identity__V1__Merge **merges;
+  /*
+   * Empty on the last page.
+   */
+  char *next_page_token;
+  /*
+   * With user_id: the ids merged into that user, oldest merge first (empty otherwise).
+   */
+  size_t n_merged_user_ids;
+  char **merged_user_ids;
+};
+#define RAVE__IDENTITY__V1__LIST_MERGES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_merges_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string, 0,NULL }
 
 
 /* Rave__Identity__V1__DeviceInfo methods */
@@ -5161,6 +5211,44 @@ Rave__Identity__V1__ResetTwoFactorResponse *
 void   rave__identity__v1__reset_two_factor_response__free_unpacked
                      (Rave__Identity__V1__ResetTwoFactorResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListMergesRequest methods */
+void   rave__identity__v1__list_merges_request__init
+                     (Rave__Identity__V1__ListMergesRequest         *message);
+size_t rave__identity__v1__list_merges_request__get_packed_size
+                     (const Rave__Identity__V1__ListMergesRequest   *message);
+size_t rave__identity__v1__list_merges_request__pack
+                     (const Rave__Identity__V1__ListMergesRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_merges_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListMergesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListMergesRequest *
+       rave__identity__v1__list_merges_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_merges_request__free_unpacked
+                     (Rave__Identity__V1__ListMergesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListMergesResponse methods */
+void   rave__identity__v1__list_merges_response__init
+                     (Rave__Identity__V1__ListMergesResponse         *message);
+size_t rave__identity__v1__list_merges_response__get_packed_size
+                     (const Rave__Identity__V1__ListMergesResponse   *message);
+size_t rave__identity__v1__list_merges_response__pack
+                     (const Rave__Identity__V1__ListMergesResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_merges_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListMergesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListMergesResponse *
+       rave__identity__v1__list_merges_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_merges_response__free_unpacked
+                     (Rave__Identity__V1__ListMergesResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -5595,6 +5683,12 @@ typedef void (*Rave__Identity__V1__ResetTwoFactorRequest_Closure)
 typedef void (*Rave__Identity__V1__ResetTwoFactorResponse_Closure)
                  (const Rave__Identity__V1__ResetTwoFactorResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__ListMergesRequest_Closure)
+                 (const Rave__Identity__V1__ListMergesRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListMergesResponse_Closure)
+                 (const Rave__Identity__V1__ListMergesResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -6026,6 +6120,10 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                            const Rave__Identity__V1__ResetTwoFactorRequest *input,
                            Rave__Identity__V1__ResetTwoFactorResponse_Closure closure,
                            void *closure_data);
+  void (*list_merges)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                      const Rave__Identity__V1__ListMergesRequest *input,
+                      Rave__Identity__V1__ListMergesResponse_Closure closure,
+                      void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityAdmin_ServiceDestroy)(Rave__Identity__V1__IdentityAdmin_Service *);
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
@@ -6055,7 +6153,8 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## search_users,\
       function_prefix__ ## list_user_sessions,\
       function_prefix__ ## revoke_user_sessions,\
-      function_prefix__ ## reset_two_factor  }
+      function_prefix__ ## reset_two_factor,\
+      function_prefix__ ## list_merges  }
 void rave__identity__v1__identity_admin__create_publisher(ProtobufCService *service,
                                                           const Rave__Identity__V1__CreatePublisherRequest *input,
                                                           Rave__Identity__V1__CreatePublisherResponse_Closure closure,
@@ -6144,6 +6243,10 @@ void rave__identity__v1__identity_admin__reset_two_factor(ProtobufCService *serv
                                                           const Rave__Identity__V1__ResetTwoFactorRequest *input,
                                                           Rave__Identity__V1__ResetTwoFactorResponse_Closure closure,
                                                           void *closure_data);
+void rave__identity__v1__identity_admin__list_merges(ProtobufCService *service,
+                                                     const Rave__Identity__V1__ListMergesRequest *input,
+                                                     Rave__Identity__V1__ListMergesResponse_Closure closure,
+                                                     void *closure_data);
 typedef struct Rave__Identity__V1__IdentityInternal_Service Rave__Identity__V1__IdentityInternal_Service;
 struct Rave__Identity__V1__IdentityInternal_Service
 {
@@ -6410,6 +6513,8 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions
 extern const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__reset_two_factor_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__reset_two_factor_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_merges_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_merges_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;

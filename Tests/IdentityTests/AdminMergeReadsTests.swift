@@ -1,0 +1,90 @@
+import RaveMessages
+import RavePostgres
+import RaveRPC
+import Testing
+
+@testable import Identity
+
+@Suite("Operators list merges")
+struct AdminMergeReadsTests {
+    typealias Harness = IdentityHarness
+
+    /// Merges the guest of `source` into the guest of `target` through the saga, as a login that merges does.
+    static func merge(_ source: RaveID, into target: RaveID, _ harness: Harness) async throws -> RaveID {
+        let saga = harness.dependencies.mergeSaga
+        return try await harness.pool.transaction {
+            try await saga.merge(source: source, into: target, appID: nil, in: $0)
+        }
+        .mergeID
+    }
+
+    @Test func listMergesFiltersByStateAndUserPagesNewestFirstAndNamesTheMergedIds() async throws {
+        let social = IdentityConfiguration.MergeParticipant(name: "social", host: "127.0.0.1", port: 9)
+        try await Harness.with(configure: { $0.mergeParticipants = [social] }) { harness in
+            let app = try await harness.makeApplication()
+            var users: [RaveID] = []
+            for device in 0..<4 {
+                users.append(
+                    try parseRaveID(try await harness.guestLogin(appID: app.appId, deviceID: "d\(device)").userID))
+            }
+            // Nobody delivers to the participant: both merges stay pending until one is acknowledged here.
+            let first = try await Self.merge(users[1], into: users[0], harness)
+            let second = try await Self.merge(users[2], into: users[0], harness)
+            let third = try await Self.merge(users[3], into: users[2], harness)
+            try await MergeStore(database: harness.pool).acknowledge(mergeID: first, participant: "social")
+
+            let context = OperatorTests.certificate("ListMerges")
+            let all = try await harness.admin.listMerges(.init(), context: context)
+            #expect(Set(all.merges.map(\.mergeId)) == Set([first, second, third].map(\.hex)))
+            #expect(all.mergedUserIds.isEmpty && all.nextPageToken.isEmpty)
+            let pending = try await harness.admin.listMerges(.init(state: .pending), context: context)
+            #expect(Set(pending.merges.map(\.mergeId)) == Set([second, third].map(\.hex)))
+            #expect(pending.merges.allSatisfy { $0.pendingParticipants == ["social"] })
+            let completed = try await harness.admin.listMerges(.init(state: .completed), context: context)
+            #expect(completed.merges.map(\.mergeId) == [first.hex])
+            #expect(completed.merges.first?.acknowledgedBy == ["social"])
+
+            let ofTarget = try await harness.admin.listMerges(.init(userId: users[0].hex), context: context)
+            #expect(Set(ofTarget.merges.map(\.mergeId)) == Set([first, second].map(\.hex)))
+            #expect(ofTarget.mergedUserIds == [users[1], users[2], users[3]].map(\.hex))
+
+            // One a page, newest first, every merge once.
+            var seen: [String] = []
+            var token = ""
+            repeat {
+                let page = try await harness.admin.listMerges(.init(pageSize: 1, pageToken: token), context: context)
+                #expect(page.merges.count <= 1)
+                seen += page.merges.map(\.mergeId)
+                token = page.nextPageToken
+            } while !token.isEmpty && seen.count < 10
+            #expect(seen == all.merges.map(\.mergeId))
+            #expect(all.merges.map(\.createdAtUnixMs) == all.merges.map(\.createdAtUnixMs).sorted(by: >))
+        }
+    }
+
+    @Test func listMergesRefusesBadInputInOurWordsAndIsOpenToViewers() async throws {
+        try await Harness.with { harness in
+            let application = try await harness.makeApplication()
+            let context = OperatorTests.certificate("ListMerges")
+            let cases: [(IdentityV1.ListMergesRequest, String)] = [
+                (
+                    .init(state: .init(rawValue: 9)),
+                    "state must be MERGE_STATE_PENDING, MERGE_STATE_COMPLETED or unspecified, got 9"
+                ),
+                (.init(userId: "ABC"), "user_id must be 32 lowercase hex digits, got \"ABC\""),
+                (.init(pageSize: 101), "page_size must be 1…100 (0 means 50), got 101"),
+                (.init(pageToken: "12.zz"), "page_token must be a next_page_token ListMerges returned"),
+            ]
+            for (request, message) in cases {
+                let refused = await statusCode { _ = try await harness.admin.listMerges(request, context: context) }
+                #expect(refused?.code == .invalidArgument)
+                #expect(refused?.message == message)
+            }
+            let viewer = try await OperatorTests.enrol(
+                harness, email: "viewer@example.com", role: .viewer, publisherID: application.publisherId)
+            let listed = try await harness.admin.listMerges(
+                .init(), context: OperatorTests.operatorContext(viewer.tokens, "ListMerges"))
+            #expect(listed.merges.isEmpty)
+        }
+    }
+}
