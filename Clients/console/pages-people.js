@@ -321,17 +321,29 @@ const merges = {
         if (!mergeId) return listMerges(container, session, open, query);
         const status = statusLine("merge-status");
         const body = el("div", { id: "merge-body" });
-        container.append(card("Merge", status, body));
+        const retryStatus = statusLine("merge-retry-status");
+        container.append(card("Merge", status, body, retryStatus));
         const answer = await run(status, () => session.call(`${identityAdmin}/GetMergeStatus`, { mergeId }), () => "");
         if (!answer) return;
         const merge = answer.merge ?? {};
+        // Identity retries a failing participant with backoff (up to 5 minutes); support may have it retried now.
+        const retry = async (participant) => {
+            const reason = await confirmWithReason({ title: "Retry this participant now?",
+                text: `${participant} is asked again for merge ${mergeId} at the next delivery poll.` });
+            if (!reason) return;
+            await run(retryStatus, () => session.call(`${identityAdmin}/RetryMergeParticipant`,
+                { mergeId, participant }, { reason }), (result) => `${result.rescheduled ?? 0} waiting deliveries made due now.`);
+        };
+        const pending = merge.pendingParticipants ?? [];
         body.replaceChildren(facts([
             ["Merge id", el("code", {}, merge.mergeId)],
             ["State", el("span", { id: "merge-state" }, enumText(merge.state, "MERGE_STATE_"))],
             ["From", el("a", { href: `#/players?user=${merge.sourceUserId}` }, merge.sourceUserId)],
             ["Into", el("a", { href: `#/players?user=${merge.targetUserId}` }, merge.targetUserId)],
             ["Acknowledged by", (merge.acknowledgedBy ?? []).join(", ") || "—"],
-            ["Waiting for", (merge.pendingParticipants ?? []).join(", ") || "—"],
+            ["Waiting for", pending.length ? el("div", { class: "row" }, pending.map((participant) => [participant,
+                el("button", { type: "button", class: "small", onclick: () => retry(participant) },
+                    `Retry ${participant} now…`)])) : "—"],
             ["Started", when(merge.createdAtUnixMs)],
         ]));
     },

@@ -87,4 +87,67 @@ struct AdminMergeReadsTests {
             #expect(listed.merges.isEmpty)
         }
     }
+
+    @Test func retryMergeParticipantMakesAParticipantWaitingOnItsBackoffDueNow() async throws {
+        let social = IdentityConfiguration.MergeParticipant(name: "social", host: "127.0.0.1", port: 9)
+        let wallet = IdentityConfiguration.MergeParticipant(name: "wallet", host: "127.0.0.1", port: 9)
+        try await Harness.with(configure: { $0.mergeParticipants = [social, wallet] }) { harness in
+            let application = try await harness.makeApplication()
+            let source = try parseRaveID(try await harness.guestLogin(appID: application.appId, deviceID: "a").userID)
+            let target = try parseRaveID(try await harness.guestLogin(appID: application.appId, deviceID: "b").userID)
+            let merge = try await Self.merge(source, into: target, harness)
+            try await MergeStore(database: harness.pool).acknowledge(mergeID: merge, participant: "wallet")
+            // As the delivery leaves a participant that failed: its event waits for a later attempt.
+            _ = try await harness.pool.query(
+                """
+                UPDATE outbox_events SET attempts = 7, next_attempt_at = now() + interval '5 minutes'
+                WHERE key = 'social' AND delivered_at IS NULL
+                """)
+            let dueNow = "SELECT count(*) FROM outbox_events WHERE key = 'social' AND next_attempt_at <= now()"
+            #expect(try await harness.pool.query(dueNow).first?.decode(Int64.self, at: 0) == 0)
+
+            let support = try await OperatorTests.enrol(
+                harness, email: "support@example.com", role: .support, publisherID: application.publisherId)
+            let context = OperatorTests.operatorContext(support.tokens, "RetryMergeParticipant")
+            let retried = try await harness.admin.retryMergeParticipant(
+                .init(mergeId: merge.hex, participant: "social"), context: context)
+            #expect(retried.rescheduled == 1)
+            #expect(try await harness.pool.query(dueNow).first?.decode(Int64.self, at: 0) == 1)
+            let again = try await harness.admin.retryMergeParticipant(
+                .init(mergeId: merge.hex, participant: "social"), context: context)
+            #expect(again.rescheduled == 0)
+
+            let cases: [(IdentityV1.RetryMergeParticipantRequest, StatusCode, String)] = [
+                (
+                    .init(mergeId: merge.hex, participant: "wallet"), .failedPrecondition,
+                    "participant \"wallet\" already acknowledged merge \(merge.hex); there is nothing to retry"
+                ),
+                (
+                    .init(mergeId: merge.hex, participant: "gifts"), .notFound,
+                    "merge \(merge.hex) has no participant \"gifts\"; its participants are \"wallet\", \"social\""
+                ),
+                (.init(mergeId: RaveID.random().hex, participant: "social"), .notFound, ""),
+                (
+                    .init(mergeId: "M", participant: "social"), .invalidArgument,
+                    "merge_id must be 32 lowercase hex digits, got \"M\""
+                ),
+                (.init(mergeId: merge.hex, participant: ""), .invalidArgument, ""),
+            ]
+            for (request, code, message) in cases {
+                let refused = await statusCode {
+                    _ = try await harness.admin.retryMergeParticipant(request, context: context)
+                }
+                #expect(refused?.code == code, "\(request)")
+                if !message.isEmpty { #expect(refused?.message == message) }
+            }
+            let viewer = try await OperatorTests.enrol(
+                harness, email: "viewer@example.com", role: .viewer, publisherID: application.publisherId)
+            let refused = await statusCode {
+                _ = try await harness.admin.retryMergeParticipant(
+                    .init(mergeId: merge.hex, participant: "social"),
+                    context: OperatorTests.operatorContext(viewer.tokens, "RetryMergeParticipant"))
+            }
+            #expect(refused?.code == .permissionDenied)
+        }
+    }
 }

@@ -1,7 +1,7 @@
 import RaveMessages
 import RavePostgres
 
-/// Merges for operators, newest first.
+/// Merges for operators: the list, newest first, and retrying a participant at once.
 extension MergeStore {
     /// Where a page of merges ended: the last merge's start and id, as the token "<microseconds>.<id hex>".
     struct ListCursor: Sendable, Hashable {
@@ -59,5 +59,21 @@ extension MergeStore {
                 id: try row.decode(RaveID.self, column: "id"))
         }
         return (merges, rows.count > limit ? next : nil)
+    }
+
+    /// Makes every undelivered event of the participant ($1, the events' key) that waits for a retry due now.
+    ///
+    /// The outbox delivers a key's events in order, so the oldest is the one the participant is stuck on; its
+    /// erasures share the key.
+    static let retryParticipant = PostgresStatement(
+        name: "identity_merge_retry_participant",
+        sql: """
+            UPDATE outbox_events SET next_attempt_at = now()
+            WHERE key = $1 AND delivered_at IS NULL AND next_attempt_at > now()
+            """)
+
+    /// The number of the participant's events made due now.
+    func retry(participant: String) async throws -> Int {
+        try await database.execute(Self.retryParticipant, [participant]).affectedRowCount
     }
 }

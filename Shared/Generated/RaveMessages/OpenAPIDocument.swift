@@ -8073,6 +8073,99 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.IdentityAdmin/ListMerges"
           }
         },
+        "/v1/rave.identity.v1.IdentityAdmin/RetryMergeParticipant": {
+          "post": {
+            "operationId": "IdentityAdmin_RetryMergeParticipant",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Makes a merge's pending participant due at once: its undelivered events are retried at the merge delivery's next poll instead of after their backoff.",
+            "description": "Makes a merge's pending participant due at once: its undelivered events are retried at the merge delivery's next\npoll instead of after their backoff.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/RetryMergeParticipant`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.RetryMergeParticipantRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.RetryMergeParticipantRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.RetryMergeParticipantRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.RetryMergeParticipantResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.RetryMergeParticipantResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.RetryMergeParticipantResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/RetryMergeParticipant"
+          }
+        },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
           "post": {
             "operationId": "Leaderboards_SubmitScore",
@@ -17735,6 +17828,31 @@ private let openAPIDocumentText = #"""
                 "minimum": 0,
                 "maximum": 4294967295,
                 "description": "Sessions ended."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.RetryMergeParticipantRequest": {
+            "type": "object",
+            "properties": {
+              "mergeId": {
+                "type": "string"
+              },
+              "participant": {
+                "type": "string",
+                "description": "One of the merge's pending participants (\"social\")."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.RetryMergeParticipantResponse": {
+            "type": "object",
+            "properties": {
+              "rescheduled": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "The participant's undelivered events that were waiting for a retry and are now due (0 when a retry was already\ndue or under way)."
               }
             },
             "additionalProperties": false

@@ -2944,6 +2944,40 @@ extension IdentityV1 {
             self.mergedUserIds = mergedUserIds
         }
     }
+
+    public struct RetryMergeParticipantRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RetryMergeParticipantRequest"
+
+        public var mergeId: String = ""
+
+        /// One of the merge's pending participants ("social").
+        public var participant: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(mergeId: String = "", participant: String = "") {
+            self.mergeId = mergeId
+            self.participant = participant
+        }
+    }
+
+    public struct RetryMergeParticipantResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RetryMergeParticipantResponse"
+
+        /// The participant's undelivered events that were waiting for a retry and are now due (0 when a retry was already
+        /// due or under way).
+        public var rescheduled: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(rescheduled: UInt32 = 0) {
+            self.rescheduled = rescheduled
+        }
+    }
 }
 
 extension IdentityV1.DeviceInfo {
@@ -9905,5 +9939,99 @@ extension IdentityV1.ListMergesResponse {
         if !self.nextPageToken.isEmpty { message.next_page_token = arena.string(self.nextPageToken) }
         message.n_merged_user_ids = self.mergedUserIds.count
         message.merged_user_ids = arena.strings(self.mergedUserIds)
+    }
+}
+
+extension IdentityV1.RetryMergeParticipantRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RetryMergeParticipantRequest()
+        rave__identity__v1__retry_merge_participant_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RetryMergeParticipantRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RetryMergeParticipantRequest()
+        rave__identity__v1__retry_merge_participant_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RetryMergeParticipantRequest>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        self.mergeId = try ProtoDecoding.string(c.merge_id, field: "merge_id", of: Self.protoMessageName)
+        self.participant = try ProtoDecoding.string(c.participant, field: "participant", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RetryMergeParticipantRequest> {
+        let message = arena.allocate(Rave__Identity__V1__RetryMergeParticipantRequest.self)
+        rave__identity__v1__retry_merge_participant_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RetryMergeParticipantRequest, arena: inout ProtoArena) {
+        if !self.mergeId.isEmpty { message.merge_id = arena.string(self.mergeId) }
+        if !self.participant.isEmpty { message.participant = arena.string(self.participant) }
+    }
+}
+
+extension IdentityV1.RetryMergeParticipantResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RetryMergeParticipantResponse()
+        rave__identity__v1__retry_merge_participant_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RetryMergeParticipantResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RetryMergeParticipantResponse()
+        rave__identity__v1__retry_merge_participant_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RetryMergeParticipantResponse>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        self.rescheduled = c.rescheduled
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RetryMergeParticipantResponse> {
+        let message = arena.allocate(Rave__Identity__V1__RetryMergeParticipantResponse.self)
+        rave__identity__v1__retry_merge_participant_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RetryMergeParticipantResponse, arena: inout ProtoArena) {
+        message.rescheduled = self.rescheduled
     }
 }

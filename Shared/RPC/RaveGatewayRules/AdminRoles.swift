@@ -71,6 +71,7 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/UnbanUser": .support,
         "rave.identity.v1.IdentityAdmin/RevokeUserSessions": .support,
         "rave.identity.v1.IdentityAdmin/ResetTwoFactor": .support,
+        "rave.identity.v1.IdentityAdmin/RetryMergeParticipant": .support,
         // A player's request to be deleted, or its withdrawal, handled by support.
         "rave.identity.v1.IdentityAdmin/ForceAccountDeletion": .support,
         "rave.identity.v1.IdentityAdmin/CancelAccountDeletion": .support,

@@ -227,6 +227,8 @@ static const ProtobufCMessageDescriptor *const messages[] = {
     &rave__identity__v1__resolve_users_request__descriptor,
     &rave__identity__v1__resolve_users_response__descriptor,
     &rave__identity__v1__resolved_user__descriptor,
+    &rave__identity__v1__retry_merge_participant_request__descriptor,
+    &rave__identity__v1__retry_merge_participant_response__descriptor,
     &rave__identity__v1__revocation__descriptor,
     &rave__identity__v1__revoke_session_request__descriptor,
     &rave__identity__v1__revoke_session_response__descriptor,
