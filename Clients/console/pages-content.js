@@ -1,6 +1,7 @@
 // The console's pages about game content and money: leaderboards, gifts, push and wallet.
 
 import { balancesTable } from "./pages-people.js";
+import { achievementsPanel, boardsPanel, currenciesPanel, gamesPanel, ledgerPanel } from "./pages-reads.js";
 import { card, confirmWithReason, el, enumText, facts, form, newId, raveIdPattern, run, statusLine, table } from "./ui.js";
 
 function needsApp(container, appId) {
@@ -19,6 +20,9 @@ const leaderboards = {
     title: "Leaderboards",
     async render(container, { session, appId }) {
         if (needsApp(container, appId)) return;
+        const boards = boardsPanel(session, appId);
+        const achievements = achievementsPanel(session, appId);
+        container.append(...boards.elements, achievements.element);
         const boardStatus = statusLine("board-status");
         const boardResult = el("div", { id: "board-result" });
         const boardForm = form({
@@ -42,7 +46,9 @@ const leaderboards = {
                             ascending: values.ascending, resetInterval: values.interval, active: values.active,
                         },
                     }, { reason }), () => "Saved.");
-                if (answer) boardResult.replaceChildren(el("pre", { id: "board-json" }, JSON.stringify(answer.leaderboard ?? {}, null, 2)));
+                if (!answer) return;
+                boardResult.replaceChildren(el("pre", { id: "board-json" }, JSON.stringify(answer.leaderboard ?? {}, null, 2)));
+                await boards.load();
             },
         });
         container.append(card("Leaderboard definition", boardForm, boardStatus, boardResult));
@@ -60,11 +66,13 @@ const leaderboards = {
             onSubmit: async (values) => {
                 const reason = await confirmWithReason({ title: "Save this achievement?", text: `Achievement ${values.key}.` });
                 if (!reason) return;
-                await run(achievementStatus, () => session.call("rave.leaderboards.v1.LeaderboardsAdmin/DefineAchievement",
+                const done = await run(achievementStatus, () => session.call("rave.leaderboards.v1.LeaderboardsAdmin/DefineAchievement",
                     { appId, definition: values }, { reason }), () => `Saved achievement ${values.key}.`);
+                if (done) await achievements.load();
             },
         });
         container.append(card("Achievement definition", achievementForm, achievementStatus));
+        await Promise.all([boards.load(), achievements.load()]);
     },
 };
 
@@ -213,6 +221,8 @@ const wallet = {
         const balances = el("div", { id: "wallet-balances" });
         const balanceStatus = statusLine("wallet-balance-status");
         container.append(card("Player wallet", lookup, balanceStatus, balances));
+        const ledger = userId ? ledgerPanel(session, userId, query.get("page") ?? "") : null;
+        if (ledger) container.append(ledger.element);
         const loadBalances = async () => {
             const answer = await run(balanceStatus, () => session.call("rave.wallet.v1.WalletAdmin/GetUserWallet", { userId }), () => "");
             if (answer) balances.replaceChildren(balancesTable(answer.balances ?? [], `Balances of ${userId}`));
@@ -239,10 +249,13 @@ const wallet = {
                     economy: values.economy, amount: values.amount, reason, gameId: values.gameId };
                 const answer = await run(transferStatus, () => session.call(`rave.wallet.v1.WalletAdmin/${values.kind}`,
                     { transfer }, { reason }), (result) => `Done: the balance is now ${result.balance}.`);
-                if (answer && values.user === userId) await loadBalances();
+                if (answer && values.user === userId) await Promise.all([loadBalances(), ledger?.load()]);
             },
         });
         container.append(card("Deposit, withdraw or adjust", transferForm, transferStatus));
+        const currencies = currenciesPanel(session);
+        const games = gamesPanel(session);
+        container.append(currencies.element, games.element);
 
         const currencyStatus = statusLine("currency-status");
         container.append(card("New currency", form({
@@ -254,8 +267,9 @@ const wallet = {
             onSubmit: async (values) => {
                 const reason = await confirmWithReason({ title: "Create this currency?", text: `${values.code} with ${values.decimals} decimals.` });
                 if (!reason) return;
-                await run(currencyStatus, () => session.call("rave.wallet.v1.WalletAdmin/CreateCurrency",
+                const done = await run(currencyStatus, () => session.call("rave.wallet.v1.WalletAdmin/CreateCurrency",
                     { code: values.code, decimals: Number(values.decimals) }, { reason }), () => `Created ${values.code}.`);
+                if (done) await currencies.load();
             },
         }), currencyStatus));
 
@@ -280,10 +294,12 @@ const wallet = {
                         multiplierNumerator: values.numerator, multiplierDenominator: values.denominator,
                     } },
                 }, { reason }), () => "Created.");
-                if (answer) gameResult.replaceChildren(facts([["Return to player", answer.game?.returnToPlayer ?? "—"]]));
+                if (!answer) return;
+                gameResult.replaceChildren(facts([["Return to player", answer.game?.returnToPlayer ?? "—"]]));
+                await games.load();
             },
         }), gameStatus, gameResult));
-        if (userId) await loadBalances();
+        await Promise.all([currencies.load(), games.load(), ...(userId ? [loadBalances(), ledger.load()] : [])]);
     },
 };
 

@@ -3,6 +3,9 @@
 import {
     card, confirmWithReason, el, enumText, facts, form, raveIdPattern, run, statusLine, table, when,
 } from "./ui.js";
+import {
+    mergesTable, playerDevicesPanel, playerFriendsPanel, playerGiftsPanel, playerLedgerPanel, playerMergesPanel,
+} from "./pages-reads.js";
 
 const identityAdmin = "rave.identity.v1.IdentityAdmin";
 
@@ -147,7 +150,7 @@ function balancesTable(balances, caption) {
 
 const players = {
     title: "Players",
-    async render(container, { session, open }, query) {
+    async render(container, { session, open, appId }, query) {
         const userId = query.get("user") ?? "";
         const text = query.get("q") ?? "";
         const search = form({
@@ -289,6 +292,8 @@ const players = {
                 onclick: () => revoke("") }, "End every session…") : null);
         };
         if (!(await loadProfile())) return;
+        const reads = [playerMergesPanel(session, id), playerFriendsPanel(session, id, appId),
+            playerLedgerPanel(session, id), playerGiftsPanel(session, id, appId), playerDevicesPanel(session, id, appId)];
         container.append(
             card("Sessions", sessionsStatus, sessionsBody),
             card("Two-factor", el("p", {}, "For a player who lost their authenticator, after checking who they are."),
@@ -296,8 +301,9 @@ const players = {
             card("Ban", banBody, banStatus),
             card("Wallet", walletStatus, walletBody,
                 el("p", {}, el("a", { href: `#/wallet?user=${id}` }, "Deposit, withdraw or adjust"))),
+            reads[2].element, reads[0].element, reads[1].element, reads[3].element, reads[4].element,
             card("Audit entries", auditStatus, auditBody));
-        await Promise.all([loadSessions(), loadWallet(), loadAudit()]);
+        await Promise.all([loadSessions(), loadWallet(), loadAudit(), ...reads.map((read) => read.load())]);
     },
 };
 
@@ -312,24 +318,64 @@ const merges = {
             fields: [{ name: "merge", label: "Merge id", required: true, value: mergeId }],
             onSubmit: ({ merge }) => open("merges", `merge=${encodeURIComponent(merge)}`),
         })));
-        if (!mergeId) return;
+        if (!mergeId) return listMerges(container, session, open, query);
         const status = statusLine("merge-status");
         const body = el("div", { id: "merge-body" });
-        container.append(card("Merge", status, body));
+        const retryStatus = statusLine("merge-retry-status");
+        container.append(card("Merge", status, body, retryStatus));
         const answer = await run(status, () => session.call(`${identityAdmin}/GetMergeStatus`, { mergeId }), () => "");
         if (!answer) return;
         const merge = answer.merge ?? {};
+        // Identity retries a failing participant with backoff (up to 5 minutes); support may have it retried now.
+        const retry = async (participant) => {
+            const reason = await confirmWithReason({ title: "Retry this participant now?",
+                text: `${participant} is asked again for merge ${mergeId} at the next delivery poll.` });
+            if (!reason) return;
+            await run(retryStatus, () => session.call(`${identityAdmin}/RetryMergeParticipant`,
+                { mergeId, participant }, { reason }), (result) => `${result.rescheduled ?? 0} waiting deliveries made due now.`);
+        };
+        const pending = merge.pendingParticipants ?? [];
         body.replaceChildren(facts([
             ["Merge id", el("code", {}, merge.mergeId)],
             ["State", el("span", { id: "merge-state" }, enumText(merge.state, "MERGE_STATE_"))],
             ["From", el("a", { href: `#/players?user=${merge.sourceUserId}` }, merge.sourceUserId)],
             ["Into", el("a", { href: `#/players?user=${merge.targetUserId}` }, merge.targetUserId)],
             ["Acknowledged by", (merge.acknowledgedBy ?? []).join(", ") || "—"],
-            ["Waiting for", (merge.pendingParticipants ?? []).join(", ") || "—"],
+            ["Waiting for", pending.length ? el("div", { class: "row" }, pending.map((participant) => [participant,
+                el("button", { type: "button", class: "small", onclick: () => retry(participant) },
+                    `Retry ${participant} now…`)])) : "—"],
             ["Started", when(merge.createdAtUnixMs)],
         ]));
     },
 };
+
+/** The merges list with its filters (state, player) and pages, newest first. */
+async function listMerges(container, session, open, query) {
+    const filters = Object.fromEntries(["state", "user", "page"].map((name) => [name, query.get(name) ?? ""]));
+    container.append(card("Filters", form({
+        id: "merge-filters", submit: "Apply", className: "grid",
+        fields: [
+            { name: "state", label: "State", type: "select", value: filters.state,
+                options: [["", "any"], ["PENDING", "pending"], ["COMPLETED", "completed"]] },
+            { name: "user", label: "Player (Rave ID, source or target)", pattern: raveIdPattern, value: filters.user },
+        ],
+        onSubmit: (values) => open("merges", new URLSearchParams(
+            Object.entries(values).filter(([, value]) => value)).toString()),
+    })));
+    const status = statusLine("merges-status");
+    const body = el("div", { id: "merges-body" });
+    container.append(card("Merges", el("p", {}, "A pending merge waits for the participants named; identity retries ",
+        "each one with backoff until it answers."), status, body));
+    const answer = await run(status, () => session.call(`${identityAdmin}/ListMerges`, {
+        state: filters.state ? `MERGE_STATE_${filters.state}` : "MERGE_STATE_UNSPECIFIED", userId: filters.user,
+        pageSize: 50, pageToken: filters.page,
+    }), (result) => `${(result.merges ?? []).length} merges${result.nextPageToken ? " (more on the next page)" : ""}.`);
+    if (!answer) return;
+    const kept = Object.entries(filters).filter(([name, value]) => value && name !== "page");
+    const next = answer.nextPageToken ? el("a", { id: "merges-next",
+        href: `#/merges?${new URLSearchParams([...kept, ["page", answer.nextPageToken]])}` }, "Next page") : null;
+    body.replaceChildren(mergesTable(answer.merges ?? [], "Merges, newest first"), next);
+}
 
 // MARK: - Audit log
 

@@ -35,6 +35,7 @@ enum RequestLimits {
     /// Every numeric range with the message whose field it checks; the tests compare them with the proto comments.
     static let declaredRanges: [(message: String, range: RequestRange)] = [
         ("rave.gifts.v1.ListGiftsRequest", pageSizes), ("rave.gifts.v1.ListGiftRequestsRequest", pageSizes),
+        ("rave.gifts.v1.ListUserGiftsRequest", pageSizes),
     ]
 
     /// `size` 0 means the default; anything else must be 1…100.

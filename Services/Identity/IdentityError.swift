@@ -53,11 +53,13 @@ enum RequestLimits {
     static let randomUsers = RequestRange("limit", 1...50)
     static let auditPageSize = RequestRange("page_size", 1...100, zeroMeans: 50)
     static let deletionPageSize = RequestRange("page_size", 1...100, zeroMeans: 50)
+    static let mergePageSize = RequestRange("page_size", 1...100, zeroMeans: 50)
 
     /// Every range above with the message whose field it checks.
     static let declaredRanges: [(message: String, range: RequestRange)] = [
         ("rave.identity.v1.GetRandomUsersRequest", randomUsers),
         ("rave.identity.v1.ListAuditEventsRequest", auditPageSize),
         ("rave.identity.v1.ListAccountDeletionsRequest", deletionPageSize),
+        ("rave.identity.v1.ListMergesRequest", mergePageSize),
     ]
 }

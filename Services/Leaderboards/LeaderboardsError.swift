@@ -29,6 +29,7 @@ enum RequestLimits {
     static let pages = RequestRange("page", 1...Int64(Int32.max))
     static let pageSizes = RequestRange("page_size", 1...200)
     static let adjacentCounts = RequestRange("adjacent", 1...100)
+    static let topCounts = RequestRange("count", 1...100)
 
     /// Every numeric range with the message whose field it checks; the tests compare them with the proto comments.
     static let declaredRanges: [(message: String, range: RequestRange)] = [
@@ -38,6 +39,7 @@ enum RequestLimits {
         ("rave.leaderboards.v1.GetFriendsScoresRequest", pageSizes),
         ("rave.leaderboards.v1.GetMyScoresRequest", pageSizes),
         ("rave.leaderboards.v1.GetScoresAdjacentRequest", adjacentCounts),
+        ("rave.leaderboards.v1.GetTopScoresRequest", topCounts),
     ]
 
     static func page(_ page: Int32) throws(LeaderboardsError) -> Int {

@@ -58,6 +58,7 @@ enum RequestLimits {
     /// Every range above with the message whose field it checks.
     static let declaredRanges: [(message: String, range: RequestRange)] = [
         ("rave.wallet.v1.ListTransactionsRequest", transactionPageSizes),
+        ("rave.wallet.v1.ListUserTransactionsRequest", transactionPageSizes),
         ("rave.wallet.v1.CreateCurrencyRequest", currencyDecimals),
     ]
 }

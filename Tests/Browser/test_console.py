@@ -69,6 +69,70 @@ def guest(stack, username=None):
     return body["user"]["profile"]["userId"]
 
 
+def player_call(stack, method, request, token):
+    status, body, _ = stack.call(method, request, token=token)
+    if status != 200:
+        raise AssertionError(f"{method} failed: {status} {body}")
+    return body
+
+
+def signed_up(stack):
+    """A new player with an email and password (not a guest: one who may submit scores); answers (id, email, token)."""
+    email = f"player-{uuid.uuid4().hex[:8]}@console.test"
+    body = player_call(stack, "rave.identity.v1.Identity/SignUp", {
+        "appId": stack.app_id, "device": {"deviceId": str(uuid.uuid4()), "name": "console test", "platform": "web"},
+        "email": email, "password": PASSWORD, "birthYear": 1990, "country": "GB"}, None)
+    return body["user"]["profile"]["userId"], email, body["tokens"]["accessToken"]
+
+
+def seed_player_records(stack):
+    """A signed-up player with everything the console's read panels show: a guest merged into it (the guest logs in
+    to the account), a friend, a deposit, a gift received, a registered device, a score on a new board and an
+    achievement defined. Answers what was seeded, by name."""
+    player, email, token = signed_up(stack)
+    guest_status, guest_login, _ = stack.call("rave.identity.v1.Identity/GuestLogin", {
+        "appId": stack.app_id, "device": {"deviceId": str(uuid.uuid4()), "name": "old phone", "platform": "web"}})
+    assert guest_status == 200, guest_login
+    merged_guest = guest_login["user"]["profile"]["userId"]
+    merged = player_call(stack, "rave.identity.v1.Identity/LoginWithPassword", {
+        "appId": stack.app_id, "device": {"deviceId": str(uuid.uuid4()), "name": "old phone", "platform": "web"},
+        "email": email, "password": PASSWORD}, guest_login["tokens"]["accessToken"])
+    friend_status, friend_login, _ = stack.call("rave.identity.v1.Identity/GuestLogin", {
+        "appId": stack.app_id, "device": {"deviceId": str(uuid.uuid4()), "name": "friend", "platform": "web"}})
+    assert friend_status == 200, friend_login
+    friend = friend_login["user"]["profile"]["userId"]
+    friend_token = friend_login["tokens"]["accessToken"]
+    player_call(stack, "rave.social.v1.Social/SendFriendRequest",
+                {"listKey": "friends", "target": {"userId": friend}}, token)
+    player_call(stack, "rave.social.v1.Social/SendFriendRequest",
+                {"listKey": "friends", "target": {"userId": player}}, friend_token)
+    stack.deposit(player, "4.25")
+    suffix = uuid.uuid4().hex[:6]
+    gift_key = f"tulip-{suffix}"
+    admin_call(stack, "rave.gifts.v1.GiftsAdmin/CreateGiftType",
+               {"appId": stack.app_id, "giftType": {"key": gift_key, "name": "A tulip"}})
+    player_call(stack, "rave.gifts.v1.Gifts/SendGifts",
+                {"giftTypeKey": gift_key, "recipientIds": [player], "idempotencyKey": uuid.uuid4().hex}, friend_token)
+    device_token = f"fcm-{uuid.uuid4().hex}"
+    player_call(stack, "rave.push.v1.Push/RegisterToken", {
+        "platform": "PLATFORM_FCM", "token": device_token, "consent": {"push": True}, "country": "GB",
+        "language": "en", "timeZone": "Europe/London"}, token)
+    board = f"reads-{suffix}"
+    admin_call(stack, "rave.leaderboards.v1.LeaderboardsAdmin/DefineLeaderboard", {
+        "appId": stack.app_id, "definition": {"key": board, "name": "Read board", "sorter": 9, "active": True}})
+    player_call(stack, "rave.leaderboards.v1.Leaderboards/SubmitScore", {"leaderboardKey": board, "score": "70"}, token)
+    achievement = f"reader-{suffix}"
+    admin_call(stack, "rave.leaderboards.v1.LeaderboardsAdmin/DefineAchievement", {
+        "appId": stack.app_id, "definition": {"key": achievement, "name": "Read it all"}})
+    return {"player": player, "merged_guest": merged_guest, "merge_id": merged["mergeId"], "friend": friend,
+            "gift_key": gift_key, "device_token": device_token, "board": board, "achievement": achievement}
+
+
+def text_of(driver, element_id):
+    return driver.execute_script("const e = document.getElementById(arguments[0]); return e ? e.textContent : ''",
+                                 element_id)
+
+
 def shot(driver, name):
     return harness.screenshot(driver, name, directory=SCREENSHOTS)
 
@@ -422,6 +486,77 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: "disabled" in d.find_element(
             By.CSS_SELECTOR, f'#operators-body tr[data-key="{email}"]').text, "the operator is disabled")
         shot(driver, "11-operators-1280")
+
+    def test_viewer_reads_merges_friends_ledger_gifts_devices_boards_catalog_and_merges(self):
+        seeded = seed_player_records(self.stack)
+        player = seeded["player"]
+        driver = self.signed_in("viewer")
+
+        # Players: the new panels, each from its own read method.
+        open_page(driver, "players", f"user={player}")
+        for status in ("player-merges-status", "player-friends-status", "player-ledger-status",
+                       "player-gifts-status", "player-devices-status"):
+            state, text = settled(driver, status)
+            self.assertEqual(state, "ok", f"{status}: {text}")
+        self.assertIn(seeded["merged_guest"], text_of(driver, "player-merged-ids"))
+        self.assertIn(seeded["merge_id"], text_of(driver, "player-merges"))
+        self.assertEqual(text_of(driver, "player-friends-count"), "1")
+        self.assertIn("4.25", text_of(driver, "player-ledger"))
+        self.assertIn("deposit", text_of(driver, "player-ledger"))
+        self.assertIn(f"#/wallet?user={player}",
+                      driver.find_element(By.ID, "player-ledger-all").get_attribute("href"))
+        gifts = text_of(driver, "player-gifts")
+        self.assertIn(seeded["gift_key"], gifts)
+        self.assertIn("received", gifts)
+        devices = text_of(driver, "player-devices")
+        self.assertIn("…" + seeded["device_token"][-6:], devices)
+        self.assertNotIn(seeded["device_token"], devices, "the page never holds a whole token")
+        shot(driver, "14-players-reads-1280")
+
+        # Leaderboards: the app's boards and achievements; a board's top scores and the player's standing.
+        open_page(driver, "leaderboards")
+        self.assertEqual(settled(driver, "boards-status")[0], "ok")
+        self.assertEqual(settled(driver, "achievements-status")[0], "ok")
+        row = driver.find_element(By.CSS_SELECTOR, f'#boards tr[data-key="{seeded["board"]}"]')
+        self.assertIn("Read board", row.text)
+        self.assertIn(seeded["achievement"], text_of(driver, "achievements"))
+        fill(driver, "scores-form", {"board": seeded["board"], "count": "5", "user": player})
+        driver.find_element(By.ID, "scores-form-submit").click()
+        state, text = settled(driver, "top-scores-status")
+        self.assertEqual(state, "ok", text)
+        self.assertIn(player, text_of(driver, "top-scores"))
+        self.assertIn("70", text_of(driver, "top-scores"))
+        harness.wait_for(driver, lambda d: text_of(d, "standing-text").startswith("#1 with 70"),
+                         "the player's standing shows")
+        shot(driver, "15-leaderboards-reads-1280")
+
+        # Wallet: currencies, games with their return to player, the player's ledger.
+        open_page(driver, "wallet", f"user={player}")
+        for status in ("currencies-status", "games-status", "wallet-ledger-status"):
+            state, text = settled(driver, status)
+            self.assertEqual(state, "ok", f"{status}: {text}")
+        self.assertTrue(driver.find_elements(By.CSS_SELECTOR, '#currencies tr[data-key="GOLD"]'), "GOLD is listed")
+        dice = driver.find_element(By.CSS_SELECTOR, '#games tr[data-key="demo-dice"]')
+        rtp = dice.find_element(By.CSS_SELECTOR, 'td[data-label="Return to player"]').text
+        self.assertRegex(rtp, r"^0\.\d+", "the dice game's return to player")
+        self.assertIn("4.25", text_of(driver, "wallet-ledger"))
+        shot(driver, "16-wallet-reads-1280")
+
+        # Merges: the list filtered by the player, and by state.
+        open_page(driver, "merges")
+        fill(driver, "merge-filters", {"user": player})
+        driver.find_element(By.ID, "merge-filters-submit").click()
+        harness.wait_for(driver, lambda d: d.execute_script("return location.hash").endswith(player)
+                         and loaded("merges")(d), "the filtered merges list loads")
+        state, text = settled(driver, "merges-status")
+        self.assertEqual((state, text), ("ok", "1 merges."))
+        merge_row = driver.find_element(By.CSS_SELECTOR, f'#merges-body tr[data-key="{seeded["merge_id"]}"]')
+        self.assertIn(seeded["merged_guest"], merge_row.text)
+        merge_state = merge_row.find_element(By.CSS_SELECTOR, "[data-state]").get_attribute("data-state")
+        shot(driver, "17-merges-list-1280")
+        other = "COMPLETED" if merge_state == "pending" else "PENDING"
+        open_page(driver, "merges", f"state={other}&user={player}")
+        self.assertEqual(settled(driver, "merges-status"), ("ok", "0 merges."))
 
     def test_players_page_reads_on_a_phone(self):
         player = guest(self.stack, username=f"Dicey{uuid.uuid4().hex[:6]}")

@@ -9,7 +9,7 @@ struct GiftStore: Sendable {
     let pool: PostgresPool
 
     /// A gift joined with its type, as every read presents it; `expired` is computed by the database clock.
-    private static let presented = """
+    static let presented = """
         SELECT g.id, g.sender_id, g.recipient_id, g.state, g.sent_at, g.expires_at, g.responded_at, g.request_id,
             g.expires_at <= now() AS expired, t.key AS type_key, t.name AS type_name, t.image_url
         FROM gifts g JOIN gift_types t ON t.id = g.gift_type_id

@@ -65,8 +65,14 @@ struct MergeStore: Sendable {
 
     func merge(_ id: RaveID) async throws -> IdentityV1.Merge? {
         guard let row = try await database.execute(Self.selectMerge, [id]).first else { return nil }
-        return IdentityV1.Merge(
-            mergeId: id.hex, sourceUserId: try row.decode(RaveID.self, column: "source_user_id").hex,
+        return try Self.merge(from: row)
+    }
+
+    /// A row of `selectMerge`'s columns as the protocol shows a merge.
+    static func merge(from row: PostgresRow) throws -> IdentityV1.Merge {
+        IdentityV1.Merge(
+            mergeId: try row.decode(RaveID.self, column: "id").hex,
+            sourceUserId: try row.decode(RaveID.self, column: "source_user_id").hex,
             targetUserId: try row.decode(RaveID.self, column: "target_user_id").hex,
             state: try row.decode(String.self, column: "state") == "completed" ? .completed : .pending,
             acknowledgedBy: try row.decode(column: "acknowledged"),

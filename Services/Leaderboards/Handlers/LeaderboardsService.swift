@@ -188,7 +188,9 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         return (result.scores, result.version)
     }
 
-    private func describe(
+    /// The board with its current version, entry count and the player's standing; the index when this instance
+    /// owns the board, else the table (no lease taken).
+    func describe(
         _ board: BoardDefinition, userID: RaveID?, friendIDs: [RaveID]
     ) async throws
         -> LeaderboardsV1.Leaderboard
@@ -230,7 +232,7 @@ final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
         return leaderboard
     }
 
-    private func response(_ page: ScorePage, appID: String) async -> LeaderboardsV1.ScoresResponse {
+    func response(_ page: ScorePage, appID: String) async -> LeaderboardsV1.ScoresResponse {
         let found = await dependencies.profiles.profiles(of: page.scores.map(\.userID), appID: appID)
         return LeaderboardsV1.ScoresResponse(
             scores: page.scores.map { entry in

@@ -36,6 +36,9 @@ struct DefinitionStore: Sendable {
     static let selectActiveBoards = PostgresStatement(
         name: "leaderboards_select_active_boards",
         sql: "SELECT \(boardColumns) FROM leaderboards WHERE app_id = $1 AND active ORDER BY sorter, key")
+    static let selectBoards = PostgresStatement(
+        name: "leaderboards_select_boards",
+        sql: "SELECT \(boardColumns) FROM leaderboards WHERE app_id = $1 ORDER BY sorter, key")
     static let selectEveryActiveBoard = PostgresStatement(
         name: "leaderboards_select_every_active_board",
         sql: "SELECT \(boardColumns) FROM leaderboards WHERE active")
@@ -71,6 +74,11 @@ struct DefinitionStore: Sendable {
     /// The app's active boards in display order.
     func activeBoards(appID: String) async throws -> [BoardDefinition] {
         try await pool.execute(Self.selectActiveBoards, [appID]).map(Self.board(from:))
+    }
+
+    /// Every board of the app, inactive ones too, in display order (for operators).
+    func boards(appID: String) async throws -> [BoardDefinition] {
+        try await pool.execute(Self.selectBoards, [appID]).map(Self.board(from:))
     }
 
     /// Every active board of every app, for warming the indexes at start-up.

@@ -32,18 +32,9 @@ extension WalletService {
         _ request: WalletV1.ListTransactionsRequest, context: RequestContext
     ) async throws -> WalletV1.ListTransactionsResponse {
         let user = try await dependencies.playerID(of: try context.requireUser())
-        let size = try RequestLimits.transactionPageSizes.check(request.pageSize, orThrow: WalletError.invalidArgument)
-        var before = Int64.max
-        if !request.pageToken.isEmpty {
-            guard let token = Int64(request.pageToken), token > 0 else {
-                throw WalletError.invalidArgument("page_token is not one this method returned")
-            }
-            before = token
-        }
-        let page = try await dependencies.queries.entries(
-            user: user, currency: request.currency, economy: request.economy.rawValue, before: before, limit: size,
-            on: dependencies.pool)
-        return WalletV1.ListTransactionsResponse(entries: page.entries, nextPageToken: page.last.map(String.init) ?? "")
+        return try await dependencies.ledgerPage(
+            of: user, currency: request.currency, economy: request.economy, pageSize: request.pageSize,
+            pageToken: request.pageToken)
     }
 
     func listGames(

@@ -39,6 +39,8 @@ final class CatalogStore: Sendable {
         name: "wallet_select_game", sql: "SELECT definition FROM games WHERE game_id = $1")
     static let selectGames = PostgresStatement(
         name: "wallet_select_games", sql: "SELECT definition FROM games ORDER BY game_id")
+    static let selectCurrencies = PostgresStatement(
+        name: "wallet_select_currencies", sql: "SELECT code, decimals FROM currencies ORDER BY code")
     static let selectCountry = PostgresStatement(
         name: "wallet_select_country", sql: "SELECT 1 FROM real_money_countries WHERE app_id = $1 AND country = $2")
 
@@ -51,6 +53,13 @@ final class CatalogStore: Sendable {
                 throw WalletError(
                     .conflictingReplay, "currency \(currency.code) exists with \(existing.decimals) decimals")
             }
+        }
+    }
+
+    /// Every currency, by code (for operators; bets use `currency(_:on:)` and its cache).
+    func allCurrencies(on database: some PostgresQueryable) async throws -> [Currency] {
+        try await database.execute(Self.selectCurrencies, []).map { row in
+            Currency(code: try row.decode(String.self, at: 0), decimals: try row.decode(Int.self, at: 1))
         }
     }
 

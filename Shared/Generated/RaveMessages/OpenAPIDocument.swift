@@ -2517,6 +2517,99 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.gifts.v1.GiftsAdmin/GetGiftType"
           }
         },
+        "/v1/rave.gifts.v1.GiftsAdmin/ListUserGifts": {
+          "post": {
+            "operationId": "GiftsAdmin_ListUserGifts",
+            "tags": [
+              "GiftsAdmin"
+            ],
+            "summary": "Operator reads: the gifts a player sent or received in the application, in every state, newest first.",
+            "description": "Operator reads: the gifts a player sent or received in the application, in every state, newest first.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.gifts.v1.GiftsAdmin/ListUserGifts`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.gifts.v1.ListUserGiftsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.gifts.v1.ListUserGiftsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.gifts.v1.ListUserGiftsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.gifts.v1.ListUserGiftsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.gifts.v1.ListUserGiftsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.gifts.v1.ListUserGiftsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.gifts.v1.GiftsAdmin/ListUserGifts"
+          }
+        },
         "/v1/rave.identity.v1.Identity/GuestLogin": {
           "post": {
             "operationId": "Identity_GuestLogin",
@@ -7974,6 +8067,192 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.IdentityAdmin/ResetTwoFactor"
           }
         },
+        "/v1/rave.identity.v1.IdentityAdmin/ListMerges": {
+          "post": {
+            "operationId": "IdentityAdmin_ListMerges",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Operator reads: merges, newest first, by state and by a user (as source or target), with the ids merged into that user.",
+            "description": "Operator reads: merges, newest first, by state and by a user (as source or target), with the ids merged into\nthat user.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListMerges`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ListMergesRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ListMergesRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ListMergesRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ListMergesResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ListMergesResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ListMergesResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ListMerges"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/RetryMergeParticipant": {
+          "post": {
+            "operationId": "IdentityAdmin_RetryMergeParticipant",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Makes a merge's pending participant due at once: its undelivered events are retried at the merge delivery's next poll instead of after their backoff.",
+            "description": "Makes a merge's pending participant due at once: its undelivered events are retried at the merge delivery's next\npoll instead of after their backoff.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/RetryMergeParticipant`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.RetryMergeParticipantRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.RetryMergeParticipantRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.RetryMergeParticipantRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.RetryMergeParticipantResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.RetryMergeParticipantResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.RetryMergeParticipantResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/RetryMergeParticipant"
+          }
+        },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
           "post": {
             "operationId": "Leaderboards_SubmitScore",
@@ -9282,6 +9561,378 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.leaderboards.v1.LeaderboardsAdmin/RebuildIndex"
           }
         },
+        "/v1/rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards": {
+          "post": {
+            "operationId": "LeaderboardsAdmin_ListLeaderboards",
+            "tags": [
+              "LeaderboardsAdmin"
+            ],
+            "summary": "Every board of the app, active or not, in sorter order, with its current version and entry count.",
+            "description": "Every board of the app, active or not, in sorter order, with its current version and entry count.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.leaderboards.v1.ListAppLeaderboardsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.leaderboards.v1.ListAppLeaderboardsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.leaderboards.v1.ListAppLeaderboardsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.leaderboards.v1.ListLeaderboardsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.leaderboards.v1.ListLeaderboardsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.leaderboards.v1.ListLeaderboardsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards"
+          }
+        },
+        "/v1/rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores": {
+          "post": {
+            "operationId": "LeaderboardsAdmin_GetTopScores",
+            "tags": [
+              "LeaderboardsAdmin"
+            ],
+            "summary": "The best `count` scores of a board's current version, best first.",
+            "description": "The best `count` scores of a board's current version, best first.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.leaderboards.v1.GetTopScoresRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.leaderboards.v1.GetTopScoresRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.leaderboards.v1.GetTopScoresRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.leaderboards.v1.ScoresResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.leaderboards.v1.ScoresResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.leaderboards.v1.ScoresResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores"
+          }
+        },
+        "/v1/rave.leaderboards.v1.LeaderboardsAdmin/GetUserStanding": {
+          "post": {
+            "operationId": "LeaderboardsAdmin_GetUserStanding",
+            "tags": [
+              "LeaderboardsAdmin"
+            ],
+            "summary": "A player's best and positions in a board's current version (`standing` absent without a score).",
+            "description": "A player's best and positions in a board's current version (`standing` absent without a score).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/GetUserStanding`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.leaderboards.v1.GetUserStandingRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.leaderboards.v1.GetUserStandingRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.leaderboards.v1.GetUserStandingRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.leaderboards.v1.GetLeaderboardResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.leaderboards.v1.GetLeaderboardResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.leaderboards.v1.GetLeaderboardResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.leaderboards.v1.LeaderboardsAdmin/GetUserStanding"
+          }
+        },
+        "/v1/rave.leaderboards.v1.LeaderboardsAdmin/ListAchievements": {
+          "post": {
+            "operationId": "LeaderboardsAdmin_ListAchievements",
+            "tags": [
+              "LeaderboardsAdmin"
+            ],
+            "summary": "Every achievement definition of the app, by key.",
+            "description": "Every achievement definition of the app, by key.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/ListAchievements`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.leaderboards.v1.ListAppAchievementsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.leaderboards.v1.ListAppAchievementsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.leaderboards.v1.ListAppAchievementsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.leaderboards.v1.ListAchievementDefinitionsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.leaderboards.v1.ListAchievementDefinitionsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.leaderboards.v1.ListAchievementDefinitionsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.leaderboards.v1.LeaderboardsAdmin/ListAchievements"
+          }
+        },
         "/v1/rave.push.v1.Push/RegisterToken": {
           "post": {
             "operationId": "Push_RegisterToken",
@@ -10413,6 +11064,99 @@ private let openAPIDocumentText = #"""
               }
             },
             "x-rave-method": "rave.push.v1.PushAdmin/SetDefaultLanguage"
+          }
+        },
+        "/v1/rave.push.v1.PushAdmin/ListUserDevices": {
+          "post": {
+            "operationId": "PushAdmin_ListUserDevices",
+            "tags": [
+              "PushAdmin"
+            ],
+            "summary": "Operator reads: a player's registered devices in the application, newest registration first, each token masked.",
+            "description": "Operator reads: a player's registered devices in the application, newest registration first, each token masked.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.push.v1.PushAdmin/ListUserDevices`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.push.v1.ListUserDevicesRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.push.v1.ListUserDevicesRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.push.v1.ListUserDevicesRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.push.v1.ListUserDevicesResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.push.v1.ListUserDevicesResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.push.v1.ListUserDevicesResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.push.v1.PushAdmin/ListUserDevices"
           }
         },
         "/v1/rave.social.v1.Social/SendFriendRequest": {
@@ -12545,6 +13289,99 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.social.v1.SocialAdmin/GetLists"
           }
         },
+        "/v1/rave.social.v1.SocialAdmin/GetUserCounts": {
+          "post": {
+            "operationId": "SocialAdmin_GetUserCounts",
+            "tags": [
+              "SocialAdmin"
+            ],
+            "summary": "Operator reads: a player's relationship counts in every list the application sees, and the player's blocks.",
+            "description": "Operator reads: a player's relationship counts in every list the application sees, and the player's blocks.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.social.v1.SocialAdmin/GetUserCounts`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.social.v1.GetUserCountsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.social.v1.GetUserCountsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.social.v1.GetUserCountsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.social.v1.GetUserCountsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.social.v1.GetUserCountsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.social.v1.GetUserCountsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.social.v1.SocialAdmin/GetUserCounts"
+          }
+        },
         "/v1/rave.wallet.v1.Wallet/PlaceBet": {
           "post": {
             "operationId": "Wallet_PlaceBet",
@@ -14048,6 +14885,285 @@ private let openAPIDocumentText = #"""
             },
             "x-rave-method": "rave.wallet.v1.WalletAdmin/GetUserWallet"
           }
+        },
+        "/v1/rave.wallet.v1.WalletAdmin/ListCurrencies": {
+          "post": {
+            "operationId": "WalletAdmin_ListCurrencies",
+            "tags": [
+              "WalletAdmin"
+            ],
+            "summary": "Every currency, by code.",
+            "description": "Every currency, by code.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/ListCurrencies`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.wallet.v1.ListCurrenciesRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.wallet.v1.ListCurrenciesRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.wallet.v1.ListCurrenciesRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.wallet.v1.ListCurrenciesResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.wallet.v1.ListCurrenciesResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.wallet.v1.ListCurrenciesResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.wallet.v1.WalletAdmin/ListCurrencies"
+          }
+        },
+        "/v1/rave.wallet.v1.WalletAdmin/ListGames": {
+          "post": {
+            "operationId": "WalletAdmin_ListGames",
+            "tags": [
+              "WalletAdmin"
+            ],
+            "summary": "Every game with its definition and exact theoretical return to player, by game id.",
+            "description": "Every game with its definition and exact theoretical return to player, by game id.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/ListGames`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.wallet.v1.ListGamesRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.wallet.v1.ListGamesRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.wallet.v1.ListGamesRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.wallet.v1.ListGamesResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.wallet.v1.ListGamesResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.wallet.v1.ListGamesResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.wallet.v1.WalletAdmin/ListGames"
+          }
+        },
+        "/v1/rave.wallet.v1.WalletAdmin/ListUserTransactions": {
+          "post": {
+            "operationId": "WalletAdmin_ListUserTransactions",
+            "tags": [
+              "WalletAdmin"
+            ],
+            "summary": "A player's ledger entries, newest first, with keyset paging (what the player's own ListTransactions shows).",
+            "description": "A player's ledger entries, newest first, with keyset paging (what the player's own ListTransactions shows).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/ListUserTransactions`.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.wallet.v1.ListUserTransactionsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.wallet.v1.ListUserTransactionsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.wallet.v1.ListUserTransactionsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.wallet.v1.ListTransactionsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.wallet.v1.ListTransactionsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.wallet.v1.ListTransactionsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.wallet.v1.WalletAdmin/ListUserTransactions"
+          }
         }
       },
       "components": {
@@ -14890,6 +16006,45 @@ private let openAPIDocumentText = #"""
             "additionalProperties": false
           },
           "rave.gifts.v1.ListGiftsResponse": {
+            "type": "object",
+            "properties": {
+              "gifts": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.gifts.v1.Gift"
+                }
+              },
+              "nextPageToken": {
+                "type": "string",
+                "description": "Empty on the last page."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.gifts.v1.ListUserGiftsRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string"
+              },
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id reads the account it was merged into."
+              },
+              "pageSize": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "1…100, 0 means 25."
+              },
+              "pageToken": {
+                "type": "string",
+                "description": "From the previous page's next_page_token; empty for the first page."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.gifts.v1.ListUserGiftsResponse": {
             "type": "object",
             "properties": {
               "gifts": {
@@ -16236,6 +17391,54 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.ListMergesRequest": {
+            "type": "object",
+            "properties": {
+              "state": {
+                "$ref": "#/components/schemas/rave.identity.v1.MergeState",
+                "description": "Unspecified: every state."
+              },
+              "userId": {
+                "type": "string",
+                "description": "Only merges this user is the source or the target of; empty for every user."
+              },
+              "pageSize": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "1…100; 0 means 50."
+              },
+              "pageToken": {
+                "type": "string",
+                "description": "From the previous page's next_page_token; empty for the first page."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListMergesResponse": {
+            "type": "object",
+            "properties": {
+              "merges": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.identity.v1.Merge"
+                },
+                "description": "Newest first."
+              },
+              "nextPageToken": {
+                "type": "string",
+                "description": "Empty on the last page."
+              },
+              "mergedUserIds": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                },
+                "description": "With user_id: the ids merged into that user, oldest merge first (empty otherwise)."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.ListOperatorsRequest": {
             "type": "object",
             "additionalProperties": false
@@ -16766,6 +17969,31 @@ private let openAPIDocumentText = #"""
                 "minimum": 0,
                 "maximum": 4294967295,
                 "description": "Sessions ended."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.RetryMergeParticipantRequest": {
+            "type": "object",
+            "properties": {
+              "mergeId": {
+                "type": "string"
+              },
+              "participant": {
+                "type": "string",
+                "description": "One of the merge's pending participants (\"social\")."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.RetryMergeParticipantResponse": {
+            "type": "object",
+            "properties": {
+              "rescheduled": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "The participant's undelivered events that were waiting for a retry and are now due (0 when a retry was already\ndue or under way)."
               }
             },
             "additionalProperties": false
@@ -17496,6 +18724,41 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.leaderboards.v1.GetTopScoresRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string"
+              },
+              "leaderboardKey": {
+                "type": "string"
+              },
+              "count": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": -2147483648,
+                "maximum": 2147483647,
+                "description": "1…100."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.leaderboards.v1.GetUserStandingRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string"
+              },
+              "leaderboardKey": {
+                "type": "string"
+              },
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id reads the account it was merged into."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.leaderboards.v1.Leaderboard": {
             "type": "object",
             "properties": {
@@ -17559,6 +18822,18 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.leaderboards.v1.ListAchievementDefinitionsResponse": {
+            "type": "object",
+            "properties": {
+              "definitions": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.leaderboards.v1.AchievementDefinition"
+                }
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.leaderboards.v1.ListAchievementsRequest": {
             "type": "object",
             "additionalProperties": false
@@ -17571,6 +18846,24 @@ private let openAPIDocumentText = #"""
                 "items": {
                   "$ref": "#/components/schemas/rave.leaderboards.v1.Achievement"
                 }
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.leaderboards.v1.ListAppAchievementsRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string"
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.leaderboards.v1.ListAppLeaderboardsRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string"
               }
             },
             "additionalProperties": false
@@ -18103,6 +19396,32 @@ private let openAPIDocumentText = #"""
                   "$ref": "#/components/schemas/rave.push.v1.Template"
                 },
                 "description": "What a topic uses when the app has no template for a device's language nor its default language."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.push.v1.ListUserDevicesRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string"
+              },
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id reads the account it was merged into."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.push.v1.ListUserDevicesResponse": {
+            "type": "object",
+            "properties": {
+              "devices": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.push.v1.TokenInfo"
+                },
+                "description": "`token` is masked: \"…\" and the token's last 6 characters (\"…\" alone for a token under 12 characters), so\noperators recognise a device without being able to push to it."
               }
             },
             "additionalProperties": false
@@ -18823,6 +20142,42 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.social.v1.GetUserCountsRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string"
+              },
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id reads the account it was merged into."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.social.v1.GetUserCountsResponse": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string",
+                "description": "The account counted (the merge target of a merged-away id)."
+              },
+              "lists": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.social.v1.ListCounts"
+                },
+                "description": "Every list the application sees, as GetLists orders them."
+              },
+              "blocked": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "Users the player blocked (blocks hold in every list and application)."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.social.v1.ListBlockedUsersRequest": {
             "type": "object",
             "properties": {
@@ -18851,6 +20206,47 @@ private let openAPIDocumentText = #"""
                 }
               },
               "totalCount": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.social.v1.ListCounts": {
+            "type": "object",
+            "properties": {
+              "listKey": {
+                "type": "string"
+              },
+              "kind": {
+                "$ref": "#/components/schemas/rave.social.v1.ListKind"
+              },
+              "friends": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "Friends lists only."
+              },
+              "incomingRequests": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "Pending friend requests to the player (friends lists only)."
+              },
+              "outgoingRequests": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "Pending friend requests the player sent (friends lists only)."
+              },
+              "followers": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "Followers lists only."
+              },
+              "following": {
                 "type": "integer",
                 "minimum": 0,
                 "maximum": 4294967295
@@ -19488,6 +20884,22 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.wallet.v1.CurrencyDefinition": {
+            "type": "object",
+            "properties": {
+              "code": {
+                "type": "string"
+              },
+              "decimals": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": -2147483648,
+                "maximum": 2147483647,
+                "description": "Digits after the decimal point."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.wallet.v1.DepositRequest": {
             "type": "object",
             "properties": {
@@ -19663,6 +21075,23 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.wallet.v1.ListCurrenciesRequest": {
+            "type": "object",
+            "additionalProperties": false
+          },
+          "rave.wallet.v1.ListCurrenciesResponse": {
+            "type": "object",
+            "properties": {
+              "currencies": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.wallet.v1.CurrencyDefinition"
+                },
+                "description": "By code."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.wallet.v1.ListGamesRequest": {
             "type": "object",
             "additionalProperties": false
@@ -19714,6 +21143,35 @@ private let openAPIDocumentText = #"""
               "nextPageToken": {
                 "type": "string",
                 "description": "Empty on the last page."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.wallet.v1.ListUserTransactionsRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string",
+                "description": "A merged-away id reads the account it was merged into."
+              },
+              "currency": {
+                "type": "string",
+                "description": "Empty: every currency."
+              },
+              "economy": {
+                "$ref": "#/components/schemas/rave.wallet.v1.Economy",
+                "description": "Unspecified: every economy."
+              },
+              "pageSize": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": -2147483648,
+                "maximum": 2147483647,
+                "description": "1…100; 0 means 20."
+              },
+              "pageToken": {
+                "type": "string",
+                "description": "From the previous page's next_page_token; empty for the first page."
               }
             },
             "additionalProperties": false

@@ -984,6 +984,50 @@ extension GiftsV1 {
             self.clicks = clicks
         }
     }
+
+    public struct ListUserGiftsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.gifts.v1.ListUserGiftsRequest"
+
+        public var appId: String = ""
+
+        /// A merged-away id reads the account it was merged into.
+        public var userId: String = ""
+
+        /// 1…100, 0 means 25.
+        public var pageSize: UInt32 = 0
+
+        /// From the previous page's next_page_token; empty for the first page.
+        public var pageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", userId: String = "", pageSize: UInt32 = 0, pageToken: String = "") {
+            self.appId = appId
+            self.userId = userId
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
+
+    public struct ListUserGiftsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.gifts.v1.ListUserGiftsResponse"
+
+        public var gifts: [GiftsV1.Gift] = []
+
+        /// Empty on the last page.
+        public var nextPageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(gifts: [GiftsV1.Gift] = [], nextPageToken: String = "") {
+            self.gifts = gifts
+            self.nextPageToken = nextPageToken
+        }
+    }
 }
 
 extension GiftsV1.GiftType {
@@ -3079,5 +3123,109 @@ extension GiftsV1.ResolveInstallLinkResponse {
         if !self.requestId.isEmpty { message.request_id = arena.string(self.requestId) }
         if !self.channel.isEmpty { message.channel = arena.string(self.channel) }
         message.clicks = self.clicks
+    }
+}
+
+extension GiftsV1.ListUserGiftsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Gifts__V1__ListUserGiftsRequest()
+        rave__gifts__v1__list_user_gifts_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Gifts__V1__ListUserGiftsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Gifts__V1__ListUserGiftsRequest()
+        rave__gifts__v1__list_user_gifts_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Gifts__V1__ListUserGiftsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.pageSize = c.page_size
+        self.pageToken = try ProtoDecoding.string(c.page_token, field: "page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Gifts__V1__ListUserGiftsRequest> {
+        let message = arena.allocate(Rave__Gifts__V1__ListUserGiftsRequest.self)
+        rave__gifts__v1__list_user_gifts_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Gifts__V1__ListUserGiftsRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        message.page_size = self.pageSize
+        if !self.pageToken.isEmpty { message.page_token = arena.string(self.pageToken) }
+    }
+}
+
+extension GiftsV1.ListUserGiftsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Gifts__V1__ListUserGiftsResponse()
+        rave__gifts__v1__list_user_gifts_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Gifts__V1__ListUserGiftsResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Gifts__V1__ListUserGiftsResponse()
+        rave__gifts__v1__list_user_gifts_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Gifts__V1__ListUserGiftsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.gifts = try ProtoDecoding.messages(c.gifts, count: c.n_gifts) { element throws(ProtoDecodingError) in
+            try GiftsV1.Gift(protobufC: element)
+        }
+        self.nextPageToken = try ProtoDecoding.string(
+            c.next_page_token, field: "next_page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Gifts__V1__ListUserGiftsResponse> {
+        let message = arena.allocate(Rave__Gifts__V1__ListUserGiftsResponse.self)
+        rave__gifts__v1__list_user_gifts_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Gifts__V1__ListUserGiftsResponse, arena: inout ProtoArena) {
+        message.n_gifts = self.gifts.count
+        if !self.gifts.isEmpty {
+            let elements = arena.allocate(UnsafeMutablePointer<Rave__Gifts__V1__Gift>?.self, count: self.gifts.count)
+            for (index, element) in self.gifts.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.gifts = elements
+        }
+        if !self.nextPageToken.isEmpty { message.next_page_token = arena.string(self.nextPageToken) }
     }
 }

@@ -2891,6 +2891,93 @@ extension IdentityV1 {
             self.revokedSessions = revokedSessions
         }
     }
+
+    public struct ListMergesRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListMergesRequest"
+
+        /// Unspecified: every state.
+        public var state: IdentityV1.MergeState = .unspecified
+
+        /// Only merges this user is the source or the target of; empty for every user.
+        public var userId: String = ""
+
+        /// 1…100; 0 means 50.
+        public var pageSize: UInt32 = 0
+
+        /// From the previous page's next_page_token; empty for the first page.
+        public var pageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            state: IdentityV1.MergeState = .unspecified, userId: String = "", pageSize: UInt32 = 0,
+            pageToken: String = ""
+        ) {
+            self.state = state
+            self.userId = userId
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
+
+    public struct ListMergesResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListMergesResponse"
+
+        /// Newest first.
+        public var merges: [IdentityV1.Merge] = []
+
+        /// Empty on the last page.
+        public var nextPageToken: String = ""
+
+        /// With user_id: the ids merged into that user, oldest merge first (empty otherwise).
+        public var mergedUserIds: [String] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(merges: [IdentityV1.Merge] = [], nextPageToken: String = "", mergedUserIds: [String] = []) {
+            self.merges = merges
+            self.nextPageToken = nextPageToken
+            self.mergedUserIds = mergedUserIds
+        }
+    }
+
+    public struct RetryMergeParticipantRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RetryMergeParticipantRequest"
+
+        public var mergeId: String = ""
+
+        /// One of the merge's pending participants ("social").
+        public var participant: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(mergeId: String = "", participant: String = "") {
+            self.mergeId = mergeId
+            self.participant = participant
+        }
+    }
+
+    public struct RetryMergeParticipantResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RetryMergeParticipantResponse"
+
+        /// The participant's undelivered events that were waiting for a retry and are now due (0 when a retry was already
+        /// due or under way).
+        public var rescheduled: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(rescheduled: UInt32 = 0) {
+            self.rescheduled = rescheduled
+        }
+    }
 }
 
 extension IdentityV1.DeviceInfo {
@@ -9741,5 +9828,210 @@ extension IdentityV1.ResetTwoFactorResponse {
     func protobufCFill(_ message: inout Rave__Identity__V1__ResetTwoFactorResponse, arena: inout ProtoArena) {
         message.was_enabled = self.wasEnabled ? 1 : 0
         message.revoked_sessions = self.revokedSessions
+    }
+}
+
+extension IdentityV1.ListMergesRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListMergesRequest()
+        rave__identity__v1__list_merges_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListMergesRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListMergesRequest()
+        rave__identity__v1__list_merges_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListMergesRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.state = IdentityV1.MergeState(rawValue: Int32(truncatingIfNeeded: c.state.rawValue))
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.pageSize = c.page_size
+        self.pageToken = try ProtoDecoding.string(c.page_token, field: "page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListMergesRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ListMergesRequest.self)
+        rave__identity__v1__list_merges_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListMergesRequest, arena: inout ProtoArena) {
+        message.state = .init(rawValue: .init(truncatingIfNeeded: self.state.rawValue))
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        message.page_size = self.pageSize
+        if !self.pageToken.isEmpty { message.page_token = arena.string(self.pageToken) }
+    }
+}
+
+extension IdentityV1.ListMergesResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListMergesResponse()
+        rave__identity__v1__list_merges_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListMergesResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListMergesResponse()
+        rave__identity__v1__list_merges_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListMergesResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.merges = try ProtoDecoding.messages(c.merges, count: c.n_merges) { element throws(ProtoDecodingError) in
+            try IdentityV1.Merge(protobufC: element)
+        }
+        self.nextPageToken = try ProtoDecoding.string(
+            c.next_page_token, field: "next_page_token", of: Self.protoMessageName)
+        self.mergedUserIds = try ProtoDecoding.array(c.merged_user_ids, count: c.n_merged_user_ids) {
+            element throws(ProtoDecodingError) in
+            try ProtoDecoding.string(element, field: "merged_user_ids", of: Self.protoMessageName)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListMergesResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ListMergesResponse.self)
+        rave__identity__v1__list_merges_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListMergesResponse, arena: inout ProtoArena) {
+        message.n_merges = self.merges.count
+        if !self.merges.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__Merge>?.self, count: self.merges.count)
+            for (index, element) in self.merges.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.merges = elements
+        }
+        if !self.nextPageToken.isEmpty { message.next_page_token = arena.string(self.nextPageToken) }
+        message.n_merged_user_ids = self.mergedUserIds.count
+        message.merged_user_ids = arena.strings(self.mergedUserIds)
+    }
+}
+
+extension IdentityV1.RetryMergeParticipantRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RetryMergeParticipantRequest()
+        rave__identity__v1__retry_merge_participant_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RetryMergeParticipantRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RetryMergeParticipantRequest()
+        rave__identity__v1__retry_merge_participant_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RetryMergeParticipantRequest>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        self.mergeId = try ProtoDecoding.string(c.merge_id, field: "merge_id", of: Self.protoMessageName)
+        self.participant = try ProtoDecoding.string(c.participant, field: "participant", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RetryMergeParticipantRequest> {
+        let message = arena.allocate(Rave__Identity__V1__RetryMergeParticipantRequest.self)
+        rave__identity__v1__retry_merge_participant_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RetryMergeParticipantRequest, arena: inout ProtoArena) {
+        if !self.mergeId.isEmpty { message.merge_id = arena.string(self.mergeId) }
+        if !self.participant.isEmpty { message.participant = arena.string(self.participant) }
+    }
+}
+
+extension IdentityV1.RetryMergeParticipantResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RetryMergeParticipantResponse()
+        rave__identity__v1__retry_merge_participant_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RetryMergeParticipantResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RetryMergeParticipantResponse()
+        rave__identity__v1__retry_merge_participant_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RetryMergeParticipantResponse>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        self.rescheduled = c.rescheduled
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RetryMergeParticipantResponse> {
+        let message = arena.allocate(Rave__Identity__V1__RetryMergeParticipantResponse.self)
+        rave__identity__v1__retry_merge_participant_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RetryMergeParticipantResponse, arena: inout ProtoArena) {
+        message.rescheduled = self.rescheduled
     }
 }

@@ -669,6 +669,90 @@ extension LeaderboardsV1 {
             self.unlockedAtUnixMs = unlockedAtUnixMs
         }
     }
+
+    public struct ListAppLeaderboardsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.ListAppLeaderboardsRequest"
+
+        public var appId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "") {
+            self.appId = appId
+        }
+    }
+
+    public struct GetTopScoresRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.GetTopScoresRequest"
+
+        public var appId: String = ""
+
+        public var leaderboardKey: String = ""
+
+        /// 1…100.
+        public var count: Int32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", leaderboardKey: String = "", count: Int32 = 0) {
+            self.appId = appId
+            self.leaderboardKey = leaderboardKey
+            self.count = count
+        }
+    }
+
+    public struct GetUserStandingRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.GetUserStandingRequest"
+
+        public var appId: String = ""
+
+        public var leaderboardKey: String = ""
+
+        /// A merged-away id reads the account it was merged into.
+        public var userId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", leaderboardKey: String = "", userId: String = "") {
+            self.appId = appId
+            self.leaderboardKey = leaderboardKey
+            self.userId = userId
+        }
+    }
+
+    public struct ListAppAchievementsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.ListAppAchievementsRequest"
+
+        public var appId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "") {
+            self.appId = appId
+        }
+    }
+
+    public struct ListAchievementDefinitionsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.leaderboards.v1.ListAchievementDefinitionsResponse"
+
+        public var definitions: [LeaderboardsV1.AchievementDefinition] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(definitions: [LeaderboardsV1.AchievementDefinition] = []) {
+            self.definitions = definitions
+        }
+    }
 }
 
 extension LeaderboardsV1.Schedule {
@@ -2284,5 +2368,258 @@ extension LeaderboardsV1.AchievementUnlockedEvent {
         if !self.achievementKey.isEmpty { message.achievement_key = arena.string(self.achievementKey) }
         if !self.achievementName.isEmpty { message.achievement_name = arena.string(self.achievementName) }
         message.unlocked_at_unix_ms = self.unlockedAtUnixMs
+    }
+}
+
+extension LeaderboardsV1.ListAppLeaderboardsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__ListAppLeaderboardsRequest()
+        rave__leaderboards__v1__list_app_leaderboards_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Leaderboards__V1__ListAppLeaderboardsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__ListAppLeaderboardsRequest()
+        rave__leaderboards__v1__list_app_leaderboards_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(
+        protobufC message: UnsafePointer<Rave__Leaderboards__V1__ListAppLeaderboardsRequest>
+    ) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Leaderboards__V1__ListAppLeaderboardsRequest> {
+        let message = arena.allocate(Rave__Leaderboards__V1__ListAppLeaderboardsRequest.self)
+        rave__leaderboards__v1__list_app_leaderboards_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Leaderboards__V1__ListAppLeaderboardsRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+    }
+}
+
+extension LeaderboardsV1.GetTopScoresRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__GetTopScoresRequest()
+        rave__leaderboards__v1__get_top_scores_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Leaderboards__V1__GetTopScoresRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__GetTopScoresRequest()
+        rave__leaderboards__v1__get_top_scores_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Leaderboards__V1__GetTopScoresRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.leaderboardKey = try ProtoDecoding.string(
+            c.leaderboard_key, field: "leaderboard_key", of: Self.protoMessageName)
+        self.count = c.count
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Leaderboards__V1__GetTopScoresRequest>
+    {
+        let message = arena.allocate(Rave__Leaderboards__V1__GetTopScoresRequest.self)
+        rave__leaderboards__v1__get_top_scores_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Leaderboards__V1__GetTopScoresRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.leaderboardKey.isEmpty { message.leaderboard_key = arena.string(self.leaderboardKey) }
+        message.count = self.count
+    }
+}
+
+extension LeaderboardsV1.GetUserStandingRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__GetUserStandingRequest()
+        rave__leaderboards__v1__get_user_standing_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Leaderboards__V1__GetUserStandingRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__GetUserStandingRequest()
+        rave__leaderboards__v1__get_user_standing_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Leaderboards__V1__GetUserStandingRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.leaderboardKey = try ProtoDecoding.string(
+            c.leaderboard_key, field: "leaderboard_key", of: Self.protoMessageName)
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Leaderboards__V1__GetUserStandingRequest> {
+        let message = arena.allocate(Rave__Leaderboards__V1__GetUserStandingRequest.self)
+        rave__leaderboards__v1__get_user_standing_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Leaderboards__V1__GetUserStandingRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.leaderboardKey.isEmpty { message.leaderboard_key = arena.string(self.leaderboardKey) }
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+    }
+}
+
+extension LeaderboardsV1.ListAppAchievementsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__ListAppAchievementsRequest()
+        rave__leaderboards__v1__list_app_achievements_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Leaderboards__V1__ListAppAchievementsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__ListAppAchievementsRequest()
+        rave__leaderboards__v1__list_app_achievements_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(
+        protobufC message: UnsafePointer<Rave__Leaderboards__V1__ListAppAchievementsRequest>
+    ) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Leaderboards__V1__ListAppAchievementsRequest> {
+        let message = arena.allocate(Rave__Leaderboards__V1__ListAppAchievementsRequest.self)
+        rave__leaderboards__v1__list_app_achievements_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Leaderboards__V1__ListAppAchievementsRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+    }
+}
+
+extension LeaderboardsV1.ListAchievementDefinitionsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Leaderboards__V1__ListAchievementDefinitionsResponse()
+        rave__leaderboards__v1__list_achievement_definitions_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor,
+            as: Rave__Leaderboards__V1__ListAchievementDefinitionsResponse.self, messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Leaderboards__V1__ListAchievementDefinitionsResponse()
+        rave__leaderboards__v1__list_achievement_definitions_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(
+        protobufC message: UnsafePointer<Rave__Leaderboards__V1__ListAchievementDefinitionsResponse>
+    ) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.definitions = try ProtoDecoding.messages(c.definitions, count: c.n_definitions) {
+            element throws(ProtoDecodingError) in try LeaderboardsV1.AchievementDefinition(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Leaderboards__V1__ListAchievementDefinitionsResponse> {
+        let message = arena.allocate(Rave__Leaderboards__V1__ListAchievementDefinitionsResponse.self)
+        rave__leaderboards__v1__list_achievement_definitions_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(
+        _ message: inout Rave__Leaderboards__V1__ListAchievementDefinitionsResponse, arena: inout ProtoArena
+    ) {
+        message.n_definitions = self.definitions.count
+        if !self.definitions.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Leaderboards__V1__AchievementDefinition>?.self, count: self.definitions.count
+            )
+            for (index, element) in self.definitions.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.definitions = elements
+        }
     }
 }

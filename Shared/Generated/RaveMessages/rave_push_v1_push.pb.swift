@@ -791,6 +791,40 @@ extension PushV1 {
         /// A message with every field at its default.
         public init() {}
     }
+
+    public struct ListUserDevicesRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.ListUserDevicesRequest"
+
+        public var appId: String = ""
+
+        /// A merged-away id reads the account it was merged into.
+        public var userId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", userId: String = "") {
+            self.appId = appId
+            self.userId = userId
+        }
+    }
+
+    public struct ListUserDevicesResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.push.v1.ListUserDevicesResponse"
+
+        /// `token` is masked: "…" and the token's last 6 characters ("…" alone for a token under 12 characters), so
+        /// operators recognise a device without being able to push to it.
+        public var devices: [PushV1.TokenInfo] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(devices: [PushV1.TokenInfo] = []) {
+            self.devices = devices
+        }
+    }
 }
 
 extension PushV1.Consent {
@@ -2409,5 +2443,103 @@ extension PushV1.SetDefaultLanguageResponse {
     }
 
     func protobufCFill(_ _: inout Rave__Push__V1__SetDefaultLanguageResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension PushV1.ListUserDevicesRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__ListUserDevicesRequest()
+        rave__push__v1__list_user_devices_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__ListUserDevicesRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__ListUserDevicesRequest()
+        rave__push__v1__list_user_devices_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Push__V1__ListUserDevicesRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__ListUserDevicesRequest> {
+        let message = arena.allocate(Rave__Push__V1__ListUserDevicesRequest.self)
+        rave__push__v1__list_user_devices_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Push__V1__ListUserDevicesRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+    }
+}
+
+extension PushV1.ListUserDevicesResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Push__V1__ListUserDevicesResponse()
+        rave__push__v1__list_user_devices_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Push__V1__ListUserDevicesResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Push__V1__ListUserDevicesResponse()
+        rave__push__v1__list_user_devices_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Push__V1__ListUserDevicesResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.devices = try ProtoDecoding.messages(c.devices, count: c.n_devices) { element throws(ProtoDecodingError) in
+            try PushV1.TokenInfo(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Push__V1__ListUserDevicesResponse> {
+        let message = arena.allocate(Rave__Push__V1__ListUserDevicesResponse.self)
+        rave__push__v1__list_user_devices_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Push__V1__ListUserDevicesResponse, arena: inout ProtoArena) {
+        message.n_devices = self.devices.count
+        if !self.devices.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Push__V1__TokenInfo>?.self, count: self.devices.count)
+            for (index, element) in self.devices.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.devices = elements
+        }
     }
 }

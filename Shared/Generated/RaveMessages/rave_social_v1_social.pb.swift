@@ -903,6 +903,86 @@ extension SocialV1 {
             self.otherBlockedUser = otherBlockedUser
         }
     }
+
+    public struct GetUserCountsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.social.v1.GetUserCountsRequest"
+
+        public var appId: String = ""
+
+        /// A merged-away id reads the account it was merged into.
+        public var userId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "", userId: String = "") {
+            self.appId = appId
+            self.userId = userId
+        }
+    }
+
+    public struct ListCounts: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.social.v1.ListCounts"
+
+        public var listKey: String = ""
+
+        public var kind: SocialV1.ListKind = .unspecified
+
+        /// Friends lists only.
+        public var friends: UInt32 = 0
+
+        /// Pending friend requests to the player (friends lists only).
+        public var incomingRequests: UInt32 = 0
+
+        /// Pending friend requests the player sent (friends lists only).
+        public var outgoingRequests: UInt32 = 0
+
+        /// Followers lists only.
+        public var followers: UInt32 = 0
+
+        public var following: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            listKey: String = "", kind: SocialV1.ListKind = .unspecified, friends: UInt32 = 0,
+            incomingRequests: UInt32 = 0, outgoingRequests: UInt32 = 0, followers: UInt32 = 0, following: UInt32 = 0
+        ) {
+            self.listKey = listKey
+            self.kind = kind
+            self.friends = friends
+            self.incomingRequests = incomingRequests
+            self.outgoingRequests = outgoingRequests
+            self.followers = followers
+            self.following = following
+        }
+    }
+
+    public struct GetUserCountsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.social.v1.GetUserCountsResponse"
+
+        /// The account counted (the merge target of a merged-away id).
+        public var userId: String = ""
+
+        /// Every list the application sees, as GetLists orders them.
+        public var lists: [SocialV1.ListCounts] = []
+
+        /// Users the player blocked (blocks hold in every list and application).
+        public var blocked: UInt32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", lists: [SocialV1.ListCounts] = [], blocked: UInt32 = 0) {
+            self.userId = userId
+            self.lists = lists
+            self.blocked = blocked
+        }
+    }
 }
 
 extension SocialV1.SendFriendRequestRequest {
@@ -3357,5 +3437,162 @@ extension SocialV1.IsBlockedResponse {
         message.blocked = self.blocked ? 1 : 0
         message.user_blocked_other = self.userBlockedOther ? 1 : 0
         message.other_blocked_user = self.otherBlockedUser ? 1 : 0
+    }
+}
+
+extension SocialV1.GetUserCountsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Social__V1__GetUserCountsRequest()
+        rave__social__v1__get_user_counts_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__GetUserCountsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Social__V1__GetUserCountsRequest()
+        rave__social__v1__get_user_counts_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Social__V1__GetUserCountsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Social__V1__GetUserCountsRequest> {
+        let message = arena.allocate(Rave__Social__V1__GetUserCountsRequest.self)
+        rave__social__v1__get_user_counts_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Social__V1__GetUserCountsRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+    }
+}
+
+extension SocialV1.ListCounts {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Social__V1__ListCounts()
+        rave__social__v1__list_counts__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__ListCounts.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Social__V1__ListCounts()
+        rave__social__v1__list_counts__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Social__V1__ListCounts>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.listKey = try ProtoDecoding.string(c.list_key, field: "list_key", of: Self.protoMessageName)
+        self.kind = SocialV1.ListKind(rawValue: Int32(truncatingIfNeeded: c.kind.rawValue))
+        self.friends = c.friends
+        self.incomingRequests = c.incoming_requests
+        self.outgoingRequests = c.outgoing_requests
+        self.followers = c.followers
+        self.following = c.following
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Social__V1__ListCounts> {
+        let message = arena.allocate(Rave__Social__V1__ListCounts.self)
+        rave__social__v1__list_counts__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Social__V1__ListCounts, arena: inout ProtoArena) {
+        if !self.listKey.isEmpty { message.list_key = arena.string(self.listKey) }
+        message.kind = .init(rawValue: .init(truncatingIfNeeded: self.kind.rawValue))
+        message.friends = self.friends
+        message.incoming_requests = self.incomingRequests
+        message.outgoing_requests = self.outgoingRequests
+        message.followers = self.followers
+        message.following = self.following
+    }
+}
+
+extension SocialV1.GetUserCountsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Social__V1__GetUserCountsResponse()
+        rave__social__v1__get_user_counts_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Social__V1__GetUserCountsResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Social__V1__GetUserCountsResponse()
+        rave__social__v1__get_user_counts_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Social__V1__GetUserCountsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.lists = try ProtoDecoding.messages(c.lists, count: c.n_lists) { element throws(ProtoDecodingError) in
+            try SocialV1.ListCounts(protobufC: element)
+        }
+        self.blocked = c.blocked
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Social__V1__GetUserCountsResponse> {
+        let message = arena.allocate(Rave__Social__V1__GetUserCountsResponse.self)
+        rave__social__v1__get_user_counts_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Social__V1__GetUserCountsResponse, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        message.n_lists = self.lists.count
+        if !self.lists.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Social__V1__ListCounts>?.self, count: self.lists.count)
+            for (index, element) in self.lists.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.lists = elements
+        }
+        message.blocked = self.blocked
     }
 }

@@ -446,6 +446,80 @@ extension WalletV1 {
             self.userId = userId
         }
     }
+
+    public struct CurrencyDefinition: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.wallet.v1.CurrencyDefinition"
+
+        public var code: String = ""
+
+        /// Digits after the decimal point.
+        public var decimals: Int32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(code: String = "", decimals: Int32 = 0) {
+            self.code = code
+            self.decimals = decimals
+        }
+    }
+
+    public struct ListCurrenciesRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.wallet.v1.ListCurrenciesRequest"
+
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    public struct ListCurrenciesResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.wallet.v1.ListCurrenciesResponse"
+
+        /// By code.
+        public var currencies: [WalletV1.CurrencyDefinition] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(currencies: [WalletV1.CurrencyDefinition] = []) {
+            self.currencies = currencies
+        }
+    }
+
+    public struct ListUserTransactionsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.wallet.v1.ListUserTransactionsRequest"
+
+        /// A merged-away id reads the account it was merged into.
+        public var userId: String = ""
+
+        /// Empty: every currency.
+        public var currency: String = ""
+
+        /// Unspecified: every economy.
+        public var economy: WalletV1.Economy = .unspecified
+
+        /// 1…100; 0 means 20.
+        public var pageSize: Int32 = 0
+
+        /// From the previous page's next_page_token; empty for the first page.
+        public var pageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            userId: String = "", currency: String = "", economy: WalletV1.Economy = .unspecified, pageSize: Int32 = 0,
+            pageToken: String = ""
+        ) {
+            self.userId = userId
+            self.currency = currency
+            self.economy = economy
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
 }
 
 extension WalletV1.PlaceBetRequest {
@@ -1776,5 +1850,196 @@ extension WalletV1.GetUserWalletRequest {
 
     func protobufCFill(_ message: inout Rave__Wallet__V1__GetUserWalletRequest, arena: inout ProtoArena) {
         if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+    }
+}
+
+extension WalletV1.CurrencyDefinition {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Wallet__V1__CurrencyDefinition()
+        rave__wallet__v1__currency_definition__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__CurrencyDefinition.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Wallet__V1__CurrencyDefinition()
+        rave__wallet__v1__currency_definition__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Wallet__V1__CurrencyDefinition>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.code = try ProtoDecoding.string(c.code, field: "code", of: Self.protoMessageName)
+        self.decimals = c.decimals
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Wallet__V1__CurrencyDefinition> {
+        let message = arena.allocate(Rave__Wallet__V1__CurrencyDefinition.self)
+        rave__wallet__v1__currency_definition__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Wallet__V1__CurrencyDefinition, arena: inout ProtoArena) {
+        if !self.code.isEmpty { message.code = arena.string(self.code) }
+        message.decimals = self.decimals
+    }
+}
+
+extension WalletV1.ListCurrenciesRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Wallet__V1__ListCurrenciesRequest()
+        rave__wallet__v1__list_currencies_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__ListCurrenciesRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: false
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Wallet__V1__ListCurrenciesRequest()
+        rave__wallet__v1__list_currencies_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC _: UnsafePointer<Rave__Wallet__V1__ListCurrenciesRequest>) throws(ProtoDecodingError) {
+        self.init()
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Wallet__V1__ListCurrenciesRequest> {
+        let message = arena.allocate(Rave__Wallet__V1__ListCurrenciesRequest.self)
+        rave__wallet__v1__list_currencies_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ _: inout Rave__Wallet__V1__ListCurrenciesRequest, arena _: inout ProtoArena) {
+    }
+}
+
+extension WalletV1.ListCurrenciesResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Wallet__V1__ListCurrenciesResponse()
+        rave__wallet__v1__list_currencies_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__ListCurrenciesResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Wallet__V1__ListCurrenciesResponse()
+        rave__wallet__v1__list_currencies_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Wallet__V1__ListCurrenciesResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.currencies = try ProtoDecoding.messages(c.currencies, count: c.n_currencies) {
+            element throws(ProtoDecodingError) in try WalletV1.CurrencyDefinition(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Wallet__V1__ListCurrenciesResponse> {
+        let message = arena.allocate(Rave__Wallet__V1__ListCurrenciesResponse.self)
+        rave__wallet__v1__list_currencies_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Wallet__V1__ListCurrenciesResponse, arena: inout ProtoArena) {
+        message.n_currencies = self.currencies.count
+        if !self.currencies.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Wallet__V1__CurrencyDefinition>?.self, count: self.currencies.count)
+            for (index, element) in self.currencies.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.currencies = elements
+        }
+    }
+}
+
+extension WalletV1.ListUserTransactionsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Wallet__V1__ListUserTransactionsRequest()
+        rave__wallet__v1__list_user_transactions_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__ListUserTransactionsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Wallet__V1__ListUserTransactionsRequest()
+        rave__wallet__v1__list_user_transactions_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Wallet__V1__ListUserTransactionsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.currency = try ProtoDecoding.string(c.currency, field: "currency", of: Self.protoMessageName)
+        self.economy = WalletV1.Economy(rawValue: Int32(truncatingIfNeeded: c.economy.rawValue))
+        self.pageSize = c.page_size
+        self.pageToken = try ProtoDecoding.string(c.page_token, field: "page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Wallet__V1__ListUserTransactionsRequest> {
+        let message = arena.allocate(Rave__Wallet__V1__ListUserTransactionsRequest.self)
+        rave__wallet__v1__list_user_transactions_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Wallet__V1__ListUserTransactionsRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.currency.isEmpty { message.currency = arena.string(self.currency) }
+        message.economy = .init(rawValue: .init(truncatingIfNeeded: self.economy.rawValue))
+        message.page_size = self.pageSize
+        if !self.pageToken.isEmpty { message.page_token = arena.string(self.pageToken) }
     }
 }

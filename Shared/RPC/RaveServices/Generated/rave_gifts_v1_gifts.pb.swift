@@ -449,6 +449,11 @@ extension GiftsV1 {
         func getGiftType(
             _ request: GiftsV1.GetGiftTypeRequest, context: RequestContext
         ) async throws -> GiftsV1.GetGiftTypeResponse
+
+        /// Operator reads: the gifts a player sent or received in the application, in every state, newest first.
+        func listUserGifts(
+            _ request: GiftsV1.ListUserGiftsRequest, context: RequestContext
+        ) async throws -> GiftsV1.ListUserGiftsResponse
     }
 
     /// Calls rave.gifts.v1.GiftsAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -459,6 +464,7 @@ extension GiftsV1 {
         public static let methodNames = [
             "rave.gifts.v1.GiftsAdmin/CreateGiftType", "rave.gifts.v1.GiftsAdmin/UpdateGiftType",
             "rave.gifts.v1.GiftsAdmin/ListGiftTypes", "rave.gifts.v1.GiftsAdmin/GetGiftType",
+            "rave.gifts.v1.GiftsAdmin/ListUserGifts",
         ]
 
         public let caller: any RPCCaller
@@ -514,6 +520,19 @@ extension GiftsV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Operator reads: the gifts a player sent or received in the application, in every state, newest first.
+        public func listUserGifts(
+            _ request: GiftsV1.ListUserGiftsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> GiftsV1.ListUserGiftsResponse {
+            let method = "rave.gifts.v1.GiftsAdmin/ListUserGifts"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try GiftsV1.ListUserGiftsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -537,6 +556,10 @@ extension GiftsV1.GiftsAdminHandler {
             },
             RPCMethod(name: "rave.gifts.v1.GiftsAdmin/GetGiftType") { request, context in
                 try await self.getGiftType(GiftsV1.GetGiftTypeRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.gifts.v1.GiftsAdmin/ListUserGifts") { request, context in
+                try await self.listUserGifts(GiftsV1.ListUserGiftsRequest(protobufBytes: request), context: context)
                     .protobufBytes()
             },
         ]

@@ -988,6 +988,18 @@ extension IdentityV1 {
         func resetTwoFactor(
             _ request: IdentityV1.ResetTwoFactorRequest, context: RequestContext
         ) async throws -> IdentityV1.ResetTwoFactorResponse
+
+        /// Operator reads: merges, newest first, by state and by a user (as source or target), with the ids merged into
+        /// that user.
+        func listMerges(
+            _ request: IdentityV1.ListMergesRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListMergesResponse
+
+        /// Makes a merge's pending participant due at once: its undelivered events are retried at the merge delivery's next
+        /// poll instead of after their backoff.
+        func retryMergeParticipant(
+            _ request: IdentityV1.RetryMergeParticipantRequest, context: RequestContext
+        ) async throws -> IdentityV1.RetryMergeParticipantResponse
     }
 
     /// Calls rave.identity.v1.IdentityAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -1007,7 +1019,8 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityAdmin/ForceAccountDeletion",
             "rave.identity.v1.IdentityAdmin/CancelAccountDeletion", "rave.identity.v1.IdentityAdmin/SearchUsers",
             "rave.identity.v1.IdentityAdmin/ListUserSessions", "rave.identity.v1.IdentityAdmin/RevokeUserSessions",
-            "rave.identity.v1.IdentityAdmin/ResetTwoFactor",
+            "rave.identity.v1.IdentityAdmin/ResetTwoFactor", "rave.identity.v1.IdentityAdmin/ListMerges",
+            "rave.identity.v1.IdentityAdmin/RetryMergeParticipant",
         ]
 
         public let caller: any RPCCaller
@@ -1299,6 +1312,34 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Operator reads: merges, newest first, by state and by a user (as source or target), with the ids merged into
+        /// that user.
+        public func listMerges(
+            _ request: IdentityV1.ListMergesRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListMergesResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ListMerges"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListMergesResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Makes a merge's pending participant due at once: its undelivered events are retried at the merge delivery's next
+        /// poll instead of after their backoff.
+        public func retryMergeParticipant(
+            _ request: IdentityV1.RetryMergeParticipantRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.RetryMergeParticipantResponse {
+            let method = "rave.identity.v1.IdentityAdmin/RetryMergeParticipant"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.RetryMergeParticipantResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -1411,6 +1452,15 @@ extension IdentityV1.IdentityAdminHandler {
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/ResetTwoFactor") { request, context in
                 try await self.resetTwoFactor(
                     IdentityV1.ResetTwoFactorRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListMerges") { request, context in
+                try await self.listMerges(IdentityV1.ListMergesRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/RetryMergeParticipant") { request, context in
+                try await self.retryMergeParticipant(
+                    IdentityV1.RetryMergeParticipantRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

@@ -308,6 +308,26 @@ extension LeaderboardsV1 {
         func rebuildIndex(
             _ request: LeaderboardsV1.RebuildIndexRequest, context: RequestContext
         ) async throws -> LeaderboardsV1.RebuildIndexResponse
+
+        /// Every board of the app, active or not, in sorter order, with its current version and entry count.
+        func listLeaderboards(
+            _ request: LeaderboardsV1.ListAppLeaderboardsRequest, context: RequestContext
+        ) async throws -> LeaderboardsV1.ListLeaderboardsResponse
+
+        /// The best `count` scores of a board's current version, best first.
+        func getTopScores(
+            _ request: LeaderboardsV1.GetTopScoresRequest, context: RequestContext
+        ) async throws -> LeaderboardsV1.ScoresResponse
+
+        /// A player's best and positions in a board's current version (`standing` absent without a score).
+        func getUserStanding(
+            _ request: LeaderboardsV1.GetUserStandingRequest, context: RequestContext
+        ) async throws -> LeaderboardsV1.GetLeaderboardResponse
+
+        /// Every achievement definition of the app, by key.
+        func listAchievements(
+            _ request: LeaderboardsV1.ListAppAchievementsRequest, context: RequestContext
+        ) async throws -> LeaderboardsV1.ListAchievementDefinitionsResponse
     }
 
     /// Calls rave.leaderboards.v1.LeaderboardsAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -319,6 +339,10 @@ extension LeaderboardsV1 {
             "rave.leaderboards.v1.LeaderboardsAdmin/DefineLeaderboard",
             "rave.leaderboards.v1.LeaderboardsAdmin/DefineAchievement",
             "rave.leaderboards.v1.LeaderboardsAdmin/RebuildIndex",
+            "rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards",
+            "rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores",
+            "rave.leaderboards.v1.LeaderboardsAdmin/GetUserStanding",
+            "rave.leaderboards.v1.LeaderboardsAdmin/ListAchievements",
         ]
 
         public let caller: any RPCCaller
@@ -365,6 +389,58 @@ extension LeaderboardsV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Every board of the app, active or not, in sorter order, with its current version and entry count.
+        public func listLeaderboards(
+            _ request: LeaderboardsV1.ListAppLeaderboardsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> LeaderboardsV1.ListLeaderboardsResponse {
+            let method = "rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try LeaderboardsV1.ListLeaderboardsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// The best `count` scores of a board's current version, best first.
+        public func getTopScores(
+            _ request: LeaderboardsV1.GetTopScoresRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> LeaderboardsV1.ScoresResponse {
+            let method = "rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try LeaderboardsV1.ScoresResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// A player's best and positions in a board's current version (`standing` absent without a score).
+        public func getUserStanding(
+            _ request: LeaderboardsV1.GetUserStandingRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> LeaderboardsV1.GetLeaderboardResponse {
+            let method = "rave.leaderboards.v1.LeaderboardsAdmin/GetUserStanding"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try LeaderboardsV1.GetLeaderboardResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Every achievement definition of the app, by key.
+        public func listAchievements(
+            _ request: LeaderboardsV1.ListAppAchievementsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> LeaderboardsV1.ListAchievementDefinitionsResponse {
+            let method = "rave.leaderboards.v1.LeaderboardsAdmin/ListAchievements"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try LeaderboardsV1.ListAchievementDefinitionsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -387,6 +463,26 @@ extension LeaderboardsV1.LeaderboardsAdminHandler {
             RPCMethod(name: "rave.leaderboards.v1.LeaderboardsAdmin/RebuildIndex") { request, context in
                 try await self.rebuildIndex(
                     LeaderboardsV1.RebuildIndexRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards") { request, context in
+                try await self.listLeaderboards(
+                    LeaderboardsV1.ListAppLeaderboardsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores") { request, context in
+                try await self.getTopScores(
+                    LeaderboardsV1.GetTopScoresRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.leaderboards.v1.LeaderboardsAdmin/GetUserStanding") { request, context in
+                try await self.getUserStanding(
+                    LeaderboardsV1.GetUserStandingRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.leaderboards.v1.LeaderboardsAdmin/ListAchievements") { request, context in
+                try await self.listAchievements(
+                    LeaderboardsV1.ListAppAchievementsRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

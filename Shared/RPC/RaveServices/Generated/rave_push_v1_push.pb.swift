@@ -203,6 +203,11 @@ extension PushV1 {
         func setDefaultLanguage(
             _ request: PushV1.SetDefaultLanguageRequest, context: RequestContext
         ) async throws -> PushV1.SetDefaultLanguageResponse
+
+        /// Operator reads: a player's registered devices in the application, newest registration first, each token masked.
+        func listUserDevices(
+            _ request: PushV1.ListUserDevicesRequest, context: RequestContext
+        ) async throws -> PushV1.ListUserDevicesResponse
     }
 
     /// Calls rave.push.v1.PushAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -214,6 +219,7 @@ extension PushV1 {
             "rave.push.v1.PushAdmin/SendNotification", "rave.push.v1.PushAdmin/GetDeliveries",
             "rave.push.v1.PushAdmin/SetTemplate", "rave.push.v1.PushAdmin/ListTemplates",
             "rave.push.v1.PushAdmin/DeleteTemplate", "rave.push.v1.PushAdmin/SetDefaultLanguage",
+            "rave.push.v1.PushAdmin/ListUserDevices",
         ]
 
         public let caller: any RPCCaller
@@ -298,6 +304,19 @@ extension PushV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Operator reads: a player's registered devices in the application, newest registration first, each token masked.
+        public func listUserDevices(
+            _ request: PushV1.ListUserDevicesRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> PushV1.ListUserDevicesResponse {
+            let method = "rave.push.v1.PushAdmin/ListUserDevices"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try PushV1.ListUserDevicesResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -332,6 +351,10 @@ extension PushV1.PushAdminHandler {
                 try await self.setDefaultLanguage(
                     PushV1.SetDefaultLanguageRequest(protobufBytes: request), context: context
                 ).protobufBytes()
+            },
+            RPCMethod(name: "rave.push.v1.PushAdmin/ListUserDevices") { request, context in
+                try await self.listUserDevices(PushV1.ListUserDevicesRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
             },
         ]
     }

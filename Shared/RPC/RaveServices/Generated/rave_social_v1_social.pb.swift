@@ -498,6 +498,11 @@ extension SocialV1 {
         func getLists(
             _ request: SocialV1.GetListsRequest, context: RequestContext
         ) async throws -> SocialV1.GetListsResponse
+
+        /// Operator reads: a player's relationship counts in every list the application sees, and the player's blocks.
+        func getUserCounts(
+            _ request: SocialV1.GetUserCountsRequest, context: RequestContext
+        ) async throws -> SocialV1.GetUserCountsResponse
     }
 
     /// Calls rave.social.v1.SocialAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -507,6 +512,7 @@ extension SocialV1 {
         /// The full name of every method, as requests carry it.
         public static let methodNames = [
             "rave.social.v1.SocialAdmin/CreateList", "rave.social.v1.SocialAdmin/GetLists",
+            "rave.social.v1.SocialAdmin/GetUserCounts",
         ]
 
         public let caller: any RPCCaller
@@ -539,6 +545,19 @@ extension SocialV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Operator reads: a player's relationship counts in every list the application sees, and the player's blocks.
+        public func getUserCounts(
+            _ request: SocialV1.GetUserCountsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> SocialV1.GetUserCountsResponse {
+            let method = "rave.social.v1.SocialAdmin/GetUserCounts"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try SocialV1.GetUserCountsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -554,6 +573,10 @@ extension SocialV1.SocialAdminHandler {
             },
             RPCMethod(name: "rave.social.v1.SocialAdmin/GetLists") { request, context in
                 try await self.getLists(SocialV1.GetListsRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.social.v1.SocialAdmin/GetUserCounts") { request, context in
+                try await self.getUserCounts(SocialV1.GetUserCountsRequest(protobufBytes: request), context: context)
                     .protobufBytes()
             },
         ]

@@ -273,6 +273,21 @@ extension WalletV1 {
         func getUserWallet(
             _ request: WalletV1.GetUserWalletRequest, context: RequestContext
         ) async throws -> WalletV1.GetWalletResponse
+
+        /// Every currency, by code.
+        func listCurrencies(
+            _ request: WalletV1.ListCurrenciesRequest, context: RequestContext
+        ) async throws -> WalletV1.ListCurrenciesResponse
+
+        /// Every game with its definition and exact theoretical return to player, by game id.
+        func listGames(
+            _ request: WalletV1.ListGamesRequest, context: RequestContext
+        ) async throws -> WalletV1.ListGamesResponse
+
+        /// A player's ledger entries, newest first, with keyset paging (what the player's own ListTransactions shows).
+        func listUserTransactions(
+            _ request: WalletV1.ListUserTransactionsRequest, context: RequestContext
+        ) async throws -> WalletV1.ListTransactionsResponse
     }
 
     /// Calls rave.wallet.v1.WalletAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -284,7 +299,8 @@ extension WalletV1 {
             "rave.wallet.v1.WalletAdmin/CreateCurrency", "rave.wallet.v1.WalletAdmin/CreateGame",
             "rave.wallet.v1.WalletAdmin/SetEligibility", "rave.wallet.v1.WalletAdmin/Deposit",
             "rave.wallet.v1.WalletAdmin/Withdraw", "rave.wallet.v1.WalletAdmin/Adjust",
-            "rave.wallet.v1.WalletAdmin/GetUserWallet",
+            "rave.wallet.v1.WalletAdmin/GetUserWallet", "rave.wallet.v1.WalletAdmin/ListCurrencies",
+            "rave.wallet.v1.WalletAdmin/ListGames", "rave.wallet.v1.WalletAdmin/ListUserTransactions",
         ]
 
         public let caller: any RPCCaller
@@ -379,6 +395,45 @@ extension WalletV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Every currency, by code.
+        public func listCurrencies(
+            _ request: WalletV1.ListCurrenciesRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> WalletV1.ListCurrenciesResponse {
+            let method = "rave.wallet.v1.WalletAdmin/ListCurrencies"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try WalletV1.ListCurrenciesResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Every game with its definition and exact theoretical return to player, by game id.
+        public func listGames(
+            _ request: WalletV1.ListGamesRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> WalletV1.ListGamesResponse {
+            let method = "rave.wallet.v1.WalletAdmin/ListGames"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try WalletV1.ListGamesResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// A player's ledger entries, newest first, with keyset paging (what the player's own ListTransactions shows).
+        public func listUserTransactions(
+            _ request: WalletV1.ListUserTransactionsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> WalletV1.ListTransactionsResponse {
+            let method = "rave.wallet.v1.WalletAdmin/ListUserTransactions"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try WalletV1.ListTransactionsResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -414,6 +469,19 @@ extension WalletV1.WalletAdminHandler {
             RPCMethod(name: "rave.wallet.v1.WalletAdmin/GetUserWallet") { request, context in
                 try await self.getUserWallet(WalletV1.GetUserWalletRequest(protobufBytes: request), context: context)
                     .protobufBytes()
+            },
+            RPCMethod(name: "rave.wallet.v1.WalletAdmin/ListCurrencies") { request, context in
+                try await self.listCurrencies(WalletV1.ListCurrenciesRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.wallet.v1.WalletAdmin/ListGames") { request, context in
+                try await self.listGames(WalletV1.ListGamesRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.wallet.v1.WalletAdmin/ListUserTransactions") { request, context in
+                try await self.listUserTransactions(
+                    WalletV1.ListUserTransactionsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
             },
         ]
     }

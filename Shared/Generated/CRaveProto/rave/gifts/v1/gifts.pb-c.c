@@ -1987,6 +1987,96 @@ void   rave__gifts__v1__resolve_install_link_response__free_unpacked
   assert(message->base.descriptor == &rave__gifts__v1__resolve_install_link_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__gifts__v1__list_user_gifts_request__init
+                     (Rave__Gifts__V1__ListUserGiftsRequest         *message)
+{
+  static const Rave__Gifts__V1__ListUserGiftsRequest init_value = RAVE__GIFTS__V1__LIST_USER_GIFTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__gifts__v1__list_user_gifts_request__get_packed_size
+                     (const Rave__Gifts__V1__ListUserGiftsRequest *message)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__list_user_gifts_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__gifts__v1__list_user_gifts_request__pack
+                     (const Rave__Gifts__V1__ListUserGiftsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__list_user_gifts_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__gifts__v1__list_user_gifts_request__pack_to_buffer
+                     (const Rave__Gifts__V1__ListUserGiftsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__list_user_gifts_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Gifts__V1__ListUserGiftsRequest *
+       rave__gifts__v1__list_user_gifts_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Gifts__V1__ListUserGiftsRequest *)
+     protobuf_c_message_unpack (&rave__gifts__v1__list_user_gifts_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__gifts__v1__list_user_gifts_request__free_unpacked
+                     (Rave__Gifts__V1__ListUserGiftsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__gifts__v1__list_user_gifts_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__gifts__v1__list_user_gifts_response__init
+                     (Rave__Gifts__V1__ListUserGiftsResponse         *message)
+{
+  static const Rave__Gifts__V1__ListUserGiftsResponse init_value = RAVE__GIFTS__V1__LIST_USER_GIFTS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__gifts__v1__list_user_gifts_response__get_packed_size
+                     (const Rave__Gifts__V1__ListUserGiftsResponse *message)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__list_user_gifts_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__gifts__v1__list_user_gifts_response__pack
+                     (const Rave__Gifts__V1__ListUserGiftsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__list_user_gifts_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__gifts__v1__list_user_gifts_response__pack_to_buffer
+                     (const Rave__Gifts__V1__ListUserGiftsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__gifts__v1__list_user_gifts_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Gifts__V1__ListUserGiftsResponse *
+       rave__gifts__v1__list_user_gifts_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Gifts__V1__ListUserGiftsResponse *)
+     protobuf_c_message_unpack (&rave__gifts__v1__list_user_gifts_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__gifts__v1__list_user_gifts_response__free_unpacked
+                     (Rave__Gifts__V1__ListUserGiftsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__gifts__v1__list_user_gifts_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__gifts__v1__gift_type__field_descriptors[6] =
 {
   {
@@ -4387,6 +4477,134 @@ const ProtobufCMessageDescriptor rave__gifts__v1__resolve_install_link_response_
   (ProtobufCMessageInit) rave__gifts__v1__resolve_install_link_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__gifts__v1__list_user_gifts_request__field_descriptors[4] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__ListUserGiftsRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__ListUserGiftsRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__ListUserGiftsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__ListUserGiftsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__gifts__v1__list_user_gifts_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  2,   /* field[2] = page_size */
+  3,   /* field[3] = page_token */
+  1,   /* field[1] = user_id */
+};
+static const ProtobufCIntRange rave__gifts__v1__list_user_gifts_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rave__gifts__v1__list_user_gifts_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.gifts.v1.ListUserGiftsRequest",
+  "ListUserGiftsRequest",
+  "Rave__Gifts__V1__ListUserGiftsRequest",
+  "rave.gifts.v1",
+  sizeof(Rave__Gifts__V1__ListUserGiftsRequest),
+  4,
+  rave__gifts__v1__list_user_gifts_request__field_descriptors,
+  rave__gifts__v1__list_user_gifts_request__field_indices_by_name,
+  1,  rave__gifts__v1__list_user_gifts_request__number_ranges,
+  (ProtobufCMessageInit) rave__gifts__v1__list_user_gifts_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__gifts__v1__list_user_gifts_response__field_descriptors[2] =
+{
+  {
+    "gifts",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Gifts__V1__ListUserGiftsResponse, n_gifts),
+    offsetof(Rave__Gifts__V1__ListUserGiftsResponse, gifts),
+    &rave__gifts__v1__gift__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Gifts__V1__ListUserGiftsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__gifts__v1__list_user_gifts_response__field_indices_by_name[] = {
+  0,   /* field[0] = gifts */
+  1,   /* field[1] = next_page_token */
+};
+static const ProtobufCIntRange rave__gifts__v1__list_user_gifts_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__gifts__v1__list_user_gifts_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.gifts.v1.ListUserGiftsResponse",
+  "ListUserGiftsResponse",
+  "Rave__Gifts__V1__ListUserGiftsResponse",
+  "rave.gifts.v1",
+  sizeof(Rave__Gifts__V1__ListUserGiftsResponse),
+  2,
+  rave__gifts__v1__list_user_gifts_response__field_descriptors,
+  rave__gifts__v1__list_user_gifts_response__field_indices_by_name,
+  1,  rave__gifts__v1__list_user_gifts_response__number_ranges,
+  (ProtobufCMessageInit) rave__gifts__v1__list_user_gifts_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__gifts__v1__gift_state__enum_values_by_number[5] =
 {
   { "GIFT_STATE_UNSPECIFIED", "RAVE__GIFTS__V1__GIFT_STATE__GIFT_STATE_UNSPECIFIED", 0 },
@@ -4735,17 +4953,19 @@ void rave__gifts__v1__gifts_install__init (Rave__Gifts__V1__GiftsInstall_Service
                                      &rave__gifts__v1__gifts_install__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__gifts__v1__gifts_admin__method_descriptors[4] =
+static const ProtobufCMethodDescriptor rave__gifts__v1__gifts_admin__method_descriptors[5] =
 {
   { "CreateGiftType", &rave__gifts__v1__create_gift_type_request__descriptor, &rave__gifts__v1__create_gift_type_response__descriptor },
   { "UpdateGiftType", &rave__gifts__v1__update_gift_type_request__descriptor, &rave__gifts__v1__update_gift_type_response__descriptor },
   { "ListGiftTypes", &rave__gifts__v1__list_gift_types_request__descriptor, &rave__gifts__v1__list_gift_types_response__descriptor },
   { "GetGiftType", &rave__gifts__v1__get_gift_type_request__descriptor, &rave__gifts__v1__get_gift_type_response__descriptor },
+  { "ListUserGifts", &rave__gifts__v1__list_user_gifts_request__descriptor, &rave__gifts__v1__list_user_gifts_response__descriptor },
 };
 const unsigned rave__gifts__v1__gifts_admin__method_indices_by_name[] = {
   0,        /* CreateGiftType */
   3,        /* GetGiftType */
   2,        /* ListGiftTypes */
+  4,        /* ListUserGifts */
   1         /* UpdateGiftType */
 };
 const ProtobufCServiceDescriptor rave__gifts__v1__gifts_admin__descriptor =
@@ -4755,7 +4975,7 @@ const ProtobufCServiceDescriptor rave__gifts__v1__gifts_admin__descriptor =
   "GiftsAdmin",
   "Rave__Gifts__V1__GiftsAdmin",
   "rave.gifts.v1",
-  4,
+  5,
   rave__gifts__v1__gifts_admin__method_descriptors,
   rave__gifts__v1__gifts_admin__method_indices_by_name
 };
@@ -4790,6 +5010,14 @@ void rave__gifts__v1__gifts_admin__get_gift_type(ProtobufCService *service,
 {
   assert(service->descriptor == &rave__gifts__v1__gifts_admin__descriptor);
   service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__gifts__v1__gifts_admin__list_user_gifts(ProtobufCService *service,
+                                                   const Rave__Gifts__V1__ListUserGiftsRequest *input,
+                                                   Rave__Gifts__V1__ListUserGiftsResponse_Closure closure,
+                                                   void *closure_data)
+{
+  assert(service->descriptor == &rave__gifts__v1__gifts_admin__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__gifts__v1__gifts_admin__init (Rave__Gifts__V1__GiftsAdmin_Service *service,
                                          Rave__Gifts__V1__GiftsAdmin_ServiceDestroy destroy)

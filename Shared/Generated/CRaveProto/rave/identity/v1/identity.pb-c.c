@@ -6487,6 +6487,186 @@ void   rave__identity__v1__reset_two_factor_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__reset_two_factor_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__list_merges_request__init
+                     (Rave__Identity__V1__ListMergesRequest         *message)
+{
+  static const Rave__Identity__V1__ListMergesRequest init_value = RAVE__IDENTITY__V1__LIST_MERGES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_merges_request__get_packed_size
+                     (const Rave__Identity__V1__ListMergesRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_merges_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_merges_request__pack
+                     (const Rave__Identity__V1__ListMergesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_merges_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_merges_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListMergesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_merges_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListMergesRequest *
+       rave__identity__v1__list_merges_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListMergesRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_merges_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_merges_request__free_unpacked
+                     (Rave__Identity__V1__ListMergesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_merges_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_merges_response__init
+                     (Rave__Identity__V1__ListMergesResponse         *message)
+{
+  static const Rave__Identity__V1__ListMergesResponse init_value = RAVE__IDENTITY__V1__LIST_MERGES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_merges_response__get_packed_size
+                     (const Rave__Identity__V1__ListMergesResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_merges_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_merges_response__pack
+                     (const Rave__Identity__V1__ListMergesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_merges_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_merges_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListMergesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_merges_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListMergesResponse *
+       rave__identity__v1__list_merges_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListMergesResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_merges_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_merges_response__free_unpacked
+                     (Rave__Identity__V1__ListMergesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_merges_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__retry_merge_participant_request__init
+                     (Rave__Identity__V1__RetryMergeParticipantRequest         *message)
+{
+  static const Rave__Identity__V1__RetryMergeParticipantRequest init_value = RAVE__IDENTITY__V1__RETRY_MERGE_PARTICIPANT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__retry_merge_participant_request__get_packed_size
+                     (const Rave__Identity__V1__RetryMergeParticipantRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__retry_merge_participant_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__retry_merge_participant_request__pack
+                     (const Rave__Identity__V1__RetryMergeParticipantRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__retry_merge_participant_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__retry_merge_participant_request__pack_to_buffer
+                     (const Rave__Identity__V1__RetryMergeParticipantRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__retry_merge_participant_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__RetryMergeParticipantRequest *
+       rave__identity__v1__retry_merge_participant_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__RetryMergeParticipantRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__retry_merge_participant_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__retry_merge_participant_request__free_unpacked
+                     (Rave__Identity__V1__RetryMergeParticipantRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__retry_merge_participant_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__retry_merge_participant_response__init
+                     (Rave__Identity__V1__RetryMergeParticipantResponse         *message)
+{
+  static const Rave__Identity__V1__RetryMergeParticipantResponse init_value = RAVE__IDENTITY__V1__RETRY_MERGE_PARTICIPANT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__retry_merge_participant_response__get_packed_size
+                     (const Rave__Identity__V1__RetryMergeParticipantResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__retry_merge_participant_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__retry_merge_participant_response__pack
+                     (const Rave__Identity__V1__RetryMergeParticipantResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__retry_merge_participant_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__retry_merge_participant_response__pack_to_buffer
+                     (const Rave__Identity__V1__RetryMergeParticipantResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__retry_merge_participant_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__RetryMergeParticipantResponse *
+       rave__identity__v1__retry_merge_participant_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__RetryMergeParticipantResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__retry_merge_participant_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__retry_merge_participant_response__free_unpacked
+                     (Rave__Identity__V1__RetryMergeParticipantResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__retry_merge_participant_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
 {
   {
@@ -13827,6 +14007,236 @@ const ProtobufCMessageDescriptor rave__identity__v1__reset_two_factor_response__
   (ProtobufCMessageInit) rave__identity__v1__reset_two_factor_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__list_merges_request__field_descriptors[4] =
+{
+  {
+    "state",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListMergesRequest, state),
+    &rave__identity__v1__merge_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListMergesRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListMergesRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListMergesRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_merges_request__field_indices_by_name[] = {
+  2,   /* field[2] = page_size */
+  3,   /* field[3] = page_token */
+  0,   /* field[0] = state */
+  1,   /* field[1] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__list_merges_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_merges_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListMergesRequest",
+  "ListMergesRequest",
+  "Rave__Identity__V1__ListMergesRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListMergesRequest),
+  4,
+  rave__identity__v1__list_merges_request__field_descriptors,
+  rave__identity__v1__list_merges_request__field_indices_by_name,
+  1,  rave__identity__v1__list_merges_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_merges_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_merges_response__field_descriptors[3] =
+{
+  {
+    "merges",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__ListMergesResponse, n_merges),
+    offsetof(Rave__Identity__V1__ListMergesResponse, merges),
+    &rave__identity__v1__merge__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListMergesResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "merged_user_ids",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Identity__V1__ListMergesResponse, n_merged_user_ids),
+    offsetof(Rave__Identity__V1__ListMergesResponse, merged_user_ids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_merges_response__field_indices_by_name[] = {
+  2,   /* field[2] = merged_user_ids */
+  0,   /* field[0] = merges */
+  1,   /* field[1] = next_page_token */
+};
+static const ProtobufCIntRange rave__identity__v1__list_merges_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_merges_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListMergesResponse",
+  "ListMergesResponse",
+  "Rave__Identity__V1__ListMergesResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListMergesResponse),
+  3,
+  rave__identity__v1__list_merges_response__field_descriptors,
+  rave__identity__v1__list_merges_response__field_indices_by_name,
+  1,  rave__identity__v1__list_merges_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_merges_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__retry_merge_participant_request__field_descriptors[2] =
+{
+  {
+    "merge_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RetryMergeParticipantRequest, merge_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "participant",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RetryMergeParticipantRequest, participant),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__retry_merge_participant_request__field_indices_by_name[] = {
+  0,   /* field[0] = merge_id */
+  1,   /* field[1] = participant */
+};
+static const ProtobufCIntRange rave__identity__v1__retry_merge_participant_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__retry_merge_participant_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.RetryMergeParticipantRequest",
+  "RetryMergeParticipantRequest",
+  "Rave__Identity__V1__RetryMergeParticipantRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__RetryMergeParticipantRequest),
+  2,
+  rave__identity__v1__retry_merge_participant_request__field_descriptors,
+  rave__identity__v1__retry_merge_participant_request__field_indices_by_name,
+  1,  rave__identity__v1__retry_merge_participant_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__retry_merge_participant_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__retry_merge_participant_response__field_descriptors[1] =
+{
+  {
+    "rescheduled",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RetryMergeParticipantResponse, rescheduled),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__retry_merge_participant_response__field_indices_by_name[] = {
+  0,   /* field[0] = rescheduled */
+};
+static const ProtobufCIntRange rave__identity__v1__retry_merge_participant_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__retry_merge_participant_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.RetryMergeParticipantResponse",
+  "RetryMergeParticipantResponse",
+  "Rave__Identity__V1__RetryMergeParticipantResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__RetryMergeParticipantResponse),
+  1,
+  rave__identity__v1__retry_merge_participant_response__field_descriptors,
+  rave__identity__v1__retry_merge_participant_response__field_indices_by_name,
+  1,  rave__identity__v1__retry_merge_participant_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__retry_merge_participant_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -14470,7 +14880,7 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
                                      &rave__identity__v1__identity__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[22] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[24] =
 {
   { "CreatePublisher", &rave__identity__v1__create_publisher_request__descriptor, &rave__identity__v1__create_publisher_response__descriptor },
   { "UpdatePublisher", &rave__identity__v1__update_publisher_request__descriptor, &rave__identity__v1__update_publisher_response__descriptor },
@@ -14494,6 +14904,8 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__metho
   { "ListUserSessions", &rave__identity__v1__list_user_sessions_request__descriptor, &rave__identity__v1__list_user_sessions_response__descriptor },
   { "RevokeUserSessions", &rave__identity__v1__revoke_user_sessions_request__descriptor, &rave__identity__v1__revoke_user_sessions_response__descriptor },
   { "ResetTwoFactor", &rave__identity__v1__reset_two_factor_request__descriptor, &rave__identity__v1__reset_two_factor_response__descriptor },
+  { "ListMerges", &rave__identity__v1__list_merges_request__descriptor, &rave__identity__v1__list_merges_response__descriptor },
+  { "RetryMergeParticipant", &rave__identity__v1__retry_merge_participant_request__descriptor, &rave__identity__v1__retry_merge_participant_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   7,        /* BanUser */
@@ -14508,9 +14920,11 @@ const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   6,        /* GetUser */
   15,        /* ListAccountDeletions */
   9,        /* ListAuditEvents */
+  22,        /* ListMerges */
   12,        /* ListOperators */
   19,        /* ListUserSessions */
   21,        /* ResetTwoFactor */
+  23,        /* RetryMergeParticipant */
   20,        /* RevokeUserSessions */
   18,        /* SearchUsers */
   10,        /* SetMailTemplate */
@@ -14526,7 +14940,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor 
   "IdentityAdmin",
   "Rave__Identity__V1__IdentityAdmin",
   "rave.identity.v1",
-  22,
+  24,
   rave__identity__v1__identity_admin__method_descriptors,
   rave__identity__v1__identity_admin__method_indices_by_name
 };
@@ -14705,6 +15119,22 @@ void rave__identity__v1__identity_admin__reset_two_factor(ProtobufCService *serv
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
   service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__list_merges(ProtobufCService *service,
+                                                     const Rave__Identity__V1__ListMergesRequest *input,
+                                                     Rave__Identity__V1__ListMergesResponse_Closure closure,
+                                                     void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__retry_merge_participant(ProtobufCService *service,
+                                                                 const Rave__Identity__V1__RetryMergeParticipantRequest *input,
+                                                                 Rave__Identity__V1__RetryMergeParticipantResponse_Closure closure,
+                                                                 void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
                                                Rave__Identity__V1__IdentityAdmin_ServiceDestroy destroy)

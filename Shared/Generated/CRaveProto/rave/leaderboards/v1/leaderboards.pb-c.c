@@ -1492,6 +1492,231 @@ void   rave__leaderboards__v1__achievement_unlocked_event__free_unpacked
   assert(message->base.descriptor == &rave__leaderboards__v1__achievement_unlocked_event__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__leaderboards__v1__list_app_leaderboards_request__init
+                     (Rave__Leaderboards__V1__ListAppLeaderboardsRequest         *message)
+{
+  static const Rave__Leaderboards__V1__ListAppLeaderboardsRequest init_value = RAVE__LEADERBOARDS__V1__LIST_APP_LEADERBOARDS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__list_app_leaderboards_request__get_packed_size
+                     (const Rave__Leaderboards__V1__ListAppLeaderboardsRequest *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_app_leaderboards_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__list_app_leaderboards_request__pack
+                     (const Rave__Leaderboards__V1__ListAppLeaderboardsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_app_leaderboards_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__list_app_leaderboards_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListAppLeaderboardsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_app_leaderboards_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__ListAppLeaderboardsRequest *
+       rave__leaderboards__v1__list_app_leaderboards_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__ListAppLeaderboardsRequest *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__list_app_leaderboards_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__list_app_leaderboards_request__free_unpacked
+                     (Rave__Leaderboards__V1__ListAppLeaderboardsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_app_leaderboards_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__leaderboards__v1__get_top_scores_request__init
+                     (Rave__Leaderboards__V1__GetTopScoresRequest         *message)
+{
+  static const Rave__Leaderboards__V1__GetTopScoresRequest init_value = RAVE__LEADERBOARDS__V1__GET_TOP_SCORES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__get_top_scores_request__get_packed_size
+                     (const Rave__Leaderboards__V1__GetTopScoresRequest *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__get_top_scores_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__get_top_scores_request__pack
+                     (const Rave__Leaderboards__V1__GetTopScoresRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__get_top_scores_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__get_top_scores_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__GetTopScoresRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__get_top_scores_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__GetTopScoresRequest *
+       rave__leaderboards__v1__get_top_scores_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__GetTopScoresRequest *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__get_top_scores_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__get_top_scores_request__free_unpacked
+                     (Rave__Leaderboards__V1__GetTopScoresRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__get_top_scores_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__leaderboards__v1__get_user_standing_request__init
+                     (Rave__Leaderboards__V1__GetUserStandingRequest         *message)
+{
+  static const Rave__Leaderboards__V1__GetUserStandingRequest init_value = RAVE__LEADERBOARDS__V1__GET_USER_STANDING_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__get_user_standing_request__get_packed_size
+                     (const Rave__Leaderboards__V1__GetUserStandingRequest *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__get_user_standing_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__get_user_standing_request__pack
+                     (const Rave__Leaderboards__V1__GetUserStandingRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__get_user_standing_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__get_user_standing_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__GetUserStandingRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__get_user_standing_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__GetUserStandingRequest *
+       rave__leaderboards__v1__get_user_standing_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__GetUserStandingRequest *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__get_user_standing_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__get_user_standing_request__free_unpacked
+                     (Rave__Leaderboards__V1__GetUserStandingRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__get_user_standing_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__leaderboards__v1__list_app_achievements_request__init
+                     (Rave__Leaderboards__V1__ListAppAchievementsRequest         *message)
+{
+  static const Rave__Leaderboards__V1__ListAppAchievementsRequest init_value = RAVE__LEADERBOARDS__V1__LIST_APP_ACHIEVEMENTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__list_app_achievements_request__get_packed_size
+                     (const Rave__Leaderboards__V1__ListAppAchievementsRequest *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_app_achievements_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__list_app_achievements_request__pack
+                     (const Rave__Leaderboards__V1__ListAppAchievementsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_app_achievements_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__list_app_achievements_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListAppAchievementsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_app_achievements_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__ListAppAchievementsRequest *
+       rave__leaderboards__v1__list_app_achievements_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__ListAppAchievementsRequest *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__list_app_achievements_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__list_app_achievements_request__free_unpacked
+                     (Rave__Leaderboards__V1__ListAppAchievementsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_app_achievements_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__leaderboards__v1__list_achievement_definitions_response__init
+                     (Rave__Leaderboards__V1__ListAchievementDefinitionsResponse         *message)
+{
+  static const Rave__Leaderboards__V1__ListAchievementDefinitionsResponse init_value = RAVE__LEADERBOARDS__V1__LIST_ACHIEVEMENT_DEFINITIONS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__leaderboards__v1__list_achievement_definitions_response__get_packed_size
+                     (const Rave__Leaderboards__V1__ListAchievementDefinitionsResponse *message)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_achievement_definitions_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__leaderboards__v1__list_achievement_definitions_response__pack
+                     (const Rave__Leaderboards__V1__ListAchievementDefinitionsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_achievement_definitions_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__leaderboards__v1__list_achievement_definitions_response__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListAchievementDefinitionsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_achievement_definitions_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Leaderboards__V1__ListAchievementDefinitionsResponse *
+       rave__leaderboards__v1__list_achievement_definitions_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Leaderboards__V1__ListAchievementDefinitionsResponse *)
+     protobuf_c_message_unpack (&rave__leaderboards__v1__list_achievement_definitions_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__leaderboards__v1__list_achievement_definitions_response__free_unpacked
+                     (Rave__Leaderboards__V1__ListAchievementDefinitionsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__leaderboards__v1__list_achievement_definitions_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__leaderboards__v1__schedule__field_descriptors[2] =
 {
   {
@@ -3336,6 +3561,248 @@ const ProtobufCMessageDescriptor rave__leaderboards__v1__achievement_unlocked_ev
   (ProtobufCMessageInit) rave__leaderboards__v1__achievement_unlocked_event__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__leaderboards__v1__list_app_leaderboards_request__field_descriptors[1] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__ListAppLeaderboardsRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__leaderboards__v1__list_app_leaderboards_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+};
+static const ProtobufCIntRange rave__leaderboards__v1__list_app_leaderboards_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__leaderboards__v1__list_app_leaderboards_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.ListAppLeaderboardsRequest",
+  "ListAppLeaderboardsRequest",
+  "Rave__Leaderboards__V1__ListAppLeaderboardsRequest",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__ListAppLeaderboardsRequest),
+  1,
+  rave__leaderboards__v1__list_app_leaderboards_request__field_descriptors,
+  rave__leaderboards__v1__list_app_leaderboards_request__field_indices_by_name,
+  1,  rave__leaderboards__v1__list_app_leaderboards_request__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__list_app_leaderboards_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__leaderboards__v1__get_top_scores_request__field_descriptors[3] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__GetTopScoresRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "leaderboard_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__GetTopScoresRequest, leaderboard_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "count",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__GetTopScoresRequest, count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__leaderboards__v1__get_top_scores_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  2,   /* field[2] = count */
+  1,   /* field[1] = leaderboard_key */
+};
+static const ProtobufCIntRange rave__leaderboards__v1__get_top_scores_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__leaderboards__v1__get_top_scores_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.GetTopScoresRequest",
+  "GetTopScoresRequest",
+  "Rave__Leaderboards__V1__GetTopScoresRequest",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__GetTopScoresRequest),
+  3,
+  rave__leaderboards__v1__get_top_scores_request__field_descriptors,
+  rave__leaderboards__v1__get_top_scores_request__field_indices_by_name,
+  1,  rave__leaderboards__v1__get_top_scores_request__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__get_top_scores_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__leaderboards__v1__get_user_standing_request__field_descriptors[3] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__GetUserStandingRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "leaderboard_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__GetUserStandingRequest, leaderboard_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__GetUserStandingRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__leaderboards__v1__get_user_standing_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = leaderboard_key */
+  2,   /* field[2] = user_id */
+};
+static const ProtobufCIntRange rave__leaderboards__v1__get_user_standing_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__leaderboards__v1__get_user_standing_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.GetUserStandingRequest",
+  "GetUserStandingRequest",
+  "Rave__Leaderboards__V1__GetUserStandingRequest",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__GetUserStandingRequest),
+  3,
+  rave__leaderboards__v1__get_user_standing_request__field_descriptors,
+  rave__leaderboards__v1__get_user_standing_request__field_indices_by_name,
+  1,  rave__leaderboards__v1__get_user_standing_request__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__get_user_standing_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__leaderboards__v1__list_app_achievements_request__field_descriptors[1] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Leaderboards__V1__ListAppAchievementsRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__leaderboards__v1__list_app_achievements_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+};
+static const ProtobufCIntRange rave__leaderboards__v1__list_app_achievements_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__leaderboards__v1__list_app_achievements_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.ListAppAchievementsRequest",
+  "ListAppAchievementsRequest",
+  "Rave__Leaderboards__V1__ListAppAchievementsRequest",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__ListAppAchievementsRequest),
+  1,
+  rave__leaderboards__v1__list_app_achievements_request__field_descriptors,
+  rave__leaderboards__v1__list_app_achievements_request__field_indices_by_name,
+  1,  rave__leaderboards__v1__list_app_achievements_request__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__list_app_achievements_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__leaderboards__v1__list_achievement_definitions_response__field_descriptors[1] =
+{
+  {
+    "definitions",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Leaderboards__V1__ListAchievementDefinitionsResponse, n_definitions),
+    offsetof(Rave__Leaderboards__V1__ListAchievementDefinitionsResponse, definitions),
+    &rave__leaderboards__v1__achievement_definition__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__leaderboards__v1__list_achievement_definitions_response__field_indices_by_name[] = {
+  0,   /* field[0] = definitions */
+};
+static const ProtobufCIntRange rave__leaderboards__v1__list_achievement_definitions_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__leaderboards__v1__list_achievement_definitions_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.leaderboards.v1.ListAchievementDefinitionsResponse",
+  "ListAchievementDefinitionsResponse",
+  "Rave__Leaderboards__V1__ListAchievementDefinitionsResponse",
+  "rave.leaderboards.v1",
+  sizeof(Rave__Leaderboards__V1__ListAchievementDefinitionsResponse),
+  1,
+  rave__leaderboards__v1__list_achievement_definitions_response__field_descriptors,
+  rave__leaderboards__v1__list_achievement_definitions_response__field_indices_by_name,
+  1,  rave__leaderboards__v1__list_achievement_definitions_response__number_ranges,
+  (ProtobufCMessageInit) rave__leaderboards__v1__list_achievement_definitions_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__leaderboards__v1__reset_interval__enum_values_by_number[5] =
 {
   { "RESET_INTERVAL_NONE", "RAVE__LEADERBOARDS__V1__RESET_INTERVAL__RESET_INTERVAL_NONE", 0 },
@@ -3503,15 +3970,23 @@ void rave__leaderboards__v1__leaderboards__init (Rave__Leaderboards__V1__Leaderb
                                      &rave__leaderboards__v1__leaderboards__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__leaderboards__v1__leaderboards_admin__method_descriptors[3] =
+static const ProtobufCMethodDescriptor rave__leaderboards__v1__leaderboards_admin__method_descriptors[7] =
 {
   { "DefineLeaderboard", &rave__leaderboards__v1__define_leaderboard_request__descriptor, &rave__leaderboards__v1__define_leaderboard_response__descriptor },
   { "DefineAchievement", &rave__leaderboards__v1__define_achievement_request__descriptor, &rave__leaderboards__v1__define_achievement_response__descriptor },
   { "RebuildIndex", &rave__leaderboards__v1__rebuild_index_request__descriptor, &rave__leaderboards__v1__rebuild_index_response__descriptor },
+  { "ListLeaderboards", &rave__leaderboards__v1__list_app_leaderboards_request__descriptor, &rave__leaderboards__v1__list_leaderboards_response__descriptor },
+  { "GetTopScores", &rave__leaderboards__v1__get_top_scores_request__descriptor, &rave__leaderboards__v1__scores_response__descriptor },
+  { "GetUserStanding", &rave__leaderboards__v1__get_user_standing_request__descriptor, &rave__leaderboards__v1__get_leaderboard_response__descriptor },
+  { "ListAchievements", &rave__leaderboards__v1__list_app_achievements_request__descriptor, &rave__leaderboards__v1__list_achievement_definitions_response__descriptor },
 };
 const unsigned rave__leaderboards__v1__leaderboards_admin__method_indices_by_name[] = {
   1,        /* DefineAchievement */
   0,        /* DefineLeaderboard */
+  4,        /* GetTopScores */
+  5,        /* GetUserStanding */
+  6,        /* ListAchievements */
+  3,        /* ListLeaderboards */
   2         /* RebuildIndex */
 };
 const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards_admin__descriptor =
@@ -3521,7 +3996,7 @@ const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards_admin__des
   "LeaderboardsAdmin",
   "Rave__Leaderboards__V1__LeaderboardsAdmin",
   "rave.leaderboards.v1",
-  3,
+  7,
   rave__leaderboards__v1__leaderboards_admin__method_descriptors,
   rave__leaderboards__v1__leaderboards_admin__method_indices_by_name
 };
@@ -3548,6 +4023,38 @@ void rave__leaderboards__v1__leaderboards_admin__rebuild_index(ProtobufCService 
 {
   assert(service->descriptor == &rave__leaderboards__v1__leaderboards_admin__descriptor);
   service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__leaderboards__v1__leaderboards_admin__list_leaderboards(ProtobufCService *service,
+                                                                   const Rave__Leaderboards__V1__ListAppLeaderboardsRequest *input,
+                                                                   Rave__Leaderboards__V1__ListLeaderboardsResponse_Closure closure,
+                                                                   void *closure_data)
+{
+  assert(service->descriptor == &rave__leaderboards__v1__leaderboards_admin__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__leaderboards__v1__leaderboards_admin__get_top_scores(ProtobufCService *service,
+                                                                const Rave__Leaderboards__V1__GetTopScoresRequest *input,
+                                                                Rave__Leaderboards__V1__ScoresResponse_Closure closure,
+                                                                void *closure_data)
+{
+  assert(service->descriptor == &rave__leaderboards__v1__leaderboards_admin__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__leaderboards__v1__leaderboards_admin__get_user_standing(ProtobufCService *service,
+                                                                   const Rave__Leaderboards__V1__GetUserStandingRequest *input,
+                                                                   Rave__Leaderboards__V1__GetLeaderboardResponse_Closure closure,
+                                                                   void *closure_data)
+{
+  assert(service->descriptor == &rave__leaderboards__v1__leaderboards_admin__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__leaderboards__v1__leaderboards_admin__list_achievements(ProtobufCService *service,
+                                                                   const Rave__Leaderboards__V1__ListAppAchievementsRequest *input,
+                                                                   Rave__Leaderboards__V1__ListAchievementDefinitionsResponse_Closure closure,
+                                                                   void *closure_data)
+{
+  assert(service->descriptor == &rave__leaderboards__v1__leaderboards_admin__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__leaderboards__v1__leaderboards_admin__init (Rave__Leaderboards__V1__LeaderboardsAdmin_Service *service,
                                                        Rave__Leaderboards__V1__LeaderboardsAdmin_ServiceDestroy destroy)

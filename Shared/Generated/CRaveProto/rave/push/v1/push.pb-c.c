@@ -1492,6 +1492,96 @@ void   rave__push__v1__set_default_language_response__free_unpacked
   assert(message->base.descriptor == &rave__push__v1__set_default_language_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__push__v1__list_user_devices_request__init
+                     (Rave__Push__V1__ListUserDevicesRequest         *message)
+{
+  static const Rave__Push__V1__ListUserDevicesRequest init_value = RAVE__PUSH__V1__LIST_USER_DEVICES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__list_user_devices_request__get_packed_size
+                     (const Rave__Push__V1__ListUserDevicesRequest *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_user_devices_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__list_user_devices_request__pack
+                     (const Rave__Push__V1__ListUserDevicesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_user_devices_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__list_user_devices_request__pack_to_buffer
+                     (const Rave__Push__V1__ListUserDevicesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_user_devices_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__ListUserDevicesRequest *
+       rave__push__v1__list_user_devices_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__ListUserDevicesRequest *)
+     protobuf_c_message_unpack (&rave__push__v1__list_user_devices_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__list_user_devices_request__free_unpacked
+                     (Rave__Push__V1__ListUserDevicesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__list_user_devices_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__push__v1__list_user_devices_response__init
+                     (Rave__Push__V1__ListUserDevicesResponse         *message)
+{
+  static const Rave__Push__V1__ListUserDevicesResponse init_value = RAVE__PUSH__V1__LIST_USER_DEVICES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__push__v1__list_user_devices_response__get_packed_size
+                     (const Rave__Push__V1__ListUserDevicesResponse *message)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_user_devices_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__push__v1__list_user_devices_response__pack
+                     (const Rave__Push__V1__ListUserDevicesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_user_devices_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__push__v1__list_user_devices_response__pack_to_buffer
+                     (const Rave__Push__V1__ListUserDevicesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__push__v1__list_user_devices_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Push__V1__ListUserDevicesResponse *
+       rave__push__v1__list_user_devices_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Push__V1__ListUserDevicesResponse *)
+     protobuf_c_message_unpack (&rave__push__v1__list_user_devices_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__push__v1__list_user_devices_response__free_unpacked
+                     (Rave__Push__V1__ListUserDevicesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__push__v1__list_user_devices_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__push__v1__consent__field_descriptors[3] =
 {
   {
@@ -3459,6 +3549,95 @@ const ProtobufCMessageDescriptor rave__push__v1__set_default_language_response__
   (ProtobufCMessageInit) rave__push__v1__set_default_language_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__push__v1__list_user_devices_request__field_descriptors[2] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__ListUserDevicesRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Push__V1__ListUserDevicesRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__push__v1__list_user_devices_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = user_id */
+};
+static const ProtobufCIntRange rave__push__v1__list_user_devices_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__push__v1__list_user_devices_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.ListUserDevicesRequest",
+  "ListUserDevicesRequest",
+  "Rave__Push__V1__ListUserDevicesRequest",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__ListUserDevicesRequest),
+  2,
+  rave__push__v1__list_user_devices_request__field_descriptors,
+  rave__push__v1__list_user_devices_request__field_indices_by_name,
+  1,  rave__push__v1__list_user_devices_request__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__list_user_devices_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__push__v1__list_user_devices_response__field_descriptors[1] =
+{
+  {
+    "devices",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Push__V1__ListUserDevicesResponse, n_devices),
+    offsetof(Rave__Push__V1__ListUserDevicesResponse, devices),
+    &rave__push__v1__token_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__push__v1__list_user_devices_response__field_indices_by_name[] = {
+  0,   /* field[0] = devices */
+};
+static const ProtobufCIntRange rave__push__v1__list_user_devices_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__push__v1__list_user_devices_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.push.v1.ListUserDevicesResponse",
+  "ListUserDevicesResponse",
+  "Rave__Push__V1__ListUserDevicesResponse",
+  "rave.push.v1",
+  sizeof(Rave__Push__V1__ListUserDevicesResponse),
+  1,
+  rave__push__v1__list_user_devices_response__field_descriptors,
+  rave__push__v1__list_user_devices_response__field_indices_by_name,
+  1,  rave__push__v1__list_user_devices_response__number_ranges,
+  (ProtobufCMessageInit) rave__push__v1__list_user_devices_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__push__v1__platform__enum_values_by_number[3] =
 {
   { "PLATFORM_UNSPECIFIED", "RAVE__PUSH__V1__PLATFORM__PLATFORM_UNSPECIFIED", 0 },
@@ -3666,7 +3845,7 @@ void rave__push__v1__push__init (Rave__Push__V1__Push_Service *service,
                                      &rave__push__v1__push__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__push__v1__push_admin__method_descriptors[6] =
+static const ProtobufCMethodDescriptor rave__push__v1__push_admin__method_descriptors[7] =
 {
   { "SendNotification", &rave__push__v1__send_notification_request__descriptor, &rave__push__v1__send_notification_response__descriptor },
   { "GetDeliveries", &rave__push__v1__get_deliveries_request__descriptor, &rave__push__v1__get_deliveries_response__descriptor },
@@ -3674,11 +3853,13 @@ static const ProtobufCMethodDescriptor rave__push__v1__push_admin__method_descri
   { "ListTemplates", &rave__push__v1__list_templates_request__descriptor, &rave__push__v1__list_templates_response__descriptor },
   { "DeleteTemplate", &rave__push__v1__delete_template_request__descriptor, &rave__push__v1__delete_template_response__descriptor },
   { "SetDefaultLanguage", &rave__push__v1__set_default_language_request__descriptor, &rave__push__v1__set_default_language_response__descriptor },
+  { "ListUserDevices", &rave__push__v1__list_user_devices_request__descriptor, &rave__push__v1__list_user_devices_response__descriptor },
 };
 const unsigned rave__push__v1__push_admin__method_indices_by_name[] = {
   4,        /* DeleteTemplate */
   1,        /* GetDeliveries */
   3,        /* ListTemplates */
+  6,        /* ListUserDevices */
   0,        /* SendNotification */
   5,        /* SetDefaultLanguage */
   2         /* SetTemplate */
@@ -3690,7 +3871,7 @@ const ProtobufCServiceDescriptor rave__push__v1__push_admin__descriptor =
   "PushAdmin",
   "Rave__Push__V1__PushAdmin",
   "rave.push.v1",
-  6,
+  7,
   rave__push__v1__push_admin__method_descriptors,
   rave__push__v1__push_admin__method_indices_by_name
 };
@@ -3741,6 +3922,14 @@ void rave__push__v1__push_admin__set_default_language(ProtobufCService *service,
 {
   assert(service->descriptor == &rave__push__v1__push_admin__descriptor);
   service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__push__v1__push_admin__list_user_devices(ProtobufCService *service,
+                                                   const Rave__Push__V1__ListUserDevicesRequest *input,
+                                                   Rave__Push__V1__ListUserDevicesResponse_Closure closure,
+                                                   void *closure_data)
+{
+  assert(service->descriptor == &rave__push__v1__push_admin__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__push__v1__push_admin__init (Rave__Push__V1__PushAdmin_Service *service,
                                        Rave__Push__V1__PushAdmin_ServiceDestroy destroy)

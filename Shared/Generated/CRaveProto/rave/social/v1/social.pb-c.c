@@ -2392,6 +2392,141 @@ void   rave__social__v1__is_blocked_response__free_unpacked
   assert(message->base.descriptor == &rave__social__v1__is_blocked_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__social__v1__get_user_counts_request__init
+                     (Rave__Social__V1__GetUserCountsRequest         *message)
+{
+  static const Rave__Social__V1__GetUserCountsRequest init_value = RAVE__SOCIAL__V1__GET_USER_COUNTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__social__v1__get_user_counts_request__get_packed_size
+                     (const Rave__Social__V1__GetUserCountsRequest *message)
+{
+  assert(message->base.descriptor == &rave__social__v1__get_user_counts_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__social__v1__get_user_counts_request__pack
+                     (const Rave__Social__V1__GetUserCountsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__social__v1__get_user_counts_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__social__v1__get_user_counts_request__pack_to_buffer
+                     (const Rave__Social__V1__GetUserCountsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__social__v1__get_user_counts_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Social__V1__GetUserCountsRequest *
+       rave__social__v1__get_user_counts_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Social__V1__GetUserCountsRequest *)
+     protobuf_c_message_unpack (&rave__social__v1__get_user_counts_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__social__v1__get_user_counts_request__free_unpacked
+                     (Rave__Social__V1__GetUserCountsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__social__v1__get_user_counts_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__social__v1__list_counts__init
+                     (Rave__Social__V1__ListCounts         *message)
+{
+  static const Rave__Social__V1__ListCounts init_value = RAVE__SOCIAL__V1__LIST_COUNTS__INIT;
+  *message = init_value;
+}
+size_t rave__social__v1__list_counts__get_packed_size
+                     (const Rave__Social__V1__ListCounts *message)
+{
+  assert(message->base.descriptor == &rave__social__v1__list_counts__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__social__v1__list_counts__pack
+                     (const Rave__Social__V1__ListCounts *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__social__v1__list_counts__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__social__v1__list_counts__pack_to_buffer
+                     (const Rave__Social__V1__ListCounts *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__social__v1__list_counts__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Social__V1__ListCounts *
+       rave__social__v1__list_counts__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Social__V1__ListCounts *)
+     protobuf_c_message_unpack (&rave__social__v1__list_counts__descriptor,
+                                allocator, len, data);
+}
+void   rave__social__v1__list_counts__free_unpacked
+                     (Rave__Social__V1__ListCounts *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__social__v1__list_counts__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__social__v1__get_user_counts_response__init
+                     (Rave__Social__V1__GetUserCountsResponse         *message)
+{
+  static const Rave__Social__V1__GetUserCountsResponse init_value = RAVE__SOCIAL__V1__GET_USER_COUNTS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__social__v1__get_user_counts_response__get_packed_size
+                     (const Rave__Social__V1__GetUserCountsResponse *message)
+{
+  assert(message->base.descriptor == &rave__social__v1__get_user_counts_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__social__v1__get_user_counts_response__pack
+                     (const Rave__Social__V1__GetUserCountsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__social__v1__get_user_counts_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__social__v1__get_user_counts_response__pack_to_buffer
+                     (const Rave__Social__V1__GetUserCountsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__social__v1__get_user_counts_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Social__V1__GetUserCountsResponse *
+       rave__social__v1__get_user_counts_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Social__V1__GetUserCountsResponse *)
+     protobuf_c_message_unpack (&rave__social__v1__get_user_counts_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__social__v1__get_user_counts_response__free_unpacked
+                     (Rave__Social__V1__GetUserCountsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__social__v1__get_user_counts_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__social__v1__send_friend_request_request__field_descriptors[2] =
 {
   {
@@ -4786,6 +4921,237 @@ const ProtobufCMessageDescriptor rave__social__v1__is_blocked_response__descript
   (ProtobufCMessageInit) rave__social__v1__is_blocked_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__social__v1__get_user_counts_request__field_descriptors[2] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__GetUserCountsRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__GetUserCountsRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__social__v1__get_user_counts_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = user_id */
+};
+static const ProtobufCIntRange rave__social__v1__get_user_counts_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__social__v1__get_user_counts_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.social.v1.GetUserCountsRequest",
+  "GetUserCountsRequest",
+  "Rave__Social__V1__GetUserCountsRequest",
+  "rave.social.v1",
+  sizeof(Rave__Social__V1__GetUserCountsRequest),
+  2,
+  rave__social__v1__get_user_counts_request__field_descriptors,
+  rave__social__v1__get_user_counts_request__field_indices_by_name,
+  1,  rave__social__v1__get_user_counts_request__number_ranges,
+  (ProtobufCMessageInit) rave__social__v1__get_user_counts_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__social__v1__list_counts__field_descriptors[7] =
+{
+  {
+    "list_key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__ListCounts, list_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__ListCounts, kind),
+    &rave__social__v1__list_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "friends",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__ListCounts, friends),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "incoming_requests",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__ListCounts, incoming_requests),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outgoing_requests",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__ListCounts, outgoing_requests),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "followers",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__ListCounts, followers),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "following",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__ListCounts, following),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__social__v1__list_counts__field_indices_by_name[] = {
+  5,   /* field[5] = followers */
+  6,   /* field[6] = following */
+  2,   /* field[2] = friends */
+  3,   /* field[3] = incoming_requests */
+  1,   /* field[1] = kind */
+  0,   /* field[0] = list_key */
+  4,   /* field[4] = outgoing_requests */
+};
+static const ProtobufCIntRange rave__social__v1__list_counts__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor rave__social__v1__list_counts__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.social.v1.ListCounts",
+  "ListCounts",
+  "Rave__Social__V1__ListCounts",
+  "rave.social.v1",
+  sizeof(Rave__Social__V1__ListCounts),
+  7,
+  rave__social__v1__list_counts__field_descriptors,
+  rave__social__v1__list_counts__field_indices_by_name,
+  1,  rave__social__v1__list_counts__number_ranges,
+  (ProtobufCMessageInit) rave__social__v1__list_counts__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__social__v1__get_user_counts_response__field_descriptors[3] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__GetUserCountsResponse, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lists",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Social__V1__GetUserCountsResponse, n_lists),
+    offsetof(Rave__Social__V1__GetUserCountsResponse, lists),
+    &rave__social__v1__list_counts__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blocked",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Social__V1__GetUserCountsResponse, blocked),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__social__v1__get_user_counts_response__field_indices_by_name[] = {
+  2,   /* field[2] = blocked */
+  1,   /* field[1] = lists */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__social__v1__get_user_counts_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__social__v1__get_user_counts_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.social.v1.GetUserCountsResponse",
+  "GetUserCountsResponse",
+  "Rave__Social__V1__GetUserCountsResponse",
+  "rave.social.v1",
+  sizeof(Rave__Social__V1__GetUserCountsResponse),
+  3,
+  rave__social__v1__get_user_counts_response__field_descriptors,
+  rave__social__v1__get_user_counts_response__field_indices_by_name,
+  1,  rave__social__v1__get_user_counts_response__number_ranges,
+  (ProtobufCMessageInit) rave__social__v1__get_user_counts_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__social__v1__friend_request_outcome__enum_values_by_number[3] =
 {
   { "FRIEND_REQUEST_OUTCOME_UNSPECIFIED", "RAVE__SOCIAL__V1__FRIEND_REQUEST_OUTCOME__FRIEND_REQUEST_OUTCOME_UNSPECIFIED", 0 },
@@ -5077,14 +5443,16 @@ void rave__social__v1__social__init (Rave__Social__V1__Social_Service *service,
                                      &rave__social__v1__social__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__social__v1__social_admin__method_descriptors[2] =
+static const ProtobufCMethodDescriptor rave__social__v1__social_admin__method_descriptors[3] =
 {
   { "CreateList", &rave__social__v1__create_list_request__descriptor, &rave__social__v1__create_list_response__descriptor },
   { "GetLists", &rave__social__v1__get_lists_request__descriptor, &rave__social__v1__get_lists_response__descriptor },
+  { "GetUserCounts", &rave__social__v1__get_user_counts_request__descriptor, &rave__social__v1__get_user_counts_response__descriptor },
 };
 const unsigned rave__social__v1__social_admin__method_indices_by_name[] = {
   0,        /* CreateList */
-  1         /* GetLists */
+  1,        /* GetLists */
+  2         /* GetUserCounts */
 };
 const ProtobufCServiceDescriptor rave__social__v1__social_admin__descriptor =
 {
@@ -5093,7 +5461,7 @@ const ProtobufCServiceDescriptor rave__social__v1__social_admin__descriptor =
   "SocialAdmin",
   "Rave__Social__V1__SocialAdmin",
   "rave.social.v1",
-  2,
+  3,
   rave__social__v1__social_admin__method_descriptors,
   rave__social__v1__social_admin__method_indices_by_name
 };
@@ -5112,6 +5480,14 @@ void rave__social__v1__social_admin__get_lists(ProtobufCService *service,
 {
   assert(service->descriptor == &rave__social__v1__social_admin__descriptor);
   service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__social__v1__social_admin__get_user_counts(ProtobufCService *service,
+                                                     const Rave__Social__V1__GetUserCountsRequest *input,
+                                                     Rave__Social__V1__GetUserCountsResponse_Closure closure,
+                                                     void *closure_data)
+{
+  assert(service->descriptor == &rave__social__v1__social_admin__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__social__v1__social_admin__init (Rave__Social__V1__SocialAdmin_Service *service,
                                            Rave__Social__V1__SocialAdmin_ServiceDestroy destroy)

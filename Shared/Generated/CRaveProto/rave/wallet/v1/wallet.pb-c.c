@@ -1312,6 +1312,186 @@ void   rave__wallet__v1__get_user_wallet_request__free_unpacked
   assert(message->base.descriptor == &rave__wallet__v1__get_user_wallet_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__wallet__v1__currency_definition__init
+                     (Rave__Wallet__V1__CurrencyDefinition         *message)
+{
+  static const Rave__Wallet__V1__CurrencyDefinition init_value = RAVE__WALLET__V1__CURRENCY_DEFINITION__INIT;
+  *message = init_value;
+}
+size_t rave__wallet__v1__currency_definition__get_packed_size
+                     (const Rave__Wallet__V1__CurrencyDefinition *message)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__currency_definition__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__wallet__v1__currency_definition__pack
+                     (const Rave__Wallet__V1__CurrencyDefinition *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__currency_definition__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__wallet__v1__currency_definition__pack_to_buffer
+                     (const Rave__Wallet__V1__CurrencyDefinition *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__currency_definition__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Wallet__V1__CurrencyDefinition *
+       rave__wallet__v1__currency_definition__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Wallet__V1__CurrencyDefinition *)
+     protobuf_c_message_unpack (&rave__wallet__v1__currency_definition__descriptor,
+                                allocator, len, data);
+}
+void   rave__wallet__v1__currency_definition__free_unpacked
+                     (Rave__Wallet__V1__CurrencyDefinition *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__wallet__v1__currency_definition__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__wallet__v1__list_currencies_request__init
+                     (Rave__Wallet__V1__ListCurrenciesRequest         *message)
+{
+  static const Rave__Wallet__V1__ListCurrenciesRequest init_value = RAVE__WALLET__V1__LIST_CURRENCIES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__wallet__v1__list_currencies_request__get_packed_size
+                     (const Rave__Wallet__V1__ListCurrenciesRequest *message)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__list_currencies_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__wallet__v1__list_currencies_request__pack
+                     (const Rave__Wallet__V1__ListCurrenciesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__list_currencies_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__wallet__v1__list_currencies_request__pack_to_buffer
+                     (const Rave__Wallet__V1__ListCurrenciesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__list_currencies_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Wallet__V1__ListCurrenciesRequest *
+       rave__wallet__v1__list_currencies_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Wallet__V1__ListCurrenciesRequest *)
+     protobuf_c_message_unpack (&rave__wallet__v1__list_currencies_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__wallet__v1__list_currencies_request__free_unpacked
+                     (Rave__Wallet__V1__ListCurrenciesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__wallet__v1__list_currencies_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__wallet__v1__list_currencies_response__init
+                     (Rave__Wallet__V1__ListCurrenciesResponse         *message)
+{
+  static const Rave__Wallet__V1__ListCurrenciesResponse init_value = RAVE__WALLET__V1__LIST_CURRENCIES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__wallet__v1__list_currencies_response__get_packed_size
+                     (const Rave__Wallet__V1__ListCurrenciesResponse *message)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__list_currencies_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__wallet__v1__list_currencies_response__pack
+                     (const Rave__Wallet__V1__ListCurrenciesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__list_currencies_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__wallet__v1__list_currencies_response__pack_to_buffer
+                     (const Rave__Wallet__V1__ListCurrenciesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__list_currencies_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Wallet__V1__ListCurrenciesResponse *
+       rave__wallet__v1__list_currencies_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Wallet__V1__ListCurrenciesResponse *)
+     protobuf_c_message_unpack (&rave__wallet__v1__list_currencies_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__wallet__v1__list_currencies_response__free_unpacked
+                     (Rave__Wallet__V1__ListCurrenciesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__wallet__v1__list_currencies_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__wallet__v1__list_user_transactions_request__init
+                     (Rave__Wallet__V1__ListUserTransactionsRequest         *message)
+{
+  static const Rave__Wallet__V1__ListUserTransactionsRequest init_value = RAVE__WALLET__V1__LIST_USER_TRANSACTIONS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__wallet__v1__list_user_transactions_request__get_packed_size
+                     (const Rave__Wallet__V1__ListUserTransactionsRequest *message)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__list_user_transactions_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__wallet__v1__list_user_transactions_request__pack
+                     (const Rave__Wallet__V1__ListUserTransactionsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__list_user_transactions_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__wallet__v1__list_user_transactions_request__pack_to_buffer
+                     (const Rave__Wallet__V1__ListUserTransactionsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__list_user_transactions_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Wallet__V1__ListUserTransactionsRequest *
+       rave__wallet__v1__list_user_transactions_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Wallet__V1__ListUserTransactionsRequest *)
+     protobuf_c_message_unpack (&rave__wallet__v1__list_user_transactions_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__wallet__v1__list_user_transactions_request__free_unpacked
+                     (Rave__Wallet__V1__ListUserTransactionsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__wallet__v1__list_user_transactions_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__wallet__v1__place_bet_request__field_descriptors[1] =
 {
   {
@@ -2535,6 +2715,203 @@ const ProtobufCMessageDescriptor rave__wallet__v1__get_user_wallet_request__desc
   (ProtobufCMessageInit) rave__wallet__v1__get_user_wallet_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__wallet__v1__currency_definition__field_descriptors[2] =
+{
+  {
+    "code",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Wallet__V1__CurrencyDefinition, code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "decimals",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Wallet__V1__CurrencyDefinition, decimals),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__wallet__v1__currency_definition__field_indices_by_name[] = {
+  0,   /* field[0] = code */
+  1,   /* field[1] = decimals */
+};
+static const ProtobufCIntRange rave__wallet__v1__currency_definition__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__wallet__v1__currency_definition__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.wallet.v1.CurrencyDefinition",
+  "CurrencyDefinition",
+  "Rave__Wallet__V1__CurrencyDefinition",
+  "rave.wallet.v1",
+  sizeof(Rave__Wallet__V1__CurrencyDefinition),
+  2,
+  rave__wallet__v1__currency_definition__field_descriptors,
+  rave__wallet__v1__currency_definition__field_indices_by_name,
+  1,  rave__wallet__v1__currency_definition__number_ranges,
+  (ProtobufCMessageInit) rave__wallet__v1__currency_definition__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rave__wallet__v1__list_currencies_request__field_descriptors NULL
+#define rave__wallet__v1__list_currencies_request__field_indices_by_name NULL
+#define rave__wallet__v1__list_currencies_request__number_ranges NULL
+const ProtobufCMessageDescriptor rave__wallet__v1__list_currencies_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.wallet.v1.ListCurrenciesRequest",
+  "ListCurrenciesRequest",
+  "Rave__Wallet__V1__ListCurrenciesRequest",
+  "rave.wallet.v1",
+  sizeof(Rave__Wallet__V1__ListCurrenciesRequest),
+  0,
+  rave__wallet__v1__list_currencies_request__field_descriptors,
+  rave__wallet__v1__list_currencies_request__field_indices_by_name,
+  0,  rave__wallet__v1__list_currencies_request__number_ranges,
+  (ProtobufCMessageInit) rave__wallet__v1__list_currencies_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__wallet__v1__list_currencies_response__field_descriptors[1] =
+{
+  {
+    "currencies",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Wallet__V1__ListCurrenciesResponse, n_currencies),
+    offsetof(Rave__Wallet__V1__ListCurrenciesResponse, currencies),
+    &rave__wallet__v1__currency_definition__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__wallet__v1__list_currencies_response__field_indices_by_name[] = {
+  0,   /* field[0] = currencies */
+};
+static const ProtobufCIntRange rave__wallet__v1__list_currencies_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__wallet__v1__list_currencies_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.wallet.v1.ListCurrenciesResponse",
+  "ListCurrenciesResponse",
+  "Rave__Wallet__V1__ListCurrenciesResponse",
+  "rave.wallet.v1",
+  sizeof(Rave__Wallet__V1__ListCurrenciesResponse),
+  1,
+  rave__wallet__v1__list_currencies_response__field_descriptors,
+  rave__wallet__v1__list_currencies_response__field_indices_by_name,
+  1,  rave__wallet__v1__list_currencies_response__number_ranges,
+  (ProtobufCMessageInit) rave__wallet__v1__list_currencies_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__wallet__v1__list_user_transactions_request__field_descriptors[5] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Wallet__V1__ListUserTransactionsRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "currency",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Wallet__V1__ListUserTransactionsRequest, currency),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "economy",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Wallet__V1__ListUserTransactionsRequest, economy),
+    &rave__wallet__v1__economy__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Wallet__V1__ListUserTransactionsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Wallet__V1__ListUserTransactionsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__wallet__v1__list_user_transactions_request__field_indices_by_name[] = {
+  1,   /* field[1] = currency */
+  2,   /* field[2] = economy */
+  3,   /* field[3] = page_size */
+  4,   /* field[4] = page_token */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__wallet__v1__list_user_transactions_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rave__wallet__v1__list_user_transactions_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.wallet.v1.ListUserTransactionsRequest",
+  "ListUserTransactionsRequest",
+  "Rave__Wallet__V1__ListUserTransactionsRequest",
+  "rave.wallet.v1",
+  sizeof(Rave__Wallet__V1__ListUserTransactionsRequest),
+  5,
+  rave__wallet__v1__list_user_transactions_request__field_descriptors,
+  rave__wallet__v1__list_user_transactions_request__field_indices_by_name,
+  1,  rave__wallet__v1__list_user_transactions_request__number_ranges,
+  (ProtobufCMessageInit) rave__wallet__v1__list_user_transactions_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCMethodDescriptor rave__wallet__v1__wallet__method_descriptors[9] =
 {
   { "PlaceBet", &rave__wallet__v1__place_bet_request__descriptor, &rave__wallet__v1__place_bet_response__descriptor },
@@ -2648,7 +3025,7 @@ void rave__wallet__v1__wallet__init (Rave__Wallet__V1__Wallet_Service *service,
                                      &rave__wallet__v1__wallet__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__wallet__v1__wallet_admin__method_descriptors[7] =
+static const ProtobufCMethodDescriptor rave__wallet__v1__wallet_admin__method_descriptors[10] =
 {
   { "CreateCurrency", &rave__wallet__v1__create_currency_request__descriptor, &rave__wallet__v1__create_currency_response__descriptor },
   { "CreateGame", &rave__wallet__v1__create_game_request__descriptor, &rave__wallet__v1__create_game_response__descriptor },
@@ -2657,6 +3034,9 @@ static const ProtobufCMethodDescriptor rave__wallet__v1__wallet_admin__method_de
   { "Withdraw", &rave__wallet__v1__withdraw_request__descriptor, &rave__wallet__v1__operator_transfer_response__descriptor },
   { "Adjust", &rave__wallet__v1__adjust_request__descriptor, &rave__wallet__v1__operator_transfer_response__descriptor },
   { "GetUserWallet", &rave__wallet__v1__get_user_wallet_request__descriptor, &rave__wallet__v1__get_wallet_response__descriptor },
+  { "ListCurrencies", &rave__wallet__v1__list_currencies_request__descriptor, &rave__wallet__v1__list_currencies_response__descriptor },
+  { "ListGames", &rave__wallet__v1__list_games_request__descriptor, &rave__wallet__v1__list_games_response__descriptor },
+  { "ListUserTransactions", &rave__wallet__v1__list_user_transactions_request__descriptor, &rave__wallet__v1__list_transactions_response__descriptor },
 };
 const unsigned rave__wallet__v1__wallet_admin__method_indices_by_name[] = {
   5,        /* Adjust */
@@ -2664,6 +3044,9 @@ const unsigned rave__wallet__v1__wallet_admin__method_indices_by_name[] = {
   1,        /* CreateGame */
   3,        /* Deposit */
   6,        /* GetUserWallet */
+  7,        /* ListCurrencies */
+  8,        /* ListGames */
+  9,        /* ListUserTransactions */
   2,        /* SetEligibility */
   4         /* Withdraw */
 };
@@ -2674,7 +3057,7 @@ const ProtobufCServiceDescriptor rave__wallet__v1__wallet_admin__descriptor =
   "WalletAdmin",
   "Rave__Wallet__V1__WalletAdmin",
   "rave.wallet.v1",
-  7,
+  10,
   rave__wallet__v1__wallet_admin__method_descriptors,
   rave__wallet__v1__wallet_admin__method_indices_by_name
 };
@@ -2733,6 +3116,30 @@ void rave__wallet__v1__wallet_admin__get_user_wallet(ProtobufCService *service,
 {
   assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
   service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__wallet__v1__wallet_admin__list_currencies(ProtobufCService *service,
+                                                     const Rave__Wallet__V1__ListCurrenciesRequest *input,
+                                                     Rave__Wallet__V1__ListCurrenciesResponse_Closure closure,
+                                                     void *closure_data)
+{
+  assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__wallet__v1__wallet_admin__list_games(ProtobufCService *service,
+                                                const Rave__Wallet__V1__ListGamesRequest *input,
+                                                Rave__Wallet__V1__ListGamesResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__wallet__v1__wallet_admin__list_user_transactions(ProtobufCService *service,
+                                                            const Rave__Wallet__V1__ListUserTransactionsRequest *input,
+                                                            Rave__Wallet__V1__ListTransactionsResponse_Closure closure,
+                                                            void *closure_data)
+{
+  assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__wallet__v1__wallet_admin__init (Rave__Wallet__V1__WalletAdmin_Service *service,
                                            Rave__Wallet__V1__WalletAdmin_ServiceDestroy destroy)

@@ -60,6 +60,8 @@ typedef struct Rave__Gifts__V1__CreateInstallLinkRequest Rave__Gifts__V1__Create
 typedef struct Rave__Gifts__V1__CreateInstallLinkResponse Rave__Gifts__V1__CreateInstallLinkResponse;
 typedef struct Rave__Gifts__V1__ResolveInstallLinkRequest Rave__Gifts__V1__ResolveInstallLinkRequest;
 typedef struct Rave__Gifts__V1__ResolveInstallLinkResponse Rave__Gifts__V1__ResolveInstallLinkResponse;
+typedef struct Rave__Gifts__V1__ListUserGiftsRequest Rave__Gifts__V1__ListUserGiftsRequest;
+typedef struct Rave__Gifts__V1__ListUserGiftsResponse Rave__Gifts__V1__ListUserGiftsResponse;
 
 
 /* --- enums --- */
@@ -731,6 +733,43 @@ struct  Rave__Gifts__V1__ResolveInstallLinkResponse
 #define RAVE__GIFTS__V1__RESOLVE_INSTALL_LINK_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__gifts__v1__resolve_install_link_response__descriptor) \
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Gifts__V1__ListUserGiftsRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  /*
+   * A merged-away id reads the account it was merged into.
+   */
+  char *user_id;
+  /*
+   * 1…100, 0 means 25.
+   */
+  uint32_t page_size;
+  /*
+   * From the previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define RAVE__GIFTS__V1__LIST_USER_GIFTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__gifts__v1__list_user_gifts_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Gifts__V1__ListUserGiftsResponse
+{
+  ProtobufCMessage base;
+  size_t n_gifts;
+  Rave__Gifts__V1__Gift **gifts;
+  /*
+   * Empty on the last page.
+   */
+  char *next_page_token;
+};
+#define RAVE__GIFTS__V1__LIST_USER_GIFTS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__gifts__v1__list_user_gifts_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 /* Rave__Gifts__V1__GiftType methods */
@@ -1569,6 +1608,44 @@ Rave__Gifts__V1__ResolveInstallLinkResponse *
 void   rave__gifts__v1__resolve_install_link_response__free_unpacked
                      (Rave__Gifts__V1__ResolveInstallLinkResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Gifts__V1__ListUserGiftsRequest methods */
+void   rave__gifts__v1__list_user_gifts_request__init
+                     (Rave__Gifts__V1__ListUserGiftsRequest         *message);
+size_t rave__gifts__v1__list_user_gifts_request__get_packed_size
+                     (const Rave__Gifts__V1__ListUserGiftsRequest   *message);
+size_t rave__gifts__v1__list_user_gifts_request__pack
+                     (const Rave__Gifts__V1__ListUserGiftsRequest   *message,
+                      uint8_t             *out);
+size_t rave__gifts__v1__list_user_gifts_request__pack_to_buffer
+                     (const Rave__Gifts__V1__ListUserGiftsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Gifts__V1__ListUserGiftsRequest *
+       rave__gifts__v1__list_user_gifts_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__gifts__v1__list_user_gifts_request__free_unpacked
+                     (Rave__Gifts__V1__ListUserGiftsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Gifts__V1__ListUserGiftsResponse methods */
+void   rave__gifts__v1__list_user_gifts_response__init
+                     (Rave__Gifts__V1__ListUserGiftsResponse         *message);
+size_t rave__gifts__v1__list_user_gifts_response__get_packed_size
+                     (const Rave__Gifts__V1__ListUserGiftsResponse   *message);
+size_t rave__gifts__v1__list_user_gifts_response__pack
+                     (const Rave__Gifts__V1__ListUserGiftsResponse   *message,
+                      uint8_t             *out);
+size_t rave__gifts__v1__list_user_gifts_response__pack_to_buffer
+                     (const Rave__Gifts__V1__ListUserGiftsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Gifts__V1__ListUserGiftsResponse *
+       rave__gifts__v1__list_user_gifts_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__gifts__v1__list_user_gifts_response__free_unpacked
+                     (Rave__Gifts__V1__ListUserGiftsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Gifts__V1__GiftType_Closure)
@@ -1702,6 +1779,12 @@ typedef void (*Rave__Gifts__V1__ResolveInstallLinkRequest_Closure)
                   void *closure_data);
 typedef void (*Rave__Gifts__V1__ResolveInstallLinkResponse_Closure)
                  (const Rave__Gifts__V1__ResolveInstallLinkResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Gifts__V1__ListUserGiftsRequest_Closure)
+                 (const Rave__Gifts__V1__ListUserGiftsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Gifts__V1__ListUserGiftsResponse_Closure)
+                 (const Rave__Gifts__V1__ListUserGiftsResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -1894,6 +1977,10 @@ struct Rave__Gifts__V1__GiftsAdmin_Service
                         const Rave__Gifts__V1__GetGiftTypeRequest *input,
                         Rave__Gifts__V1__GetGiftTypeResponse_Closure closure,
                         void *closure_data);
+  void (*list_user_gifts)(Rave__Gifts__V1__GiftsAdmin_Service *service,
+                          const Rave__Gifts__V1__ListUserGiftsRequest *input,
+                          Rave__Gifts__V1__ListUserGiftsResponse_Closure closure,
+                          void *closure_data);
 };
 typedef void (*Rave__Gifts__V1__GiftsAdmin_ServiceDestroy)(Rave__Gifts__V1__GiftsAdmin_Service *);
 void rave__gifts__v1__gifts_admin__init (Rave__Gifts__V1__GiftsAdmin_Service *service,
@@ -1905,7 +1992,8 @@ void rave__gifts__v1__gifts_admin__init (Rave__Gifts__V1__GiftsAdmin_Service *se
       function_prefix__ ## create_gift_type,\
       function_prefix__ ## update_gift_type,\
       function_prefix__ ## list_gift_types,\
-      function_prefix__ ## get_gift_type  }
+      function_prefix__ ## get_gift_type,\
+      function_prefix__ ## list_user_gifts  }
 void rave__gifts__v1__gifts_admin__create_gift_type(ProtobufCService *service,
                                                     const Rave__Gifts__V1__CreateGiftTypeRequest *input,
                                                     Rave__Gifts__V1__CreateGiftTypeResponse_Closure closure,
@@ -1922,6 +2010,10 @@ void rave__gifts__v1__gifts_admin__get_gift_type(ProtobufCService *service,
                                                  const Rave__Gifts__V1__GetGiftTypeRequest *input,
                                                  Rave__Gifts__V1__GetGiftTypeResponse_Closure closure,
                                                  void *closure_data);
+void rave__gifts__v1__gifts_admin__list_user_gifts(ProtobufCService *service,
+                                                   const Rave__Gifts__V1__ListUserGiftsRequest *input,
+                                                   Rave__Gifts__V1__ListUserGiftsResponse_Closure closure,
+                                                   void *closure_data);
 
 /* --- descriptors --- */
 
@@ -1973,6 +2065,8 @@ extern const ProtobufCMessageDescriptor rave__gifts__v1__create_install_link_req
 extern const ProtobufCMessageDescriptor rave__gifts__v1__create_install_link_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__gifts__v1__resolve_install_link_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__gifts__v1__resolve_install_link_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__gifts__v1__list_user_gifts_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__gifts__v1__list_user_gifts_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__gifts__v1__gifts__descriptor;
 extern const ProtobufCServiceDescriptor rave__gifts__v1__gifts_install__descriptor;
 extern const ProtobufCServiceDescriptor rave__gifts__v1__gifts_admin__descriptor;

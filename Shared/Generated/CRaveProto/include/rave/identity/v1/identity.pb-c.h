@@ -160,6 +160,10 @@ typedef struct Rave__Identity__V1__RevokeUserSessionsRequest Rave__Identity__V1_
 typedef struct Rave__Identity__V1__RevokeUserSessionsResponse Rave__Identity__V1__RevokeUserSessionsResponse;
 typedef struct Rave__Identity__V1__ResetTwoFactorRequest Rave__Identity__V1__ResetTwoFactorRequest;
 typedef struct Rave__Identity__V1__ResetTwoFactorResponse Rave__Identity__V1__ResetTwoFactorResponse;
+typedef struct Rave__Identity__V1__ListMergesRequest Rave__Identity__V1__ListMergesRequest;
+typedef struct Rave__Identity__V1__ListMergesResponse Rave__Identity__V1__ListMergesResponse;
+typedef struct Rave__Identity__V1__RetryMergeParticipantRequest Rave__Identity__V1__RetryMergeParticipantRequest;
+typedef struct Rave__Identity__V1__RetryMergeParticipantResponse Rave__Identity__V1__RetryMergeParticipantResponse;
 
 
 /* --- enums --- */
@@ -2423,6 +2427,82 @@ struct  Rave__Identity__V1__ResetTwoFactorResponse
 #define RAVE__IDENTITY__V1__RESET_TWO_FACTOR_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__reset_two_factor_response__descriptor) \
     , 0, 0 }
+
+
+struct  Rave__Identity__V1__ListMergesRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Unspecified: every state.
+   */
+  Rave__Identity__V1__MergeState state;
+  /*
+   * Only merges this user is the source or the target of; empty for every user.
+   */
+  char *user_id;
+  /*
+   * 1…100; 0 means 50.
+   */
+  uint32_t page_size;
+  /*
+   * From the previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_MERGES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_merges_request__descriptor) \
+    , RAVE__IDENTITY__V1__MERGE_STATE__MERGE_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ListMergesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Newest first.
+   */
+  size_t n_merges;
+  Rave__Identity__V1__Merge **merges;
+  /*
+   * Empty on the last page.
+   */
+  char *next_page_token;
+  /*
+   * With user_id: the ids merged into that user, oldest merge first (empty otherwise).
+   */
+  size_t n_merged_user_ids;
+  char **merged_user_ids;
+};
+#define RAVE__IDENTITY__V1__LIST_MERGES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_merges_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Rave__Identity__V1__RetryMergeParticipantRequest
+{
+  ProtobufCMessage base;
+  char *merge_id;
+  /*
+   * One of the merge's pending participants ("social").
+   */
+  char *participant;
+};
+#define RAVE__IDENTITY__V1__RETRY_MERGE_PARTICIPANT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__retry_merge_participant_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__RetryMergeParticipantResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The participant's undelivered events that were waiting for a retry and are now due (0 when a retry was already
+   * due or under way).
+   */
+  uint32_t rescheduled;
+};
+#define RAVE__IDENTITY__V1__RETRY_MERGE_PARTICIPANT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__retry_merge_participant_response__descriptor) \
+    , 0 }
 
 
 /* Rave__Identity__V1__DeviceInfo methods */
@@ -5161,6 +5241,82 @@ Rave__Identity__V1__ResetTwoFactorResponse *
 void   rave__identity__v1__reset_two_factor_response__free_unpacked
                      (Rave__Identity__V1__ResetTwoFactorResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListMergesRequest methods */
+void   rave__identity__v1__list_merges_request__init
+                     (Rave__Identity__V1__ListMergesRequest         *message);
+size_t rave__identity__v1__list_merges_request__get_packed_size
+                     (const Rave__Identity__V1__ListMergesRequest   *message);
+size_t rave__identity__v1__list_merges_request__pack
+                     (const Rave__Identity__V1__ListMergesRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_merges_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListMergesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListMergesRequest *
+       rave__identity__v1__list_merges_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_merges_request__free_unpacked
+                     (Rave__Identity__V1__ListMergesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListMergesResponse methods */
+void   rave__identity__v1__list_merges_response__init
+                     (Rave__Identity__V1__ListMergesResponse         *message);
+size_t rave__identity__v1__list_merges_response__get_packed_size
+                     (const Rave__Identity__V1__ListMergesResponse   *message);
+size_t rave__identity__v1__list_merges_response__pack
+                     (const Rave__Identity__V1__ListMergesResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_merges_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListMergesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListMergesResponse *
+       rave__identity__v1__list_merges_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_merges_response__free_unpacked
+                     (Rave__Identity__V1__ListMergesResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__RetryMergeParticipantRequest methods */
+void   rave__identity__v1__retry_merge_participant_request__init
+                     (Rave__Identity__V1__RetryMergeParticipantRequest         *message);
+size_t rave__identity__v1__retry_merge_participant_request__get_packed_size
+                     (const Rave__Identity__V1__RetryMergeParticipantRequest   *message);
+size_t rave__identity__v1__retry_merge_participant_request__pack
+                     (const Rave__Identity__V1__RetryMergeParticipantRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__retry_merge_participant_request__pack_to_buffer
+                     (const Rave__Identity__V1__RetryMergeParticipantRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__RetryMergeParticipantRequest *
+       rave__identity__v1__retry_merge_participant_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__retry_merge_participant_request__free_unpacked
+                     (Rave__Identity__V1__RetryMergeParticipantRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__RetryMergeParticipantResponse methods */
+void   rave__identity__v1__retry_merge_participant_response__init
+                     (Rave__Identity__V1__RetryMergeParticipantResponse         *message);
+size_t rave__identity__v1__retry_merge_participant_response__get_packed_size
+                     (const Rave__Identity__V1__RetryMergeParticipantResponse   *message);
+size_t rave__identity__v1__retry_merge_participant_response__pack
+                     (const Rave__Identity__V1__RetryMergeParticipantResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__retry_merge_participant_response__pack_to_buffer
+                     (const Rave__Identity__V1__RetryMergeParticipantResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__RetryMergeParticipantResponse *
+       rave__identity__v1__retry_merge_participant_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__retry_merge_participant_response__free_unpacked
+                     (Rave__Identity__V1__RetryMergeParticipantResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -5595,6 +5751,18 @@ typedef void (*Rave__Identity__V1__ResetTwoFactorRequest_Closure)
 typedef void (*Rave__Identity__V1__ResetTwoFactorResponse_Closure)
                  (const Rave__Identity__V1__ResetTwoFactorResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__ListMergesRequest_Closure)
+                 (const Rave__Identity__V1__ListMergesRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListMergesResponse_Closure)
+                 (const Rave__Identity__V1__ListMergesResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__RetryMergeParticipantRequest_Closure)
+                 (const Rave__Identity__V1__RetryMergeParticipantRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__RetryMergeParticipantResponse_Closure)
+                 (const Rave__Identity__V1__RetryMergeParticipantResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -6026,6 +6194,14 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                            const Rave__Identity__V1__ResetTwoFactorRequest *input,
                            Rave__Identity__V1__ResetTwoFactorResponse_Closure closure,
                            void *closure_data);
+  void (*list_merges)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                      const Rave__Identity__V1__ListMergesRequest *input,
+                      Rave__Identity__V1__ListMergesResponse_Closure closure,
+                      void *closure_data);
+  void (*retry_merge_participant)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                                  const Rave__Identity__V1__RetryMergeParticipantRequest *input,
+                                  Rave__Identity__V1__RetryMergeParticipantResponse_Closure closure,
+                                  void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityAdmin_ServiceDestroy)(Rave__Identity__V1__IdentityAdmin_Service *);
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
@@ -6055,7 +6231,9 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## search_users,\
       function_prefix__ ## list_user_sessions,\
       function_prefix__ ## revoke_user_sessions,\
-      function_prefix__ ## reset_two_factor  }
+      function_prefix__ ## reset_two_factor,\
+      function_prefix__ ## list_merges,\
+      function_prefix__ ## retry_merge_participant  }
 void rave__identity__v1__identity_admin__create_publisher(ProtobufCService *service,
                                                           const Rave__Identity__V1__CreatePublisherRequest *input,
                                                           Rave__Identity__V1__CreatePublisherResponse_Closure closure,
@@ -6144,6 +6322,14 @@ void rave__identity__v1__identity_admin__reset_two_factor(ProtobufCService *serv
                                                           const Rave__Identity__V1__ResetTwoFactorRequest *input,
                                                           Rave__Identity__V1__ResetTwoFactorResponse_Closure closure,
                                                           void *closure_data);
+void rave__identity__v1__identity_admin__list_merges(ProtobufCService *service,
+                                                     const Rave__Identity__V1__ListMergesRequest *input,
+                                                     Rave__Identity__V1__ListMergesResponse_Closure closure,
+                                                     void *closure_data);
+void rave__identity__v1__identity_admin__retry_merge_participant(ProtobufCService *service,
+                                                                 const Rave__Identity__V1__RetryMergeParticipantRequest *input,
+                                                                 Rave__Identity__V1__RetryMergeParticipantResponse_Closure closure,
+                                                                 void *closure_data);
 typedef struct Rave__Identity__V1__IdentityInternal_Service Rave__Identity__V1__IdentityInternal_Service;
 struct Rave__Identity__V1__IdentityInternal_Service
 {
@@ -6410,6 +6596,10 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions
 extern const ProtobufCMessageDescriptor rave__identity__v1__revoke_user_sessions_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__reset_two_factor_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__reset_two_factor_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_merges_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_merges_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__retry_merge_participant_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__retry_merge_participant_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;

@@ -48,6 +48,11 @@ typedef struct Rave__Leaderboards__V1__BoardOwner Rave__Leaderboards__V1__BoardO
 typedef struct Rave__Leaderboards__V1__ListBoardOwnersResponse Rave__Leaderboards__V1__ListBoardOwnersResponse;
 typedef struct Rave__Leaderboards__V1__NotBoardOwner Rave__Leaderboards__V1__NotBoardOwner;
 typedef struct Rave__Leaderboards__V1__AchievementUnlockedEvent Rave__Leaderboards__V1__AchievementUnlockedEvent;
+typedef struct Rave__Leaderboards__V1__ListAppLeaderboardsRequest Rave__Leaderboards__V1__ListAppLeaderboardsRequest;
+typedef struct Rave__Leaderboards__V1__GetTopScoresRequest Rave__Leaderboards__V1__GetTopScoresRequest;
+typedef struct Rave__Leaderboards__V1__GetUserStandingRequest Rave__Leaderboards__V1__GetUserStandingRequest;
+typedef struct Rave__Leaderboards__V1__ListAppAchievementsRequest Rave__Leaderboards__V1__ListAppAchievementsRequest;
+typedef struct Rave__Leaderboards__V1__ListAchievementDefinitionsResponse Rave__Leaderboards__V1__ListAchievementDefinitionsResponse;
 
 
 /* --- enums --- */
@@ -516,6 +521,67 @@ struct  Rave__Leaderboards__V1__AchievementUnlockedEvent
 #define RAVE__LEADERBOARDS__V1__ACHIEVEMENT_UNLOCKED_EVENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__achievement_unlocked_event__descriptor) \
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Leaderboards__V1__ListAppLeaderboardsRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+};
+#define RAVE__LEADERBOARDS__V1__LIST_APP_LEADERBOARDS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__list_app_leaderboards_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Leaderboards__V1__GetTopScoresRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *leaderboard_key;
+  /*
+   * 1…100.
+   */
+  int32_t count;
+};
+#define RAVE__LEADERBOARDS__V1__GET_TOP_SCORES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__get_top_scores_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Leaderboards__V1__GetUserStandingRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *leaderboard_key;
+  /*
+   * A merged-away id reads the account it was merged into.
+   */
+  char *user_id;
+};
+#define RAVE__LEADERBOARDS__V1__GET_USER_STANDING_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__get_user_standing_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Leaderboards__V1__ListAppAchievementsRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+};
+#define RAVE__LEADERBOARDS__V1__LIST_APP_ACHIEVEMENTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__list_app_achievements_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Leaderboards__V1__ListAchievementDefinitionsResponse
+{
+  ProtobufCMessage base;
+  size_t n_definitions;
+  Rave__Leaderboards__V1__AchievementDefinition **definitions;
+};
+#define RAVE__LEADERBOARDS__V1__LIST_ACHIEVEMENT_DEFINITIONS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__leaderboards__v1__list_achievement_definitions_response__descriptor) \
+    , 0,NULL }
 
 
 /* Rave__Leaderboards__V1__Schedule methods */
@@ -1145,6 +1211,101 @@ Rave__Leaderboards__V1__AchievementUnlockedEvent *
 void   rave__leaderboards__v1__achievement_unlocked_event__free_unpacked
                      (Rave__Leaderboards__V1__AchievementUnlockedEvent *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__ListAppLeaderboardsRequest methods */
+void   rave__leaderboards__v1__list_app_leaderboards_request__init
+                     (Rave__Leaderboards__V1__ListAppLeaderboardsRequest         *message);
+size_t rave__leaderboards__v1__list_app_leaderboards_request__get_packed_size
+                     (const Rave__Leaderboards__V1__ListAppLeaderboardsRequest   *message);
+size_t rave__leaderboards__v1__list_app_leaderboards_request__pack
+                     (const Rave__Leaderboards__V1__ListAppLeaderboardsRequest   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__list_app_leaderboards_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListAppLeaderboardsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__ListAppLeaderboardsRequest *
+       rave__leaderboards__v1__list_app_leaderboards_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__list_app_leaderboards_request__free_unpacked
+                     (Rave__Leaderboards__V1__ListAppLeaderboardsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__GetTopScoresRequest methods */
+void   rave__leaderboards__v1__get_top_scores_request__init
+                     (Rave__Leaderboards__V1__GetTopScoresRequest         *message);
+size_t rave__leaderboards__v1__get_top_scores_request__get_packed_size
+                     (const Rave__Leaderboards__V1__GetTopScoresRequest   *message);
+size_t rave__leaderboards__v1__get_top_scores_request__pack
+                     (const Rave__Leaderboards__V1__GetTopScoresRequest   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__get_top_scores_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__GetTopScoresRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__GetTopScoresRequest *
+       rave__leaderboards__v1__get_top_scores_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__get_top_scores_request__free_unpacked
+                     (Rave__Leaderboards__V1__GetTopScoresRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__GetUserStandingRequest methods */
+void   rave__leaderboards__v1__get_user_standing_request__init
+                     (Rave__Leaderboards__V1__GetUserStandingRequest         *message);
+size_t rave__leaderboards__v1__get_user_standing_request__get_packed_size
+                     (const Rave__Leaderboards__V1__GetUserStandingRequest   *message);
+size_t rave__leaderboards__v1__get_user_standing_request__pack
+                     (const Rave__Leaderboards__V1__GetUserStandingRequest   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__get_user_standing_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__GetUserStandingRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__GetUserStandingRequest *
+       rave__leaderboards__v1__get_user_standing_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__get_user_standing_request__free_unpacked
+                     (Rave__Leaderboards__V1__GetUserStandingRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__ListAppAchievementsRequest methods */
+void   rave__leaderboards__v1__list_app_achievements_request__init
+                     (Rave__Leaderboards__V1__ListAppAchievementsRequest         *message);
+size_t rave__leaderboards__v1__list_app_achievements_request__get_packed_size
+                     (const Rave__Leaderboards__V1__ListAppAchievementsRequest   *message);
+size_t rave__leaderboards__v1__list_app_achievements_request__pack
+                     (const Rave__Leaderboards__V1__ListAppAchievementsRequest   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__list_app_achievements_request__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListAppAchievementsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__ListAppAchievementsRequest *
+       rave__leaderboards__v1__list_app_achievements_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__list_app_achievements_request__free_unpacked
+                     (Rave__Leaderboards__V1__ListAppAchievementsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Leaderboards__V1__ListAchievementDefinitionsResponse methods */
+void   rave__leaderboards__v1__list_achievement_definitions_response__init
+                     (Rave__Leaderboards__V1__ListAchievementDefinitionsResponse         *message);
+size_t rave__leaderboards__v1__list_achievement_definitions_response__get_packed_size
+                     (const Rave__Leaderboards__V1__ListAchievementDefinitionsResponse   *message);
+size_t rave__leaderboards__v1__list_achievement_definitions_response__pack
+                     (const Rave__Leaderboards__V1__ListAchievementDefinitionsResponse   *message,
+                      uint8_t             *out);
+size_t rave__leaderboards__v1__list_achievement_definitions_response__pack_to_buffer
+                     (const Rave__Leaderboards__V1__ListAchievementDefinitionsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Leaderboards__V1__ListAchievementDefinitionsResponse *
+       rave__leaderboards__v1__list_achievement_definitions_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__leaderboards__v1__list_achievement_definitions_response__free_unpacked
+                     (Rave__Leaderboards__V1__ListAchievementDefinitionsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Leaderboards__V1__Schedule_Closure)
@@ -1245,6 +1406,21 @@ typedef void (*Rave__Leaderboards__V1__NotBoardOwner_Closure)
                   void *closure_data);
 typedef void (*Rave__Leaderboards__V1__AchievementUnlockedEvent_Closure)
                  (const Rave__Leaderboards__V1__AchievementUnlockedEvent *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__ListAppLeaderboardsRequest_Closure)
+                 (const Rave__Leaderboards__V1__ListAppLeaderboardsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__GetTopScoresRequest_Closure)
+                 (const Rave__Leaderboards__V1__GetTopScoresRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__GetUserStandingRequest_Closure)
+                 (const Rave__Leaderboards__V1__GetUserStandingRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__ListAppAchievementsRequest_Closure)
+                 (const Rave__Leaderboards__V1__ListAppAchievementsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Leaderboards__V1__ListAchievementDefinitionsResponse_Closure)
+                 (const Rave__Leaderboards__V1__ListAchievementDefinitionsResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -1376,6 +1552,22 @@ struct Rave__Leaderboards__V1__LeaderboardsAdmin_Service
                         const Rave__Leaderboards__V1__RebuildIndexRequest *input,
                         Rave__Leaderboards__V1__RebuildIndexResponse_Closure closure,
                         void *closure_data);
+  void (*list_leaderboards)(Rave__Leaderboards__V1__LeaderboardsAdmin_Service *service,
+                            const Rave__Leaderboards__V1__ListAppLeaderboardsRequest *input,
+                            Rave__Leaderboards__V1__ListLeaderboardsResponse_Closure closure,
+                            void *closure_data);
+  void (*get_top_scores)(Rave__Leaderboards__V1__LeaderboardsAdmin_Service *service,
+                         const Rave__Leaderboards__V1__GetTopScoresRequest *input,
+                         Rave__Leaderboards__V1__ScoresResponse_Closure closure,
+                         void *closure_data);
+  void (*get_user_standing)(Rave__Leaderboards__V1__LeaderboardsAdmin_Service *service,
+                            const Rave__Leaderboards__V1__GetUserStandingRequest *input,
+                            Rave__Leaderboards__V1__GetLeaderboardResponse_Closure closure,
+                            void *closure_data);
+  void (*list_achievements)(Rave__Leaderboards__V1__LeaderboardsAdmin_Service *service,
+                            const Rave__Leaderboards__V1__ListAppAchievementsRequest *input,
+                            Rave__Leaderboards__V1__ListAchievementDefinitionsResponse_Closure closure,
+                            void *closure_data);
 };
 typedef void (*Rave__Leaderboards__V1__LeaderboardsAdmin_ServiceDestroy)(Rave__Leaderboards__V1__LeaderboardsAdmin_Service *);
 void rave__leaderboards__v1__leaderboards_admin__init (Rave__Leaderboards__V1__LeaderboardsAdmin_Service *service,
@@ -1386,7 +1578,11 @@ void rave__leaderboards__v1__leaderboards_admin__init (Rave__Leaderboards__V1__L
     { RAVE__LEADERBOARDS__V1__LEADERBOARDS_ADMIN__BASE_INIT,\
       function_prefix__ ## define_leaderboard,\
       function_prefix__ ## define_achievement,\
-      function_prefix__ ## rebuild_index  }
+      function_prefix__ ## rebuild_index,\
+      function_prefix__ ## list_leaderboards,\
+      function_prefix__ ## get_top_scores,\
+      function_prefix__ ## get_user_standing,\
+      function_prefix__ ## list_achievements  }
 void rave__leaderboards__v1__leaderboards_admin__define_leaderboard(ProtobufCService *service,
                                                                     const Rave__Leaderboards__V1__DefineLeaderboardRequest *input,
                                                                     Rave__Leaderboards__V1__DefineLeaderboardResponse_Closure closure,
@@ -1399,6 +1595,22 @@ void rave__leaderboards__v1__leaderboards_admin__rebuild_index(ProtobufCService 
                                                                const Rave__Leaderboards__V1__RebuildIndexRequest *input,
                                                                Rave__Leaderboards__V1__RebuildIndexResponse_Closure closure,
                                                                void *closure_data);
+void rave__leaderboards__v1__leaderboards_admin__list_leaderboards(ProtobufCService *service,
+                                                                   const Rave__Leaderboards__V1__ListAppLeaderboardsRequest *input,
+                                                                   Rave__Leaderboards__V1__ListLeaderboardsResponse_Closure closure,
+                                                                   void *closure_data);
+void rave__leaderboards__v1__leaderboards_admin__get_top_scores(ProtobufCService *service,
+                                                                const Rave__Leaderboards__V1__GetTopScoresRequest *input,
+                                                                Rave__Leaderboards__V1__ScoresResponse_Closure closure,
+                                                                void *closure_data);
+void rave__leaderboards__v1__leaderboards_admin__get_user_standing(ProtobufCService *service,
+                                                                   const Rave__Leaderboards__V1__GetUserStandingRequest *input,
+                                                                   Rave__Leaderboards__V1__GetLeaderboardResponse_Closure closure,
+                                                                   void *closure_data);
+void rave__leaderboards__v1__leaderboards_admin__list_achievements(ProtobufCService *service,
+                                                                   const Rave__Leaderboards__V1__ListAppAchievementsRequest *input,
+                                                                   Rave__Leaderboards__V1__ListAchievementDefinitionsResponse_Closure closure,
+                                                                   void *closure_data);
 typedef struct Rave__Leaderboards__V1__LeaderboardsInternal_Service Rave__Leaderboards__V1__LeaderboardsInternal_Service;
 struct Rave__Leaderboards__V1__LeaderboardsInternal_Service
 {
@@ -1457,6 +1669,11 @@ extern const ProtobufCMessageDescriptor rave__leaderboards__v1__board_owner__des
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__list_board_owners_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__not_board_owner__descriptor;
 extern const ProtobufCMessageDescriptor rave__leaderboards__v1__achievement_unlocked_event__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__list_app_leaderboards_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__get_top_scores_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__get_user_standing_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__list_app_achievements_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__leaderboards__v1__list_achievement_definitions_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards__descriptor;
 extern const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__leaderboards__v1__leaderboards_internal__descriptor;

@@ -48,6 +48,8 @@ typedef struct Rave__Push__V1__DeleteTemplateRequest Rave__Push__V1__DeleteTempl
 typedef struct Rave__Push__V1__DeleteTemplateResponse Rave__Push__V1__DeleteTemplateResponse;
 typedef struct Rave__Push__V1__SetDefaultLanguageRequest Rave__Push__V1__SetDefaultLanguageRequest;
 typedef struct Rave__Push__V1__SetDefaultLanguageResponse Rave__Push__V1__SetDefaultLanguageResponse;
+typedef struct Rave__Push__V1__ListUserDevicesRequest Rave__Push__V1__ListUserDevicesRequest;
+typedef struct Rave__Push__V1__ListUserDevicesResponse Rave__Push__V1__ListUserDevicesResponse;
 
 
 /* --- enums --- */
@@ -584,6 +586,35 @@ struct  Rave__Push__V1__SetDefaultLanguageResponse
 #define RAVE__PUSH__V1__SET_DEFAULT_LANGUAGE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__set_default_language_response__descriptor) \
      }
+
+
+struct  Rave__Push__V1__ListUserDevicesRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  /*
+   * A merged-away id reads the account it was merged into.
+   */
+  char *user_id;
+};
+#define RAVE__PUSH__V1__LIST_USER_DEVICES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__list_user_devices_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Push__V1__ListUserDevicesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * `token` is masked: "…" and the token's last 6 characters ("…" alone for a token under 12 characters), so
+   * operators recognise a device without being able to push to it.
+   */
+  size_t n_devices;
+  Rave__Push__V1__TokenInfo **devices;
+};
+#define RAVE__PUSH__V1__LIST_USER_DEVICES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__push__v1__list_user_devices_response__descriptor) \
+    , 0,NULL }
 
 
 /* Rave__Push__V1__Consent methods */
@@ -1213,6 +1244,44 @@ Rave__Push__V1__SetDefaultLanguageResponse *
 void   rave__push__v1__set_default_language_response__free_unpacked
                      (Rave__Push__V1__SetDefaultLanguageResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Push__V1__ListUserDevicesRequest methods */
+void   rave__push__v1__list_user_devices_request__init
+                     (Rave__Push__V1__ListUserDevicesRequest         *message);
+size_t rave__push__v1__list_user_devices_request__get_packed_size
+                     (const Rave__Push__V1__ListUserDevicesRequest   *message);
+size_t rave__push__v1__list_user_devices_request__pack
+                     (const Rave__Push__V1__ListUserDevicesRequest   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__list_user_devices_request__pack_to_buffer
+                     (const Rave__Push__V1__ListUserDevicesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__ListUserDevicesRequest *
+       rave__push__v1__list_user_devices_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__list_user_devices_request__free_unpacked
+                     (Rave__Push__V1__ListUserDevicesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Push__V1__ListUserDevicesResponse methods */
+void   rave__push__v1__list_user_devices_response__init
+                     (Rave__Push__V1__ListUserDevicesResponse         *message);
+size_t rave__push__v1__list_user_devices_response__get_packed_size
+                     (const Rave__Push__V1__ListUserDevicesResponse   *message);
+size_t rave__push__v1__list_user_devices_response__pack
+                     (const Rave__Push__V1__ListUserDevicesResponse   *message,
+                      uint8_t             *out);
+size_t rave__push__v1__list_user_devices_response__pack_to_buffer
+                     (const Rave__Push__V1__ListUserDevicesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Push__V1__ListUserDevicesResponse *
+       rave__push__v1__list_user_devices_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__push__v1__list_user_devices_response__free_unpacked
+                     (Rave__Push__V1__ListUserDevicesResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Push__V1__Consent_Closure)
@@ -1314,6 +1383,12 @@ typedef void (*Rave__Push__V1__SetDefaultLanguageRequest_Closure)
 typedef void (*Rave__Push__V1__SetDefaultLanguageResponse_Closure)
                  (const Rave__Push__V1__SetDefaultLanguageResponse *message,
                   void *closure_data);
+typedef void (*Rave__Push__V1__ListUserDevicesRequest_Closure)
+                 (const Rave__Push__V1__ListUserDevicesRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Push__V1__ListUserDevicesResponse_Closure)
+                 (const Rave__Push__V1__ListUserDevicesResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1411,6 +1486,10 @@ struct Rave__Push__V1__PushAdmin_Service
                                const Rave__Push__V1__SetDefaultLanguageRequest *input,
                                Rave__Push__V1__SetDefaultLanguageResponse_Closure closure,
                                void *closure_data);
+  void (*list_user_devices)(Rave__Push__V1__PushAdmin_Service *service,
+                            const Rave__Push__V1__ListUserDevicesRequest *input,
+                            Rave__Push__V1__ListUserDevicesResponse_Closure closure,
+                            void *closure_data);
 };
 typedef void (*Rave__Push__V1__PushAdmin_ServiceDestroy)(Rave__Push__V1__PushAdmin_Service *);
 void rave__push__v1__push_admin__init (Rave__Push__V1__PushAdmin_Service *service,
@@ -1424,7 +1503,8 @@ void rave__push__v1__push_admin__init (Rave__Push__V1__PushAdmin_Service *servic
       function_prefix__ ## set_template,\
       function_prefix__ ## list_templates,\
       function_prefix__ ## delete_template,\
-      function_prefix__ ## set_default_language  }
+      function_prefix__ ## set_default_language,\
+      function_prefix__ ## list_user_devices  }
 void rave__push__v1__push_admin__send_notification(ProtobufCService *service,
                                                    const Rave__Push__V1__SendNotificationRequest *input,
                                                    Rave__Push__V1__SendNotificationResponse_Closure closure,
@@ -1449,6 +1529,10 @@ void rave__push__v1__push_admin__set_default_language(ProtobufCService *service,
                                                       const Rave__Push__V1__SetDefaultLanguageRequest *input,
                                                       Rave__Push__V1__SetDefaultLanguageResponse_Closure closure,
                                                       void *closure_data);
+void rave__push__v1__push_admin__list_user_devices(ProtobufCService *service,
+                                                   const Rave__Push__V1__ListUserDevicesRequest *input,
+                                                   Rave__Push__V1__ListUserDevicesResponse_Closure closure,
+                                                   void *closure_data);
 typedef struct Rave__Push__V1__PushInternal_Service Rave__Push__V1__PushInternal_Service;
 struct Rave__Push__V1__PushInternal_Service
 {
@@ -1510,6 +1594,8 @@ extern const ProtobufCMessageDescriptor rave__push__v1__delete_template_request_
 extern const ProtobufCMessageDescriptor rave__push__v1__delete_template_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__push__v1__set_default_language_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__push__v1__set_default_language_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__list_user_devices_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__push__v1__list_user_devices_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__push__v1__push__descriptor;
 extern const ProtobufCServiceDescriptor rave__push__v1__push_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__push__v1__push_internal__descriptor;

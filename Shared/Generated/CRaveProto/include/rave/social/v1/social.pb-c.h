@@ -69,6 +69,9 @@ typedef struct Rave__Social__V1__FollowingIdsRequest Rave__Social__V1__Following
 typedef struct Rave__Social__V1__FollowingIdsResponse Rave__Social__V1__FollowingIdsResponse;
 typedef struct Rave__Social__V1__IsBlockedRequest Rave__Social__V1__IsBlockedRequest;
 typedef struct Rave__Social__V1__IsBlockedResponse Rave__Social__V1__IsBlockedResponse;
+typedef struct Rave__Social__V1__GetUserCountsRequest Rave__Social__V1__GetUserCountsRequest;
+typedef struct Rave__Social__V1__ListCounts Rave__Social__V1__ListCounts;
+typedef struct Rave__Social__V1__GetUserCountsResponse Rave__Social__V1__GetUserCountsResponse;
 
 
 /* --- enums --- */
@@ -734,6 +737,70 @@ struct  Rave__Social__V1__IsBlockedResponse
 #define RAVE__SOCIAL__V1__IS_BLOCKED_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__social__v1__is_blocked_response__descriptor) \
     , 0, 0, 0 }
+
+
+struct  Rave__Social__V1__GetUserCountsRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  /*
+   * A merged-away id reads the account it was merged into.
+   */
+  char *user_id;
+};
+#define RAVE__SOCIAL__V1__GET_USER_COUNTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__social__v1__get_user_counts_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Social__V1__ListCounts
+{
+  ProtobufCMessage base;
+  char *list_key;
+  Rave__Social__V1__ListKind kind;
+  /*
+   * Friends lists only.
+   */
+  uint32_t friends;
+  /*
+   * Pending friend requests to the player (friends lists only).
+   */
+  uint32_t incoming_requests;
+  /*
+   * Pending friend requests the player sent (friends lists only).
+   */
+  uint32_t outgoing_requests;
+  /*
+   * Followers lists only.
+   */
+  uint32_t followers;
+  uint32_t following;
+};
+#define RAVE__SOCIAL__V1__LIST_COUNTS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__social__v1__list_counts__descriptor) \
+    , (char *)protobuf_c_empty_string, RAVE__SOCIAL__V1__LIST_KIND__LIST_KIND_UNSPECIFIED, 0, 0, 0, 0, 0 }
+
+
+struct  Rave__Social__V1__GetUserCountsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The account counted (the merge target of a merged-away id).
+   */
+  char *user_id;
+  /*
+   * Every list the application sees, as GetLists orders them.
+   */
+  size_t n_lists;
+  Rave__Social__V1__ListCounts **lists;
+  /*
+   * Users the player blocked (blocks hold in every list and application).
+   */
+  uint32_t blocked;
+};
+#define RAVE__SOCIAL__V1__GET_USER_COUNTS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__social__v1__get_user_counts_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL, 0 }
 
 
 /* Rave__Social__V1__SendFriendRequestRequest methods */
@@ -1743,6 +1810,63 @@ Rave__Social__V1__IsBlockedResponse *
 void   rave__social__v1__is_blocked_response__free_unpacked
                      (Rave__Social__V1__IsBlockedResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Social__V1__GetUserCountsRequest methods */
+void   rave__social__v1__get_user_counts_request__init
+                     (Rave__Social__V1__GetUserCountsRequest         *message);
+size_t rave__social__v1__get_user_counts_request__get_packed_size
+                     (const Rave__Social__V1__GetUserCountsRequest   *message);
+size_t rave__social__v1__get_user_counts_request__pack
+                     (const Rave__Social__V1__GetUserCountsRequest   *message,
+                      uint8_t             *out);
+size_t rave__social__v1__get_user_counts_request__pack_to_buffer
+                     (const Rave__Social__V1__GetUserCountsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Social__V1__GetUserCountsRequest *
+       rave__social__v1__get_user_counts_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__social__v1__get_user_counts_request__free_unpacked
+                     (Rave__Social__V1__GetUserCountsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Social__V1__ListCounts methods */
+void   rave__social__v1__list_counts__init
+                     (Rave__Social__V1__ListCounts         *message);
+size_t rave__social__v1__list_counts__get_packed_size
+                     (const Rave__Social__V1__ListCounts   *message);
+size_t rave__social__v1__list_counts__pack
+                     (const Rave__Social__V1__ListCounts   *message,
+                      uint8_t             *out);
+size_t rave__social__v1__list_counts__pack_to_buffer
+                     (const Rave__Social__V1__ListCounts   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Social__V1__ListCounts *
+       rave__social__v1__list_counts__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__social__v1__list_counts__free_unpacked
+                     (Rave__Social__V1__ListCounts *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Social__V1__GetUserCountsResponse methods */
+void   rave__social__v1__get_user_counts_response__init
+                     (Rave__Social__V1__GetUserCountsResponse         *message);
+size_t rave__social__v1__get_user_counts_response__get_packed_size
+                     (const Rave__Social__V1__GetUserCountsResponse   *message);
+size_t rave__social__v1__get_user_counts_response__pack
+                     (const Rave__Social__V1__GetUserCountsResponse   *message,
+                      uint8_t             *out);
+size_t rave__social__v1__get_user_counts_response__pack_to_buffer
+                     (const Rave__Social__V1__GetUserCountsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Social__V1__GetUserCountsResponse *
+       rave__social__v1__get_user_counts_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__social__v1__get_user_counts_response__free_unpacked
+                     (Rave__Social__V1__GetUserCountsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Social__V1__SendFriendRequestRequest_Closure)
@@ -1903,6 +2027,15 @@ typedef void (*Rave__Social__V1__IsBlockedRequest_Closure)
                   void *closure_data);
 typedef void (*Rave__Social__V1__IsBlockedResponse_Closure)
                  (const Rave__Social__V1__IsBlockedResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Social__V1__GetUserCountsRequest_Closure)
+                 (const Rave__Social__V1__GetUserCountsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Social__V1__ListCounts_Closure)
+                 (const Rave__Social__V1__ListCounts *message,
+                  void *closure_data);
+typedef void (*Rave__Social__V1__GetUserCountsResponse_Closure)
+                 (const Rave__Social__V1__GetUserCountsResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -2120,6 +2253,10 @@ struct Rave__Social__V1__SocialAdmin_Service
                     const Rave__Social__V1__GetListsRequest *input,
                     Rave__Social__V1__GetListsResponse_Closure closure,
                     void *closure_data);
+  void (*get_user_counts)(Rave__Social__V1__SocialAdmin_Service *service,
+                          const Rave__Social__V1__GetUserCountsRequest *input,
+                          Rave__Social__V1__GetUserCountsResponse_Closure closure,
+                          void *closure_data);
 };
 typedef void (*Rave__Social__V1__SocialAdmin_ServiceDestroy)(Rave__Social__V1__SocialAdmin_Service *);
 void rave__social__v1__social_admin__init (Rave__Social__V1__SocialAdmin_Service *service,
@@ -2129,7 +2266,8 @@ void rave__social__v1__social_admin__init (Rave__Social__V1__SocialAdmin_Service
 #define RAVE__SOCIAL__V1__SOCIAL_ADMIN__INIT(function_prefix__) \
     { RAVE__SOCIAL__V1__SOCIAL_ADMIN__BASE_INIT,\
       function_prefix__ ## create_list,\
-      function_prefix__ ## get_lists  }
+      function_prefix__ ## get_lists,\
+      function_prefix__ ## get_user_counts  }
 void rave__social__v1__social_admin__create_list(ProtobufCService *service,
                                                  const Rave__Social__V1__CreateListRequest *input,
                                                  Rave__Social__V1__CreateListResponse_Closure closure,
@@ -2138,6 +2276,10 @@ void rave__social__v1__social_admin__get_lists(ProtobufCService *service,
                                                const Rave__Social__V1__GetListsRequest *input,
                                                Rave__Social__V1__GetListsResponse_Closure closure,
                                                void *closure_data);
+void rave__social__v1__social_admin__get_user_counts(ProtobufCService *service,
+                                                     const Rave__Social__V1__GetUserCountsRequest *input,
+                                                     Rave__Social__V1__GetUserCountsResponse_Closure closure,
+                                                     void *closure_data);
 typedef struct Rave__Social__V1__SocialInternal_Service Rave__Social__V1__SocialInternal_Service;
 struct Rave__Social__V1__SocialInternal_Service
 {
@@ -2235,6 +2377,9 @@ extern const ProtobufCMessageDescriptor rave__social__v1__following_ids_request_
 extern const ProtobufCMessageDescriptor rave__social__v1__following_ids_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__social__v1__is_blocked_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__social__v1__is_blocked_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__social__v1__get_user_counts_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__social__v1__list_counts__descriptor;
+extern const ProtobufCMessageDescriptor rave__social__v1__get_user_counts_response__descriptor;
 extern const ProtobufCServiceDescriptor rave__social__v1__social__descriptor;
 extern const ProtobufCServiceDescriptor rave__social__v1__social_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__social__v1__social_internal__descriptor;

@@ -45,6 +45,10 @@ typedef struct Rave__Wallet__V1__WithdrawRequest Rave__Wallet__V1__WithdrawReque
 typedef struct Rave__Wallet__V1__AdjustRequest Rave__Wallet__V1__AdjustRequest;
 typedef struct Rave__Wallet__V1__OperatorTransferResponse Rave__Wallet__V1__OperatorTransferResponse;
 typedef struct Rave__Wallet__V1__GetUserWalletRequest Rave__Wallet__V1__GetUserWalletRequest;
+typedef struct Rave__Wallet__V1__CurrencyDefinition Rave__Wallet__V1__CurrencyDefinition;
+typedef struct Rave__Wallet__V1__ListCurrenciesRequest Rave__Wallet__V1__ListCurrenciesRequest;
+typedef struct Rave__Wallet__V1__ListCurrenciesResponse Rave__Wallet__V1__ListCurrenciesResponse;
+typedef struct Rave__Wallet__V1__ListUserTransactionsRequest Rave__Wallet__V1__ListUserTransactionsRequest;
 
 
 /* --- enums --- */
@@ -395,6 +399,72 @@ struct  Rave__Wallet__V1__GetUserWalletRequest
 #define RAVE__WALLET__V1__GET_USER_WALLET_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__wallet__v1__get_user_wallet_request__descriptor) \
     , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Wallet__V1__CurrencyDefinition
+{
+  ProtobufCMessage base;
+  char *code;
+  /*
+   * Digits after the decimal point.
+   */
+  int32_t decimals;
+};
+#define RAVE__WALLET__V1__CURRENCY_DEFINITION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__wallet__v1__currency_definition__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Wallet__V1__ListCurrenciesRequest
+{
+  ProtobufCMessage base;
+};
+#define RAVE__WALLET__V1__LIST_CURRENCIES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__wallet__v1__list_currencies_request__descriptor) \
+     }
+
+
+struct  Rave__Wallet__V1__ListCurrenciesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * By code.
+   */
+  size_t n_currencies;
+  Rave__Wallet__V1__CurrencyDefinition **currencies;
+};
+#define RAVE__WALLET__V1__LIST_CURRENCIES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__wallet__v1__list_currencies_response__descriptor) \
+    , 0,NULL }
+
+
+struct  Rave__Wallet__V1__ListUserTransactionsRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A merged-away id reads the account it was merged into.
+   */
+  char *user_id;
+  /*
+   * Empty: every currency.
+   */
+  char *currency;
+  /*
+   * Unspecified: every economy.
+   */
+  Rave__Wallet__V1__Economy economy;
+  /*
+   * 1…100; 0 means 20.
+   */
+  int32_t page_size;
+  /*
+   * From the previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define RAVE__WALLET__V1__LIST_USER_TRANSACTIONS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__wallet__v1__list_user_transactions_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, RAVE__WALLET__V1__ECONOMY__ECONOMY_UNSPECIFIED, 0, (char *)protobuf_c_empty_string }
 
 
 /* Rave__Wallet__V1__PlaceBetRequest methods */
@@ -948,6 +1018,82 @@ Rave__Wallet__V1__GetUserWalletRequest *
 void   rave__wallet__v1__get_user_wallet_request__free_unpacked
                      (Rave__Wallet__V1__GetUserWalletRequest *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Wallet__V1__CurrencyDefinition methods */
+void   rave__wallet__v1__currency_definition__init
+                     (Rave__Wallet__V1__CurrencyDefinition         *message);
+size_t rave__wallet__v1__currency_definition__get_packed_size
+                     (const Rave__Wallet__V1__CurrencyDefinition   *message);
+size_t rave__wallet__v1__currency_definition__pack
+                     (const Rave__Wallet__V1__CurrencyDefinition   *message,
+                      uint8_t             *out);
+size_t rave__wallet__v1__currency_definition__pack_to_buffer
+                     (const Rave__Wallet__V1__CurrencyDefinition   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Wallet__V1__CurrencyDefinition *
+       rave__wallet__v1__currency_definition__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__wallet__v1__currency_definition__free_unpacked
+                     (Rave__Wallet__V1__CurrencyDefinition *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Wallet__V1__ListCurrenciesRequest methods */
+void   rave__wallet__v1__list_currencies_request__init
+                     (Rave__Wallet__V1__ListCurrenciesRequest         *message);
+size_t rave__wallet__v1__list_currencies_request__get_packed_size
+                     (const Rave__Wallet__V1__ListCurrenciesRequest   *message);
+size_t rave__wallet__v1__list_currencies_request__pack
+                     (const Rave__Wallet__V1__ListCurrenciesRequest   *message,
+                      uint8_t             *out);
+size_t rave__wallet__v1__list_currencies_request__pack_to_buffer
+                     (const Rave__Wallet__V1__ListCurrenciesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Wallet__V1__ListCurrenciesRequest *
+       rave__wallet__v1__list_currencies_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__wallet__v1__list_currencies_request__free_unpacked
+                     (Rave__Wallet__V1__ListCurrenciesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Wallet__V1__ListCurrenciesResponse methods */
+void   rave__wallet__v1__list_currencies_response__init
+                     (Rave__Wallet__V1__ListCurrenciesResponse         *message);
+size_t rave__wallet__v1__list_currencies_response__get_packed_size
+                     (const Rave__Wallet__V1__ListCurrenciesResponse   *message);
+size_t rave__wallet__v1__list_currencies_response__pack
+                     (const Rave__Wallet__V1__ListCurrenciesResponse   *message,
+                      uint8_t             *out);
+size_t rave__wallet__v1__list_currencies_response__pack_to_buffer
+                     (const Rave__Wallet__V1__ListCurrenciesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Wallet__V1__ListCurrenciesResponse *
+       rave__wallet__v1__list_currencies_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__wallet__v1__list_currencies_response__free_unpacked
+                     (Rave__Wallet__V1__ListCurrenciesResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Wallet__V1__ListUserTransactionsRequest methods */
+void   rave__wallet__v1__list_user_transactions_request__init
+                     (Rave__Wallet__V1__ListUserTransactionsRequest         *message);
+size_t rave__wallet__v1__list_user_transactions_request__get_packed_size
+                     (const Rave__Wallet__V1__ListUserTransactionsRequest   *message);
+size_t rave__wallet__v1__list_user_transactions_request__pack
+                     (const Rave__Wallet__V1__ListUserTransactionsRequest   *message,
+                      uint8_t             *out);
+size_t rave__wallet__v1__list_user_transactions_request__pack_to_buffer
+                     (const Rave__Wallet__V1__ListUserTransactionsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Wallet__V1__ListUserTransactionsRequest *
+       rave__wallet__v1__list_user_transactions_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__wallet__v1__list_user_transactions_request__free_unpacked
+                     (Rave__Wallet__V1__ListUserTransactionsRequest *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Wallet__V1__PlaceBetRequest_Closure)
@@ -1036,6 +1182,18 @@ typedef void (*Rave__Wallet__V1__OperatorTransferResponse_Closure)
                   void *closure_data);
 typedef void (*Rave__Wallet__V1__GetUserWalletRequest_Closure)
                  (const Rave__Wallet__V1__GetUserWalletRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Wallet__V1__CurrencyDefinition_Closure)
+                 (const Rave__Wallet__V1__CurrencyDefinition *message,
+                  void *closure_data);
+typedef void (*Rave__Wallet__V1__ListCurrenciesRequest_Closure)
+                 (const Rave__Wallet__V1__ListCurrenciesRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Wallet__V1__ListCurrenciesResponse_Closure)
+                 (const Rave__Wallet__V1__ListCurrenciesResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Wallet__V1__ListUserTransactionsRequest_Closure)
+                 (const Rave__Wallet__V1__ListUserTransactionsRequest *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -1165,6 +1323,18 @@ struct Rave__Wallet__V1__WalletAdmin_Service
                           const Rave__Wallet__V1__GetUserWalletRequest *input,
                           Rave__Wallet__V1__GetWalletResponse_Closure closure,
                           void *closure_data);
+  void (*list_currencies)(Rave__Wallet__V1__WalletAdmin_Service *service,
+                          const Rave__Wallet__V1__ListCurrenciesRequest *input,
+                          Rave__Wallet__V1__ListCurrenciesResponse_Closure closure,
+                          void *closure_data);
+  void (*list_games)(Rave__Wallet__V1__WalletAdmin_Service *service,
+                     const Rave__Wallet__V1__ListGamesRequest *input,
+                     Rave__Wallet__V1__ListGamesResponse_Closure closure,
+                     void *closure_data);
+  void (*list_user_transactions)(Rave__Wallet__V1__WalletAdmin_Service *service,
+                                 const Rave__Wallet__V1__ListUserTransactionsRequest *input,
+                                 Rave__Wallet__V1__ListTransactionsResponse_Closure closure,
+                                 void *closure_data);
 };
 typedef void (*Rave__Wallet__V1__WalletAdmin_ServiceDestroy)(Rave__Wallet__V1__WalletAdmin_Service *);
 void rave__wallet__v1__wallet_admin__init (Rave__Wallet__V1__WalletAdmin_Service *service,
@@ -1179,7 +1349,10 @@ void rave__wallet__v1__wallet_admin__init (Rave__Wallet__V1__WalletAdmin_Service
       function_prefix__ ## deposit,\
       function_prefix__ ## withdraw,\
       function_prefix__ ## adjust,\
-      function_prefix__ ## get_user_wallet  }
+      function_prefix__ ## get_user_wallet,\
+      function_prefix__ ## list_currencies,\
+      function_prefix__ ## list_games,\
+      function_prefix__ ## list_user_transactions  }
 void rave__wallet__v1__wallet_admin__create_currency(ProtobufCService *service,
                                                      const Rave__Wallet__V1__CreateCurrencyRequest *input,
                                                      Rave__Wallet__V1__CreateCurrencyResponse_Closure closure,
@@ -1208,6 +1381,18 @@ void rave__wallet__v1__wallet_admin__get_user_wallet(ProtobufCService *service,
                                                      const Rave__Wallet__V1__GetUserWalletRequest *input,
                                                      Rave__Wallet__V1__GetWalletResponse_Closure closure,
                                                      void *closure_data);
+void rave__wallet__v1__wallet_admin__list_currencies(ProtobufCService *service,
+                                                     const Rave__Wallet__V1__ListCurrenciesRequest *input,
+                                                     Rave__Wallet__V1__ListCurrenciesResponse_Closure closure,
+                                                     void *closure_data);
+void rave__wallet__v1__wallet_admin__list_games(ProtobufCService *service,
+                                                const Rave__Wallet__V1__ListGamesRequest *input,
+                                                Rave__Wallet__V1__ListGamesResponse_Closure closure,
+                                                void *closure_data);
+void rave__wallet__v1__wallet_admin__list_user_transactions(ProtobufCService *service,
+                                                            const Rave__Wallet__V1__ListUserTransactionsRequest *input,
+                                                            Rave__Wallet__V1__ListTransactionsResponse_Closure closure,
+                                                            void *closure_data);
 
 /* --- descriptors --- */
 
@@ -1240,6 +1425,10 @@ extern const ProtobufCMessageDescriptor rave__wallet__v1__withdraw_request__desc
 extern const ProtobufCMessageDescriptor rave__wallet__v1__adjust_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__wallet__v1__operator_transfer_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__wallet__v1__get_user_wallet_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__wallet__v1__currency_definition__descriptor;
+extern const ProtobufCMessageDescriptor rave__wallet__v1__list_currencies_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__wallet__v1__list_currencies_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__wallet__v1__list_user_transactions_request__descriptor;
 extern const ProtobufCServiceDescriptor rave__wallet__v1__wallet__descriptor;
 extern const ProtobufCServiceDescriptor rave__wallet__v1__wallet_admin__descriptor;
 
