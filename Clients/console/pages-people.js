@@ -479,10 +479,8 @@ const operators = {
             () => (kind === "role" ? "Role changed." : "Disabled."));
             if (done) await load(false);
         };
-        // ListOperators is classified as an owner's write (AdminRoles), so the gateway wants a reason and records
-        // each listing in the audit log.
-        const list = () => session.call(`${identityAdmin}/ListOperators`, {},
-            { reason: "opened the operators page of the console" });
+        // ListOperators is an owner's read: no reason, no audit entry.
+        const list = () => session.call(`${identityAdmin}/ListOperators`, {});
         const load = async (announce = true) => {
             const answer = await (announce
                 ? run(status, list, (result) => `${(result.operators ?? []).length} operators.`)

@@ -2524,10 +2524,13 @@ private let openAPIDocumentText = #"""
               "GiftsAdmin"
             ],
             "summary": "Operator reads: the gifts a player sent or received in the application, in every state, newest first.",
-            "description": "Operator reads: the gifts a player sent or received in the application, in every state, newest first.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.gifts.v1.GiftsAdmin/ListUserGifts`.",
+            "description": "Operator reads: the gifts a player sent or received in the application, in every state, newest first.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.gifts.v1.GiftsAdmin/ListUserGifts`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -8074,10 +8077,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Operator reads: merges, newest first, by state and by a user (as source or target), with the ids merged into that user.",
-            "description": "Operator reads: merges, newest first, by state and by a user (as source or target), with the ids merged into\nthat user.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListMerges`.",
+            "description": "Operator reads: merges, newest first, by state and by a user (as source or target), with the ids merged into\nthat user.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/ListMerges`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -8167,10 +8173,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Makes a merge's pending participant due at once: its undelivered events are retried at the merge delivery's next poll instead of after their backoff.",
-            "description": "Makes a merge's pending participant due at once: its undelivered events are retried at the merge delivery's next\npoll instead of after their backoff.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/RetryMergeParticipant`.",
+            "description": "Makes a merge's pending participant due at once: its undelivered events are retried at the merge delivery's next\npoll instead of after their backoff.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `support` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/RetryMergeParticipant`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -9568,10 +9577,13 @@ private let openAPIDocumentText = #"""
               "LeaderboardsAdmin"
             ],
             "summary": "Every board of the app, active or not, in sorter order, with its current version and entry count.",
-            "description": "Every board of the app, active or not, in sorter order, with its current version and entry count.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards`.",
+            "description": "Every board of the app, active or not, in sorter order, with its current version and entry count.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -9661,10 +9673,13 @@ private let openAPIDocumentText = #"""
               "LeaderboardsAdmin"
             ],
             "summary": "The best `count` scores of a board's current version, best first.",
-            "description": "The best `count` scores of a board's current version, best first.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores`.",
+            "description": "The best `count` scores of a board's current version, best first.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -9754,10 +9769,13 @@ private let openAPIDocumentText = #"""
               "LeaderboardsAdmin"
             ],
             "summary": "A player's best and positions in a board's current version (`standing` absent without a score).",
-            "description": "A player's best and positions in a board's current version (`standing` absent without a score).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/GetUserStanding`.",
+            "description": "A player's best and positions in a board's current version (`standing` absent without a score).\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/GetUserStanding`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -9847,10 +9865,13 @@ private let openAPIDocumentText = #"""
               "LeaderboardsAdmin"
             ],
             "summary": "Every achievement definition of the app, by key.",
-            "description": "Every achievement definition of the app, by key.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/ListAchievements`.",
+            "description": "Every achievement definition of the app, by key.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/ListAchievements`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -11073,10 +11094,13 @@ private let openAPIDocumentText = #"""
               "PushAdmin"
             ],
             "summary": "Operator reads: a player's registered devices in the application, newest registration first, each token masked.",
-            "description": "Operator reads: a player's registered devices in the application, newest registration first, each token masked.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.push.v1.PushAdmin/ListUserDevices`.",
+            "description": "Operator reads: a player's registered devices in the application, newest registration first, each token masked.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.push.v1.PushAdmin/ListUserDevices`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -13296,10 +13320,13 @@ private let openAPIDocumentText = #"""
               "SocialAdmin"
             ],
             "summary": "Operator reads: a player's relationship counts in every list the application sees, and the player's blocks.",
-            "description": "Operator reads: a player's relationship counts in every list the application sees, and the player's blocks.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.social.v1.SocialAdmin/GetUserCounts`.",
+            "description": "Operator reads: a player's relationship counts in every list the application sees, and the player's blocks.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.social.v1.SocialAdmin/GetUserCounts`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -14893,10 +14920,13 @@ private let openAPIDocumentText = #"""
               "WalletAdmin"
             ],
             "summary": "Every currency, by code.",
-            "description": "Every currency, by code.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/ListCurrencies`.",
+            "description": "Every currency, by code.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.wallet.v1.WalletAdmin/ListCurrencies`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -14986,10 +15016,13 @@ private let openAPIDocumentText = #"""
               "WalletAdmin"
             ],
             "summary": "Every game with its definition and exact theoretical return to player, by game id.",
-            "description": "Every game with its definition and exact theoretical return to player, by game id.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/ListGames`.",
+            "description": "Every game with its definition and exact theoretical return to player, by game id.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.wallet.v1.WalletAdmin/ListGames`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -15079,10 +15112,13 @@ private let openAPIDocumentText = #"""
               "WalletAdmin"
             ],
             "summary": "A player's ledger entries, newest first, with keyset paging (what the player's own ListTransactions shows).",
-            "description": "A player's ledger entries, newest first, with keyset paging (what the player's own ListTransactions shows).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/ListUserTransactions`.",
+            "description": "A player's ledger entries, newest first, with keyset paging (what the player's own ListTransactions shows).\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.wallet.v1.WalletAdmin/ListUserTransactions`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
