@@ -62,6 +62,10 @@ public enum AdminRoles {
         // A player's request to be deleted, or its withdrawal, handled by support.
         "rave.identity.v1.IdentityAdmin/ForceAccountDeletion": .support,
         "rave.identity.v1.IdentityAdmin/CancelAccountDeletion": .support,
+        // A player's data export, asked for and handed over by support (each call recorded: it reads personal data).
+        "rave.identity.v1.IdentityAdmin/RequestUserExport": .support,
+        "rave.identity.v1.IdentityAdmin/GetUserExport": .support,
+        "rave.identity.v1.IdentityAdmin/DownloadUserExport": .support,
         // Game content and money.
         "rave.identity.v1.IdentityAdmin/SetMailTemplate": .operator,
         "rave.gifts.v1.GiftsAdmin/CreateGiftType": .operator,
