@@ -23,7 +23,7 @@ CREATE TABLE account_exports (
     failed_at       timestamptz,
     size_bytes      bigint CHECK (size_bytes >= 0),
     sha256          bytea CHECK (length(sha256) = 32),
-    CONSTRAINT account_exports_ready CHECK ((status = 'ready') = (sha256 IS NOT NULL AND expires_at IS NOT NULL))
+    CONSTRAINT account_exports_ready CHECK (status <> 'ready' OR (sha256 IS NOT NULL AND expires_at IS NOT NULL))
 );
 -- At most one export in progress per user.
 CREATE UNIQUE INDEX account_exports_pending ON account_exports (user_id) WHERE status = 'pending';
