@@ -317,8 +317,8 @@ struct ExportTests {
         }
     }
 
-    /// Operators with the support role export players of their publisher; a viewer is refused, and a player of
-    /// another publisher is NOT_FOUND to them.
+    /// Operators with the support role export players of their publisher; a viewer is refused (it may only see the
+    /// state), and a player of another publisher is NOT_FOUND to them.
     @Test func operatorsOfThePlayersPublisherExportForThem() async throws {
         // Operator sessions are checked against the database's clock: this test's clock starts now.
         let clock = TestClock(Date())
@@ -372,6 +372,17 @@ struct ExportTests {
                     context: OperatorTests.operatorContext(support.tokens, "DownloadUserExport"))
             }
             #expect(AccountExportStore.hex(Digest.sha256(archive.bytes)) == seen.accountExport?.sha256)
+            // A viewer sees the export's state but may not download it.
+            let state = try await harness.admin.getUserExport(
+                .init(userId: login.userID, exportId: exportID),
+                context: OperatorTests.operatorContext(viewer.tokens, "GetUserExport"))
+            #expect(state.accountExport?.status == .ready)
+            let download = await statusCode {
+                _ = try await harness.admin.downloadUserExport(
+                    .init(userId: login.userID, exportId: exportID),
+                    context: OperatorTests.operatorContext(viewer.tokens, "DownloadUserExport"))
+            }
+            #expect(download?.code == .permissionDenied)
             // The player sees the export an operator asked for, and an operator's export does not count against
             // the player's limit.
             #expect(try await export(harness, login, appID: app.appId)?.exportId == exportID)

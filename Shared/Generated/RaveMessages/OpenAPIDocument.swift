@@ -14465,6 +14465,187 @@ private let openAPIDocumentText = #"""
             },
             "x-rave-method": "rave.wallet.v1.WalletAdmin/GetUserWallet"
           }
+        },
+        "/v1/account/exports/{export_id}/archive": {
+          "get": {
+            "operationId": "DownloadAccountExportArchive",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "The signed-in player's ready account export, as one JSON file.",
+            "description": "Joins the chunks of `rave.identity.v1.Identity/DownloadAccountExport` (each call checked like a single call) into one response; a failing chunk answers its status with the `Error` body.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "name": "export_id",
+                "in": "path",
+                "required": true,
+                "schema": {
+                  "type": "string",
+                  "pattern": "^[0-9a-f]{32}$"
+                }
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "responses": {
+              "200": {
+                "description": "The archive (`rave.export.v1` format, docs/identity.md \"Exporting an account\") as an attachment `rave-export-<export_id>.json`; `ETag` is its SHA-256.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  },
+                  "ETag": {
+                    "description": "The archive's SHA-256 (hex), quoted.",
+                    "schema": {
+                      "type": "string"
+                    }
+                  },
+                  "Content-Disposition": {
+                    "description": "`attachment; filename=\"rave-export-<export_id>.json\"`",
+                    "schema": {
+                      "type": "string"
+                    }
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "type": "object"
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/DownloadAccountExport"
+          }
+        },
+        "/v1/admin/users/{user_id}/exports/{export_id}/archive": {
+          "get": {
+            "operationId": "DownloadUserExportArchive",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "A player's ready account export, as one JSON file, for an operator (support role).",
+            "description": "Joins the chunks of `rave.identity.v1.IdentityAdmin/DownloadUserExport` (each call checked like a single call) into one response; a failing chunk answers its status with the `Error` body.",
+            "security": [
+              {
+                "mutualTLS": []
+              }
+            ],
+            "parameters": [
+              {
+                "name": "user_id",
+                "in": "path",
+                "required": true,
+                "schema": {
+                  "type": "string",
+                  "pattern": "^[0-9a-f]{32}$"
+                }
+              },
+              {
+                "name": "export_id",
+                "in": "path",
+                "required": true,
+                "schema": {
+                  "type": "string",
+                  "pattern": "^[0-9a-f]{32}$"
+                }
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "responses": {
+              "200": {
+                "description": "The archive (`rave.export.v1` format, docs/identity.md \"Exporting an account\") as an attachment `rave-export-<export_id>.json`; `ETag` is its SHA-256.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  },
+                  "ETag": {
+                    "description": "The archive's SHA-256 (hex), quoted.",
+                    "schema": {
+                      "type": "string"
+                    }
+                  },
+                  "Content-Disposition": {
+                    "description": "`attachment; filename=\"rave-export-<export_id>.json\"`",
+                    "schema": {
+                      "type": "string"
+                    }
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "type": "object"
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/DownloadUserExport"
+          }
         }
       },
       "components": {
