@@ -191,6 +191,28 @@ struct ExportTests {
         }
     }
 
+    /// Requests racing each other (an operator's, without re-authentication, so they start together) all answer
+    /// the one export in progress; none fails on the database's uniqueness.
+    @Test func concurrentRequestsAnswerTheOneExportInProgress() async throws {
+        try await Harness.with { harness in
+            let app = try await harness.makeApplication()
+            let login = try await account(harness, app: app)
+            let ids = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        try await harness.admin.requestUserExport(
+                            .init(userId: login.userID), context: Harness.adminContext
+                        ).accountExport?.exportId ?? ""
+                    }
+                }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(ids.count == 1)
+            let rows = try await harness.pool.query(PostgresQuery("SELECT count(*) AS n FROM account_exports"))
+            #expect(try rows.first?.decode(Int64.self, column: "n") == 1)
+        }
+    }
+
     /// Another player's export id answers exactly as an unknown one; a pending export cannot be downloaded.
     @Test func anotherPlayersExportIsNotFound() async throws {
         let clock = TestClock()

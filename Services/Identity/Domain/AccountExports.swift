@@ -38,8 +38,6 @@ enum AccountExports {
         policy: AccountExportPolicy, now: Date, in transaction: PostgresTransaction
     ) async throws -> (export: AccountExportRecord, created: Bool) {
         let store = AccountExportStore(database: transaction)
-        // Two requests at once: the partial unique index lets one insert; the other fails on it (retried below as
-        // finding the first), so a user never has two in progress.
         if let pending = try await store.pending(userID: userID) { return (pending, false) }
         if requester == .player,
             let latest = try await store.latestCounted(userID: userID, since: now - policy.requestWindow)
@@ -49,10 +47,17 @@ enum AccountExports {
                 "one data export per \(Int(policy.requestWindow / 3600)) hours; the next may be asked for in "
                     + "\(max(1, wait)) s")
         }
-        return (
-            try await store.insert(userID: userID, requestedBy: requester, appID: appID, language: language, at: now),
-            true
-        )
+        if let created = try await store.insert(
+            userID: userID, requestedBy: requester, appID: appID, language: language, at: now)
+        {
+            return (created, true)
+        }
+        // Two requests at once: the partial unique index let the other insert (this insert waited for its commit and
+        // did nothing), so its export is the one in progress.
+        guard let pending = try await store.pending(userID: userID) else {
+            throw IdentityError.aborted("another export request of this account was under way; retry")
+        }
+        return (pending, false)
     }
 
     /// The mail that says an export is ready, in the app's template for the language (else the built-in text).

@@ -39,7 +39,8 @@ struct AccountExportStore: Sendable {
         sql: """
             INSERT INTO account_exports AS e (id, user_id, status, requested_by, app_id, language, created_at,
                 next_attempt_at)
-            VALUES ($1, $2, 'pending', $3, $4, $5, $6, $6) RETURNING \(columns)
+            VALUES ($1, $2, 'pending', $3, $4, $5, $6, $6)
+            ON CONFLICT (user_id) WHERE status = 'pending' DO NOTHING RETURNING \(columns)
             """)
     /// The user's export in progress, locked for the transaction (a second request waits, then finds it).
     static let selectPending = PostgresStatement(
@@ -133,13 +134,14 @@ struct AccountExportStore: Sendable {
 
     // MARK: - Asking
 
+    /// The new pending export; nil when another request's export in progress committed first.
     func insert(
         userID: RaveID, requestedBy: IdentityV1.AccountExportRequester, appID: RaveID?, language: String, at now: Date
-    ) async throws -> AccountExportRecord {
-        try Self.record(
-            try await database.execute(
-                Self.insert,
-                [RaveID.random(), userID, requestedBy == .player ? "player" : "operator", appID, language, now])[0])
+    ) async throws -> AccountExportRecord? {
+        try await database.execute(
+            Self.insert,
+            [RaveID.random(), userID, requestedBy == .player ? "player" : "operator", appID, language, now]
+        ).first.map(Self.record)
     }
 
     func pending(userID: RaveID) async throws -> AccountExportRecord? {
