@@ -153,6 +153,45 @@ struct ExportTests {
         await fixture.stop()
     }
 
+    /// The ready mail goes to a verified email, in the application's template for the player's language (no
+    /// `{{code}}` needed), with the expiry filled in.
+    @Test func theReadyMailUsesTheApplicationsTemplateInThePlayersLanguage() async throws {
+        let clock = TestClock()
+        try await Harness.with(clock: clock) { harness in
+            let app = try await harness.makeApplication()
+            _ = try await harness.admin.setMailTemplate(
+                .init(
+                    appId: app.appId, kind: .exportReady, language: "de", subject: "Dein Export für {{app_name}}",
+                    body: "Herunterladen bis {{expires_at}} ({{days}} Tage)."),
+                context: OperatorTests.certificate("SetMailTemplate"))
+            let login = try await account(harness, app: app)
+            _ = try await harness.pool.query(
+                PostgresQuery(
+                    "UPDATE users SET email = 'export@example.com', email_verified = true WHERE id = $1",
+                    [try parseRaveID(login.userID)]))
+            _ = try await harness.player.requestAccountExport(
+                .init(currentPassword: Self.password, language: "de-AT"),
+                context: Harness.playerContext(login, appID: app.appId))
+            #expect(try await worker(harness, clock: clock).runOnce() == 1)
+
+            let key = "mail:\(login.userID)"
+            let row = try #require(
+                try await harness.pool.query(
+                    PostgresQuery(
+                        "SELECT payload FROM outbox_events WHERE topic = 'identity.mail' AND key = $1 ORDER BY id DESC",
+                        [key])
+                ).first)
+            let plain = try harness.dependencies.secretKeys.open(
+                try row.decode([UInt8].self, column: "payload"), context: IdentityMail.context(key: key))
+            let mail = try JSONDecoder().decode(IdentityMail.Outgoing.self, from: Data(plain))
+            #expect(mail.kind == .exportReady)
+            #expect(mail.to == "export@example.com")
+            #expect(mail.subject == "Dein Export für Game")
+            let expires = ExportArchive.timestamp(clock.now + 7 * 86_400)
+            #expect(mail.body == "Herunterladen bis \(expires) (7 Tage).")
+        }
+    }
+
     /// Asking re-authenticates like DeleteAccount; a second request answers the export in progress; a player gets
     /// one new export per 24 hours.
     @Test func requestingReauthenticatesAndAllowsOneInProgressAndOnePerDay() async throws {

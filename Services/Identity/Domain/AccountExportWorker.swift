@@ -175,7 +175,7 @@ final class AccountExportWorker: Service {
             let store = AccountExportStore(database: transaction)
             guard try await store.lockPending(export.id) != nil else { return false }
             try await store.storeArchive(export.id, archive: archive, sha256: sha256, at: now, expiresAt: expiresAt)
-            try await mailReady(export, expiresAt: expiresAt, in: transaction)
+            try await mailReady(export, now: now, expiresAt: expiresAt, in: transaction)
             return true
         }
         if stored {
@@ -186,10 +186,8 @@ final class AccountExportWorker: Service {
     }
 
     private func mailReady(
-        _ export: AccountExportRecord, expiresAt: Date, in transaction: PostgresTransaction
-    )
-        async throws
-    {
+        _ export: AccountExportRecord, now: Date, expiresAt: Date, in transaction: PostgresTransaction
+    ) async throws {
         let store = AccountExportStore(database: transaction)
         guard let email = try await store.verifiedEmail(userID: export.userID) else { return }
         var appID = export.appID
@@ -198,7 +196,8 @@ final class AccountExportWorker: Service {
         let application = try await ApplicationStore(database: transaction).application(appID)
         let languages = (try? IdentityMail.languages(export.language)) ?? ["en"]
         let mail = try await AccountExports.readyMail(
-            to: email, application: application, languages: languages, expiresAt: expiresAt, in: transaction)
+            to: email, application: application, languages: languages, now: now, expiresAt: expiresAt,
+            in: transaction)
         try await IdentityMail.enqueue(mail, userID: export.userID, secrets: secrets, in: transaction)
     }
 

@@ -62,14 +62,14 @@ enum AccountExports {
 
     /// The mail that says an export is ready, in the app's template for the language (else the built-in text).
     static func readyMail(
-        to email: String, application: ApplicationRecord, languages: [String], expiresAt: Date,
+        to email: String, application: ApplicationRecord, languages: [String], now: Date, expiresAt: Date,
         in transaction: PostgresTransaction
     ) async throws -> IdentityMail.Outgoing {
         let kind = IdentityMail.Kind.exportReady
         let template =
             try await MailStore(database: transaction).template(
                 appID: application.id, kind: kind.rawValue, languages: languages) ?? IdentityMail.builtIn(kind)
-        let days = Int((expiresAt.timeIntervalSinceNow / 86_400).rounded())
+        let days = Int((expiresAt.timeIntervalSince(now) / 86_400).rounded())
         func render(_ text: String) -> String {
             IdentityMail.render(text, code: "", appName: application.name, minutes: 0)
                 .replacingOccurrences(of: "{{expires_at}}", with: ExportArchive.timestamp(expiresAt))
