@@ -306,6 +306,81 @@ export class Rave {
     }
 
     /**
+     * Asks for an archive of everything the platform holds about the signed-in player (docs/identity.md,
+     * "Exporting an account"). Re-authenticates like deleting the account: the password (and a two-factor code
+     * when enrolled); a guest needs a login within the last 5 minutes. An export in progress is answered instead of
+     * a new one (`created` false); one new export per 24 hours.
+     * @param {{currentPassword?: string, twoFactorCode?: string, language?: string}} [request]
+     * @returns {Promise<{accountExport: object, created?: boolean}>}
+     * @throws {RaveError} RESOURCE_EXHAUSTED within 24 hours of the last one, INVALID_ARGUMENT for a wrong password
+     */
+    async requestAccountExport({ currentPassword = "", twoFactorCode = "", language = "" } = {}) {
+        return this.call("rave.identity.v1.Identity/RequestAccountExport", { currentPassword, twoFactorCode, language });
+    }
+
+    /**
+     * One of the player's exports (status PENDING, READY, FAILED or EXPIRED, times, size, sha256), or the latest
+     * when no id is given (`undefined` when there is none).
+     * @param {string} [exportId]
+     * @returns {Promise<object | undefined>}
+     */
+    async getAccountExport(exportId = "") {
+        return (await this.call("rave.identity.v1.Identity/GetAccountExport", { exportId })).accountExport;
+    }
+
+    /**
+     * A ready export's archive as a Blob (`application/json`), from `GET /v1/account/exports/{id}/archive`; its
+     * SHA-256 is the response's ETag and the export's `sha256`.
+     * @param {string} exportId
+     * @param {{timeoutMs?: number, signal?: AbortSignal}} [options]
+     * @returns {Promise<Blob>}
+     * @throws {RaveError} NOT_FOUND (not this player's), FAILED_PRECONDITION (not ready, failed or expired)
+     */
+    async downloadAccountExport(exportId, { timeoutMs = 120_000, signal = undefined } = {}) {
+        const method = "rave.identity.v1.Identity/DownloadAccountExport";
+        const requestId = crypto.randomUUID();
+        let refreshed = false;
+        for (;;) {
+            const token = (await this.#usableSession()).accessToken;
+            const timeout = new AbortController();
+            const timer = setTimeout(() => timeout.abort(), timeoutMs + 1000);
+            const abort = () => timeout.abort(signal.reason);
+            signal?.addEventListener("abort", abort, { once: true });
+            if (signal?.aborted) abort();
+            let response;
+            try {
+                response = await this.fetch(
+                    `${this.baseUrl}/v1/account/exports/${encodeURIComponent(exportId)}/archive`, {
+                        method: "GET", signal: timeout.signal, credentials: "omit", cache: "no-store",
+                        headers: {
+                            "Authorization": `Bearer ${token}`, "X-Request-Id": requestId,
+                            "X-Rave-Timeout-Ms": String(timeoutMs),
+                        },
+                    });
+                if (response.ok) return await response.blob();
+            } catch (error) {
+                if (signal?.aborted) throw this.#cancelled(signal.reason, requestId);
+                throw new RaveError({
+                    code: timeout.signal.aborted ? Status.DEADLINE_EXCEEDED : Status.UNAVAILABLE,
+                    message: `${method}: no archive from ${this.baseUrl} (${error.message})`, requestId, cause: error,
+                });
+            } finally {
+                clearTimeout(timer);
+                signal?.removeEventListener("abort", abort);
+            }
+            const error = this.#errorOf(method, response, await response.text(),
+                response.headers.get("X-Request-Id") || requestId);
+            if (error.status === "UNAUTHENTICATED" && !refreshed) {
+                // Once: a token the gateway no longer takes.
+                refreshed = true;
+                if (this.session?.accessToken === token) await this.refresh();
+                continue;
+            }
+            throw error;
+        }
+    }
+
+    /**
      * Exchanges the refresh token for new tokens now. Concurrent callers (and other tabs, where the browser has
      * Web Locks) share one exchange: refresh tokens rotate, and presenting a retired one ends the session.
      * @returns {Promise<void>}

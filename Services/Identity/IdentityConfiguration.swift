@@ -48,6 +48,8 @@ struct IdentityConfiguration: Sendable {
     var deletionGrace: TimeInterval = 14 * 24 * 3600
     /// How often the deletion poller looks for due deletions.
     var deletionPollInterval: Duration = .seconds(60)
+    /// Account exports: retention (`RAVE_IDENTITY_EXPORT_RETENTION`), limits and retries.
+    var exports = AccountExportPolicy()
     /// The keys that seal signing keys and TOTP secrets at rest (`RAVE_SECRET_KEY_FILE`); there is no default.
     var secretKeys: SecretKeyRing
 
@@ -57,7 +59,8 @@ struct IdentityConfiguration: Sendable {
     }
 
     /// Reads `RAVE_IDENTITY_ACCESS_TOKEN_SECONDS`, `RAVE_IDENTITY_SESSION_DAYS`, `RAVE_IDENTITY_MERGE_PARTICIPANTS`,
-    /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE`, `RAVE_IDENTITY_DELETION_GRACE`, the
+    /// `RAVE_IDENTITY_SOCIAL_ADDRESS`, `RAVE_IDENTITY_FIND_USER_PER_MINUTE`, `RAVE_IDENTITY_DELETION_GRACE`,
+    /// `RAVE_IDENTITY_EXPORT_RETENTION`, the
     /// password hashing and login throttle settings (`readPasswordSettings`) and the providers'
     /// `RAVE_OIDC_<PROVIDER>_{JWKS,AUDIENCE,ISSUER}`; unset keeps the defaults.
     init(environment: [String: String], secretKeys: SecretKeyRing) throws(IdentityError) {
@@ -87,6 +90,14 @@ struct IdentityConfiguration: Sendable {
                         + "got \"\(text)\"")
             }
             deletionGrace = grace
+        }
+        if let text = environment["RAVE_IDENTITY_EXPORT_RETENTION"] {
+            guard let retention = Self.grace(text), retention > 0 else {
+                throw .invalidArgument(
+                    "RAVE_IDENTITY_EXPORT_RETENTION must be a duration of 1s…365d (units s, m, h, d; e.g. 7d), "
+                        + "got \"\(text)\"")
+            }
+            exports.retention = retention
         }
         try readPasswordSettings(environment)
         mergeParticipants = try Self.participants(environment["RAVE_IDENTITY_MERGE_PARTICIPANTS"] ?? "")

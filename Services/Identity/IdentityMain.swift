@@ -27,8 +27,8 @@ package enum IdentityMain {
         "rave.identity.v1.IdentityInternal/ListRevocations", "rave.identity.v1.IdentityInternal/SigningKeys",
     ]
 
-    /// The RPC services, plus the outbox delivery (merges, erasures, mails and events), the login throttle's sweeper
-    /// and the account deletion poller registered as background services.
+    /// The RPC services, plus the outbox delivery (merges, erasures, mails and events), the login throttle's sweeper,
+    /// the account deletion poller and the account export worker registered as background services.
     static func services(context: ServiceContext) async throws -> [any RPCService] {
         let secretKeys = try IdentityConfiguration.secretKeys(environment: context.environment)
         context.logger.info(
@@ -63,6 +63,7 @@ package enum IdentityMain {
             AccountDeletionPoller(
                 deletions: dependencies.deletions, pool: context.pool,
                 interval: configuration.deletionPollInterval, logger: context.logger))
+        context.addBackgroundService(try AccountExportWorker.forService(context: context, configuration: configuration))
         context.logger.info(
             "password hashing and login throttle",
             [
@@ -73,7 +74,11 @@ package enum IdentityMain {
                 ("failures_per_address", String(configuration.loginThrottle.perAddress)),
             ])
         context.logger.info(
-            "account deletion", [("grace_seconds", String(Int(configuration.deletionGrace)))])
+            "account deletion and export",
+            [
+                ("grace_seconds", String(Int(configuration.deletionGrace))),
+                ("export_retention_seconds", String(Int(configuration.exports.retention))),
+            ])
         return dependencies.rpcServices
     }
 

@@ -145,3 +145,27 @@ export async function batchResults(sdk, appId) {
         userId: result.response?.user?.profile?.userId ?? "",
     })).concat([{ name: "caller", userId: rave.userId }]);
 }
+
+/** Account export: a guest asks (its fresh login re-authenticates it), sees the export, and downloading an unknown
+ * export is a typed NOT_FOUND; a second request answers the same export. */
+export async function accountExport(sdk, appId) {
+    const rave = new sdk.Rave({ appId, storage: memoryStorage() });
+    await rave.signIn();
+    const requested = await rave.requestAccountExport();
+    const again = await rave.requestAccountExport();
+    const seen = await rave.getAccountExport(requested.accountExport.exportId);
+    const latest = await rave.getAccountExport();
+    let error = null;
+    try {
+        await rave.downloadAccountExport("0".repeat(32));
+    } catch (caught) {
+        error = caught;
+    }
+    return {
+        created: Boolean(requested.created), createdAgain: Boolean(again.created),
+        sameExport: again.accountExport.exportId === requested.accountExport.exportId,
+        seenId: seen?.exportId === requested.accountExport.exportId, latestId: latest?.exportId === seen?.exportId,
+        userId: seen?.userId === rave.userId, status: seen?.status,
+        isRaveError: error instanceof sdk.RaveError, errorStatus: error?.status, httpStatus: error?.httpStatus,
+    };
+}

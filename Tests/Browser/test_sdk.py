@@ -93,6 +93,15 @@ class SDKTests(unittest.TestCase):
         self.assertTrue(all(r["isRaveError"] for r in results))
         self.assertEqual(results[0]["userId"], caller)
 
+    def test_account_export_is_asked_for_seen_and_an_unknown_one_is_not_found(self):
+        result = self.check("accountExport")
+        self.assertTrue(result["created"])
+        self.assertFalse(result["createdAgain"], "the export in progress is answered")
+        self.assertTrue(result["sameExport"] and result["seenId"] and result["latestId"] and result["userId"])
+        self.assertIn(result["status"], ["ACCOUNT_EXPORT_STATUS_PENDING", "ACCOUNT_EXPORT_STATUS_READY"])
+        self.assertEqual((result["isRaveError"], result["errorStatus"], result["httpStatus"]),
+                         (True, "NOT_FOUND", 404))
+
 
 if __name__ == "__main__":
     unittest.main()

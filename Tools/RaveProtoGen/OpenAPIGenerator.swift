@@ -52,6 +52,7 @@ struct OpenAPIGenerator {
                 paths.append((Self.batchPath, alias))
             }
         }
+        paths += downloadPaths(methods: Set(operations.map(\.method)))
         let document: JSONValue = [
             "openapi": "3.1.0",
             "info": [

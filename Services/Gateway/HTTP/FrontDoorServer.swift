@@ -76,10 +76,17 @@ struct FrontDoorResponder: HTTPResponder {
         case .respond(let response):
             metrics.record(response, since: started)
             return .immediate(response)
+        case .download(let download):
+            let peer = Self.peer(connection)
+            let caller = self.caller
+            let metrics = self.metrics
+            return .deferred {
+                let response = await caller.download(download, peer: peer)
+                metrics.record(response, since: started)
+                return response
+            }
         case .call(let call):
-            let peer = PeerIdentity(
-                address: connection.remoteAddress, certificateCommonName: connection.peerCertificate?.commonName,
-                role: PeerRole(certificate: connection.peerCertificate))
+            let peer = Self.peer(connection)
             let caller = self.caller
             let metrics = self.metrics
             return .onLoop(
@@ -95,6 +102,12 @@ struct FrontDoorResponder: HTTPResponder {
                     return response
                 })
         }
+    }
+
+    private static func peer(_ connection: HTTPConnectionInfo) -> PeerIdentity {
+        PeerIdentity(
+            address: connection.remoteAddress, certificateCommonName: connection.peerCertificate?.commonName,
+            role: PeerRole(certificate: connection.peerCertificate))
     }
 
     func answer(_ error: HTTPParseError, from connection: HTTPConnectionInfo) -> HTTPServerResponse {

@@ -56,6 +56,8 @@ struct HTTPFrontDoor: Sendable {
     enum Decision: Sendable, Equatable {
         case respond(HTTPServerResponse)
         case call(FrontDoorCall)
+        /// An account export's archive, fetched chunk by chunk (`FrontDoorDownload`).
+        case download(FrontDoorDownload)
     }
 
     static let batchMethod = "rave.gateway.v1.Gateway/Batch"
@@ -124,6 +126,9 @@ struct HTTPFrontDoor: Sendable {
                 return .respond(Self.methodNotAllowed(request.method, allow: "GET, HEAD, OPTIONS", headers: headers))
             }
         }
+        if let download = exportDownload(request, path: path, requestID: requestID, headers: headers) {
+            return download
+        }
         if request.method == "OPTIONS" { return .respond(Self.options(allow: "POST, OPTIONS", headers: headers)) }
         guard request.method == "POST" else {
             return .respond(Self.methodNotAllowed(request.method, allow: "POST, OPTIONS", headers: headers))
@@ -182,11 +187,11 @@ struct HTTPFrontDoor: Sendable {
         )
     }
 
-    private static func options(allow: String, headers: [HTTPHeader]) -> HTTPServerResponse {
+    static func options(allow: String, headers: [HTTPHeader]) -> HTTPServerResponse {
         HTTPServerResponse(status: .noContent, headers: headers + [HTTPHeader(name: "Allow", value: allow)])
     }
 
-    private static func methodNotAllowed(_ method: String, allow: String, headers: [HTTPHeader]) -> HTTPServerResponse {
+    static func methodNotAllowed(_ method: String, allow: String, headers: [HTTPHeader]) -> HTTPServerResponse {
         var response = failure(
             RPCError(.invalidArgument, "\(method) is not allowed here; use \(allow)"), status: .methodNotAllowed,
             headers: headers)

@@ -19,6 +19,8 @@ enum IdentityMail {
     enum Kind: String, Sendable, Codable {
         case verifyEmail = "verify_email"
         case passwordReset = "password_reset"
+        /// Says an account export is ready; carries no code.
+        case exportReady = "export_ready"
 
         /// Digits of the code: a reset code is guessed without a session, so it is longer.
         var digits: Int { self == .verifyEmail ? 6 : 8 }
@@ -27,6 +29,7 @@ enum IdentityMail {
             switch kind {
             case .verifyEmail: self = .verifyEmail
             case .passwordReset: self = .passwordReset
+            case .exportReady: self = .exportReady
             default: return nil
             }
         }
@@ -69,6 +72,18 @@ enum IdentityMail {
 
                 It expires in {{minutes}} minutes and ends every session of the account when used. If you did not \
                 ask for it, ignore this mail: your password stays as it is.
+                """
+            )
+        case .exportReady:
+            (
+                "Your {{app_name}} data export is ready",
+                """
+                Hello,
+
+                The export of your {{app_name}} account's data that you asked for is ready. Download it from the \
+                game until {{expires_at}} ({{days}} days); it is deleted afterwards.
+
+                If you did not ask for it, change your password and contact the game's support.
                 """
             )
         }

@@ -16,48 +16,13 @@ extension PlayerHandlers {
         _ request: IdentityV1.DeleteAccountRequest, context: RequestContext
     ) async throws -> IdentityV1.DeleteAccountResponse {
         let (userID, _) = try await dependencies.player(context)
-        let pool = dependencies.pool
-        let twoFactor =
-            try await TwoFactorStore(database: pool, secrets: dependencies.secretKeys).state(userID: userID)?
-            .confirmed == true
-        if twoFactor, request.twoFactorCode.isEmpty {
-            throw IdentityError.invalidArgument("two_factor_code is required: this account uses two-factor")
+        let deletions = dependencies.deletions
+        let scheduled = try await reauthenticated(
+            userID: userID, currentPassword: request.currentPassword, twoFactorCode: request.twoFactorCode,
+            purpose: "delete this account", context: context
+        ) { transaction in
+            try await deletions.request(userID, by: .player, in: transaction)
         }
-        if let stored = try await CredentialStore(database: pool).password(userID: userID) {
-            guard !request.currentPassword.isEmpty else {
-                throw IdentityError.invalidArgument("current_password is required: this account has a password")
-            }
-            let current = try Validation.text(request.currentPassword, field: "current_password", maximum: 128)
-            guard try await currentPasswordMatches(current, stored: stored, context: context) else {
-                throw IdentityError.invalidArgument("current_password is wrong")
-            }
-        } else {
-            let seconds = AccountDeletions.recentLogin
-            guard let sessionID = RaveID(context.caller?.sessionID ?? ""),
-                try await SessionStore(database: pool).loggedInRecently(sessionID: sessionID, seconds: seconds)
-            else {
-                throw IdentityError.failedPrecondition(
-                    "log in again to delete this account: an account without a password must ask from a session "
-                        + "that logged in within the last \(Int(seconds / 60)) minutes")
-            }
-        }
-        let schedule = { () async throws -> (deletion: AccountDeletionRecord, endedSessions: Int)? in
-            try await pool.transaction { transaction in
-                if twoFactor {
-                    guard try await spendSecondFactor(request.twoFactorCode, userID: userID, in: transaction) else {
-                        return nil
-                    }
-                }
-                return try await dependencies.deletions.request(userID, by: .player, in: transaction)
-            }
-        }
-        let scheduled =
-            twoFactor
-            ? try await codeAttempt(userID: userID, context: context, failure: .invalidArgument(Self.wrongCode)) {
-                try await schedule()
-            }
-            : try await schedule()
-        guard let scheduled else { throw IdentityError.internalError("the deletion was not scheduled") }
         return IdentityV1.DeleteAccountResponse(
             deletion: scheduled.deletion.message, revokedSessions: UInt32(clamping: scheduled.endedSessions))
     }

@@ -225,7 +225,8 @@ extension AdminHandlers {
         let actor = try await dependencies.admin(context)
         let appID = try Validation.raveID(request.appId, field: "app_id")
         guard let kind = IdentityMail.Kind(request.kind) else {
-            throw IdentityError.invalidArgument("kind must be MAIL_KIND_VERIFY_EMAIL or MAIL_KIND_PASSWORD_RESET")
+            throw IdentityError.invalidArgument(
+                "kind must be MAIL_KIND_VERIFY_EMAIL, MAIL_KIND_PASSWORD_RESET or MAIL_KIND_EXPORT_READY")
         }
         guard let language = try IdentityMail.languages(request.language).first, !request.language.isEmpty else {
             throw IdentityError.invalidArgument("language is required (BCP 47, e.g. \"en\" or \"pt-BR\")")
@@ -238,7 +239,10 @@ extension AdminHandlers {
                 throw IdentityError.invalidArgument("subject must be one line without control characters")
             }
             let body = try Validation.text(request.body, field: "body", maximum: 10_000)
-            guard body.contains("{{code}}") else { throw IdentityError.invalidArgument("body must contain {{code}}") }
+            // The export mail carries no code.
+            guard kind == .exportReady || body.contains("{{code}}") else {
+                throw IdentityError.invalidArgument("body must contain {{code}}")
+            }
             text = (subject, body)
         }
         try await MailStore(database: dependencies.pool).setTemplate(

@@ -22,7 +22,7 @@ struct AccountErasureStore: Sendable {
         ("app_data_key_candidates", "user_id"), ("two_factor", "user_id"), ("two_factor_backup_codes", "user_id"),
         ("two_factor_challenges", "user_id"), ("two_factor_challenges", "merge_source_user_id"),
         ("merge_notices", "user_id"), ("user_bans", "user_id"), ("audit_events", "target_user_id"),
-        ("email_codes", "user_id"), ("account_deletions", "user_id"),
+        ("email_codes", "user_id"), ("account_deletions", "user_id"), ("account_exports", "user_id"),
     ]
 
     /// The columns that keep a deleted user's id: the bare `users` row, the audit log and the deletion's record.
@@ -101,6 +101,15 @@ struct AccountErasureStore: Sendable {
             sql: "DELETE FROM merges WHERE source_user_id = ANY($1) OR target_user_id = ANY($1)"),
         PostgresStatement(
             name: "identity_erasure_merge_notices", sql: "DELETE FROM merge_notices WHERE user_id = ANY($1)"),
+        // Exports hold everything about the user: the archives and their records go.
+        PostgresStatement(
+            name: "identity_erasure_export_chunks",
+            sql: """
+                DELETE FROM account_export_chunks WHERE export_id IN (
+                    SELECT id FROM account_exports WHERE user_id = ANY($1))
+                """),
+        PostgresStatement(
+            name: "identity_erasure_exports", sql: "DELETE FROM account_exports WHERE user_id = ANY($1)"),
         // The row stays as a bare id marked deleted, so the id is never handed out again and nothing acts as it.
         PostgresStatement(
             name: "identity_erasure_users",

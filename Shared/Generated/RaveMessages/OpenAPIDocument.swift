@@ -5964,6 +5964,285 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.Identity/GetAccountDeletion"
           }
         },
+        "/v1/rave.identity.v1.Identity/RequestAccountExport": {
+          "post": {
+            "operationId": "Identity_RequestAccountExport",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Starts an archive of everything the platform holds about the signed-in player (re-authenticated like DeleteAccount); the export in progress, if any, is answered instead of a new one; one new export per 24 hours.",
+            "description": "Starts an archive of everything the platform holds about the signed-in player (re-authenticated like\nDeleteAccount); the export in progress, if any, is answered instead of a new one; one new export per 24 hours.\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/RequestAccountExport`.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.RequestAccountExportRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.RequestAccountExportRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.RequestAccountExportRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.RequestAccountExportResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.RequestAccountExportResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.RequestAccountExportResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/RequestAccountExport"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/GetAccountExport": {
+          "post": {
+            "operationId": "Identity_GetAccountExport",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "One of the signed-in player's exports (empty export_id: the latest); another player's id is NOT_FOUND.",
+            "description": "One of the signed-in player's exports (empty export_id: the latest); another player's id is NOT_FOUND.\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/GetAccountExport`.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.GetAccountExportRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.GetAccountExportRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.GetAccountExportRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.GetAccountExportResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.GetAccountExportResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.GetAccountExportResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/GetAccountExport"
+          }
+        },
+        "/v1/rave.identity.v1.Identity/DownloadAccountExport": {
+          "post": {
+            "operationId": "Identity_DownloadAccountExport",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "Up to 1 MiB of a ready export's archive from `offset`, and its total size.",
+            "description": "Up to 1 MiB of a ready export's archive from `offset`, and its total size.\n\nNeeds `Authorization: Bearer <access token>`. The protocol's method `rave.identity.v1.Identity/DownloadAccountExport`.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.DownloadAccountExportRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.DownloadAccountExportRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.DownloadAccountExportRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.DownloadAccountExportResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.DownloadAccountExportResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.DownloadAccountExportResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/DownloadAccountExport"
+          }
+        },
         "/v1/rave.identity.v1.IdentityAdmin/CreatePublisher": {
           "post": {
             "operationId": "IdentityAdmin_CreatePublisher",
@@ -8260,6 +8539,294 @@ private let openAPIDocumentText = #"""
               }
             },
             "x-rave-method": "rave.identity.v1.IdentityAdmin/RetryMergeParticipant"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/RequestUserExport": {
+          "post": {
+            "operationId": "IdentityAdmin_RequestUserExport",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Starts an export of a player's data for them (a merged-away id exports the account it was merged into); the export in progress, if any, is answered instead.",
+            "description": "Starts an export of a player's data for them (a merged-away id exports the account it was merged into); the\nexport in progress, if any, is answered instead. Only players of the operator's publisher.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `support` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/RequestUserExport`.",
+            "security": [
+              {
+                "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.RequestUserExportRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.RequestUserExportRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.RequestUserExportRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.RequestAccountExportResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.RequestAccountExportResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.RequestAccountExportResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/RequestUserExport"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/GetUserExport": {
+          "post": {
+            "operationId": "IdentityAdmin_GetUserExport",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "One of a player's exports (empty export_id: the latest).",
+            "description": "One of a player's exports (empty export_id: the latest).\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/GetUserExport`.",
+            "security": [
+              {
+                "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.GetUserExportRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.GetUserExportRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.GetUserExportRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.GetAccountExportResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.GetAccountExportResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.GetAccountExportResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/GetUserExport"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/DownloadUserExport": {
+          "post": {
+            "operationId": "IdentityAdmin_DownloadUserExport",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Up to 1 MiB of a player's ready export from `offset`.",
+            "description": "Up to 1 MiB of a player's ready export from `offset`.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `support` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/DownloadUserExport`.",
+            "security": [
+              {
+                "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.DownloadUserExportRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.DownloadUserExportRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.DownloadUserExportRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.DownloadAccountExportResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.DownloadAccountExportResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.DownloadAccountExportResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/DownloadUserExport"
           }
         },
         "/v1/rave.leaderboards.v1.Leaderboards/SubmitScore": {
@@ -15200,6 +15767,190 @@ private let openAPIDocumentText = #"""
             },
             "x-rave-method": "rave.wallet.v1.WalletAdmin/ListUserTransactions"
           }
+        },
+        "/v1/account/exports/{export_id}/archive": {
+          "get": {
+            "operationId": "DownloadAccountExportArchive",
+            "tags": [
+              "Identity"
+            ],
+            "summary": "The signed-in player's ready account export, as one JSON file.",
+            "description": "Joins the chunks of `rave.identity.v1.Identity/DownloadAccountExport` (each call checked like a single call) into one response; a failing chunk answers its status with the `Error` body.",
+            "security": [
+              {
+                "bearerAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "name": "export_id",
+                "in": "path",
+                "required": true,
+                "schema": {
+                  "type": "string",
+                  "pattern": "^[0-9a-f]{32}$"
+                }
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "responses": {
+              "200": {
+                "description": "The archive (`rave.export.v1` format, docs/identity.md \"Exporting an account\") as an attachment `rave-export-<export_id>.json`; `ETag` is its SHA-256.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  },
+                  "ETag": {
+                    "description": "The archive's SHA-256 (hex), quoted.",
+                    "schema": {
+                      "type": "string"
+                    }
+                  },
+                  "Content-Disposition": {
+                    "description": "`attachment; filename=\"rave-export-<export_id>.json\"`",
+                    "schema": {
+                      "type": "string"
+                    }
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "type": "object"
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.Identity/DownloadAccountExport"
+          }
+        },
+        "/v1/admin/users/{user_id}/exports/{export_id}/archive": {
+          "get": {
+            "operationId": "DownloadUserExportArchive",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "A player's ready account export, as one JSON file, for an operator (support role).",
+            "description": "Joins the chunks of `rave.identity.v1.IdentityAdmin/DownloadUserExport` (each call checked like a single call) into one response; a failing chunk answers its status with the `Error` body.",
+            "security": [
+              {
+                "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "name": "user_id",
+                "in": "path",
+                "required": true,
+                "schema": {
+                  "type": "string",
+                  "pattern": "^[0-9a-f]{32}$"
+                }
+              },
+              {
+                "name": "export_id",
+                "in": "path",
+                "required": true,
+                "schema": {
+                  "type": "string",
+                  "pattern": "^[0-9a-f]{32}$"
+                }
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "responses": {
+              "200": {
+                "description": "The archive (`rave.export.v1` format, docs/identity.md \"Exporting an account\") as an attachment `rave-export-<export_id>.json`; `ETag` is its SHA-256.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  },
+                  "ETag": {
+                    "description": "The archive's SHA-256 (hex), quoted.",
+                    "schema": {
+                      "type": "string"
+                    }
+                  },
+                  "Content-Disposition": {
+                    "description": "`attachment; filename=\"rave-export-<export_id>.json\"`",
+                    "schema": {
+                      "type": "string"
+                    }
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "type": "object"
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/DownloadUserExport"
+          }
         }
       },
       "components": {
@@ -16383,6 +17134,96 @@ private let openAPIDocumentText = #"""
               "ACCOUNT_DELETION_STATUS_COMPLETED"
             ]
           },
+          "rave.identity.v1.AccountExport": {
+            "type": "object",
+            "properties": {
+              "exportId": {
+                "type": "string"
+              },
+              "userId": {
+                "type": "string"
+              },
+              "status": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountExportStatus"
+              },
+              "requestedBy": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountExportRequester"
+              },
+              "createdAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "A 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "readyAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "0 until ready.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "expiresAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "When a ready archive is deleted; 0 until ready.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "sizeBytes": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "The archive's size in bytes; 0 until ready.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "sha256": {
+                "type": "string",
+                "description": "SHA-256 of the archive, 64 lowercase hex digits; empty until ready."
+              },
+              "error": {
+                "type": "string",
+                "description": "While pending: the last failure (e.g. a participant unreachable), retried with backoff; when failed: why."
+              },
+              "failedAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "0 unless failed.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.AccountExportRequester": {
+            "type": "string",
+            "enum": [
+              "ACCOUNT_EXPORT_REQUESTER_UNSPECIFIED",
+              "ACCOUNT_EXPORT_REQUESTER_PLAYER",
+              "ACCOUNT_EXPORT_REQUESTER_OPERATOR"
+            ]
+          },
+          "rave.identity.v1.AccountExportStatus": {
+            "type": "string",
+            "description": "- `ACCOUNT_EXPORT_STATUS_PENDING`: Being assembled: identity's sections, then every participant's pages.\n- `ACCOUNT_EXPORT_STATUS_READY`: The archive may be downloaded until expires_at_unix_ms.\n- `ACCOUNT_EXPORT_STATUS_FAILED`: A participant kept failing for an hour; `error` says why. A new export may be requested.\n- `ACCOUNT_EXPORT_STATUS_EXPIRED`: The archive was deleted after the retention period.",
+            "enum": [
+              "ACCOUNT_EXPORT_STATUS_UNSPECIFIED",
+              "ACCOUNT_EXPORT_STATUS_PENDING",
+              "ACCOUNT_EXPORT_STATUS_READY",
+              "ACCOUNT_EXPORT_STATUS_FAILED",
+              "ACCOUNT_EXPORT_STATUS_EXPIRED"
+            ]
+          },
           "rave.identity.v1.AccountState": {
             "type": "string",
             "description": "Derived from what the account holds; never stored.\n\n- `ACCOUNT_STATE_ANONYMOUS`: No personal data and no credential.\n- `ACCOUNT_STATE_PERSONALIZED`: Personal data (display name, email, picture, birth date, gender) but no credential.\n- `ACCOUNT_STATE_AUTHENTICATED`: A password or at least one provider link.",
@@ -17028,6 +17869,69 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.DownloadAccountExportRequest": {
+            "type": "object",
+            "properties": {
+              "exportId": {
+                "type": "string"
+              },
+              "offset": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "0…size_bytes; the next offset is this one plus the chunk's length.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.DownloadAccountExportResponse": {
+            "type": "object",
+            "properties": {
+              "chunk": {
+                "type": "string",
+                "contentEncoding": "base64",
+                "description": "At most 1 MiB of the archive from the offset; empty at the end."
+              },
+              "totalSize": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "The archive's size in bytes.\n\nA 64-bit integer: written as a decimal string, read from a string or a number."
+              },
+              "sha256": {
+                "type": "string",
+                "description": "SHA-256 of the whole archive, 64 lowercase hex digits."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.DownloadUserExportRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string"
+              },
+              "exportId": {
+                "type": "string"
+              },
+              "offset": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "A 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.EnableTwoFactorRequest": {
             "type": "object",
             "additionalProperties": false
@@ -17125,6 +18029,26 @@ private let openAPIDocumentText = #"""
               "deletion": {
                 "$ref": "#/components/schemas/rave.identity.v1.AccountDeletion",
                 "description": "The caller's latest deletion (scheduled, or cancelled with cancelled_by); unset when the account never asked."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.GetAccountExportRequest": {
+            "type": "object",
+            "properties": {
+              "exportId": {
+                "type": "string",
+                "description": "Empty: the latest export."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.GetAccountExportResponse": {
+            "type": "object",
+            "properties": {
+              "accountExport": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountExport",
+                "description": "Unset when the player has no export (only with an empty export_id; an unknown id is NOT_FOUND)."
               }
             },
             "additionalProperties": false
@@ -17234,6 +18158,19 @@ private let openAPIDocumentText = #"""
                 "items": {
                   "$ref": "#/components/schemas/rave.identity.v1.UserProfile"
                 }
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.GetUserExportRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string"
+              },
+              "exportId": {
+                "type": "string",
+                "description": "Empty: the user's latest export."
               }
             },
             "additionalProperties": false
@@ -17623,11 +18560,12 @@ private let openAPIDocumentText = #"""
           },
           "rave.identity.v1.MailKind": {
             "type": "string",
-            "description": "- `MAIL_KIND_VERIFY_EMAIL`: Carries an email verification code (SignUp, ChangeEmail, ResendVerification).\n- `MAIL_KIND_PASSWORD_RESET`: Carries a password reset code (RequestPasswordReset).",
+            "description": "- `MAIL_KIND_VERIFY_EMAIL`: Carries an email verification code (SignUp, ChangeEmail, ResendVerification).\n- `MAIL_KIND_PASSWORD_RESET`: Carries a password reset code (RequestPasswordReset).\n- `MAIL_KIND_EXPORT_READY`: Says a data export is ready to download (RequestAccountExport); carries no code.",
             "enum": [
               "MAIL_KIND_UNSPECIFIED",
               "MAIL_KIND_VERIFY_EMAIL",
-              "MAIL_KIND_PASSWORD_RESET"
+              "MAIL_KIND_PASSWORD_RESET",
+              "MAIL_KIND_EXPORT_READY"
             ]
           },
           "rave.identity.v1.Merge": {
@@ -17913,6 +18851,37 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.RequestAccountExportRequest": {
+            "type": "object",
+            "properties": {
+              "currentPassword": {
+                "type": "string",
+                "description": "Required when the account has a password."
+              },
+              "twoFactorCode": {
+                "type": "string",
+                "description": "A TOTP or backup code; required when the account has two-factor, ignored otherwise."
+              },
+              "language": {
+                "type": "string",
+                "description": "The language of the mail that says the export is ready (BCP 47; empty: English)."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.RequestAccountExportResponse": {
+            "type": "object",
+            "properties": {
+              "accountExport": {
+                "$ref": "#/components/schemas/rave.identity.v1.AccountExport"
+              },
+              "created": {
+                "type": "boolean",
+                "description": "False when an export in progress was answered instead of a new one."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.RequestPasswordResetRequest": {
             "type": "object",
             "properties": {
@@ -17933,6 +18902,19 @@ private let openAPIDocumentText = #"""
           },
           "rave.identity.v1.RequestPasswordResetResponse": {
             "type": "object",
+            "additionalProperties": false
+          },
+          "rave.identity.v1.RequestUserExportRequest": {
+            "type": "object",
+            "properties": {
+              "userId": {
+                "type": "string"
+              },
+              "language": {
+                "type": "string",
+                "description": "The language of the mail that says the export is ready (BCP 47; empty: English)."
+              }
+            },
             "additionalProperties": false
           },
           "rave.identity.v1.ResendVerificationRequest": {

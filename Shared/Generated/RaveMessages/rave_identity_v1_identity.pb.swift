@@ -114,6 +114,8 @@ extension IdentityV1 {
         case verifyEmail  // MAIL_KIND_VERIFY_EMAIL = 1
         /// Carries a password reset code (RequestPasswordReset).
         case passwordReset  // MAIL_KIND_PASSWORD_RESET = 2
+        /// Says a data export is ready to download (RequestAccountExport); carries no code.
+        case exportReady  // MAIL_KIND_EXPORT_READY = 3
         /// A value this build does not know; kept so that it survives decoding and re-encoding.
         case unrecognized(Int32)
 
@@ -122,6 +124,7 @@ extension IdentityV1 {
             case 0: self = .unspecified
             case 1: self = .verifyEmail
             case 2: self = .passwordReset
+            case 3: self = .exportReady
             default: self = .unrecognized(rawValue)
             }
         }
@@ -131,6 +134,7 @@ extension IdentityV1 {
             case .unspecified: 0
             case .verifyEmail: 1
             case .passwordReset: 2
+            case .exportReady: 3
             case .unrecognized(let value): value
             }
         }
@@ -260,6 +264,68 @@ extension IdentityV1 {
             switch self {
             case .unspecified: 0
             case .login: 1
+            case .`operator`: 2
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
+    public enum AccountExportStatus: ProtoEnum {
+        case unspecified  // ACCOUNT_EXPORT_STATUS_UNSPECIFIED = 0
+        /// Being assembled: identity's sections, then every participant's pages.
+        case pending  // ACCOUNT_EXPORT_STATUS_PENDING = 1
+        /// The archive may be downloaded until expires_at_unix_ms.
+        case ready  // ACCOUNT_EXPORT_STATUS_READY = 2
+        /// A participant kept failing for an hour; `error` says why. A new export may be requested.
+        case failed  // ACCOUNT_EXPORT_STATUS_FAILED = 3
+        /// The archive was deleted after the retention period.
+        case expired  // ACCOUNT_EXPORT_STATUS_EXPIRED = 4
+        /// A value this build does not know; kept so that it survives decoding and re-encoding.
+        case unrecognized(Int32)
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .pending
+            case 2: self = .ready
+            case 3: self = .failed
+            case 4: self = .expired
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .pending: 1
+            case .ready: 2
+            case .failed: 3
+            case .expired: 4
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
+    public enum AccountExportRequester: ProtoEnum {
+        case unspecified  // ACCOUNT_EXPORT_REQUESTER_UNSPECIFIED = 0
+        case player  // ACCOUNT_EXPORT_REQUESTER_PLAYER = 1
+        case `operator`  // ACCOUNT_EXPORT_REQUESTER_OPERATOR = 2
+        /// A value this build does not know; kept so that it survives decoding and re-encoding.
+        case unrecognized(Int32)
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .player
+            case 2: self = .`operator`
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .player: 1
             case .`operator`: 2
             case .unrecognized(let value): value
             }
@@ -2976,6 +3042,229 @@ extension IdentityV1 {
         /// A message with the given fields; the others keep their defaults.
         public init(rescheduled: UInt32 = 0) {
             self.rescheduled = rescheduled
+        }
+    }
+
+    public struct AccountExport: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.AccountExport"
+
+        public var exportId: String = ""
+
+        public var userId: String = ""
+
+        public var status: IdentityV1.AccountExportStatus = .unspecified
+
+        public var requestedBy: IdentityV1.AccountExportRequester = .unspecified
+
+        public var createdAtUnixMs: Int64 = 0
+
+        /// 0 until ready.
+        public var readyAtUnixMs: Int64 = 0
+
+        /// When a ready archive is deleted; 0 until ready.
+        public var expiresAtUnixMs: Int64 = 0
+
+        /// The archive's size in bytes; 0 until ready.
+        public var sizeBytes: Int64 = 0
+
+        /// SHA-256 of the archive, 64 lowercase hex digits; empty until ready.
+        public var sha256: String = ""
+
+        /// While pending: the last failure (e.g. a participant unreachable), retried with backoff; when failed: why.
+        public var error: String = ""
+
+        /// 0 unless failed.
+        public var failedAtUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            exportId: String = "", userId: String = "", status: IdentityV1.AccountExportStatus = .unspecified,
+            requestedBy: IdentityV1.AccountExportRequester = .unspecified, createdAtUnixMs: Int64 = 0,
+            readyAtUnixMs: Int64 = 0, expiresAtUnixMs: Int64 = 0, sizeBytes: Int64 = 0, sha256: String = "",
+            error: String = "", failedAtUnixMs: Int64 = 0
+        ) {
+            self.exportId = exportId
+            self.userId = userId
+            self.status = status
+            self.requestedBy = requestedBy
+            self.createdAtUnixMs = createdAtUnixMs
+            self.readyAtUnixMs = readyAtUnixMs
+            self.expiresAtUnixMs = expiresAtUnixMs
+            self.sizeBytes = sizeBytes
+            self.sha256 = sha256
+            self.error = error
+            self.failedAtUnixMs = failedAtUnixMs
+        }
+    }
+
+    public struct RequestAccountExportRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RequestAccountExportRequest"
+
+        /// Required when the account has a password.
+        public var currentPassword: String = ""
+
+        /// A TOTP or backup code; required when the account has two-factor, ignored otherwise.
+        public var twoFactorCode: String = ""
+
+        /// The language of the mail that says the export is ready (BCP 47; empty: English).
+        public var language: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(currentPassword: String = "", twoFactorCode: String = "", language: String = "") {
+            self.currentPassword = currentPassword
+            self.twoFactorCode = twoFactorCode
+            self.language = language
+        }
+    }
+
+    public struct RequestAccountExportResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RequestAccountExportResponse"
+
+        public var accountExport: IdentityV1.AccountExport? = nil
+
+        /// False when an export in progress was answered instead of a new one.
+        public var created: Bool = false
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(accountExport: IdentityV1.AccountExport? = nil, created: Bool = false) {
+            self.accountExport = accountExport
+            self.created = created
+        }
+    }
+
+    public struct GetAccountExportRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.GetAccountExportRequest"
+
+        /// Empty: the latest export.
+        public var exportId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(exportId: String = "") {
+            self.exportId = exportId
+        }
+    }
+
+    public struct GetAccountExportResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.GetAccountExportResponse"
+
+        /// Unset when the player has no export (only with an empty export_id; an unknown id is NOT_FOUND).
+        public var accountExport: IdentityV1.AccountExport? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(accountExport: IdentityV1.AccountExport? = nil) {
+            self.accountExport = accountExport
+        }
+    }
+
+    public struct DownloadAccountExportRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.DownloadAccountExportRequest"
+
+        public var exportId: String = ""
+
+        /// 0…size_bytes; the next offset is this one plus the chunk's length.
+        public var offset: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(exportId: String = "", offset: Int64 = 0) {
+            self.exportId = exportId
+            self.offset = offset
+        }
+    }
+
+    public struct DownloadAccountExportResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.DownloadAccountExportResponse"
+
+        /// At most 1 MiB of the archive from the offset; empty at the end.
+        public var chunk: [UInt8] = []
+
+        /// The archive's size in bytes.
+        public var totalSize: Int64 = 0
+
+        /// SHA-256 of the whole archive, 64 lowercase hex digits.
+        public var sha256: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(chunk: [UInt8] = [], totalSize: Int64 = 0, sha256: String = "") {
+            self.chunk = chunk
+            self.totalSize = totalSize
+            self.sha256 = sha256
+        }
+    }
+
+    public struct RequestUserExportRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.RequestUserExportRequest"
+
+        public var userId: String = ""
+
+        /// The language of the mail that says the export is ready (BCP 47; empty: English).
+        public var language: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", language: String = "") {
+            self.userId = userId
+            self.language = language
+        }
+    }
+
+    public struct GetUserExportRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.GetUserExportRequest"
+
+        public var userId: String = ""
+
+        /// Empty: the user's latest export.
+        public var exportId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", exportId: String = "") {
+            self.userId = userId
+            self.exportId = exportId
+        }
+    }
+
+    public struct DownloadUserExportRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.DownloadUserExportRequest"
+
+        public var userId: String = ""
+
+        public var exportId: String = ""
+
+        public var offset: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(userId: String = "", exportId: String = "", offset: Int64 = 0) {
+            self.userId = userId
+            self.exportId = exportId
+            self.offset = offset
         }
     }
 }
@@ -10033,5 +10322,494 @@ extension IdentityV1.RetryMergeParticipantResponse {
 
     func protobufCFill(_ message: inout Rave__Identity__V1__RetryMergeParticipantResponse, arena: inout ProtoArena) {
         message.rescheduled = self.rescheduled
+    }
+}
+
+extension IdentityV1.AccountExport {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__AccountExport()
+        rave__identity__v1__account_export__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__AccountExport.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__AccountExport()
+        rave__identity__v1__account_export__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__AccountExport>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.exportId = try ProtoDecoding.string(c.export_id, field: "export_id", of: Self.protoMessageName)
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.status = IdentityV1.AccountExportStatus(rawValue: Int32(truncatingIfNeeded: c.status.rawValue))
+        self.requestedBy = IdentityV1.AccountExportRequester(
+            rawValue: Int32(truncatingIfNeeded: c.requested_by.rawValue))
+        self.createdAtUnixMs = c.created_at_unix_ms
+        self.readyAtUnixMs = c.ready_at_unix_ms
+        self.expiresAtUnixMs = c.expires_at_unix_ms
+        self.sizeBytes = c.size_bytes
+        self.sha256 = try ProtoDecoding.string(c.sha256, field: "sha256", of: Self.protoMessageName)
+        self.error = try ProtoDecoding.string(c.error, field: "error", of: Self.protoMessageName)
+        self.failedAtUnixMs = c.failed_at_unix_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__AccountExport> {
+        let message = arena.allocate(Rave__Identity__V1__AccountExport.self)
+        rave__identity__v1__account_export__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__AccountExport, arena: inout ProtoArena) {
+        if !self.exportId.isEmpty { message.export_id = arena.string(self.exportId) }
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        message.status = .init(rawValue: .init(truncatingIfNeeded: self.status.rawValue))
+        message.requested_by = .init(rawValue: .init(truncatingIfNeeded: self.requestedBy.rawValue))
+        message.created_at_unix_ms = self.createdAtUnixMs
+        message.ready_at_unix_ms = self.readyAtUnixMs
+        message.expires_at_unix_ms = self.expiresAtUnixMs
+        message.size_bytes = self.sizeBytes
+        if !self.sha256.isEmpty { message.sha256 = arena.string(self.sha256) }
+        if !self.error.isEmpty { message.error = arena.string(self.error) }
+        message.failed_at_unix_ms = self.failedAtUnixMs
+    }
+}
+
+extension IdentityV1.RequestAccountExportRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RequestAccountExportRequest()
+        rave__identity__v1__request_account_export_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RequestAccountExportRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RequestAccountExportRequest()
+        rave__identity__v1__request_account_export_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RequestAccountExportRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.currentPassword = try ProtoDecoding.string(
+            c.current_password, field: "current_password", of: Self.protoMessageName)
+        self.twoFactorCode = try ProtoDecoding.string(
+            c.two_factor_code, field: "two_factor_code", of: Self.protoMessageName)
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RequestAccountExportRequest> {
+        let message = arena.allocate(Rave__Identity__V1__RequestAccountExportRequest.self)
+        rave__identity__v1__request_account_export_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RequestAccountExportRequest, arena: inout ProtoArena) {
+        if !self.currentPassword.isEmpty { message.current_password = arena.string(self.currentPassword) }
+        if !self.twoFactorCode.isEmpty { message.two_factor_code = arena.string(self.twoFactorCode) }
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+    }
+}
+
+extension IdentityV1.RequestAccountExportResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RequestAccountExportResponse()
+        rave__identity__v1__request_account_export_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RequestAccountExportResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RequestAccountExportResponse()
+        rave__identity__v1__request_account_export_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RequestAccountExportResponse>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        if let value = c.account_export { self.accountExport = try IdentityV1.AccountExport(protobufC: value) }
+        self.created = c.created != 0
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__RequestAccountExportResponse> {
+        let message = arena.allocate(Rave__Identity__V1__RequestAccountExportResponse.self)
+        rave__identity__v1__request_account_export_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RequestAccountExportResponse, arena: inout ProtoArena) {
+        if let value = self.accountExport { message.account_export = value.protobufCMessage(arena: &arena) }
+        message.created = self.created ? 1 : 0
+    }
+}
+
+extension IdentityV1.GetAccountExportRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__GetAccountExportRequest()
+        rave__identity__v1__get_account_export_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__GetAccountExportRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__GetAccountExportRequest()
+        rave__identity__v1__get_account_export_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__GetAccountExportRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.exportId = try ProtoDecoding.string(c.export_id, field: "export_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__GetAccountExportRequest>
+    {
+        let message = arena.allocate(Rave__Identity__V1__GetAccountExportRequest.self)
+        rave__identity__v1__get_account_export_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__GetAccountExportRequest, arena: inout ProtoArena) {
+        if !self.exportId.isEmpty { message.export_id = arena.string(self.exportId) }
+    }
+}
+
+extension IdentityV1.GetAccountExportResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__GetAccountExportResponse()
+        rave__identity__v1__get_account_export_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__GetAccountExportResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__GetAccountExportResponse()
+        rave__identity__v1__get_account_export_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__GetAccountExportResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        if let value = c.account_export { self.accountExport = try IdentityV1.AccountExport(protobufC: value) }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__GetAccountExportResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__GetAccountExportResponse.self)
+        rave__identity__v1__get_account_export_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__GetAccountExportResponse, arena: inout ProtoArena) {
+        if let value = self.accountExport { message.account_export = value.protobufCMessage(arena: &arena) }
+    }
+}
+
+extension IdentityV1.DownloadAccountExportRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__DownloadAccountExportRequest()
+        rave__identity__v1__download_account_export_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__DownloadAccountExportRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__DownloadAccountExportRequest()
+        rave__identity__v1__download_account_export_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__DownloadAccountExportRequest>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        self.exportId = try ProtoDecoding.string(c.export_id, field: "export_id", of: Self.protoMessageName)
+        self.offset = c.offset
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__DownloadAccountExportRequest> {
+        let message = arena.allocate(Rave__Identity__V1__DownloadAccountExportRequest.self)
+        rave__identity__v1__download_account_export_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__DownloadAccountExportRequest, arena: inout ProtoArena) {
+        if !self.exportId.isEmpty { message.export_id = arena.string(self.exportId) }
+        message.offset = self.offset
+    }
+}
+
+extension IdentityV1.DownloadAccountExportResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__DownloadAccountExportResponse()
+        rave__identity__v1__download_account_export_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__DownloadAccountExportResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__DownloadAccountExportResponse()
+        rave__identity__v1__download_account_export_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__DownloadAccountExportResponse>) throws(ProtoDecodingError)
+    {
+        self.init()
+        let c = message.pointee
+        self.chunk = ProtoDecoding.bytes(c.chunk)
+        self.totalSize = c.total_size
+        self.sha256 = try ProtoDecoding.string(c.sha256, field: "sha256", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__DownloadAccountExportResponse> {
+        let message = arena.allocate(Rave__Identity__V1__DownloadAccountExportResponse.self)
+        rave__identity__v1__download_account_export_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__DownloadAccountExportResponse, arena: inout ProtoArena) {
+        if !self.chunk.isEmpty { message.chunk = arena.bytes(self.chunk) }
+        message.total_size = self.totalSize
+        if !self.sha256.isEmpty { message.sha256 = arena.string(self.sha256) }
+    }
+}
+
+extension IdentityV1.RequestUserExportRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__RequestUserExportRequest()
+        rave__identity__v1__request_user_export_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__RequestUserExportRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__RequestUserExportRequest()
+        rave__identity__v1__request_user_export_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__RequestUserExportRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__RequestUserExportRequest>
+    {
+        let message = arena.allocate(Rave__Identity__V1__RequestUserExportRequest.self)
+        rave__identity__v1__request_user_export_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__RequestUserExportRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+    }
+}
+
+extension IdentityV1.GetUserExportRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__GetUserExportRequest()
+        rave__identity__v1__get_user_export_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__GetUserExportRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__GetUserExportRequest()
+        rave__identity__v1__get_user_export_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__GetUserExportRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.exportId = try ProtoDecoding.string(c.export_id, field: "export_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__GetUserExportRequest> {
+        let message = arena.allocate(Rave__Identity__V1__GetUserExportRequest.self)
+        rave__identity__v1__get_user_export_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__GetUserExportRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.exportId.isEmpty { message.export_id = arena.string(self.exportId) }
+    }
+}
+
+extension IdentityV1.DownloadUserExportRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__DownloadUserExportRequest()
+        rave__identity__v1__download_user_export_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__DownloadUserExportRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__DownloadUserExportRequest()
+        rave__identity__v1__download_user_export_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__DownloadUserExportRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.userId = try ProtoDecoding.string(c.user_id, field: "user_id", of: Self.protoMessageName)
+        self.exportId = try ProtoDecoding.string(c.export_id, field: "export_id", of: Self.protoMessageName)
+        self.offset = c.offset
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__DownloadUserExportRequest> {
+        let message = arena.allocate(Rave__Identity__V1__DownloadUserExportRequest.self)
+        rave__identity__v1__download_user_export_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__DownloadUserExportRequest, arena: inout ProtoArena) {
+        if !self.userId.isEmpty { message.user_id = arena.string(self.userId) }
+        if !self.exportId.isEmpty { message.export_id = arena.string(self.exportId) }
+        message.offset = self.offset
     }
 }

@@ -47,6 +47,7 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/ListAccountDeletions": .viewer,
         "rave.identity.v1.IdentityAdmin/SearchUsers": .viewer,
         "rave.identity.v1.IdentityAdmin/ListUserSessions": .viewer,
+        "rave.identity.v1.IdentityAdmin/GetUserExport": .viewer,
         "rave.gateway.v1.GatewayAdmin/GetSystemStatus": .viewer,
         "rave.gifts.v1.GiftsAdmin/ListGiftTypes": .viewer,
         "rave.gifts.v1.GiftsAdmin/GetGiftType": .viewer,
@@ -75,6 +76,10 @@ public enum AdminRoles {
         // A player's request to be deleted, or its withdrawal, handled by support.
         "rave.identity.v1.IdentityAdmin/ForceAccountDeletion": .support,
         "rave.identity.v1.IdentityAdmin/CancelAccountDeletion": .support,
+        // A player's data export, asked for and handed over by support (each call recorded: it reads personal data);
+        // its status alone (GetUserExport) is a viewer's read.
+        "rave.identity.v1.IdentityAdmin/RequestUserExport": .support,
+        "rave.identity.v1.IdentityAdmin/DownloadUserExport": .support,
         // Game content and money.
         "rave.identity.v1.IdentityAdmin/SetMailTemplate": .operator,
         "rave.gifts.v1.GiftsAdmin/CreateGiftType": .operator,

@@ -190,6 +190,22 @@ extension IdentityV1 {
         func getAccountDeletion(
             _ request: IdentityV1.GetAccountDeletionRequest, context: RequestContext
         ) async throws -> IdentityV1.GetAccountDeletionResponse
+
+        /// Starts an archive of everything the platform holds about the signed-in player (re-authenticated like
+        /// DeleteAccount); the export in progress, if any, is answered instead of a new one; one new export per 24 hours.
+        func requestAccountExport(
+            _ request: IdentityV1.RequestAccountExportRequest, context: RequestContext
+        ) async throws -> IdentityV1.RequestAccountExportResponse
+
+        /// One of the signed-in player's exports (empty export_id: the latest); another player's id is NOT_FOUND.
+        func getAccountExport(
+            _ request: IdentityV1.GetAccountExportRequest, context: RequestContext
+        ) async throws -> IdentityV1.GetAccountExportResponse
+
+        /// Up to 1 MiB of a ready export's archive from `offset`, and its total size.
+        func downloadAccountExport(
+            _ request: IdentityV1.DownloadAccountExportRequest, context: RequestContext
+        ) async throws -> IdentityV1.DownloadAccountExportResponse
     }
 
     /// Calls rave.identity.v1.Identity through any `RPCCaller` (a connection, a pool, the gateway).
@@ -216,6 +232,8 @@ extension IdentityV1 {
             "rave.identity.v1.Identity/OperatorEnroll", "rave.identity.v1.Identity/OperatorLogin",
             "rave.identity.v1.Identity/OperatorRefresh", "rave.identity.v1.Identity/OperatorLogout",
             "rave.identity.v1.Identity/DeleteAccount", "rave.identity.v1.Identity/GetAccountDeletion",
+            "rave.identity.v1.Identity/RequestAccountExport", "rave.identity.v1.Identity/GetAccountExport",
+            "rave.identity.v1.Identity/DownloadAccountExport",
         ]
 
         public let caller: any RPCCaller
@@ -695,6 +713,46 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Starts an archive of everything the platform holds about the signed-in player (re-authenticated like
+        /// DeleteAccount); the export in progress, if any, is answered instead of a new one; one new export per 24 hours.
+        public func requestAccountExport(
+            _ request: IdentityV1.RequestAccountExportRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.RequestAccountExportResponse {
+            let method = "rave.identity.v1.Identity/RequestAccountExport"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.RequestAccountExportResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// One of the signed-in player's exports (empty export_id: the latest); another player's id is NOT_FOUND.
+        public func getAccountExport(
+            _ request: IdentityV1.GetAccountExportRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.GetAccountExportResponse {
+            let method = "rave.identity.v1.Identity/GetAccountExport"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.GetAccountExportResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Up to 1 MiB of a ready export's archive from `offset`, and its total size.
+        public func downloadAccountExport(
+            _ request: IdentityV1.DownloadAccountExportRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.DownloadAccountExportResponse {
+            let method = "rave.identity.v1.Identity/DownloadAccountExport"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.DownloadAccountExportResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -872,6 +930,21 @@ extension IdentityV1.IdentityHandler {
                     IdentityV1.GetAccountDeletionRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
+            RPCMethod(name: "rave.identity.v1.Identity/RequestAccountExport") { request, context in
+                try await self.requestAccountExport(
+                    IdentityV1.RequestAccountExportRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/GetAccountExport") { request, context in
+                try await self.getAccountExport(
+                    IdentityV1.GetAccountExportRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.Identity/DownloadAccountExport") { request, context in
+                try await self.downloadAccountExport(
+                    IdentityV1.DownloadAccountExportRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
         ]
     }
 }
@@ -1000,6 +1073,22 @@ extension IdentityV1 {
         func retryMergeParticipant(
             _ request: IdentityV1.RetryMergeParticipantRequest, context: RequestContext
         ) async throws -> IdentityV1.RetryMergeParticipantResponse
+
+        /// Starts an export of a player's data for them (a merged-away id exports the account it was merged into); the
+        /// export in progress, if any, is answered instead. Only players of the operator's publisher.
+        func requestUserExport(
+            _ request: IdentityV1.RequestUserExportRequest, context: RequestContext
+        ) async throws -> IdentityV1.RequestAccountExportResponse
+
+        /// One of a player's exports (empty export_id: the latest).
+        func getUserExport(
+            _ request: IdentityV1.GetUserExportRequest, context: RequestContext
+        ) async throws -> IdentityV1.GetAccountExportResponse
+
+        /// Up to 1 MiB of a player's ready export from `offset`.
+        func downloadUserExport(
+            _ request: IdentityV1.DownloadUserExportRequest, context: RequestContext
+        ) async throws -> IdentityV1.DownloadAccountExportResponse
     }
 
     /// Calls rave.identity.v1.IdentityAdmin through any `RPCCaller` (a connection, a pool, the gateway).
@@ -1020,7 +1109,8 @@ extension IdentityV1 {
             "rave.identity.v1.IdentityAdmin/CancelAccountDeletion", "rave.identity.v1.IdentityAdmin/SearchUsers",
             "rave.identity.v1.IdentityAdmin/ListUserSessions", "rave.identity.v1.IdentityAdmin/RevokeUserSessions",
             "rave.identity.v1.IdentityAdmin/ResetTwoFactor", "rave.identity.v1.IdentityAdmin/ListMerges",
-            "rave.identity.v1.IdentityAdmin/RetryMergeParticipant",
+            "rave.identity.v1.IdentityAdmin/RetryMergeParticipant", "rave.identity.v1.IdentityAdmin/RequestUserExport",
+            "rave.identity.v1.IdentityAdmin/GetUserExport", "rave.identity.v1.IdentityAdmin/DownloadUserExport",
         ]
 
         public let caller: any RPCCaller
@@ -1340,6 +1430,46 @@ extension IdentityV1 {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
         }
+
+        /// Starts an export of a player's data for them (a merged-away id exports the account it was merged into); the
+        /// export in progress, if any, is answered instead. Only players of the operator's publisher.
+        public func requestUserExport(
+            _ request: IdentityV1.RequestUserExportRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.RequestAccountExportResponse {
+            let method = "rave.identity.v1.IdentityAdmin/RequestUserExport"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.RequestAccountExportResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// One of a player's exports (empty export_id: the latest).
+        public func getUserExport(
+            _ request: IdentityV1.GetUserExportRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.GetAccountExportResponse {
+            let method = "rave.identity.v1.IdentityAdmin/GetUserExport"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.GetAccountExportResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Up to 1 MiB of a player's ready export from `offset`.
+        public func downloadUserExport(
+            _ request: IdentityV1.DownloadUserExportRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.DownloadAccountExportResponse {
+            let method = "rave.identity.v1.IdentityAdmin/DownloadUserExport"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.DownloadAccountExportResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
     }
 }
 
@@ -1461,6 +1591,20 @@ extension IdentityV1.IdentityAdminHandler {
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/RetryMergeParticipant") { request, context in
                 try await self.retryMergeParticipant(
                     IdentityV1.RetryMergeParticipantRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/RequestUserExport") { request, context in
+                try await self.requestUserExport(
+                    IdentityV1.RequestUserExportRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/GetUserExport") { request, context in
+                try await self.getUserExport(IdentityV1.GetUserExportRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/DownloadUserExport") { request, context in
+                try await self.downloadUserExport(
+                    IdentityV1.DownloadUserExportRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
         ]

@@ -6667,6 +6667,456 @@ void   rave__identity__v1__retry_merge_participant_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__retry_merge_participant_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__account_export__init
+                     (Rave__Identity__V1__AccountExport         *message)
+{
+  static const Rave__Identity__V1__AccountExport init_value = RAVE__IDENTITY__V1__ACCOUNT_EXPORT__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__account_export__get_packed_size
+                     (const Rave__Identity__V1__AccountExport *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__account_export__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__account_export__pack
+                     (const Rave__Identity__V1__AccountExport *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__account_export__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__account_export__pack_to_buffer
+                     (const Rave__Identity__V1__AccountExport *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__account_export__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__AccountExport *
+       rave__identity__v1__account_export__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__AccountExport *)
+     protobuf_c_message_unpack (&rave__identity__v1__account_export__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__account_export__free_unpacked
+                     (Rave__Identity__V1__AccountExport *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__account_export__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__request_account_export_request__init
+                     (Rave__Identity__V1__RequestAccountExportRequest         *message)
+{
+  static const Rave__Identity__V1__RequestAccountExportRequest init_value = RAVE__IDENTITY__V1__REQUEST_ACCOUNT_EXPORT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__request_account_export_request__get_packed_size
+                     (const Rave__Identity__V1__RequestAccountExportRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_account_export_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__request_account_export_request__pack
+                     (const Rave__Identity__V1__RequestAccountExportRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_account_export_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__request_account_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__RequestAccountExportRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_account_export_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__RequestAccountExportRequest *
+       rave__identity__v1__request_account_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__RequestAccountExportRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__request_account_export_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__request_account_export_request__free_unpacked
+                     (Rave__Identity__V1__RequestAccountExportRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__request_account_export_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__request_account_export_response__init
+                     (Rave__Identity__V1__RequestAccountExportResponse         *message)
+{
+  static const Rave__Identity__V1__RequestAccountExportResponse init_value = RAVE__IDENTITY__V1__REQUEST_ACCOUNT_EXPORT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__request_account_export_response__get_packed_size
+                     (const Rave__Identity__V1__RequestAccountExportResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_account_export_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__request_account_export_response__pack
+                     (const Rave__Identity__V1__RequestAccountExportResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_account_export_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__request_account_export_response__pack_to_buffer
+                     (const Rave__Identity__V1__RequestAccountExportResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_account_export_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__RequestAccountExportResponse *
+       rave__identity__v1__request_account_export_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__RequestAccountExportResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__request_account_export_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__request_account_export_response__free_unpacked
+                     (Rave__Identity__V1__RequestAccountExportResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__request_account_export_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__get_account_export_request__init
+                     (Rave__Identity__V1__GetAccountExportRequest         *message)
+{
+  static const Rave__Identity__V1__GetAccountExportRequest init_value = RAVE__IDENTITY__V1__GET_ACCOUNT_EXPORT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__get_account_export_request__get_packed_size
+                     (const Rave__Identity__V1__GetAccountExportRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_export_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__get_account_export_request__pack
+                     (const Rave__Identity__V1__GetAccountExportRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_export_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__get_account_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetAccountExportRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_export_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__GetAccountExportRequest *
+       rave__identity__v1__get_account_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__GetAccountExportRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__get_account_export_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__get_account_export_request__free_unpacked
+                     (Rave__Identity__V1__GetAccountExportRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__get_account_export_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__get_account_export_response__init
+                     (Rave__Identity__V1__GetAccountExportResponse         *message)
+{
+  static const Rave__Identity__V1__GetAccountExportResponse init_value = RAVE__IDENTITY__V1__GET_ACCOUNT_EXPORT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__get_account_export_response__get_packed_size
+                     (const Rave__Identity__V1__GetAccountExportResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_export_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__get_account_export_response__pack
+                     (const Rave__Identity__V1__GetAccountExportResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_export_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__get_account_export_response__pack_to_buffer
+                     (const Rave__Identity__V1__GetAccountExportResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_account_export_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__GetAccountExportResponse *
+       rave__identity__v1__get_account_export_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__GetAccountExportResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__get_account_export_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__get_account_export_response__free_unpacked
+                     (Rave__Identity__V1__GetAccountExportResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__get_account_export_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__download_account_export_request__init
+                     (Rave__Identity__V1__DownloadAccountExportRequest         *message)
+{
+  static const Rave__Identity__V1__DownloadAccountExportRequest init_value = RAVE__IDENTITY__V1__DOWNLOAD_ACCOUNT_EXPORT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__download_account_export_request__get_packed_size
+                     (const Rave__Identity__V1__DownloadAccountExportRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__download_account_export_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__download_account_export_request__pack
+                     (const Rave__Identity__V1__DownloadAccountExportRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__download_account_export_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__download_account_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__DownloadAccountExportRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__download_account_export_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__DownloadAccountExportRequest *
+       rave__identity__v1__download_account_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__DownloadAccountExportRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__download_account_export_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__download_account_export_request__free_unpacked
+                     (Rave__Identity__V1__DownloadAccountExportRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__download_account_export_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__download_account_export_response__init
+                     (Rave__Identity__V1__DownloadAccountExportResponse         *message)
+{
+  static const Rave__Identity__V1__DownloadAccountExportResponse init_value = RAVE__IDENTITY__V1__DOWNLOAD_ACCOUNT_EXPORT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__download_account_export_response__get_packed_size
+                     (const Rave__Identity__V1__DownloadAccountExportResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__download_account_export_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__download_account_export_response__pack
+                     (const Rave__Identity__V1__DownloadAccountExportResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__download_account_export_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__download_account_export_response__pack_to_buffer
+                     (const Rave__Identity__V1__DownloadAccountExportResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__download_account_export_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__DownloadAccountExportResponse *
+       rave__identity__v1__download_account_export_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__DownloadAccountExportResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__download_account_export_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__download_account_export_response__free_unpacked
+                     (Rave__Identity__V1__DownloadAccountExportResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__download_account_export_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__request_user_export_request__init
+                     (Rave__Identity__V1__RequestUserExportRequest         *message)
+{
+  static const Rave__Identity__V1__RequestUserExportRequest init_value = RAVE__IDENTITY__V1__REQUEST_USER_EXPORT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__request_user_export_request__get_packed_size
+                     (const Rave__Identity__V1__RequestUserExportRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_user_export_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__request_user_export_request__pack
+                     (const Rave__Identity__V1__RequestUserExportRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_user_export_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__request_user_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__RequestUserExportRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__request_user_export_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__RequestUserExportRequest *
+       rave__identity__v1__request_user_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__RequestUserExportRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__request_user_export_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__request_user_export_request__free_unpacked
+                     (Rave__Identity__V1__RequestUserExportRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__request_user_export_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__get_user_export_request__init
+                     (Rave__Identity__V1__GetUserExportRequest         *message)
+{
+  static const Rave__Identity__V1__GetUserExportRequest init_value = RAVE__IDENTITY__V1__GET_USER_EXPORT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__get_user_export_request__get_packed_size
+                     (const Rave__Identity__V1__GetUserExportRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_user_export_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__get_user_export_request__pack
+                     (const Rave__Identity__V1__GetUserExportRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_user_export_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__get_user_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetUserExportRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__get_user_export_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__GetUserExportRequest *
+       rave__identity__v1__get_user_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__GetUserExportRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__get_user_export_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__get_user_export_request__free_unpacked
+                     (Rave__Identity__V1__GetUserExportRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__get_user_export_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__download_user_export_request__init
+                     (Rave__Identity__V1__DownloadUserExportRequest         *message)
+{
+  static const Rave__Identity__V1__DownloadUserExportRequest init_value = RAVE__IDENTITY__V1__DOWNLOAD_USER_EXPORT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__download_user_export_request__get_packed_size
+                     (const Rave__Identity__V1__DownloadUserExportRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__download_user_export_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__download_user_export_request__pack
+                     (const Rave__Identity__V1__DownloadUserExportRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__download_user_export_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__download_user_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__DownloadUserExportRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__download_user_export_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__DownloadUserExportRequest *
+       rave__identity__v1__download_user_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__DownloadUserExportRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__download_user_export_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__download_user_export_request__free_unpacked
+                     (Rave__Identity__V1__DownloadUserExportRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__download_user_export_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rave__identity__v1__device_info__field_descriptors[3] =
 {
   {
@@ -14237,6 +14687,646 @@ const ProtobufCMessageDescriptor rave__identity__v1__retry_merge_participant_res
   (ProtobufCMessageInit) rave__identity__v1__retry_merge_participant_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__account_export__field_descriptors[11] =
+{
+  {
+    "export_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, export_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "status",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, status),
+    &rave__identity__v1__account_export_status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "requested_by",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, requested_by),
+    &rave__identity__v1__account_export_requester__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at_unix_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, created_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ready_at_unix_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, ready_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expires_at_unix_ms",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, expires_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "size_bytes",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, size_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sha256",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, sha256),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, error),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "failed_at_unix_ms",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__AccountExport, failed_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__account_export__field_indices_by_name[] = {
+  4,   /* field[4] = created_at_unix_ms */
+  9,   /* field[9] = error */
+  6,   /* field[6] = expires_at_unix_ms */
+  0,   /* field[0] = export_id */
+  10,   /* field[10] = failed_at_unix_ms */
+  5,   /* field[5] = ready_at_unix_ms */
+  3,   /* field[3] = requested_by */
+  8,   /* field[8] = sha256 */
+  7,   /* field[7] = size_bytes */
+  2,   /* field[2] = status */
+  1,   /* field[1] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__account_export__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 11 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__account_export__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AccountExport",
+  "AccountExport",
+  "Rave__Identity__V1__AccountExport",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__AccountExport),
+  11,
+  rave__identity__v1__account_export__field_descriptors,
+  rave__identity__v1__account_export__field_indices_by_name,
+  1,  rave__identity__v1__account_export__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__account_export__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__request_account_export_request__field_descriptors[3] =
+{
+  {
+    "current_password",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestAccountExportRequest, current_password),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "two_factor_code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestAccountExportRequest, two_factor_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "language",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestAccountExportRequest, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__request_account_export_request__field_indices_by_name[] = {
+  0,   /* field[0] = current_password */
+  2,   /* field[2] = language */
+  1,   /* field[1] = two_factor_code */
+};
+static const ProtobufCIntRange rave__identity__v1__request_account_export_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__request_account_export_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.RequestAccountExportRequest",
+  "RequestAccountExportRequest",
+  "Rave__Identity__V1__RequestAccountExportRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__RequestAccountExportRequest),
+  3,
+  rave__identity__v1__request_account_export_request__field_descriptors,
+  rave__identity__v1__request_account_export_request__field_indices_by_name,
+  1,  rave__identity__v1__request_account_export_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__request_account_export_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__request_account_export_response__field_descriptors[2] =
+{
+  {
+    "account_export",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestAccountExportResponse, account_export),
+    &rave__identity__v1__account_export__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestAccountExportResponse, created),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__request_account_export_response__field_indices_by_name[] = {
+  0,   /* field[0] = account_export */
+  1,   /* field[1] = created */
+};
+static const ProtobufCIntRange rave__identity__v1__request_account_export_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__request_account_export_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.RequestAccountExportResponse",
+  "RequestAccountExportResponse",
+  "Rave__Identity__V1__RequestAccountExportResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__RequestAccountExportResponse),
+  2,
+  rave__identity__v1__request_account_export_response__field_descriptors,
+  rave__identity__v1__request_account_export_response__field_indices_by_name,
+  1,  rave__identity__v1__request_account_export_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__request_account_export_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__get_account_export_request__field_descriptors[1] =
+{
+  {
+    "export_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__GetAccountExportRequest, export_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__get_account_export_request__field_indices_by_name[] = {
+  0,   /* field[0] = export_id */
+};
+static const ProtobufCIntRange rave__identity__v1__get_account_export_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__get_account_export_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.GetAccountExportRequest",
+  "GetAccountExportRequest",
+  "Rave__Identity__V1__GetAccountExportRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__GetAccountExportRequest),
+  1,
+  rave__identity__v1__get_account_export_request__field_descriptors,
+  rave__identity__v1__get_account_export_request__field_indices_by_name,
+  1,  rave__identity__v1__get_account_export_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__get_account_export_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__get_account_export_response__field_descriptors[1] =
+{
+  {
+    "account_export",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__GetAccountExportResponse, account_export),
+    &rave__identity__v1__account_export__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__get_account_export_response__field_indices_by_name[] = {
+  0,   /* field[0] = account_export */
+};
+static const ProtobufCIntRange rave__identity__v1__get_account_export_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__get_account_export_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.GetAccountExportResponse",
+  "GetAccountExportResponse",
+  "Rave__Identity__V1__GetAccountExportResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__GetAccountExportResponse),
+  1,
+  rave__identity__v1__get_account_export_response__field_descriptors,
+  rave__identity__v1__get_account_export_response__field_indices_by_name,
+  1,  rave__identity__v1__get_account_export_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__get_account_export_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__download_account_export_request__field_descriptors[2] =
+{
+  {
+    "export_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DownloadAccountExportRequest, export_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DownloadAccountExportRequest, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__download_account_export_request__field_indices_by_name[] = {
+  0,   /* field[0] = export_id */
+  1,   /* field[1] = offset */
+};
+static const ProtobufCIntRange rave__identity__v1__download_account_export_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__download_account_export_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.DownloadAccountExportRequest",
+  "DownloadAccountExportRequest",
+  "Rave__Identity__V1__DownloadAccountExportRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__DownloadAccountExportRequest),
+  2,
+  rave__identity__v1__download_account_export_request__field_descriptors,
+  rave__identity__v1__download_account_export_request__field_indices_by_name,
+  1,  rave__identity__v1__download_account_export_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__download_account_export_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__download_account_export_response__field_descriptors[3] =
+{
+  {
+    "chunk",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DownloadAccountExportResponse, chunk),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "total_size",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DownloadAccountExportResponse, total_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sha256",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DownloadAccountExportResponse, sha256),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__download_account_export_response__field_indices_by_name[] = {
+  0,   /* field[0] = chunk */
+  2,   /* field[2] = sha256 */
+  1,   /* field[1] = total_size */
+};
+static const ProtobufCIntRange rave__identity__v1__download_account_export_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__download_account_export_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.DownloadAccountExportResponse",
+  "DownloadAccountExportResponse",
+  "Rave__Identity__V1__DownloadAccountExportResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__DownloadAccountExportResponse),
+  3,
+  rave__identity__v1__download_account_export_response__field_descriptors,
+  rave__identity__v1__download_account_export_response__field_indices_by_name,
+  1,  rave__identity__v1__download_account_export_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__download_account_export_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__request_user_export_request__field_descriptors[2] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestUserExportRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "language",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__RequestUserExportRequest, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__request_user_export_request__field_indices_by_name[] = {
+  1,   /* field[1] = language */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__request_user_export_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__request_user_export_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.RequestUserExportRequest",
+  "RequestUserExportRequest",
+  "Rave__Identity__V1__RequestUserExportRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__RequestUserExportRequest),
+  2,
+  rave__identity__v1__request_user_export_request__field_descriptors,
+  rave__identity__v1__request_user_export_request__field_indices_by_name,
+  1,  rave__identity__v1__request_user_export_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__request_user_export_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__get_user_export_request__field_descriptors[2] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__GetUserExportRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "export_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__GetUserExportRequest, export_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__get_user_export_request__field_indices_by_name[] = {
+  1,   /* field[1] = export_id */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__get_user_export_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__get_user_export_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.GetUserExportRequest",
+  "GetUserExportRequest",
+  "Rave__Identity__V1__GetUserExportRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__GetUserExportRequest),
+  2,
+  rave__identity__v1__get_user_export_request__field_descriptors,
+  rave__identity__v1__get_user_export_request__field_indices_by_name,
+  1,  rave__identity__v1__get_user_export_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__get_user_export_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__download_user_export_request__field_descriptors[3] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DownloadUserExportRequest, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "export_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DownloadUserExportRequest, export_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__DownloadUserExportRequest, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__download_user_export_request__field_indices_by_name[] = {
+  1,   /* field[1] = export_id */
+  2,   /* field[2] = offset */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange rave__identity__v1__download_user_export_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__download_user_export_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.DownloadUserExportRequest",
+  "DownloadUserExportRequest",
+  "Rave__Identity__V1__DownloadUserExportRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__DownloadUserExportRequest),
+  3,
+  rave__identity__v1__download_user_export_request__field_descriptors,
+  rave__identity__v1__download_user_export_request__field_indices_by_name,
+  1,  rave__identity__v1__download_user_export_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__download_user_export_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rave__identity__v1__conflict_resolution__enum_values_by_number[3] =
 {
   { "CONFLICT_RESOLUTION_UNSPECIFIED", "RAVE__IDENTITY__V1__CONFLICT_RESOLUTION__CONFLICT_RESOLUTION_UNSPECIFIED", 0 },
@@ -14339,17 +15429,19 @@ const ProtobufCEnumDescriptor rave__identity__v1__audit_actor_kind__descriptor =
   rave__identity__v1__audit_actor_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue rave__identity__v1__mail_kind__enum_values_by_number[3] =
+static const ProtobufCEnumValue rave__identity__v1__mail_kind__enum_values_by_number[4] =
 {
   { "MAIL_KIND_UNSPECIFIED", "RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_UNSPECIFIED", 0 },
   { "MAIL_KIND_VERIFY_EMAIL", "RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_VERIFY_EMAIL", 1 },
   { "MAIL_KIND_PASSWORD_RESET", "RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_PASSWORD_RESET", 2 },
+  { "MAIL_KIND_EXPORT_READY", "RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_EXPORT_READY", 3 },
 };
 static const ProtobufCIntRange rave__identity__v1__mail_kind__value_ranges[] = {
-{0, 0},{0, 3}
+{0, 0},{0, 4}
 };
-static const ProtobufCEnumValueIndex rave__identity__v1__mail_kind__enum_values_by_name[3] =
+static const ProtobufCEnumValueIndex rave__identity__v1__mail_kind__enum_values_by_name[4] =
 {
+  { "MAIL_KIND_EXPORT_READY", 3 },
   { "MAIL_KIND_PASSWORD_RESET", 2 },
   { "MAIL_KIND_UNSPECIFIED", 0 },
   { "MAIL_KIND_VERIFY_EMAIL", 1 },
@@ -14361,9 +15453,9 @@ const ProtobufCEnumDescriptor rave__identity__v1__mail_kind__descriptor =
   "MailKind",
   "Rave__Identity__V1__MailKind",
   "rave.identity.v1",
-  3,
+  4,
   rave__identity__v1__mail_kind__enum_values_by_number,
-  3,
+  4,
   rave__identity__v1__mail_kind__enum_values_by_name,
   1,
   rave__identity__v1__mail_kind__value_ranges,
@@ -14497,7 +15589,71 @@ const ProtobufCEnumDescriptor rave__identity__v1__account_deletion_cancellation_
   rave__identity__v1__account_deletion_cancellation__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[36] =
+static const ProtobufCEnumValue rave__identity__v1__account_export_status__enum_values_by_number[5] =
+{
+  { "ACCOUNT_EXPORT_STATUS_UNSPECIFIED", "RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_UNSPECIFIED", 0 },
+  { "ACCOUNT_EXPORT_STATUS_PENDING", "RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_PENDING", 1 },
+  { "ACCOUNT_EXPORT_STATUS_READY", "RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_READY", 2 },
+  { "ACCOUNT_EXPORT_STATUS_FAILED", "RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_FAILED", 3 },
+  { "ACCOUNT_EXPORT_STATUS_EXPIRED", "RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_EXPIRED", 4 },
+};
+static const ProtobufCIntRange rave__identity__v1__account_export_status__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex rave__identity__v1__account_export_status__enum_values_by_name[5] =
+{
+  { "ACCOUNT_EXPORT_STATUS_EXPIRED", 4 },
+  { "ACCOUNT_EXPORT_STATUS_FAILED", 3 },
+  { "ACCOUNT_EXPORT_STATUS_PENDING", 1 },
+  { "ACCOUNT_EXPORT_STATUS_READY", 2 },
+  { "ACCOUNT_EXPORT_STATUS_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rave__identity__v1__account_export_status__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AccountExportStatus",
+  "AccountExportStatus",
+  "Rave__Identity__V1__AccountExportStatus",
+  "rave.identity.v1",
+  5,
+  rave__identity__v1__account_export_status__enum_values_by_number,
+  5,
+  rave__identity__v1__account_export_status__enum_values_by_name,
+  1,
+  rave__identity__v1__account_export_status__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue rave__identity__v1__account_export_requester__enum_values_by_number[3] =
+{
+  { "ACCOUNT_EXPORT_REQUESTER_UNSPECIFIED", "RAVE__IDENTITY__V1__ACCOUNT_EXPORT_REQUESTER__ACCOUNT_EXPORT_REQUESTER_UNSPECIFIED", 0 },
+  { "ACCOUNT_EXPORT_REQUESTER_PLAYER", "RAVE__IDENTITY__V1__ACCOUNT_EXPORT_REQUESTER__ACCOUNT_EXPORT_REQUESTER_PLAYER", 1 },
+  { "ACCOUNT_EXPORT_REQUESTER_OPERATOR", "RAVE__IDENTITY__V1__ACCOUNT_EXPORT_REQUESTER__ACCOUNT_EXPORT_REQUESTER_OPERATOR", 2 },
+};
+static const ProtobufCIntRange rave__identity__v1__account_export_requester__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex rave__identity__v1__account_export_requester__enum_values_by_name[3] =
+{
+  { "ACCOUNT_EXPORT_REQUESTER_OPERATOR", 2 },
+  { "ACCOUNT_EXPORT_REQUESTER_PLAYER", 1 },
+  { "ACCOUNT_EXPORT_REQUESTER_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rave__identity__v1__account_export_requester__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.AccountExportRequester",
+  "AccountExportRequester",
+  "Rave__Identity__V1__AccountExportRequester",
+  "rave.identity.v1",
+  3,
+  rave__identity__v1__account_export_requester__enum_values_by_number,
+  3,
+  rave__identity__v1__account_export_requester__enum_values_by_name,
+  1,
+  rave__identity__v1__account_export_requester__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_descriptors[39] =
 {
   { "GuestLogin", &rave__identity__v1__guest_login_request__descriptor, &rave__identity__v1__login_response__descriptor },
   { "SignUp", &rave__identity__v1__sign_up_request__descriptor, &rave__identity__v1__login_response__descriptor },
@@ -14535,6 +15691,9 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity__method_desc
   { "OperatorLogout", &rave__identity__v1__operator_logout_request__descriptor, &rave__identity__v1__operator_logout_response__descriptor },
   { "DeleteAccount", &rave__identity__v1__delete_account_request__descriptor, &rave__identity__v1__delete_account_response__descriptor },
   { "GetAccountDeletion", &rave__identity__v1__get_account_deletion_request__descriptor, &rave__identity__v1__get_account_deletion_response__descriptor },
+  { "RequestAccountExport", &rave__identity__v1__request_account_export_request__descriptor, &rave__identity__v1__request_account_export_response__descriptor },
+  { "GetAccountExport", &rave__identity__v1__get_account_export_request__descriptor, &rave__identity__v1__get_account_export_response__descriptor },
+  { "DownloadAccountExport", &rave__identity__v1__download_account_export_request__descriptor, &rave__identity__v1__download_account_export_response__descriptor },
 };
 const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   26,        /* ChangeEmail */
@@ -14545,9 +15704,11 @@ const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   34,        /* DeleteAccount */
   22,        /* DisableTwoFactor */
   18,        /* DisconnectProvider */
+  38,        /* DownloadAccountExport */
   20,        /* EnableTwoFactor */
   12,        /* FindUser */
   35,        /* GetAccountDeletion */
+  37,        /* GetAccountExport */
   15,        /* GetAppDataKeys */
   10,        /* GetCurrentUser */
   19,        /* GetMergeStatus */
@@ -14565,6 +15726,7 @@ const unsigned rave__identity__v1__identity__method_indices_by_name[] = {
   33,        /* OperatorLogout */
   32,        /* OperatorRefresh */
   5,        /* RefreshSession */
+  36,        /* RequestAccountExport */
   27,        /* RequestPasswordReset */
   25,        /* ResendVerification */
   28,        /* ResetPassword */
@@ -14581,7 +15743,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor =
   "Identity",
   "Rave__Identity__V1__Identity",
   "rave.identity.v1",
-  36,
+  39,
   rave__identity__v1__identity__method_descriptors,
   rave__identity__v1__identity__method_indices_by_name
 };
@@ -14873,6 +16035,30 @@ void rave__identity__v1__identity__get_account_deletion(ProtobufCService *servic
   assert(service->descriptor == &rave__identity__v1__identity__descriptor);
   service->invoke(service, 35, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void rave__identity__v1__identity__request_account_export(ProtobufCService *service,
+                                                          const Rave__Identity__V1__RequestAccountExportRequest *input,
+                                                          Rave__Identity__V1__RequestAccountExportResponse_Closure closure,
+                                                          void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 36, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__get_account_export(ProtobufCService *service,
+                                                      const Rave__Identity__V1__GetAccountExportRequest *input,
+                                                      Rave__Identity__V1__GetAccountExportResponse_Closure closure,
+                                                      void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 37, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity__download_account_export(ProtobufCService *service,
+                                                           const Rave__Identity__V1__DownloadAccountExportRequest *input,
+                                                           Rave__Identity__V1__DownloadAccountExportResponse_Closure closure,
+                                                           void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity__descriptor);
+  service->invoke(service, 38, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
                                          Rave__Identity__V1__Identity_ServiceDestroy destroy)
 {
@@ -14880,7 +16066,7 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
                                      &rave__identity__v1__identity__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[24] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[27] =
 {
   { "CreatePublisher", &rave__identity__v1__create_publisher_request__descriptor, &rave__identity__v1__create_publisher_response__descriptor },
   { "UpdatePublisher", &rave__identity__v1__update_publisher_request__descriptor, &rave__identity__v1__update_publisher_response__descriptor },
@@ -14906,6 +16092,9 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__metho
   { "ResetTwoFactor", &rave__identity__v1__reset_two_factor_request__descriptor, &rave__identity__v1__reset_two_factor_response__descriptor },
   { "ListMerges", &rave__identity__v1__list_merges_request__descriptor, &rave__identity__v1__list_merges_response__descriptor },
   { "RetryMergeParticipant", &rave__identity__v1__retry_merge_participant_request__descriptor, &rave__identity__v1__retry_merge_participant_response__descriptor },
+  { "RequestUserExport", &rave__identity__v1__request_user_export_request__descriptor, &rave__identity__v1__request_account_export_response__descriptor },
+  { "GetUserExport", &rave__identity__v1__get_user_export_request__descriptor, &rave__identity__v1__get_account_export_response__descriptor },
+  { "DownloadUserExport", &rave__identity__v1__download_user_export_request__descriptor, &rave__identity__v1__download_account_export_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   7,        /* BanUser */
@@ -14914,15 +16103,18 @@ const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
   11,        /* CreateOperator */
   0,        /* CreatePublisher */
   14,        /* DisableOperator */
+  26,        /* DownloadUserExport */
   16,        /* ForceAccountDeletion */
   4,        /* GetApplication */
   5,        /* GetMergeStatus */
   6,        /* GetUser */
+  25,        /* GetUserExport */
   15,        /* ListAccountDeletions */
   9,        /* ListAuditEvents */
   22,        /* ListMerges */
   12,        /* ListOperators */
   19,        /* ListUserSessions */
+  24,        /* RequestUserExport */
   21,        /* ResetTwoFactor */
   23,        /* RetryMergeParticipant */
   20,        /* RevokeUserSessions */
@@ -14940,7 +16132,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor 
   "IdentityAdmin",
   "Rave__Identity__V1__IdentityAdmin",
   "rave.identity.v1",
-  24,
+  27,
   rave__identity__v1__identity_admin__method_descriptors,
   rave__identity__v1__identity_admin__method_indices_by_name
 };
@@ -15135,6 +16327,30 @@ void rave__identity__v1__identity_admin__retry_merge_participant(ProtobufCServic
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
   service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__request_user_export(ProtobufCService *service,
+                                                             const Rave__Identity__V1__RequestUserExportRequest *input,
+                                                             Rave__Identity__V1__RequestAccountExportResponse_Closure closure,
+                                                             void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__get_user_export(ProtobufCService *service,
+                                                         const Rave__Identity__V1__GetUserExportRequest *input,
+                                                         Rave__Identity__V1__GetAccountExportResponse_Closure closure,
+                                                         void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__download_user_export(ProtobufCService *service,
+                                                              const Rave__Identity__V1__DownloadUserExportRequest *input,
+                                                              Rave__Identity__V1__DownloadAccountExportResponse_Closure closure,
+                                                              void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
                                                Rave__Identity__V1__IdentityAdmin_ServiceDestroy destroy)

@@ -164,6 +164,16 @@ typedef struct Rave__Identity__V1__ListMergesRequest Rave__Identity__V1__ListMer
 typedef struct Rave__Identity__V1__ListMergesResponse Rave__Identity__V1__ListMergesResponse;
 typedef struct Rave__Identity__V1__RetryMergeParticipantRequest Rave__Identity__V1__RetryMergeParticipantRequest;
 typedef struct Rave__Identity__V1__RetryMergeParticipantResponse Rave__Identity__V1__RetryMergeParticipantResponse;
+typedef struct Rave__Identity__V1__AccountExport Rave__Identity__V1__AccountExport;
+typedef struct Rave__Identity__V1__RequestAccountExportRequest Rave__Identity__V1__RequestAccountExportRequest;
+typedef struct Rave__Identity__V1__RequestAccountExportResponse Rave__Identity__V1__RequestAccountExportResponse;
+typedef struct Rave__Identity__V1__GetAccountExportRequest Rave__Identity__V1__GetAccountExportRequest;
+typedef struct Rave__Identity__V1__GetAccountExportResponse Rave__Identity__V1__GetAccountExportResponse;
+typedef struct Rave__Identity__V1__DownloadAccountExportRequest Rave__Identity__V1__DownloadAccountExportRequest;
+typedef struct Rave__Identity__V1__DownloadAccountExportResponse Rave__Identity__V1__DownloadAccountExportResponse;
+typedef struct Rave__Identity__V1__RequestUserExportRequest Rave__Identity__V1__RequestUserExportRequest;
+typedef struct Rave__Identity__V1__GetUserExportRequest Rave__Identity__V1__GetUserExportRequest;
+typedef struct Rave__Identity__V1__DownloadUserExportRequest Rave__Identity__V1__DownloadUserExportRequest;
 
 
 /* --- enums --- */
@@ -222,7 +232,11 @@ typedef enum _Rave__Identity__V1__MailKind {
   /*
    * Carries a password reset code (RequestPasswordReset).
    */
-  RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_PASSWORD_RESET = 2
+  RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_PASSWORD_RESET = 2,
+  /*
+   * Says a data export is ready to download (RequestAccountExport); carries no code.
+   */
+  RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_EXPORT_READY = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__MAIL_KIND)
 } Rave__Identity__V1__MailKind;
 /*
@@ -295,6 +309,32 @@ typedef enum _Rave__Identity__V1__AccountDeletionCancellation {
   RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION__ACCOUNT_DELETION_CANCELLATION_OPERATOR = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__ACCOUNT_DELETION_CANCELLATION)
 } Rave__Identity__V1__AccountDeletionCancellation;
+typedef enum _Rave__Identity__V1__AccountExportStatus {
+  RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_UNSPECIFIED = 0,
+  /*
+   * Being assembled: identity's sections, then every participant's pages.
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_PENDING = 1,
+  /*
+   * The archive may be downloaded until expires_at_unix_ms.
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_READY = 2,
+  /*
+   * A participant kept failing for an hour; `error` says why. A new export may be requested.
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_FAILED = 3,
+  /*
+   * The archive was deleted after the retention period.
+   */
+  RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_EXPIRED = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS)
+} Rave__Identity__V1__AccountExportStatus;
+typedef enum _Rave__Identity__V1__AccountExportRequester {
+  RAVE__IDENTITY__V1__ACCOUNT_EXPORT_REQUESTER__ACCOUNT_EXPORT_REQUESTER_UNSPECIFIED = 0,
+  RAVE__IDENTITY__V1__ACCOUNT_EXPORT_REQUESTER__ACCOUNT_EXPORT_REQUESTER_PLAYER = 1,
+  RAVE__IDENTITY__V1__ACCOUNT_EXPORT_REQUESTER__ACCOUNT_EXPORT_REQUESTER_OPERATOR = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAVE__IDENTITY__V1__ACCOUNT_EXPORT_REQUESTER)
+} Rave__Identity__V1__AccountExportRequester;
 
 /* --- messages --- */
 
@@ -2503,6 +2543,180 @@ struct  Rave__Identity__V1__RetryMergeParticipantResponse
 #define RAVE__IDENTITY__V1__RETRY_MERGE_PARTICIPANT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__retry_merge_participant_response__descriptor) \
     , 0 }
+
+
+struct  Rave__Identity__V1__AccountExport
+{
+  ProtobufCMessage base;
+  char *export_id;
+  char *user_id;
+  Rave__Identity__V1__AccountExportStatus status;
+  Rave__Identity__V1__AccountExportRequester requested_by;
+  int64_t created_at_unix_ms;
+  /*
+   * 0 until ready.
+   */
+  int64_t ready_at_unix_ms;
+  /*
+   * When a ready archive is deleted; 0 until ready.
+   */
+  int64_t expires_at_unix_ms;
+  /*
+   * The archive's size in bytes; 0 until ready.
+   */
+  int64_t size_bytes;
+  /*
+   * SHA-256 of the archive, 64 lowercase hex digits; empty until ready.
+   */
+  char *sha256;
+  /*
+   * While pending: the last failure (e.g. a participant unreachable), retried with backoff; when failed: why.
+   */
+  char *error;
+  /*
+   * 0 unless failed.
+   */
+  int64_t failed_at_unix_ms;
+};
+#define RAVE__IDENTITY__V1__ACCOUNT_EXPORT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__account_export__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__ACCOUNT_EXPORT_STATUS__ACCOUNT_EXPORT_STATUS_UNSPECIFIED, RAVE__IDENTITY__V1__ACCOUNT_EXPORT_REQUESTER__ACCOUNT_EXPORT_REQUESTER_UNSPECIFIED, 0, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Identity__V1__RequestAccountExportRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Required when the account has a password.
+   */
+  char *current_password;
+  /*
+   * A TOTP or backup code; required when the account has two-factor, ignored otherwise.
+   */
+  char *two_factor_code;
+  /*
+   * The language of the mail that says the export is ready (BCP 47; empty: English).
+   */
+  char *language;
+};
+#define RAVE__IDENTITY__V1__REQUEST_ACCOUNT_EXPORT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__request_account_export_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__RequestAccountExportResponse
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__AccountExport *account_export;
+  /*
+   * False when an export in progress was answered instead of a new one.
+   */
+  protobuf_c_boolean created;
+};
+#define RAVE__IDENTITY__V1__REQUEST_ACCOUNT_EXPORT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__request_account_export_response__descriptor) \
+    , NULL, 0 }
+
+
+struct  Rave__Identity__V1__GetAccountExportRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Empty: the latest export.
+   */
+  char *export_id;
+};
+#define RAVE__IDENTITY__V1__GET_ACCOUNT_EXPORT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_account_export_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__GetAccountExportResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Unset when the player has no export (only with an empty export_id; an unknown id is NOT_FOUND).
+   */
+  Rave__Identity__V1__AccountExport *account_export;
+};
+#define RAVE__IDENTITY__V1__GET_ACCOUNT_EXPORT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_account_export_response__descriptor) \
+    , NULL }
+
+
+struct  Rave__Identity__V1__DownloadAccountExportRequest
+{
+  ProtobufCMessage base;
+  char *export_id;
+  /*
+   * 0…size_bytes; the next offset is this one plus the chunk's length.
+   */
+  int64_t offset;
+};
+#define RAVE__IDENTITY__V1__DOWNLOAD_ACCOUNT_EXPORT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__download_account_export_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Identity__V1__DownloadAccountExportResponse
+{
+  ProtobufCMessage base;
+  /*
+   * At most 1 MiB of the archive from the offset; empty at the end.
+   */
+  ProtobufCBinaryData chunk;
+  /*
+   * The archive's size in bytes.
+   */
+  int64_t total_size;
+  /*
+   * SHA-256 of the whole archive, 64 lowercase hex digits.
+   */
+  char *sha256;
+};
+#define RAVE__IDENTITY__V1__DOWNLOAD_ACCOUNT_EXPORT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__download_account_export_response__descriptor) \
+    , {0,NULL}, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__RequestUserExportRequest
+{
+  ProtobufCMessage base;
+  char *user_id;
+  /*
+   * The language of the mail that says the export is ready (BCP 47; empty: English).
+   */
+  char *language;
+};
+#define RAVE__IDENTITY__V1__REQUEST_USER_EXPORT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__request_user_export_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__GetUserExportRequest
+{
+  ProtobufCMessage base;
+  char *user_id;
+  /*
+   * Empty: the user's latest export.
+   */
+  char *export_id;
+};
+#define RAVE__IDENTITY__V1__GET_USER_EXPORT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__get_user_export_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__DownloadUserExportRequest
+{
+  ProtobufCMessage base;
+  char *user_id;
+  char *export_id;
+  int64_t offset;
+};
+#define RAVE__IDENTITY__V1__DOWNLOAD_USER_EXPORT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__download_user_export_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 /* Rave__Identity__V1__DeviceInfo methods */
@@ -5317,6 +5531,196 @@ Rave__Identity__V1__RetryMergeParticipantResponse *
 void   rave__identity__v1__retry_merge_participant_response__free_unpacked
                      (Rave__Identity__V1__RetryMergeParticipantResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__AccountExport methods */
+void   rave__identity__v1__account_export__init
+                     (Rave__Identity__V1__AccountExport         *message);
+size_t rave__identity__v1__account_export__get_packed_size
+                     (const Rave__Identity__V1__AccountExport   *message);
+size_t rave__identity__v1__account_export__pack
+                     (const Rave__Identity__V1__AccountExport   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__account_export__pack_to_buffer
+                     (const Rave__Identity__V1__AccountExport   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__AccountExport *
+       rave__identity__v1__account_export__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__account_export__free_unpacked
+                     (Rave__Identity__V1__AccountExport *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__RequestAccountExportRequest methods */
+void   rave__identity__v1__request_account_export_request__init
+                     (Rave__Identity__V1__RequestAccountExportRequest         *message);
+size_t rave__identity__v1__request_account_export_request__get_packed_size
+                     (const Rave__Identity__V1__RequestAccountExportRequest   *message);
+size_t rave__identity__v1__request_account_export_request__pack
+                     (const Rave__Identity__V1__RequestAccountExportRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__request_account_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__RequestAccountExportRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__RequestAccountExportRequest *
+       rave__identity__v1__request_account_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__request_account_export_request__free_unpacked
+                     (Rave__Identity__V1__RequestAccountExportRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__RequestAccountExportResponse methods */
+void   rave__identity__v1__request_account_export_response__init
+                     (Rave__Identity__V1__RequestAccountExportResponse         *message);
+size_t rave__identity__v1__request_account_export_response__get_packed_size
+                     (const Rave__Identity__V1__RequestAccountExportResponse   *message);
+size_t rave__identity__v1__request_account_export_response__pack
+                     (const Rave__Identity__V1__RequestAccountExportResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__request_account_export_response__pack_to_buffer
+                     (const Rave__Identity__V1__RequestAccountExportResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__RequestAccountExportResponse *
+       rave__identity__v1__request_account_export_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__request_account_export_response__free_unpacked
+                     (Rave__Identity__V1__RequestAccountExportResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__GetAccountExportRequest methods */
+void   rave__identity__v1__get_account_export_request__init
+                     (Rave__Identity__V1__GetAccountExportRequest         *message);
+size_t rave__identity__v1__get_account_export_request__get_packed_size
+                     (const Rave__Identity__V1__GetAccountExportRequest   *message);
+size_t rave__identity__v1__get_account_export_request__pack
+                     (const Rave__Identity__V1__GetAccountExportRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__get_account_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetAccountExportRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__GetAccountExportRequest *
+       rave__identity__v1__get_account_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__get_account_export_request__free_unpacked
+                     (Rave__Identity__V1__GetAccountExportRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__GetAccountExportResponse methods */
+void   rave__identity__v1__get_account_export_response__init
+                     (Rave__Identity__V1__GetAccountExportResponse         *message);
+size_t rave__identity__v1__get_account_export_response__get_packed_size
+                     (const Rave__Identity__V1__GetAccountExportResponse   *message);
+size_t rave__identity__v1__get_account_export_response__pack
+                     (const Rave__Identity__V1__GetAccountExportResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__get_account_export_response__pack_to_buffer
+                     (const Rave__Identity__V1__GetAccountExportResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__GetAccountExportResponse *
+       rave__identity__v1__get_account_export_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__get_account_export_response__free_unpacked
+                     (Rave__Identity__V1__GetAccountExportResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__DownloadAccountExportRequest methods */
+void   rave__identity__v1__download_account_export_request__init
+                     (Rave__Identity__V1__DownloadAccountExportRequest         *message);
+size_t rave__identity__v1__download_account_export_request__get_packed_size
+                     (const Rave__Identity__V1__DownloadAccountExportRequest   *message);
+size_t rave__identity__v1__download_account_export_request__pack
+                     (const Rave__Identity__V1__DownloadAccountExportRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__download_account_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__DownloadAccountExportRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__DownloadAccountExportRequest *
+       rave__identity__v1__download_account_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__download_account_export_request__free_unpacked
+                     (Rave__Identity__V1__DownloadAccountExportRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__DownloadAccountExportResponse methods */
+void   rave__identity__v1__download_account_export_response__init
+                     (Rave__Identity__V1__DownloadAccountExportResponse         *message);
+size_t rave__identity__v1__download_account_export_response__get_packed_size
+                     (const Rave__Identity__V1__DownloadAccountExportResponse   *message);
+size_t rave__identity__v1__download_account_export_response__pack
+                     (const Rave__Identity__V1__DownloadAccountExportResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__download_account_export_response__pack_to_buffer
+                     (const Rave__Identity__V1__DownloadAccountExportResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__DownloadAccountExportResponse *
+       rave__identity__v1__download_account_export_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__download_account_export_response__free_unpacked
+                     (Rave__Identity__V1__DownloadAccountExportResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__RequestUserExportRequest methods */
+void   rave__identity__v1__request_user_export_request__init
+                     (Rave__Identity__V1__RequestUserExportRequest         *message);
+size_t rave__identity__v1__request_user_export_request__get_packed_size
+                     (const Rave__Identity__V1__RequestUserExportRequest   *message);
+size_t rave__identity__v1__request_user_export_request__pack
+                     (const Rave__Identity__V1__RequestUserExportRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__request_user_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__RequestUserExportRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__RequestUserExportRequest *
+       rave__identity__v1__request_user_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__request_user_export_request__free_unpacked
+                     (Rave__Identity__V1__RequestUserExportRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__GetUserExportRequest methods */
+void   rave__identity__v1__get_user_export_request__init
+                     (Rave__Identity__V1__GetUserExportRequest         *message);
+size_t rave__identity__v1__get_user_export_request__get_packed_size
+                     (const Rave__Identity__V1__GetUserExportRequest   *message);
+size_t rave__identity__v1__get_user_export_request__pack
+                     (const Rave__Identity__V1__GetUserExportRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__get_user_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__GetUserExportRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__GetUserExportRequest *
+       rave__identity__v1__get_user_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__get_user_export_request__free_unpacked
+                     (Rave__Identity__V1__GetUserExportRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__DownloadUserExportRequest methods */
+void   rave__identity__v1__download_user_export_request__init
+                     (Rave__Identity__V1__DownloadUserExportRequest         *message);
+size_t rave__identity__v1__download_user_export_request__get_packed_size
+                     (const Rave__Identity__V1__DownloadUserExportRequest   *message);
+size_t rave__identity__v1__download_user_export_request__pack
+                     (const Rave__Identity__V1__DownloadUserExportRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__download_user_export_request__pack_to_buffer
+                     (const Rave__Identity__V1__DownloadUserExportRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__DownloadUserExportRequest *
+       rave__identity__v1__download_user_export_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__download_user_export_request__free_unpacked
+                     (Rave__Identity__V1__DownloadUserExportRequest *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rave__Identity__V1__DeviceInfo_Closure)
@@ -5763,6 +6167,36 @@ typedef void (*Rave__Identity__V1__RetryMergeParticipantRequest_Closure)
 typedef void (*Rave__Identity__V1__RetryMergeParticipantResponse_Closure)
                  (const Rave__Identity__V1__RetryMergeParticipantResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__AccountExport_Closure)
+                 (const Rave__Identity__V1__AccountExport *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__RequestAccountExportRequest_Closure)
+                 (const Rave__Identity__V1__RequestAccountExportRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__RequestAccountExportResponse_Closure)
+                 (const Rave__Identity__V1__RequestAccountExportResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__GetAccountExportRequest_Closure)
+                 (const Rave__Identity__V1__GetAccountExportRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__GetAccountExportResponse_Closure)
+                 (const Rave__Identity__V1__GetAccountExportResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__DownloadAccountExportRequest_Closure)
+                 (const Rave__Identity__V1__DownloadAccountExportRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__DownloadAccountExportResponse_Closure)
+                 (const Rave__Identity__V1__DownloadAccountExportResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__RequestUserExportRequest_Closure)
+                 (const Rave__Identity__V1__RequestUserExportRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__GetUserExportRequest_Closure)
+                 (const Rave__Identity__V1__GetUserExportRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__DownloadUserExportRequest_Closure)
+                 (const Rave__Identity__V1__DownloadUserExportRequest *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -5914,6 +6348,18 @@ struct Rave__Identity__V1__Identity_Service
                                const Rave__Identity__V1__GetAccountDeletionRequest *input,
                                Rave__Identity__V1__GetAccountDeletionResponse_Closure closure,
                                void *closure_data);
+  void (*request_account_export)(Rave__Identity__V1__Identity_Service *service,
+                                 const Rave__Identity__V1__RequestAccountExportRequest *input,
+                                 Rave__Identity__V1__RequestAccountExportResponse_Closure closure,
+                                 void *closure_data);
+  void (*get_account_export)(Rave__Identity__V1__Identity_Service *service,
+                             const Rave__Identity__V1__GetAccountExportRequest *input,
+                             Rave__Identity__V1__GetAccountExportResponse_Closure closure,
+                             void *closure_data);
+  void (*download_account_export)(Rave__Identity__V1__Identity_Service *service,
+                                  const Rave__Identity__V1__DownloadAccountExportRequest *input,
+                                  Rave__Identity__V1__DownloadAccountExportResponse_Closure closure,
+                                  void *closure_data);
 };
 typedef void (*Rave__Identity__V1__Identity_ServiceDestroy)(Rave__Identity__V1__Identity_Service *);
 void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *service,
@@ -5957,7 +6403,10 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
       function_prefix__ ## operator_refresh,\
       function_prefix__ ## operator_logout,\
       function_prefix__ ## delete_account,\
-      function_prefix__ ## get_account_deletion  }
+      function_prefix__ ## get_account_deletion,\
+      function_prefix__ ## request_account_export,\
+      function_prefix__ ## get_account_export,\
+      function_prefix__ ## download_account_export  }
 void rave__identity__v1__identity__guest_login(ProtobufCService *service,
                                                const Rave__Identity__V1__GuestLoginRequest *input,
                                                Rave__Identity__V1__LoginResponse_Closure closure,
@@ -6102,6 +6551,18 @@ void rave__identity__v1__identity__get_account_deletion(ProtobufCService *servic
                                                         const Rave__Identity__V1__GetAccountDeletionRequest *input,
                                                         Rave__Identity__V1__GetAccountDeletionResponse_Closure closure,
                                                         void *closure_data);
+void rave__identity__v1__identity__request_account_export(ProtobufCService *service,
+                                                          const Rave__Identity__V1__RequestAccountExportRequest *input,
+                                                          Rave__Identity__V1__RequestAccountExportResponse_Closure closure,
+                                                          void *closure_data);
+void rave__identity__v1__identity__get_account_export(ProtobufCService *service,
+                                                      const Rave__Identity__V1__GetAccountExportRequest *input,
+                                                      Rave__Identity__V1__GetAccountExportResponse_Closure closure,
+                                                      void *closure_data);
+void rave__identity__v1__identity__download_account_export(ProtobufCService *service,
+                                                           const Rave__Identity__V1__DownloadAccountExportRequest *input,
+                                                           Rave__Identity__V1__DownloadAccountExportResponse_Closure closure,
+                                                           void *closure_data);
 typedef struct Rave__Identity__V1__IdentityAdmin_Service Rave__Identity__V1__IdentityAdmin_Service;
 struct Rave__Identity__V1__IdentityAdmin_Service
 {
@@ -6202,6 +6663,18 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                                   const Rave__Identity__V1__RetryMergeParticipantRequest *input,
                                   Rave__Identity__V1__RetryMergeParticipantResponse_Closure closure,
                                   void *closure_data);
+  void (*request_user_export)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                              const Rave__Identity__V1__RequestUserExportRequest *input,
+                              Rave__Identity__V1__RequestAccountExportResponse_Closure closure,
+                              void *closure_data);
+  void (*get_user_export)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                          const Rave__Identity__V1__GetUserExportRequest *input,
+                          Rave__Identity__V1__GetAccountExportResponse_Closure closure,
+                          void *closure_data);
+  void (*download_user_export)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                               const Rave__Identity__V1__DownloadUserExportRequest *input,
+                               Rave__Identity__V1__DownloadAccountExportResponse_Closure closure,
+                               void *closure_data);
 };
 typedef void (*Rave__Identity__V1__IdentityAdmin_ServiceDestroy)(Rave__Identity__V1__IdentityAdmin_Service *);
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
@@ -6233,7 +6706,10 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## revoke_user_sessions,\
       function_prefix__ ## reset_two_factor,\
       function_prefix__ ## list_merges,\
-      function_prefix__ ## retry_merge_participant  }
+      function_prefix__ ## retry_merge_participant,\
+      function_prefix__ ## request_user_export,\
+      function_prefix__ ## get_user_export,\
+      function_prefix__ ## download_user_export  }
 void rave__identity__v1__identity_admin__create_publisher(ProtobufCService *service,
                                                           const Rave__Identity__V1__CreatePublisherRequest *input,
                                                           Rave__Identity__V1__CreatePublisherResponse_Closure closure,
@@ -6330,6 +6806,18 @@ void rave__identity__v1__identity_admin__retry_merge_participant(ProtobufCServic
                                                                  const Rave__Identity__V1__RetryMergeParticipantRequest *input,
                                                                  Rave__Identity__V1__RetryMergeParticipantResponse_Closure closure,
                                                                  void *closure_data);
+void rave__identity__v1__identity_admin__request_user_export(ProtobufCService *service,
+                                                             const Rave__Identity__V1__RequestUserExportRequest *input,
+                                                             Rave__Identity__V1__RequestAccountExportResponse_Closure closure,
+                                                             void *closure_data);
+void rave__identity__v1__identity_admin__get_user_export(ProtobufCService *service,
+                                                         const Rave__Identity__V1__GetUserExportRequest *input,
+                                                         Rave__Identity__V1__GetAccountExportResponse_Closure closure,
+                                                         void *closure_data);
+void rave__identity__v1__identity_admin__download_user_export(ProtobufCService *service,
+                                                              const Rave__Identity__V1__DownloadUserExportRequest *input,
+                                                              Rave__Identity__V1__DownloadAccountExportResponse_Closure closure,
+                                                              void *closure_data);
 typedef struct Rave__Identity__V1__IdentityInternal_Service Rave__Identity__V1__IdentityInternal_Service;
 struct Rave__Identity__V1__IdentityInternal_Service
 {
@@ -6452,6 +6940,8 @@ extern const ProtobufCEnumDescriptor    rave__identity__v1__operator_role__descr
 extern const ProtobufCEnumDescriptor    rave__identity__v1__account_deletion_status__descriptor;
 extern const ProtobufCEnumDescriptor    rave__identity__v1__account_deletion_requester__descriptor;
 extern const ProtobufCEnumDescriptor    rave__identity__v1__account_deletion_cancellation__descriptor;
+extern const ProtobufCEnumDescriptor    rave__identity__v1__account_export_status__descriptor;
+extern const ProtobufCEnumDescriptor    rave__identity__v1__account_export_requester__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__device_info__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__guest_login_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__sign_up_request__descriptor;
@@ -6600,6 +7090,16 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__list_merges_request_
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_merges_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__retry_merge_participant_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__retry_merge_participant_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__account_export__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__request_account_export_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__request_account_export_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__get_account_export_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__get_account_export_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__download_account_export_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__download_account_export_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__request_user_export_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__get_user_export_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__download_user_export_request__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor;
 extern const ProtobufCServiceDescriptor rave__identity__v1__identity_internal__descriptor;
