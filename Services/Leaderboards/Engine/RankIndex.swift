@@ -27,7 +27,7 @@ package struct RankIndex {
     /// The first entry of each block, so finding a block is a binary search over one flat array.
     private var firstEntries: [Entry] = []
     private var blockCounts = FenwickTree()
-    private(set) var count = 0
+    package private(set) var count = 0
 
     static let maximumBlockSize = 512
 
