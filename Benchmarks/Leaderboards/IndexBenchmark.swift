@@ -17,14 +17,15 @@ enum IndexBenchmark {
         var bytesPerEntry: Double
         /// The growth of the process's resident memory over the build, per entry; nil where the system cannot say.
         var residentSetBytesPerEntry: Double?
-        /// The same after the inserts (the index then holds `entries` + the inserted players).
-        var residentSetBytesPerEntryAfterInserts: Double?
+        /// `bytesPerEntry` after the inserts (the index then holds `entries` + the inserted players, and its
+        /// tables and blocks have grown).
+        var bytesPerEntryAfterInserts: Double
 
         var description: String {
             "entries=\(entries) build=\(rounded(buildSeconds))s inserts/s=\(Int(insertsPerSecond)) "
                 + "ranks/s=\(Int(ranksPerSecond)) top100-pages/s=\(Int(pagesPerSecond)) "
                 + "bytes/entry=\(rounded(bytesPerEntry)) rss-bytes/entry=\(residentSetBytesPerEntry.map(rounded) ?? "-") "
-                + "after-inserts=\(residentSetBytesPerEntryAfterInserts.map(rounded) ?? "-")"
+                + "after-inserts=\(rounded(bytesPerEntryAfterInserts))"
         }
 
         private func rounded(_ value: Double) -> String { String(Double(Int(value * 100)) / 100) }
@@ -65,8 +66,7 @@ enum IndexBenchmark {
             }
         }
         precondition(checksum != 0, "keeps the loops from being optimized away")
-        let residentAfterInserts = residentSetBytes()
-        let held = index.count
+        let bytesAfterInserts = Double(index.residentBytes) / Double(max(index.count, 1))
         return Result(
             entries: entries, buildSeconds: seconds(build), insertsPerSecond: Double(operations) / seconds(inserts),
             ranksPerSecond: Double(operations) / seconds(ranks), pagesPerSecond: Double(operations) / seconds(pages),
@@ -74,9 +74,7 @@ enum IndexBenchmark {
             residentSetBytesPerEntry: residentBefore.flatMap { before in
                 residentAfterBuild.map { Double($0 - before) / Double(max(entries, 1)) }
             },
-            residentSetBytesPerEntryAfterInserts: residentBefore.flatMap { before in
-                residentAfterInserts.map { Double($0 - before) / Double(max(held, 1)) }
-            })
+            bytesPerEntryAfterInserts: bytesAfterInserts)
     }
 
     /// The process's resident set in bytes (`/proc/self/statm`, Linux), nil where there is none.

@@ -18,8 +18,7 @@ package enum IndexBenchmarkCommand {
             + "\"top100_pages_per_second\":\(Int(result.pagesPerSecond)),"
             + "\"bytes_per_entry\":\(result.bytesPerEntry),"
             + "\"rss_bytes_per_entry\":\(result.residentSetBytesPerEntry.map { "\($0)" } ?? "null"),"
-            + "\"rss_bytes_per_entry_after_inserts\":"
-            + "\(result.residentSetBytesPerEntryAfterInserts.map { "\($0)" } ?? "null")}\n"
+            + "\"bytes_per_entry_after_inserts\":\(result.bytesPerEntryAfterInserts)}\n"
         let path = environment["RAVE_BENCH_OUT"] ?? ".bench/leaderboards-index.json"
         do {
             try FileManager.default.createDirectory(
