@@ -1,3 +1,4 @@
+import Foundation
 import Leaderboards
 import RavePostgres
 
@@ -12,12 +13,19 @@ enum IndexBenchmark {
         var insertsPerSecond: Double
         var ranksPerSecond: Double
         var pagesPerSecond: Double
+        /// The index's own count of its storage (`RankIndex.residentBytes`) per entry, after the build.
         var bytesPerEntry: Double
+        /// The growth of the process's resident memory over the build, per entry; nil where the system cannot say.
+        var residentSetBytesPerEntry: Double?
+        /// `bytesPerEntry` after the inserts (the index then holds `entries` + the inserted players, and its
+        /// tables and blocks have grown).
+        var bytesPerEntryAfterInserts: Double
 
         var description: String {
             "entries=\(entries) build=\(rounded(buildSeconds))s inserts/s=\(Int(insertsPerSecond)) "
                 + "ranks/s=\(Int(ranksPerSecond)) top100-pages/s=\(Int(pagesPerSecond)) "
-                + "bytes/entry=\(rounded(bytesPerEntry))"
+                + "bytes/entry=\(rounded(bytesPerEntry)) rss-bytes/entry=\(residentSetBytesPerEntry.map(rounded) ?? "-") "
+                + "after-inserts=\(rounded(bytesPerEntryAfterInserts))"
         }
 
         private func rounded(_ value: Double) -> String { String(Double(Int(value * 100)) / 100) }
@@ -34,8 +42,10 @@ enum IndexBenchmark {
         }
         let clock = ContinuousClock()
         var index = RankIndex(ascending: false, records: [])
+        let residentBefore = residentSetBytes()
         let build = clock.measure { index = RankIndex(ascending: false, records: records) }
         let bytes = Double(index.residentBytes) / Double(max(entries, 1))
+        let residentAfterBuild = residentSetBytes()
 
         var checksum = 0
         let ranks = clock.measure {
@@ -56,10 +66,26 @@ enum IndexBenchmark {
             }
         }
         precondition(checksum != 0, "keeps the loops from being optimized away")
+        let bytesAfterInserts = Double(index.residentBytes) / Double(max(index.count, 1))
         return Result(
             entries: entries, buildSeconds: seconds(build), insertsPerSecond: Double(operations) / seconds(inserts),
             ranksPerSecond: Double(operations) / seconds(ranks), pagesPerSecond: Double(operations) / seconds(pages),
-            bytesPerEntry: bytes)
+            bytesPerEntry: bytes,
+            residentSetBytesPerEntry: residentBefore.flatMap { before in
+                residentAfterBuild.map { Double($0 - before) / Double(max(entries, 1)) }
+            },
+            bytesPerEntryAfterInserts: bytesAfterInserts)
+    }
+
+    /// The process's resident set in bytes (`/proc/self/statm`, Linux), nil where there is none.
+    ///
+    /// Temporaries a build frees are mostly large, mapped chunks that malloc returns at once, so the growth over a
+    /// build is the index itself (plus whatever freed heap malloc keeps: an overstatement, never an understatement).
+    private static func residentSetBytes() -> Int? {
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = statm.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
     private static func seconds(_ duration: Duration) -> Double {

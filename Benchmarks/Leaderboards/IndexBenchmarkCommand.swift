@@ -16,7 +16,9 @@ package enum IndexBenchmarkCommand {
             + "\"build_seconds\":\(result.buildSeconds),\"inserts_per_second\":\(Int(result.insertsPerSecond)),"
             + "\"ranks_per_second\":\(Int(result.ranksPerSecond)),"
             + "\"top100_pages_per_second\":\(Int(result.pagesPerSecond)),"
-            + "\"bytes_per_entry\":\(result.bytesPerEntry)}\n"
+            + "\"bytes_per_entry\":\(result.bytesPerEntry),"
+            + "\"rss_bytes_per_entry\":\(result.residentSetBytesPerEntry.map { "\($0)" } ?? "null"),"
+            + "\"bytes_per_entry_after_inserts\":\(result.bytesPerEntryAfterInserts)}\n"
         let path = environment["RAVE_BENCH_OUT"] ?? ".bench/leaderboards-index.json"
         do {
             try FileManager.default.createDirectory(

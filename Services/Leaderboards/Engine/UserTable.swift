@@ -16,28 +16,29 @@ struct UserRecord {
 ///
 /// Slots are never freed: a removed player keeps its slot (marked absent) and gets it back when it scores again,
 /// so the hash table never needs tombstones. Not thread-safe: the owning `RankIndex` is guarded by its caller.
+///
+/// Memory per player: a 32-byte record plus 4-byte buckets at a load of 0.47…0.7. The bucket count is not a power
+/// of two (a hash maps onto any count by a multiply, `home(of:)`), so the table grows by half rather than double,
+/// and the records grow by an eighth: neither ever holds twice what the players need.
 struct UserTable {
     private(set) var records: [UserRecord] = []
-    /// Slot + 1 per bucket, 0 for an empty bucket; the capacity is a power of two.
+    /// Slot + 1 per bucket, 0 for an empty bucket.
     private var buckets: [UInt32]
-    private var mask: Int
 
     init(expectedCount: Int = 0) {
-        var capacity = 16
-        while capacity * 7 < max(expectedCount, 1) * 10 { capacity <<= 1 }
-        buckets = Array(repeating: 0, count: capacity)
-        mask = capacity - 1
+        // A load of 0.6 when built for `expectedCount` players: room for new players before the first rehash.
+        buckets = Array(repeating: 0, count: max(16, expectedCount * 5 / 3 + 1))
         records.reserveCapacity(expectedCount)
     }
 
     /// The slot of `id`, if the table has seen it.
     func slot(of id: RaveID) -> UInt32? {
-        var bucket = Self.hash(id) & mask
+        var bucket = home(of: id)
         while true {
             let stored = buckets[bucket]
             if stored == 0 { return nil }
             if records[Int(stored - 1)].id == id { return stored - 1 }
-            bucket = (bucket + 1) & mask
+            bucket = next(bucket)
         }
     }
 
@@ -46,14 +47,15 @@ struct UserTable {
         if (records.count + 1) * 10 > buckets.count * 7 { grow() }
         // One walk of the probe sequence both finds the id and, failing that, ends at the bucket it goes in: a
         // load of millions of new players pays one round of cache misses per player, not two.
-        var bucket = Self.hash(id) & mask
+        var bucket = home(of: id)
         while true {
             let stored = buckets[bucket]
             if stored == 0 { break }
             if records[Int(stored - 1)].id == id { return stored - 1 }
-            bucket = (bucket + 1) & mask
+            bucket = next(bucket)
         }
         let slot = UInt32(records.count)
+        if records.count == records.capacity { records.reserveCapacity(records.count + records.count / 8 + 16) }
         records.append(UserRecord(id: id, score: 0, achievedAt: UserRecord.absent))
         buckets[bucket] = slot + 1
         return slot
@@ -69,21 +71,28 @@ struct UserTable {
         records.capacity * MemoryLayout<UserRecord>.stride + buckets.capacity * MemoryLayout<UInt32>.stride
     }
 
+    /// The first bucket `id` may sit in: the hash scaled onto the bucket count (the high half of the product).
+    private func home(of id: RaveID) -> Int {
+        Int(truncatingIfNeeded: Self.hash(id).multipliedFullWidth(by: UInt64(buckets.count)).high)
+    }
+
+    private func next(_ bucket: Int) -> Int {
+        bucket + 1 == buckets.count ? 0 : bucket + 1
+    }
+
     private mutating func place(_ slot: UInt32) {
-        var bucket = Self.hash(records[Int(slot)].id) & mask
-        while buckets[bucket] != 0 { bucket = (bucket + 1) & mask }
+        var bucket = home(of: records[Int(slot)].id)
+        while buckets[bucket] != 0 { bucket = next(bucket) }
         buckets[bucket] = slot + 1
     }
 
     private mutating func grow() {
-        buckets = Array(repeating: 0, count: buckets.count * 2)
-        mask = buckets.count - 1
+        buckets = Array(repeating: 0, count: buckets.count * 3 / 2)
         for slot in records.indices { place(UInt32(slot)) }
     }
 
-    /// Rave IDs are mostly random already; the multiply spreads sequential test IDs too.
-    private static func hash(_ id: RaveID) -> Int {
-        let mixed = (id.high ^ (id.low &* 0x9E37_79B9_7F4A_7C15)) &* 0xBF58_476D_1CE4_E5B9
-        return Int(truncatingIfNeeded: mixed >> 17)
+    /// Rave IDs are mostly random already; the multiplies spread sequential test IDs into the high bits too.
+    private static func hash(_ id: RaveID) -> UInt64 {
+        (id.high ^ (id.low &* 0x9E37_79B9_7F4A_7C15)) &* 0xBF58_476D_1CE4_E5B9
     }
 }
