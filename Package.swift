@@ -93,6 +93,7 @@ let package = Package(
             name: "RaveRuntime",
             dependencies: [
                 "RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "RaveHTTP", "RaveTelemetry", "CRaveSystem",
+                "RaveGatewayRules",
             ],
             path: "Shared/Runtime/RaveRuntime"
         ),
@@ -367,7 +368,7 @@ let package = Package(
         .testTarget(
             name: "WalletTests",
             dependencies: [
-                "RaveMerges",
+                "RaveMerges", "Identity",
                 "RaveTestSupport",
                 "Wallet", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveCrypto",
@@ -378,7 +379,7 @@ let package = Package(
             name: "LeaderboardsTests",
             dependencies: [
                 "LeaderboardsBenchmarks",
-                "RaveMerges",
+                "RaveMerges", "Identity",
                 "RaveTestSupport",
                 "Leaderboards", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
                 "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveEvents",
@@ -388,7 +389,7 @@ let package = Package(
         .testTarget(
             name: "PushTests",
             dependencies: [
-                "RaveMerges",
+                "RaveMerges", "Identity",
                 "Push", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTestSupport", "RaveTransport", "RaveEvents", "RaveHTTPClient",
             ],
@@ -417,7 +418,7 @@ let package = Package(
         .testTarget(
             name: "GiftsTests",
             dependencies: [
-                "RaveMerges",
+                "RaveMerges", "Identity",
                 "Gifts", "RaveEvents", "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages",
                 "RaveProtobuf", "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveTestSupport",
             ],
