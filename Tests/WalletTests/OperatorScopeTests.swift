@@ -8,10 +8,12 @@ import Testing
 @testable import Identity
 @testable import Wallet
 
-/// What operators reach in the wallet (docs/wallet.md, "Operator scope"): currencies and games are every
-/// publisher's, so only owners of all publishers change them; an application's eligibility is its publisher's; a
-/// player's wallet is the platform's, so money movements and reads need only their role. The real identity answers
-/// which publisher an application belongs to, and the wallet runs with its production wiring.
+/// What operators reach in the wallet (docs/wallet.md, "Operator scope").
+///
+/// Currencies and games are every publisher's, so only owners of all publishers change them; an application's
+/// eligibility is its publisher's; a player's wallet is the platform's, so money movements and reads need only their
+/// role. The real identity answers which publisher an application belongs to, and the wallet runs with its
+/// production wiring.
 @Suite("Wallet operator scope", .timeLimit(.minutes(3)))
 struct OperatorScopeTests {
     static func with(_ body: (OperatorScopeStack) async throws -> Void) async throws {
