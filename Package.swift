@@ -107,7 +107,7 @@ let package = Package(
         ),
         .target(
             name: "RaveMerges",
-            dependencies: ["RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
+            dependencies: ["RaveMessages", "RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
             path: "Shared/Runtime/RaveMerges"
         ),
 
@@ -116,7 +116,7 @@ let package = Package(
             name: "RaveTestSupport",
             dependencies: [
                 "RavePostgres", "RaveRPC", "RaveRuntime", "RaveServices", "RaveTelemetry", "RaveTransport",
-                "RaveCrypto",
+                "RaveCrypto", "COpenSSL",
             ],
             path: "Tests/RaveTestSupport"),
 
@@ -355,7 +355,9 @@ let package = Package(
         ),
         .testTarget(name: "RaveAuthTests", dependencies: ["RaveAuth"], path: "Tests/RaveAuthTests"),
         .testTarget(name: "RaveCryptoTests", dependencies: ["RaveCrypto"], path: "Tests/RaveCryptoTests"),
-        .testTarget(name: "RaveMailTests", dependencies: ["RaveMail", "RaveTestSupport"], path: "Tests/RaveMailTests"),
+        .testTarget(
+            name: "RaveMailTests", dependencies: ["RaveMail", "RaveTestSupport", "RaveTransport"],
+            path: "Tests/RaveMailTests"),
         .testTarget(
             name: "GatewayTests",
             dependencies: [

@@ -2,8 +2,9 @@
 # `make soak`: the failure test of the whole stack. Builds the executables and tests, starts a throwaway PostgreSQL
 # (scripts/with-postgres.sh), and runs Tests/SystemTests/SoakTests.swift: the whole stack under a mixed load
 # through the gateway while each service is killed with SIGKILL in turn and restarted, PostgreSQL restarts, and
-# client connections drop at random. Then it checks that no acknowledged score, gift, bet or merge was lost or
-# duplicated, that the ledger sums to zero and that every service is ready again, and prints what clients saw
+# client connections drop at random, with merges and account deletions racing with writes. Then it checks that no
+# acknowledged score, gift, bet or merge was lost or duplicated, that no database names a deleted account, that the
+# ledger sums to zero and that every service is ready again, and prints what clients saw
 # (calls by status). The report also lands in .bench/soak.json.
 #
 #   RAVE_SOAK_SECONDS   how long the load and the failures last (default 300)

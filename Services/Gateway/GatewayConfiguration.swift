@@ -10,6 +10,7 @@ import RaveRuntime
 /// | RAVE_GATEWAY_BACKEND_CERT, _KEY | the gateway's TLS pair | client certificate presented to services (mTLS) |
 /// | RAVE_GATEWAY_BACKEND_CONNECTIONS | 2 | connections per backend address |
 /// | RAVE_GATEWAY_HEALTH_INTERVAL | 2s | how often each backend's Health/Check is called |
+/// | RAVE_GATEWAY_RECONNECT_BACKOFF | 2s | the longest a backend's client waits between connect attempts (a down backend is also probed every 200 ms) |
 /// | RAVE_GATEWAY_DEADLINE_MARGIN | 20ms | taken off the client's remaining time before calling a service |
 /// | RAVE_GATEWAY_KEY_REFRESH | 60s | how often identity's signing keys are fetched |
 /// | RAVE_GATEWAY_KEY_REFRESH_GAP | 1s | least time between fetches triggered by unknown key ids |
@@ -32,6 +33,7 @@ struct GatewayConfiguration: Sendable {
     var certificateAuthorityPath: String
     var backendConnections: Int
     var healthCheckInterval: Duration
+    var reconnectBackoff: Duration
     var deadlineMargin: Duration
     var keyRefreshInterval: Duration
     var keyRefreshMinimumGap: Duration
@@ -81,6 +83,8 @@ struct GatewayConfiguration: Sendable {
         backendConnections = try reader.integer("RAVE_GATEWAY_BACKEND_CONNECTIONS", default: 2, range: 1...64)
         healthCheckInterval = try reader.duration(
             "RAVE_GATEWAY_HEALTH_INTERVAL", default: .seconds(2), range: .milliseconds(50)...Duration.seconds(3600))
+        reconnectBackoff = try reader.duration(
+            "RAVE_GATEWAY_RECONNECT_BACKOFF", default: .seconds(2), range: .milliseconds(50)...Duration.seconds(3600))
         deadlineMargin = try reader.duration(
             "RAVE_GATEWAY_DEADLINE_MARGIN", default: .milliseconds(20), range: .zero...Duration.seconds(10))
         keyRefreshInterval = try reader.duration(

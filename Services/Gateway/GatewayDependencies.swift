@@ -48,6 +48,7 @@ final class GatewayDependencies: Sendable {
         let directory = BackendDirectory(
             backends: settings.backends, tls: backendTLS, group: context.group,
             connectionsPerBackend: settings.backendConnections, healthCheckInterval: settings.healthCheckInterval,
+            reconnectBackoff: settings.reconnectBackoff,
             logger: logger.with("component", "backends"))
         guard let identityPool = directory.pools["identity"] else {
             throw RuntimeError.invalidValue(

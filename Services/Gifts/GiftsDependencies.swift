@@ -55,7 +55,8 @@ package final class GiftsDependencies: Sendable {
         [
             mergedUsers.track(PlayerHandlers(dependencies: self)), InstallHandlers(dependencies: self),
             AdminHandlers(dependencies: self), GiftsMergeParticipant(dependencies: self),
-            GiftsErasureParticipant(dependencies: self), mergedUsers.track(providerLinkSink),
+            GiftsErasureParticipant(dependencies: self), GiftsExportParticipant(dependencies: self),
+            mergedUsers.track(providerLinkSink),
         ]
     }
 

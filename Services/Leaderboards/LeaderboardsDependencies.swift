@@ -43,7 +43,7 @@ final class LeaderboardsDependencies: Sendable {
         [
             engine.merges.track(LeaderboardsService(dependencies: self)), LeaderboardsAdminService(dependencies: self),
             LeaderboardsMergeParticipant(dependencies: self), LeaderboardsInternalService(dependencies: self),
-            LeaderboardsErasureParticipant(dependencies: self),
+            LeaderboardsErasureParticipant(dependencies: self), LeaderboardsExportParticipant(dependencies: self),
         ]
     }
 

@@ -43,7 +43,8 @@ struct PushDependencies: Sendable {
         [
             merges.track(PushService(dependencies: self)), merges.track(PushAdminService(dependencies: self)),
             merges.track(PushInternalService(dependencies: self)), PushMergeParticipant(dependencies: self),
-            PushErasureParticipant(dependencies: self), merges.track(PushEventSink(dependencies: self, logger: logger)),
+            PushErasureParticipant(dependencies: self), PushExportParticipant(dependencies: self),
+            merges.track(PushEventSink(dependencies: self, logger: logger)),
         ]
     }
 

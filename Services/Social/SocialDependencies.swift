@@ -59,7 +59,7 @@ package final class SocialDependencies: Sendable {
         [
             mergedUsers.track(PlayerHandlers(dependencies: self)), AdminHandlers(dependencies: self),
             mergedUsers.track(InternalHandlers(dependencies: self)), SocialMergeParticipant(dependencies: self),
-            SocialErasureParticipant(dependencies: self),
+            SocialErasureParticipant(dependencies: self), SocialExportParticipant(dependencies: self),
         ]
     }
 

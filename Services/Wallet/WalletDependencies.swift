@@ -50,6 +50,7 @@ package struct WalletDependencies: Sendable {
         [
             merges.track(WalletService(dependencies: self)), merges.track(WalletAdminService(dependencies: self)),
             WalletMergeParticipant(dependencies: self), WalletErasureParticipant(dependencies: self),
+            WalletExportParticipant(dependencies: self),
         ]
     }
 

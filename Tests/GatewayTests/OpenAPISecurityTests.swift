@@ -33,7 +33,7 @@ import Testing
         case .anonymous: []
         case .login: [[], ["bearerAuth"]]
         case .player: [["bearerAuth"]]
-        case .admin: [["mutualTLS"]]
+        case .admin: [["mutualTLS"], ["operatorAuth"]]
         }
     }
 
@@ -57,7 +57,7 @@ import Testing
     @Test func theBatchNeedsNoCredentialItselfUnderBothPaths() {
         for path in ["/v1/\(Self.batch)", "/v1/batch"] {
             #expect(operations[path]?["x-rave-method"] as? String == Self.batch)
-            #expect(security(path) == [[], ["bearerAuth"], ["mutualTLS"]])
+            #expect(security(path) == [[], ["bearerAuth"], ["mutualTLS"], ["operatorAuth"]])
         }
         #expect(
             operations["/v1/batch"]?["operationId"] as? String != operations["/v1/\(Self.batch)"]?["operationId"]

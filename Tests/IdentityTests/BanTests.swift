@@ -343,6 +343,32 @@ struct BanTests {
         }
     }
 
+    /// The ban's reason is what the player is shown; why support banned (`rave-reason`, HTTP `X-Rave-Reason`) may be
+    /// for the studio's eyes only, and is what the audit log records when given.
+    @Test func theAuditLogRecordsTheOperatorsReasonAndThePlayerSeesTheBanMessage() async throws {
+        try await Harness.with { harness in
+            let app = try await harness.makeApplication()
+            let player = try await signUp(harness, appID: app.appId, email: "cheat@example.com", device: "a")
+            var context = Self.operatorContext("ops-dana")
+            context.metadata[MetadataKey.reason] = "chargeback fraud, ticket 4711"
+            let banned = try await harness.admin.banUser(
+                .init(userId: player.userID, reason: "Your account was suspended for payment abuse."),
+                context: context)
+            #expect(banned.ban?.reason == "Your account was suspended for payment abuse.")
+            let entry = try #require(
+                try await harness.admin.listAuditEvents(.init(action: .banUser), context: Self.operatorContext())
+                    .events.first)
+            #expect(entry.reason == "chargeback fraud, ticket 4711")
+            #expect(entry.afterJson.contains("Your account was suspended for payment abuse."))
+            // A reason that breaks the reason rules is refused, and nothing is banned.
+            context.metadata[MetadataKey.reason] = String(repeating: "x", count: 501)
+            let refused = await Self.refusal {
+                _ = try await harness.admin.unbanUser(.init(userId: player.userID, reason: "appeal"), context: context)
+            }
+            #expect(refused?.code == .invalidArgument)
+        }
+    }
+
     @Test func theDatabaseRefusesToChangeOrRemoveAuditEvents() async throws {
         try await Harness.with { harness in
             let app = try await harness.makeApplication()

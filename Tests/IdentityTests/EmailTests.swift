@@ -577,6 +577,6 @@ struct EmailTests {
                     "RAVE_IDENTITY_SMTP_USER": "mailer", "RAVE_IDENTITY_SMTP_PASSWORD_FILE": passwordFile.path,
                 ], secretKeys: ring
             ).smtp)
-        #expect(smtp.password == "s3cret" && smtp.username == "mailer" && smtp.implicitTLS)
+        #expect(smtp.password == "s3cret" && smtp.username == "mailer" && smtp.encryption == .implicit)
     }
 }

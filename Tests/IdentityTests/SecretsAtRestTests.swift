@@ -156,7 +156,8 @@ struct SecretsAtRestTests {
             let old = harness.dependencies.secretKeys
             let new = try SecretKeyRing(entries: [.init(id: "rotated", key: SymmetricKey())] + old.entries)
             let report = try await SecretSealing.resealUnderPrimaryKey(pool: harness.pool, secrets: new)
-            #expect(report == SecretSealing.Report(signingKeys: 1, totpSecrets: 1, unreadable: 0))
+            // Enrolling sent a verification mail, still waiting in the outbox (nothing delivers it here).
+            #expect(report == SecretSealing.Report(signingKeys: 1, totpSecrets: 1, pendingMails: 1, unreadable: 0))
             #expect(
                 try await SecretSealing.resealUnderPrimaryKey(pool: harness.pool, secrets: new)
                     == SecretSealing.Report())
@@ -171,7 +172,37 @@ struct SecretsAtRestTests {
             // Without the key a secret was sealed with, re-sealing reports it instead of guessing.
             let stranger = try SecretKeyRing(entries: [.init(id: "stranger", key: SymmetricKey())])
             let stuck = try await SecretSealing.resealUnderPrimaryKey(pool: harness.pool, secrets: stranger)
-            #expect(stuck == SecretSealing.Report(signingKeys: 0, totpSecrets: 0, unreadable: 2))
+            #expect(stuck == SecretSealing.Report(signingKeys: 0, totpSecrets: 0, unreadable: 3))
+        }
+    }
+
+    /// Operators' TOTP secrets and mails still waiting in the outbox are sealed too: a rotation that left them under
+    /// the old key would lock every operator out, and drop the mails, once the old key leaves the file.
+    @Test func resealingCoversOperatorsTOTPSecretsAndWaitingMails() async throws {
+        try await Harness.with { harness in
+            let operatorAccount = try await OperatorTests.enrol(
+                harness, email: "ops@example.com", role: .owner, allPublishers: true)
+            let operatorID = try #require(RaveID(operatorAccount.account.operatorId))
+            let mail = IdentityMail.Outgoing(
+                kind: .verifyEmail, to: "ana@example.com", fromName: "Rave", subject: "Your code", body: "123456")
+            let old = harness.dependencies.secretKeys
+            try await harness.pool.transaction { transaction in
+                try await IdentityMail.enqueue(mail, userID: operatorID, secrets: old, in: transaction)
+            }
+            let new = try SecretKeyRing(entries: [.init(id: "rotated", key: SymmetricKey())] + old.entries)
+            let report = try await SecretSealing.resealUnderPrimaryKey(pool: harness.pool, secrets: new)
+            #expect(report.operatorSecrets == 1 && report.pendingMails == 1 && report.unreadable == 0, "\(report)")
+
+            let onlyNew = try SecretKeyRing(entries: [new.entries[0]])
+            let totp = try await OperatorStore(database: harness.pool).totp(operatorID, secrets: onlyNew)
+            #expect(totp?.secret == operatorAccount.totp.secret, "the operator's authenticator still works")
+            let waiting = try await harness.pool.query(
+                "SELECT key, payload FROM outbox_events WHERE topic = 'identity.mail' AND delivered_at IS NULL")
+            let row = try #require(waiting.first)
+            let opened = try onlyNew.open(
+                try row.decode([UInt8].self, column: "payload"),
+                context: IdentityMail.context(key: try row.decode(String.self, column: "key")))
+            #expect(try JSONDecoder().decode(IdentityMail.Outgoing.self, from: Data(opened)) == mail)
         }
     }
 

@@ -95,6 +95,36 @@ struct EventDeliveryTests {
         }
     }
 
+    /// A sink forgets processed ids older than their retention as deliveries come, a batch per delivery while a
+    /// backlog lasts, so `processed_events` does not grow forever in a service that only receives.
+    @Test func deliveriesForgetProcessedIdsOlderThanTheRetention() async throws {
+        try await EventsHarness.withCertificates { certificates in
+            try await EventsHarness.withDatabase { pool in
+                let backlog = ProcessedEvents.pruneBatchSize + 10
+                try await pool.query(
+                    """
+                    INSERT INTO processed_events
+                    SELECT gen_random_uuid(), now() - interval '8 days' FROM generate_series(1, \(backlog))
+                    """)
+                let server = try EventsHarness.startSink(
+                    EventsHarness.recordingSink(pool: pool), certificates: certificates)
+                let connection = RPCClient(
+                    host: "127.0.0.1", port: server.localPort, tls: try EventsHarness.clientTLS(certificates),
+                    group: EventsHarness.group, logger: EventsHarness.quiet)
+                let client = EventsV1.EventSinkClient(caller: connection)
+                for _ in 0..<2 {
+                    let event = EventsV1.Event(
+                        eventId: RaveID.random().hex, topic: "test.once", key: "k", payload: [7], source: "publisher")
+                    _ = try await client.deliverEvents(.init(events: [event]))
+                }
+                connection.close()
+                await server.shutdown()
+                // Both new ids are remembered; every old one is gone, over two deliveries.
+                #expect(try await EventsHarness.count("processed_events", in: pool) == 2)
+            }
+        }
+    }
+
     @Test func aSinkThatIsDownGetsTheEventWhenItComesBack() async throws {
         try await EventsHarness.withCertificates { certificates in
             try await EventsHarness.withDatabase { publisherPool in

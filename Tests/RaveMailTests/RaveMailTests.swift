@@ -1,6 +1,7 @@
 import Foundation
 import RaveMail
 import RaveTestSupport
+import RaveTransport
 import Testing
 
 #if canImport(Glibc)
@@ -54,9 +55,21 @@ import Glibc
         #expect(throws: MailError.self) { try SMTPSettings(url: "http://mail.test", from: "a@b.test") }
         #expect(throws: MailError.self) { try SMTPSettings(url: "smtp://user:pw@mail.test", from: "a@b.test") }
         #expect(throws: MailError.self) { try SMTPSettings(url: "smtp://mail.test", from: "not an address") }
-        #expect(try SMTPSettings(url: "smtps://mail.test:465", from: "a@b.test").implicitTLS)
         #expect(try SMTPSettings(url: "smtp://127.0.0.1:2525", from: "a@b.test").isLoopback)
         #expect(try !SMTPSettings(url: "smtp://mail.test", from: "a@b.test").isLoopback)
+    }
+
+    @Test(arguments: [
+        ("smtps://mail.test:465", SMTPSettings.Encryption.implicit),
+        ("smtps://127.0.0.1:465", .implicit),
+        ("smtp://mail.test", .startTLSRequired),
+        ("smtp://10.0.0.25:25", .startTLSRequired),
+        ("smtp://127.0.0.1:2525", .startTLSWhenOffered),
+        ("smtp://localhost:2525", .startTLSWhenOffered),
+        ("smtp://[::1]:2525", .startTLSWhenOffered),
+    ])
+    func plainSMTPIsAllowedOnlyToAServerOnThisMachine(url: String, encryption: SMTPSettings.Encryption) throws {
+        #expect(try SMTPSettings(url: url, from: "a@b.test").encryption == encryption)
     }
 }
 
@@ -74,6 +87,49 @@ import Glibc
         #expect(mail.subject == "Código")
         #expect(mail.body == "Line 1\r\n.dot line\r\n")
         #expect(mail.header("From") == "<no-reply@rave.test>")
+    }
+
+    @Test func startTLSIsUsedWhenTheServerOffersItAndItsCertificateIsVerified() async throws {
+        let certificates = try Self.certificates(for: "mail")
+        defer { try? FileManager.default.removeItem(atPath: certificates) }
+        let sink = try SMTPSink(startTLS: ("\(certificates)/mail.pem", "\(certificates)/mail-key.pem"))
+        defer { sink.stop() }
+        let sender = SMTPSender(
+            settings: try SMTPSettings(
+                url: sink.url, from: "no-reply@rave.test", username: "mailer", password: "pw",
+                caFile: "\(certificates)/ca.pem"))
+        try await sender.send(MailMessage(from: "", to: "ana@example.com", subject: "Your code", body: "123456\n"))
+        let mail = try await sink.waitForMail(to: "ana@example.com")
+        #expect(mail.tlsVersion?.hasPrefix("TLSv1.") == true, "the mail and the password travelled encrypted")
+        #expect(mail.authenticatedAs == "mailer")
+        #expect(mail.body == "123456\r\n")
+    }
+
+    @Test func aServerWhoseCertificateIsNotTrustedGetsNoMail() async throws {
+        let certificates = try Self.certificates(for: "mail")
+        let otherAuthority = try Self.certificates(for: "other")
+        defer {
+            for directory in [certificates, otherAuthority] { try? FileManager.default.removeItem(atPath: directory) }
+        }
+        let sink = try SMTPSink(startTLS: ("\(certificates)/mail.pem", "\(certificates)/mail-key.pem"))
+        defer { sink.stop() }
+        let sender = SMTPSender(
+            settings: try SMTPSettings(
+                url: sink.url, from: "no-reply@rave.test", username: "mailer", password: "pw",
+                caFile: "\(otherAuthority)/ca.pem"))
+        let error = await #expect(throws: MailError.self) {
+            try await sender.send(MailMessage(from: "", to: "ana@example.com", subject: "s", body: "b"))
+        }
+        #expect(error?.message.contains("SMTP delivery to \(sink.url) failed") == true)
+        #expect(sink.mails.isEmpty, "nothing was sent to a server that could not prove who it is")
+    }
+
+    /// A fresh development CA with a server certificate `name` (SANs 127.0.0.1, localhost).
+    static func certificates(for name: String) throws -> String {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("rave-mail-\(UUID().uuidString.prefix(8))").path
+        try DevelopmentCertificates.write(to: directory, services: [name], withoutRole: [name])
+        return directory
     }
 
     @Test func aRefusingServerIsAnError() async throws {

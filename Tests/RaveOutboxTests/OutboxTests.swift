@@ -163,6 +163,53 @@ import Testing
         }
     }
 
+    /// Delivered events and processed ids are kept for the retention, then pruned (events in batches until none is
+    /// left); an undelivered event stays however old, since it still has to go out.
+    @Test func pruningDeletesOnlyWhatWasDeliveredOrProcessedBeforeTheRetention() async throws {
+        try await OutboxDatabase.with { database in
+            let old = OutboxDispatcher.pruneBatchSize + 5
+            try await database.pool.transaction { transaction in
+                for index in 0..<(old + 3) {
+                    try await Outbox.enqueue(in: transaction, topic: "t", key: "k\(index % 7)", payload: [1])
+                }
+                try await Outbox.enqueue(in: transaction, topic: "t", key: "waiting", payload: [2])
+            }
+            // The first `old` delivered 8 days ago, 3 delivered just now, one never delivered (and created long ago).
+            try await database.pool.query(
+                """
+                UPDATE outbox_events SET delivered_at = now() - interval '8 days'
+                WHERE id IN (SELECT id FROM outbox_events WHERE key <> 'waiting' ORDER BY id LIMIT \(old))
+                """)
+            try await database.pool.query(
+                "UPDATE outbox_events SET delivered_at = now() WHERE delivered_at IS NULL AND key <> 'waiting'")
+            try await database.pool.query(
+                "UPDATE outbox_events SET created_at = now() - interval '30 days' WHERE key = 'waiting'")
+            for age in ["8 days", "1 hour"] {
+                try await database.pool.query(
+                    """
+                    INSERT INTO processed_events
+                    SELECT gen_random_uuid(), now() - interval '\(age)' FROM generate_series(1, 4)
+                    """)
+            }
+
+            let dispatcher = OutboxDispatcher(pool: database.pool) { _ in }
+            #expect(try await dispatcher.prune() == old)
+            #expect(try await ProcessedEvents.pruneBatch(in: database.pool) == 4)
+            let left = try await database.pool.query(
+                """
+                SELECT count(*) FILTER (WHERE delivered_at IS NOT NULL) AS delivered,
+                    count(*) FILTER (WHERE delivered_at IS NULL) AS waiting,
+                    (SELECT count(*) FROM processed_events) AS processed
+                FROM outbox_events
+                """)[0]
+            #expect(try left.decode(Int64.self, column: "delivered") == 3)
+            #expect(try left.decode(Int64.self, column: "waiting") == 1)
+            #expect(try left.decode(Int64.self, column: "processed") == 4)
+            #expect(try await dispatcher.prune() == 0)
+            #expect(try await ProcessedEvents.pruneBatch(in: database.pool) == 0)
+        }
+    }
+
     @Test(.timeLimit(.minutes(1))) func stopLetsTheDeliveryUnderWayFinishAndBeMarked() async throws {
         try await OutboxDatabase.with { database in
             let sink = Sink(delay: .milliseconds(400))

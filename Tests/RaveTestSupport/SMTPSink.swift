@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import Synchronization
 
@@ -9,7 +10,7 @@ import Glibc
 /// keeps what it received, so a test reads the mails a service really sent over a real socket.
 ///
 /// It speaks the part of ESMTP senders use: EHLO/HELO, AUTH PLAIN, MAIL, RCPT, DATA (dot-unstuffing), RSET, NOOP
-/// and QUIT. Connections are served one at a time on a thread of its own.
+/// and QUIT, and STARTTLS when it has a certificate. Connections are served one at a time on a thread of its own.
 public final class SMTPSink: Sendable {
     /// One received mail.
     public struct Mail: Sendable, Hashable {
@@ -19,13 +20,19 @@ public final class SMTPSink: Sendable {
         public var data: String
         /// The user name of AUTH PLAIN, when the client authenticated.
         public var authenticatedAs: String?
+        /// The TLS version the mail came over after STARTTLS ("TLSv1.3"); nil when it came in the clear.
+        public var tlsVersion: String?
 
         /// A mail as received; tests also build one from a rendered message to read it back.
-        public init(envelopeFrom: String, recipients: [String], data: String, authenticatedAs: String?) {
+        public init(
+            envelopeFrom: String, recipients: [String], data: String, authenticatedAs: String?,
+            tlsVersion: String? = nil
+        ) {
             self.envelopeFrom = envelopeFrom
             self.recipients = recipients
             self.data = data
             self.authenticatedAs = authenticatedAs
+            self.tlsVersion = tlsVersion
         }
 
         /// A header's raw value (unfolded), by case-insensitive name.
@@ -65,9 +72,13 @@ public final class SMTPSink: Sendable {
     public let port: Int
     private let listener: Int32
     private let state = Mutex<(mails: [Mail], refusing: Bool, stopped: Bool)>(([], false, false))
+    /// The server side of STARTTLS, when the sink offers it.
+    private let tls: SinkTLS?
 
-    /// Starts listening on 127.0.0.1 (an unused port).
-    public init() throws {
+    /// Starts listening on 127.0.0.1 (an unused port); with `startTLS`, a certificate chain and key (PEM paths),
+    /// it offers STARTTLS.
+    public init(startTLS: (chain: String, key: String)? = nil) throws {
+        tls = try startTLS.map { try SinkTLS(chain: $0.chain, key: $0.key) }
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw LoopbackSocketError("socket: errno \(errno)") }
         var yes: Int32 = 1
@@ -142,8 +153,14 @@ public final class SMTPSink: Sendable {
 
     private func serve(_ connection: Int32) {
         var buffer: [UInt8] = []
+        var session: SinkTLS.Session?
+        defer { session?.close() }
         func send(_ line: String) {
             let bytes = Array((line + "\r\n").utf8)
+            if let session {
+                session.write(bytes)
+                return
+            }
             _ = bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
         func readLine() -> String? {
@@ -155,7 +172,9 @@ public final class SMTPSink: Sendable {
                     return String(decoding: line, as: UTF8.self)
                 }
                 var chunk = [UInt8](repeating: 0, count: 4096)
-                let count = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+                let count =
+                    session?.read(into: &chunk)
+                    ?? chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
                 guard count > 0 else { return nil }
                 buffer += chunk[..<count]
             }
@@ -171,7 +190,16 @@ public final class SMTPSink: Sendable {
         while let line = readLine() {
             let verb = line.prefix(4).uppercased()
             switch verb {
-            case "EHLO": send("250-rave-smtp-sink\r\n250-AUTH PLAIN\r\n250 8BITMIME")
+            case "EHLO":
+                let offer = tls != nil && session == nil ? "250-STARTTLS\r\n" : ""
+                send("250-rave-smtp-sink\r\n\(offer)250-AUTH PLAIN\r\n250 8BITMIME")
+            case "STAR" where line.uppercased() == "STARTTLS" && tls != nil && session == nil:
+                send("220 ready to start TLS")
+                // RFC 3207: the client starts over with EHLO; whatever it sent before counts for nothing.
+                buffer = []
+                guard let accepted = tls?.accept(connection) else { return }
+                session = accepted
+                (from, recipients, user) = ("", [], nil)
             case "HELO", "NOOP": send("250 ok")
             case "AUTH":
                 let parts = line.split(separator: " ")
@@ -200,7 +228,7 @@ public final class SMTPSink: Sendable {
                 }
                 let mail = Mail(
                     envelopeFrom: from, recipients: recipients, data: lines.joined(separator: "\r\n"),
-                    authenticatedAs: user)
+                    authenticatedAs: user, tlsVersion: session?.version)
                 let refused = state.withLock { state -> Bool in
                     guard !state.refusing else { return true }
                     state.mails.append(mail)
@@ -216,6 +244,54 @@ public final class SMTPSink: Sendable {
                 return
             default: send("502 not implemented")
             }
+        }
+    }
+}
+
+/// The sink's STARTTLS: one server context, and a session per upgraded connection (used on the sink's thread only).
+private final class SinkTLS: Sendable {
+    /// The context is configured once in `init` and only read afterwards; OpenSSL contexts are safe to share then.
+    nonisolated(unsafe) private let context: OpaquePointer
+
+    init(chain: String, key: String) throws {
+        guard let context = SSL_CTX_new(TLS_server_method()) else { throw LoopbackSocketError("SSL_CTX_new failed") }
+        guard SSL_CTX_use_certificate_chain_file(context, chain) == 1,
+            SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) == 1
+        else {
+            SSL_CTX_free(context)
+            throw LoopbackSocketError("the SMTP sink cannot load \(chain) and \(key)")
+        }
+        self.context = context
+    }
+
+    deinit { SSL_CTX_free(context) }
+
+    /// The server side of the handshake on `descriptor`; nil when it failed (the client gave up, or refused us).
+    func accept(_ descriptor: Int32) -> Session? {
+        guard let ssl = SSL_new(context) else { return nil }
+        guard SSL_set_fd(ssl, descriptor) == 1, SSL_accept(ssl) == 1 else {
+            SSL_free(ssl)
+            return nil
+        }
+        return Session(ssl: ssl)
+    }
+
+    struct Session {
+        let ssl: OpaquePointer
+
+        var version: String { String(cString: SSL_get_version(ssl)) }
+
+        func read(into chunk: inout [UInt8]) -> Int {
+            Int(chunk.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) })
+        }
+
+        func write(_ bytes: [UInt8]) {
+            _ = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+        }
+
+        func close() {
+            SSL_shutdown(ssl)
+            SSL_free(ssl)
         }
     }
 }

@@ -8,15 +8,18 @@ struct SoakChecks {
     var problems: [String] = []
     var counts: [String: Int] = [:]
 
-    static func run(_ stack: SystemStack, players: [PlayerLoad], merges: MergeLoad) async throws -> SoakChecks {
+    static func run(
+        _ stack: SystemStack, players: [PlayerLoad], merges: MergeLoad, deletions: DeletionLoad
+    ) async throws -> SoakChecks {
         var checks = SoakChecks()
         guard let reader = players.first?.caller else { return checks }
         try await checks.merges(merges, admin: IdentityV1.IdentityAdminClient(caller: stack.admin))
         try await checks.scores(players, merges: merges, reader: reader)
         for player in players { try await checks.bets(player) }
         try await checks.mergedBets(merges, stack: stack)
-        if stack.hasGifts { try await checks.gifts(players, merges: merges) }
+        if stack.hasGifts { try await checks.gifts(players, merges: merges, deleted: deletions.deletions.map(\.load)) }
         try await checks.nothingUnderSources(merges, stack: stack)
+        try await checks.deletions(deletions, stack: stack)
         try await checks.ledger(stack)
         return checks
     }
@@ -155,14 +158,18 @@ struct SoakChecks {
         }
     }
 
-    /// Every acknowledged gift is pending at its recipient exactly once, and nothing else is; a merged pair's gifts
-    /// (sent under either token, the source's after the merge too) name the target as their sender.
-    mutating func gifts(_ players: [PlayerLoad], merges: MergeLoad) async throws {
+    /// Every acknowledged gift is pending at its recipient exactly once, and nothing else is.
+    ///
+    /// A merged pair's gifts (sent under either token, the source's after the merge too) name the target as their
+    /// sender. A deleted player's gifts stay with their recipients; those whose answer a failure hid (never
+    /// replayed: the player is gone) may be there or not.
+    mutating func gifts(_ players: [PlayerLoad], merges: MergeLoad, deleted: [PlayerLoad]) async throws {
         var expected: [String: Set<String>] = [:]
         var senders: [String: String] = [:]
-        for player in players {
+        for player in players + deleted {
             for (gift, recipient) in player.gifts { expected[recipient, default: []].insert(gift) }
         }
+        var unknownFromDeleted = deleted.reduce(0) { $0 + $1.unresolvedGifts.count }
         for merge in merges.merges {
             for load in merge.loads {
                 for (gift, recipient) in load.gifts {
@@ -189,7 +196,13 @@ struct SoakChecks {
             counts["gifts acknowledged", default: 0] += wanted.count
             if received.count != Set(received).count { problems.append("gifts of \(player.userID) are duplicated") }
             for gift in wanted.subtracting(received) { problems.append("acknowledged gift \(gift) is lost") }
-            for gift in Set(received).subtracting(wanted) { problems.append("gift \(gift) was never acknowledged") }
+            for gift in Set(received).subtracting(wanted) {
+                if unknownFromDeleted > 0 {
+                    unknownFromDeleted -= 1
+                } else {
+                    problems.append("gift \(gift) was never acknowledged")
+                }
+            }
         }
     }
 
@@ -226,6 +239,7 @@ struct SoakReport {
     var seconds: Double
     var players: [PlayerLoad]
     var merges: MergeLoad
+    var deletions: DeletionLoad
     var statuses: [String: Int]
     var events: [String]
     var findings: SoakChecks
@@ -233,12 +247,12 @@ struct SoakReport {
     func print() {
         let total = statuses.values.reduce(0, +)
         let byStatus = statuses.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }
+        let replayed = players.reduce(merges.replayed + deletions.replayed) { $0 + $1.replayed }
         var lines = [
-            "soak: \(Int(seconds)) s of load, \(players.count) players plus a merging client, \(total) calls",
+            "soak: \(Int(seconds)) s of load, \(players.count) players plus a merging and a deleting client, \(total) calls",
             "calls by status: " + byStatus.joined(separator: ", "),
         ]
         lines += events.map { "failure: \($0)" }
-        let replayed = players.reduce(merges.replayed) { $0 + $1.replayed }
         lines.append("calls with an outcome hidden by a failure, replayed with the same ids afterwards: \(replayed)")
         lines += findings.counts.sorted { $0.key < $1.key }.map { "checked: \($0.value) \($0.key)" }
         lines.append(
@@ -249,7 +263,7 @@ struct SoakReport {
         let json: [String: Any] = [
             "name": "soak", "seconds": seconds, "players": players.count, "calls": total, "statuses": statuses,
             "failures": events, "checked": findings.counts,
-            "replayed": players.reduce(merges.replayed) { $0 + $1.replayed }, "problems": findings.problems,
+            "replayed": replayed, "problems": findings.problems,
         ]
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent(".bench")

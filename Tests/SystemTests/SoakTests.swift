@@ -11,9 +11,10 @@ import Glibc
 
 /// `make soak` (scripts/soak.sh): the stack under load while services, PostgreSQL and connections fail.
 ///
-/// A mixed load runs through the gateway while every service is killed with SIGKILL in turn and restarted,
-/// PostgreSQL restarts, and client connections drop at random. Afterwards
-/// nothing acknowledged is lost or duplicated, the ledger sums to zero and every service is ready again.
+/// A mixed load runs through the gateway, with merges and account deletions racing with writes, while every service
+/// is killed with SIGKILL in turn and restarted, PostgreSQL restarts, and client connections drop at random.
+/// Afterwards nothing acknowledged is lost or duplicated, no database names a deleted player, the ledger sums to zero
+/// and every service is ready again.
 /// Runs only when RAVE_SOAK_SECONDS is set, so `make test` skips it.
 @Suite("System: soak under failures", .timeLimit(.minutes(60)))
 struct SoakTests {
@@ -36,6 +37,13 @@ struct SoakTests {
                     recipients: setup.players.map(\.userID), withGifts: stack.hasGifts, until: deadline)
                 return load
             }
+            let deletions = Task {
+                var load = setup.deletions
+                await load.run(
+                    recipients: setup.players.map(\.caller), recipientIDs: setup.players.map(\.userID),
+                    withGifts: stack.hasGifts, until: deadline)
+                return load
+            }
             var players = await withTaskGroup(of: PlayerLoad.self) { group in
                 for player in setup.players {
                     let recipients = setup.players.map(\.userID).filter { $0 != player.userID }
@@ -48,6 +56,7 @@ struct SoakTests {
                 return await group.reduce(into: []) { $0.append($1) }
             }
             var mergeLoad = await merges.value
+            var deletionLoad = await deletions.value
             let events = try await chaos.value
             tally.stop()
             let loadSeconds = (ContinuousClock.now - started) / .seconds(1)
@@ -55,10 +64,12 @@ struct SoakTests {
             for process in stack.processes.values { try await process.waitUntilReady(timeout: .seconds(60)) }
             for index in players.indices { try await players[index].resolve() }
             try await mergeLoad.resolve()
-            let findings = try await SoakChecks.run(stack, players: players, merges: mergeLoad)
+            try await deletionLoad.resolve()
+            let findings = try await SoakChecks.run(
+                stack, players: players, merges: mergeLoad, deletions: deletionLoad)
             SoakReport(
-                seconds: loadSeconds, players: players, merges: mergeLoad, statuses: tally.snapshot, events: events,
-                findings: findings
+                seconds: loadSeconds, players: players, merges: mergeLoad, deletions: deletionLoad,
+                statuses: tally.snapshot, events: events, findings: findings
             ).print()
             #expect(findings.problems.isEmpty, "\(findings.problems.joined(separator: "\n"))")
             for connection in setup.connections { connection.close() }
@@ -70,6 +81,7 @@ struct SoakTests {
 struct SoakSetup {
     var players: [PlayerLoad]
     var merges: MergeLoad
+    var deletions: DeletionLoad
     var connections: [DroppableConnection]
     var tally: StatusTally
 
@@ -112,7 +124,11 @@ struct SoakSetup {
         let merges = MergeLoad(
             caller: SoakCaller(connection: try connection(), accessToken: "", tally: tally), appID: appID,
             providers: stack.providers, admin: stack.admin)
-        return SoakSetup(players: players, merges: merges, connections: connections, tally: tally)
+        let deletions = DeletionLoad(
+            caller: SoakCaller(connection: try connection(), accessToken: "", tally: tally), appID: appID,
+            admin: stack.admin)
+        return SoakSetup(
+            players: players, merges: merges, deletions: deletions, connections: connections, tally: tally)
     }
 }
 

@@ -141,6 +141,12 @@ extension OpenAPIGenerator {
             "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
             "description": "An access token from a login method (`Identity/GuestLogin`, `LoginWithPassword`, …).",
         ],
+        "operatorAuth": [
+            "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+            "description": .string(
+                "An operator's access token (`Identity/OperatorLogin`): admin methods only, as far as the operator's "
+                    + "role reaches; writes also need the `X-Rave-Reason` header."),
+        ],
         "mutualTLS": [
             "type": "mutualTLS",
             "description":

@@ -181,9 +181,21 @@ struct OpenAPIGenerator {
         case .anonymous: []
         case .login: [[:], ["bearerAuth": []]]
         case .player: [["bearerAuth": []]]
-        case .admin: [["mutualTLS": []]]
-        case nil: [[:], ["bearerAuth": []], ["mutualTLS": []]]
+        case .admin: [["mutualTLS": []], ["operatorAuth": []]]
+        case nil: [[:], ["bearerAuth": []], ["operatorAuth": []], ["mutualTLS": []]]
         }
+    }
+
+    /// Who may call admin method `method`: the admin certificate, or an operator whose role reaches it (`AdminRoles`).
+    static func adminCredential(_ method: String) -> String {
+        let certificate = "Needs the admin client certificate (role `rave://admin`)"
+        guard let role = AdminRoles.leastRole[method] else {
+            return certificate + "; no operator role reaches it yet."
+        }
+        let write =
+            AdminRoles.isWrite(method)
+            ? " It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log." : ""
+        return certificate + ", or an operator's access token (`operatorAuth`) of role `\(role)` or higher." + write
     }
 
     private static func description(of operation: Operation, comment: String?) -> String {
@@ -195,7 +207,7 @@ struct OpenAPIGenerator {
                 "No credential needed. A valid access token, when sent, is passed on (a guest signing in is upgraded)."
         case .player: credential = "Needs `Authorization: Bearer <access token>`."
         case .admin:
-            credential = "Needs the admin client certificate (role `rave://admin`); an access token is optional."
+            credential = Self.adminCredential(operation.method)
         case nil:
             credential =
                 "No credential for the batch itself: each call is checked like a single call (token, admin certificate)."

@@ -32,12 +32,13 @@ final class BackendDirectory: Service {
     /// `resolve` turns a host name into numeric addresses (`NameResolver` unless a test stands in for DNS).
     init(
         backends: [String: [SocketAddress]], tls: TLSContext, group: EventLoopGroup, connectionsPerBackend: Int,
-        healthCheckInterval: Duration, logger: Logger,
+        healthCheckInterval: Duration, reconnectBackoff: Duration = .seconds(2), logger: Logger,
         resolve: @escaping @Sendable (String) async throws -> [String] = { try await NameResolver.addresses(of: $0) }
     ) {
         var configuration = RPCClient.Configuration()
         configuration.connectionCount = connectionsPerBackend
-        configuration.maximumBackoff = .seconds(2)
+        configuration.maximumBackoff = reconnectBackoff
+        configuration.initialBackoff = min(configuration.initialBackoff, reconnectBackoff)
         let factory = BackendFactory(tls: tls, group: group, configuration: configuration, logger: logger)
         var pools: [String: BackendPool] = [:]
         for (service, addresses) in backends {

@@ -79,6 +79,13 @@ enum Validation {
         return value
     }
 
+    /// The reason the audit log records for a change whose own `reason` field the player sees (a ban's message):
+    /// the caller's `rave-reason` (HTTP `X-Rave-Reason`) when given, held to the same rules, else `shown`.
+    static func auditReason(shown: String, context: RequestContext) throws(IdentityError) -> String {
+        guard let given = context.metadata[MetadataKey.reason], !given.isEmpty else { return shown }
+        return try reason(given)
+    }
+
     /// An ISO 3166-1 alpha-2 country code; lower case is accepted and upper-cased.
     static func country(_ value: String) throws(IdentityError) -> String {
         let upper = value.uppercased()

@@ -26,6 +26,7 @@ extension AdminHandlers {
         let actor = try await dependencies.admin(context).audit
         let requested = try Validation.raveID(request.userId, field: "user_id")
         let reason = try Validation.reason(request.reason)
+        let auditReason = try Validation.auditReason(shown: reason, context: context)
         let now = dependencies.clock()
         let ban = BanRecord(reason: reason, until: try Bans.end(request.untilUnixMs, now: now))
         let (account, ended) = try await dependencies.pool.transaction { transaction in
@@ -37,7 +38,7 @@ extension AdminHandlers {
                 userID: account, keeping: nil, reason: "ban")
             try await AuditStore(database: transaction).append(
                 AuditEntry(
-                    actor: actor, action: .banUser, targetUserID: account, reason: reason,
+                    actor: actor, action: .banUser, targetUserID: account, reason: auditReason,
                     before: Bans.state(before, at: now),
                     after: Bans.state(ban, at: now, requested: requested == account ? nil : requested)),
                 at: now)
@@ -56,7 +57,8 @@ extension AdminHandlers {
     ) async throws -> IdentityV1.UnbanUserResponse {
         let actor = try await dependencies.admin(context).audit
         let requested = try Validation.raveID(request.userId, field: "user_id")
-        let reason = try Validation.reason(request.reason)
+        let reason = try Validation.auditReason(
+            shown: try Validation.reason(request.reason), context: context)
         let now = dependencies.clock()
         return try await dependencies.pool.transaction { transaction in
             let account = try await Bans.lockAccount(requested, in: transaction)

@@ -8,7 +8,7 @@ import RaveTransport
 ///
 /// Reads the database and key file as the service does (`RAVE_DATABASE_URL`, `RAVE_SECRET_KEY_FILE`), applies
 /// pending migrations and seals anything still in plaintext, then re-seals under the file's first key every signing
-/// key and TOTP secret another key sealed. Safe beside running replicas. Exits 0 when every secret is now under the
+/// key, player and operator TOTP secret and mail waiting in the outbox that another key sealed. Safe beside running replicas. Exits 0 when every secret is now under the
 /// first key, 1 when some could not be opened with any key of the file (the old key was removed too early), 78 for a
 /// configuration error.
 enum SecretResealCommand {
@@ -44,8 +44,9 @@ enum SecretResealCommand {
             }
             let report = try await SecretSealing.resealUnderPrimaryKey(pool: pool, secrets: secretKeys)
             print(
-                "identity reseal-secrets: re-sealed \(report.signingKeys) signing keys and \(report.totpSecrets) TOTP "
-                    + "secrets under key \(secretKeys.primaryKeyID)")
+                "identity reseal-secrets: re-sealed \(report.signingKeys) signing keys, \(report.totpSecrets) TOTP "
+                    + "secrets, \(report.operatorSecrets) operators' TOTP secrets and \(report.pendingMails) waiting "
+                    + "mails under key \(secretKeys.primaryKeyID)")
             guard report.unreadable == 0 else {
                 print(
                     "identity reseal-secrets: \(report.unreadable) secrets open with no key of RAVE_SECRET_KEY_FILE; "

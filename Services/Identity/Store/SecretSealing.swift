@@ -23,6 +23,10 @@ enum SecretSealing {
     struct Report: Sendable, Hashable {
         var signingKeys = 0
         var totpSecrets = 0
+        /// Operators' TOTP secrets (re-sealing only: operators never had plaintext secrets).
+        var operatorSecrets = 0
+        /// Mails waiting in the outbox (re-sealing only).
+        var pendingMails = 0
         /// Rows whose sealed value none of the ring's keys opens (re-sealing only).
         var unreadable = 0
     }
@@ -128,6 +132,24 @@ enum SecretSealing {
     static let resealSecret = PostgresStatement(
         name: "identity_reseal_totp_secret",
         sql: "UPDATE two_factor SET secret_sealed = $3 WHERE user_id = $1 AND secret_sealed = $2")
+    static let operatorSecretsPage = PostgresStatement(
+        name: "identity_sealed_operator_secrets_page",
+        sql: """
+            SELECT id, totp_secret_sealed FROM operators WHERE id > $1 AND totp_secret_sealed IS NOT NULL
+            ORDER BY id LIMIT \(batchSize)
+            """)
+    static let resealOperatorSecret = PostgresStatement(
+        name: "identity_reseal_operator_secret",
+        sql: "UPDATE operators SET totp_secret_sealed = $3 WHERE id = $1 AND totp_secret_sealed = $2")
+    static let pendingMailsPage = PostgresStatement(
+        name: "identity_sealed_pending_mails_page",
+        sql: """
+            SELECT id, key, payload FROM outbox_events
+            WHERE id > $1 AND topic = '\(IdentityMail.topic)' AND delivered_at IS NULL ORDER BY id LIMIT \(batchSize)
+            """)
+    static let resealPendingMail = PostgresStatement(
+        name: "identity_reseal_pending_mail",
+        sql: "UPDATE outbox_events SET payload = $3 WHERE id = $1 AND payload = $2 AND delivered_at IS NULL")
 
     /// Re-seals under the ring's first key every secret another key sealed, a page at a time.
     ///
@@ -136,19 +158,34 @@ enum SecretSealing {
     /// counted in `unreadable` and left as they are.
     static func resealUnderPrimaryKey(pool: PostgresPool, secrets: SecretKeyRing) async throws -> Report {
         var report = Report()
+        let first = RaveID(high: 0, low: 0)
         report.signingKeys = try await resealPages(
             pool: pool, secrets: secrets, report: &report, after: "", page: signingKeysPage,
-            reseal: resealSigningKey, idColumn: "kid", sealedColumn: "private_key_sealed", context: signingKeyContext)
+            reseal: resealSigningKey, idColumn: "kid", sealedColumn: "private_key_sealed"
+        ) { key, _ in signingKeyContext(key) }
         report.totpSecrets = try await resealPages(
-            pool: pool, secrets: secrets, report: &report, after: RaveID(high: 0, low: 0), page: secretsPage,
-            reseal: resealSecret, idColumn: "user_id", sealedColumn: "secret_sealed", context: totpContext)
+            pool: pool, secrets: secrets, report: &report, after: first, page: secretsPage,
+            reseal: resealSecret, idColumn: "user_id", sealedColumn: "secret_sealed"
+        ) { userID, _ in totpContext(userID) }
+        report.operatorSecrets = try await resealPages(
+            pool: pool, secrets: secrets, report: &report, after: first, page: operatorSecretsPage,
+            reseal: resealOperatorSecret, idColumn: "id", sealedColumn: "totp_secret_sealed"
+        ) { operatorID, _ in operatorTOTPContext(operatorID) }
+        // A mail still waiting when the old key leaves the ring would be dropped unsent.
+        report.pendingMails = try await resealPages(
+            pool: pool, secrets: secrets, report: &report, after: Int64(0), page: pendingMailsPage,
+            reseal: resealPendingMail, idColumn: "id", sealedColumn: "payload"
+        ) { _, row in IdentityMail.context(key: try row.decode(String.self, column: "key")) }
         return report
     }
 
     /// Walks a table by key from `after`, re-sealing each page's values that need it; returns the rows updated.
+    ///
+    /// `context` gives a row's associated data from its key and the row.
     private static func resealPages<Key: PostgresEncodable & PostgresDecodable>(
         pool: PostgresPool, secrets: SecretKeyRing, report: inout Report, after start: Key, page: PostgresStatement,
-        reseal: PostgresStatement, idColumn: String, sealedColumn: String, context: (Key) -> [UInt8]
+        reseal: PostgresStatement, idColumn: String, sealedColumn: String,
+        context: (Key, PostgresRow) throws -> [UInt8]
     ) async throws -> Int {
         var updated = 0
         var last = start
@@ -160,7 +197,7 @@ enum SecretSealing {
             for row in rows {
                 let key = try row.decode(Key.self, column: idColumn)
                 let sealed = try row.decode([UInt8].self, column: sealedColumn)
-                if let resealed = resealed(sealed, context: context(key), secrets: secrets, report: &report) {
+                if let resealed = resealed(sealed, context: try context(key, row), secrets: secrets, report: &report) {
                     updates.append([key, sealed, resealed])
                 }
             }

@@ -36,8 +36,21 @@ public struct SMTPSettings: Sendable, Hashable {
         self.caFile = caFile
     }
 
-    /// Whether the connection starts in TLS (smtps://).
-    public var implicitTLS: Bool { url.lowercased().hasPrefix("smtps:") }
+    /// How a connection to the server is encrypted.
+    public enum Encryption: Sendable, Hashable {
+        /// TLS from the first byte (smtps://).
+        case implicit
+        /// STARTTLS, or no mail: a server that does not offer it, or whose certificate is not trusted, gets nothing.
+        case startTLSRequired
+        /// STARTTLS when the server offers it (a server on this machine); a certificate offered must still verify.
+        case startTLSWhenOffered
+    }
+
+    /// smtps:// is TLS from the start; smtp:// requires STARTTLS except to a server on this machine.
+    public var encryption: Encryption {
+        if url.lowercased().hasPrefix("smtps:") { return .implicit }
+        return isLoopback ? .startTLSWhenOffered : .startTLSRequired
+    }
 
     /// Whether the server is on this machine (plain SMTP is then allowed).
     public var isLoopback: Bool {
@@ -80,15 +93,14 @@ public final class SMTPSender: Sendable {
         guard let easy = curl_easy_init() else { return MailError("curl_easy_init failed") }
         defer { curl_easy_cleanup(easy) }
         let upload = Upload(bytes)
-        var recipients: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "<\(recipient)>")
+        let recipients: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "<\(recipient)>")
         defer { curl_slist_free_all(recipients) }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        let useTLS: Int
-        if settings.implicitTLS {
-            useTLS = Int(CURLUSESSL_ALL.rawValue)
-        } else {
-            useTLS = Int(settings.isLoopback ? CURLUSESSL_TRY.rawValue : CURLUSESSL_ALL.rawValue)
-        }
+        let useTLS =
+            switch settings.encryption {
+            case .implicit, .startTLSRequired: Int(CURLUSESSL_ALL.rawValue)
+            case .startTLSWhenOffered: Int(CURLUSESSL_TRY.rawValue)
+            }
         let code = errorBuffer.withUnsafeMutableBufferPointer { errors in
             withExtendedLifetime(upload) { () -> CURLcode in
                 _ = rave_curl_easy_set_string(easy, CURLOPT_URL, settings.url)
@@ -115,7 +127,6 @@ public final class SMTPSender: Sendable {
                 return curl_easy_perform(easy)
             }
         }
-        recipients = nil
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail

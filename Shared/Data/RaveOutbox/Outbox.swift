@@ -5,8 +5,9 @@ import RavePostgres
 public enum Outbox {
     /// The tables a service adds to its migrations (as one migration, never edited afterwards).
     ///
-    /// `outbox_events` holds events until delivered (and after, for auditing, until the service prunes them);
-    /// `processed_events` lets a receiver remember which event ids it already handled.
+    /// `outbox_events` holds events until delivered (and after, for a look into deliveries, until the dispatcher
+    /// prunes them: `OutboxDispatcher.Configuration.retention`); `processed_events` lets a receiver remember which
+    /// event ids it already handled (`ProcessedEvents.pruneBatch`).
     public static let migration = """
         CREATE TABLE outbox_events (
             id bigserial PRIMARY KEY,
@@ -149,6 +150,27 @@ public enum ProcessedEvents {
     static let mark = PostgresStatement(
         name: "processed_events_mark",
         sql: "INSERT INTO processed_events (event_id) VALUES ($1) ON CONFLICT (event_id) DO NOTHING")
+
+    /// How long a processed id is remembered: far longer than a redelivery can come (a publisher that crashed
+    /// between delivering and marking delivers again on its next round).
+    public static let retention: Duration = .seconds(7 * 86_400)
+    /// Ids one `pruneBatch` deletes at most.
+    public static let pruneBatchSize = 1000
+
+    static let prune = PostgresStatement(
+        name: "processed_events_prune",
+        sql: """
+            DELETE FROM processed_events WHERE event_id IN (
+                SELECT event_id FROM processed_events WHERE processed_at < now() - $1 * interval '1 microsecond'
+                LIMIT $2)
+            """)
+
+    /// Forgets up to `pruneBatchSize` ids processed longer than `retention` ago; returns how many.
+    public static func pruneBatch(
+        in pool: PostgresPool, retention: Duration = ProcessedEvents.retention
+    ) async throws -> Int {
+        try await pool.execute(prune, [Int64(retention / .microseconds(1)), pruneBatchSize]).affectedRowCount
+    }
 
     /// Records `eventID` in the receiver's own transaction; false when it was already processed, in which case
     /// the receiver skips its work (and the transaction may simply commit).

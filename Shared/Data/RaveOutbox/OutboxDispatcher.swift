@@ -21,6 +21,10 @@ public final class OutboxDispatcher: Sendable {
         public var initialBackoff: Duration = .milliseconds(500)
         /// The longest delay between retries (default 5 minutes).
         public var maximumBackoff: Duration = .seconds(300)
+        /// How long delivered events are kept (default 7 days), to look into a delivery.
+        public var retention: Duration = .seconds(7 * 86_400)
+        /// How often `run()` deletes what outlived `retention` (default hourly).
+        public var pruneInterval: Duration = .seconds(3600)
 
         public init() {}
     }
@@ -56,7 +60,8 @@ public final class OutboxDispatcher: Sendable {
         wakeup = OutboxWakeup(pool: pool, logger: logger.with("component", "outbox-wakeup"))
     }
 
-    /// Delivers events until `stop()`, and meanwhile runs the pool's `OutboxWakeup`.
+    /// Delivers events until `stop()`, and meanwhile runs the pool's `OutboxWakeup` and prunes what outlived the
+    /// retention every `pruneInterval`.
     ///
     /// A round under way when stopping finishes (its deliveries are marked) before this returns. Database
     /// errors are logged and retried on the next poll, never thrown.
@@ -64,6 +69,7 @@ public final class OutboxDispatcher: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.tick() }
             group.addTask { await self.wakeup.run() }
+            group.addTask { await self.pruneEveryInterval() }
             if let listener {
                 group.addTask { await self.listen(listener) }
             }
@@ -137,6 +143,38 @@ public final class OutboxDispatcher: Sendable {
         return base / 2 + base / 2 * Double.random(in: 0...1)
     }
 
+    // MARK: - Pruning
+
+    /// Rows one prune statement deletes.
+    static let pruneBatchSize = 1000
+
+    /// Deletes the events delivered longer than the retention ago; returns how many went.
+    ///
+    /// Undelivered events stay, however old. Each statement deletes one batch, so none holds many locks or runs long.
+    public func prune() async throws -> Int {
+        let retention = Int64(configuration.retention / .microseconds(1))
+        var deleted = 0
+        while true {
+            let rows = try await pool.execute(Self.pruneDelivered, [retention, Self.pruneBatchSize]).affectedRowCount
+            deleted += rows
+            if rows < Self.pruneBatchSize { return deleted }
+        }
+    }
+
+    private func pruneEveryInterval() async {
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: configuration.pruneInterval)
+                let deleted = try await prune()
+                if deleted > 0 { logger.info("outbox pruned", [("delivered_events", "\(deleted)")]) }
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.warning("outbox prune failed", [("error", "\(error)")])
+            }
+        }
+    }
+
     // MARK: - Waking
 
     private var isStopping: Bool { state.withLock { $0.isStopping } }
@@ -206,6 +244,12 @@ public final class OutboxDispatcher: Sendable {
             UPDATE outbox_events SET attempts = attempts + 1, last_error = $3,
                 next_attempt_at = now() + $2 * interval '1 microsecond'
             WHERE id = $1
+            """)
+    static let pruneDelivered = PostgresStatement(
+        name: "outbox_prune_delivered",
+        sql: """
+            DELETE FROM outbox_events WHERE id IN (
+                SELECT id FROM outbox_events WHERE delivered_at < now() - $1 * interval '1 microsecond' LIMIT $2)
             """)
     static let backlogStatement = PostgresStatement(
         name: "outbox_backlog",

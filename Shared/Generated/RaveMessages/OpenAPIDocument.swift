@@ -385,6 +385,9 @@ private let openAPIDocumentText = #"""
                 "bearerAuth": []
               },
               {
+                "operatorAuth": []
+              },
+              {
                 "mutualTLS": []
               }
             ],
@@ -482,6 +485,9 @@ private let openAPIDocumentText = #"""
                 "bearerAuth": []
               },
               {
+                "operatorAuth": []
+              },
+              {
                 "mutualTLS": []
               }
             ],
@@ -572,10 +578,13 @@ private let openAPIDocumentText = #"""
               "GatewayAdmin"
             ],
             "summary": "Each backend service's health as this gateway's checks see it, and the calls this gateway forwarded to it over the last minute.",
-            "description": "Each backend service's health as this gateway's checks see it, and the calls this gateway forwarded to it over\nthe last minute.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.gateway.v1.GatewayAdmin/GetSystemStatus`.",
+            "description": "Each backend service's health as this gateway's checks see it, and the calls this gateway forwarded to it over\nthe last minute.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.gateway.v1.GatewayAdmin/GetSystemStatus`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -2134,10 +2143,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "GiftsAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.gifts.v1.GiftsAdmin/CreateGiftType`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.gifts.v1.GiftsAdmin/CreateGiftType`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -2226,10 +2238,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "GiftsAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.gifts.v1.GiftsAdmin/UpdateGiftType`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.gifts.v1.GiftsAdmin/UpdateGiftType`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -2318,10 +2333,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "GiftsAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.gifts.v1.GiftsAdmin/ListGiftTypes`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.gifts.v1.GiftsAdmin/ListGiftTypes`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -2410,10 +2428,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "GiftsAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.gifts.v1.GiftsAdmin/GetGiftType`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.gifts.v1.GiftsAdmin/GetGiftType`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -5853,10 +5874,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "IdentityAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/CreatePublisher`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `owner` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/CreatePublisher`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -5945,10 +5969,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "IdentityAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/UpdatePublisher`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `owner` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/UpdatePublisher`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6037,10 +6064,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "IdentityAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/CreateApplication`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `owner` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/CreateApplication`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6129,10 +6159,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "IdentityAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/UpdateApplication`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `owner` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/UpdateApplication`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6221,10 +6254,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "IdentityAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/GetApplication`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/GetApplication`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6313,10 +6349,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "IdentityAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/GetMergeStatus`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/GetMergeStatus`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6406,10 +6445,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "One user's account as an operator sees it, with its ban.",
-            "description": "One user's account as an operator sees it, with its ban.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/GetUser`.",
+            "description": "One user's account as an operator sees it, with its ban.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/GetUser`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6499,10 +6541,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Bans a player: every session ends at once and every login and refresh is refused (PERMISSION_DENIED with BanInfo) until the ban ends or is lifted.",
-            "description": "Bans a player: every session ends at once and every login and refresh is refused (PERMISSION_DENIED with\nBanInfo) until the ban ends or is lifted. Recorded in the audit log.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/BanUser`.",
+            "description": "Bans a player: every session ends at once and every login and refresh is refused (PERMISSION_DENIED with\nBanInfo) until the ban ends or is lifted. Recorded in the audit log.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `support` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/BanUser`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6592,10 +6637,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Lifts a ban.",
-            "description": "Lifts a ban. Recorded in the audit log.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/UnbanUser`.",
+            "description": "Lifts a ban. Recorded in the audit log.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `support` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/UnbanUser`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6685,10 +6733,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "The audit log of operator actions, newest first.",
-            "description": "The audit log of operator actions, newest first.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListAuditEvents`.",
+            "description": "The audit log of operator actions, newest first.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/ListAuditEvents`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6778,10 +6829,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Sets (or, with an empty subject and body, removes) an application's mail template for one kind and language.",
-            "description": "Sets (or, with an empty subject and body, removes) an application's mail template for one kind and language.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/SetMailTemplate`.",
+            "description": "Sets (or, with an empty subject and body, removes) an application's mail template for one kind and language.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/SetMailTemplate`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6871,10 +6925,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Creates an operator account; returns the single-use enrolment code its holder enrols with (OperatorEnroll).",
-            "description": "Creates an operator account; returns the single-use enrolment code its holder enrols with (OperatorEnroll).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/CreateOperator`.",
+            "description": "Creates an operator account; returns the single-use enrolment code its holder enrols with (OperatorEnroll).\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `owner` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/CreateOperator`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -6964,10 +7021,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Operator accounts, in the caller's publisher scope.",
-            "description": "Operator accounts, in the caller's publisher scope.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListOperators`.",
+            "description": "Operator accounts, in the caller's publisher scope.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `owner` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/ListOperators`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -7057,10 +7117,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Changes an operator's role and publisher scope; every session of the operator ends.",
-            "description": "Changes an operator's role and publisher scope; every session of the operator ends.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/SetOperatorRole`.",
+            "description": "Changes an operator's role and publisher scope; every session of the operator ends.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `owner` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/SetOperatorRole`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -7150,10 +7213,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Disables an operator for good: every session ends at once and every login is refused.",
-            "description": "Disables an operator for good: every session ends at once and every login is refused.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/DisableOperator`.",
+            "description": "Disables an operator for good: every session ends at once and every login is refused.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `owner` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/DisableOperator`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -7243,10 +7309,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Account deletions, newest first, by status.",
-            "description": "Account deletions, newest first, by status.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListAccountDeletions`.",
+            "description": "Account deletions, newest first, by status.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/ListAccountDeletions`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -7336,10 +7405,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Deletes an account now, skipping the grace period (a scheduled deletion starts at once).",
-            "description": "Deletes an account now, skipping the grace period (a scheduled deletion starts at once). Recorded in the audit\nlog.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ForceAccountDeletion`.",
+            "description": "Deletes an account now, skipping the grace period (a scheduled deletion starts at once). Recorded in the audit\nlog.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `support` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/ForceAccountDeletion`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -7429,10 +7501,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Cancels a scheduled deletion (one that has started cannot be undone).",
-            "description": "Cancels a scheduled deletion (one that has started cannot be undone). Recorded in the audit log.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/CancelAccountDeletion`.",
+            "description": "Cancels a scheduled deletion (one that has started cannot be undone). Recorded in the audit log.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `support` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/CancelAccountDeletion`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -7522,10 +7597,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Finds players by Rave ID (a merged-away id finds the account it was merged into), username, or email (a profile email, verified or not, or a password login's email); exact matches without case, at most 20.",
-            "description": "Finds players by Rave ID (a merged-away id finds the account it was merged into), username, or email (a profile\nemail, verified or not, or a password login's email); exact matches without case, at most 20.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/SearchUsers`.",
+            "description": "Finds players by Rave ID (a merged-away id finds the account it was merged into), username, or email (a profile\nemail, verified or not, or a password login's email); exact matches without case, at most 20.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/SearchUsers`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -7615,10 +7693,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "A player's live sessions, newest first.",
-            "description": "A player's live sessions, newest first.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ListUserSessions`.",
+            "description": "A player's live sessions, newest first.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/ListUserSessions`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -7708,10 +7789,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Ends one of a player's sessions, or all of them (on the revocation feed, like a logout).",
-            "description": "Ends one of a player's sessions, or all of them (on the revocation feed, like a logout).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/RevokeUserSessions`.",
+            "description": "Ends one of a player's sessions, or all of them (on the revocation feed, like a logout).\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `support` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/RevokeUserSessions`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -7801,10 +7885,13 @@ private let openAPIDocumentText = #"""
               "IdentityAdmin"
             ],
             "summary": "Removes a player's two-factor authentication (secret and backup codes) when they lost their authenticator, and ends every session of the player.",
-            "description": "Removes a player's two-factor authentication (secret and backup codes) when they lost their authenticator, and\nends every session of the player.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.identity.v1.IdentityAdmin/ResetTwoFactor`.",
+            "description": "Removes a player's two-factor authentication (secret and backup codes) when they lost their authenticator, and\nends every session of the player.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `support` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.identity.v1.IdentityAdmin/ResetTwoFactor`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -8914,10 +9001,13 @@ private let openAPIDocumentText = #"""
               "LeaderboardsAdmin"
             ],
             "summary": "Creates or replaces a board definition (key unique per app).",
-            "description": "Creates or replaces a board definition (key unique per app).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/DefineLeaderboard`.",
+            "description": "Creates or replaces a board definition (key unique per app).\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/DefineLeaderboard`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -9007,10 +9097,13 @@ private let openAPIDocumentText = #"""
               "LeaderboardsAdmin"
             ],
             "summary": "Creates or replaces an achievement definition (key unique per app).",
-            "description": "Creates or replaces an achievement definition (key unique per app).\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/DefineAchievement`.",
+            "description": "Creates or replaces an achievement definition (key unique per app).\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/DefineAchievement`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -9100,10 +9193,13 @@ private let openAPIDocumentText = #"""
               "LeaderboardsAdmin"
             ],
             "summary": "Rebuilds the in-memory index of a board's current version from PostgreSQL.",
-            "description": "Rebuilds the in-memory index of a board's current version from PostgreSQL.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/RebuildIndex`.",
+            "description": "Rebuilds the in-memory index of a board's current version from PostgreSQL.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.leaderboards.v1.LeaderboardsAdmin/RebuildIndex`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -9750,10 +9846,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "PushAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.push.v1.PushAdmin/SendNotification`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.push.v1.PushAdmin/SendNotification`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -9843,10 +9942,13 @@ private let openAPIDocumentText = #"""
               "PushAdmin"
             ],
             "summary": "The delivery state per device of one notification.",
-            "description": "The delivery state per device of one notification.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.push.v1.PushAdmin/GetDeliveries`.",
+            "description": "The delivery state per device of one notification.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.push.v1.PushAdmin/GetDeliveries`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -9936,10 +10038,13 @@ private let openAPIDocumentText = #"""
               "PushAdmin"
             ],
             "summary": "Creates or replaces the app's template for one event topic and language (docs/push.md, \"Event templates\").",
-            "description": "Creates or replaces the app's template for one event topic and language (docs/push.md, \"Event templates\").\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.push.v1.PushAdmin/SetTemplate`.",
+            "description": "Creates or replaces the app's template for one event topic and language (docs/push.md, \"Event templates\").\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.push.v1.PushAdmin/SetTemplate`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -10029,10 +10134,13 @@ private let openAPIDocumentText = #"""
               "PushAdmin"
             ],
             "summary": "The app's templates (of one topic when `topic` is set), its default language, and the built-in defaults.",
-            "description": "The app's templates (of one topic when `topic` is set), its default language, and the built-in defaults.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.push.v1.PushAdmin/ListTemplates`.",
+            "description": "The app's templates (of one topic when `topic` is set), its default language, and the built-in defaults.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.push.v1.PushAdmin/ListTemplates`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -10122,10 +10230,13 @@ private let openAPIDocumentText = #"""
               "PushAdmin"
             ],
             "summary": "Removes one template; NOT_FOUND when there is none.",
-            "description": "Removes one template; NOT_FOUND when there is none.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.push.v1.PushAdmin/DeleteTemplate`.",
+            "description": "Removes one template; NOT_FOUND when there is none.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.push.v1.PushAdmin/DeleteTemplate`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -10215,10 +10326,13 @@ private let openAPIDocumentText = #"""
               "PushAdmin"
             ],
             "summary": "Sets the language whose templates serve devices without a template of their own language.",
-            "description": "Sets the language whose templates serve devices without a template of their own language.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.push.v1.PushAdmin/SetDefaultLanguage`.",
+            "description": "Sets the language whose templates serve devices without a template of their own language.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.push.v1.PushAdmin/SetDefaultLanguage`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -12246,10 +12360,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "SocialAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.social.v1.SocialAdmin/CreateList`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.social.v1.SocialAdmin/CreateList`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -12339,10 +12456,13 @@ private let openAPIDocumentText = #"""
               "SocialAdmin"
             ],
             "summary": "The lists an application sees: its own, and its publisher's global ones.",
-            "description": "The lists an application sees: its own, and its publisher's global ones.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.social.v1.SocialAdmin/GetLists`.",
+            "description": "The lists an application sees: its own, and its publisher's global ones.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.social.v1.SocialAdmin/GetLists`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -13267,10 +13387,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "WalletAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/CreateCurrency`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.wallet.v1.WalletAdmin/CreateCurrency`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -13360,10 +13483,13 @@ private let openAPIDocumentText = #"""
               "WalletAdmin"
             ],
             "summary": "Defines a game and its betting math; the response shows its exact theoretical return to player.",
-            "description": "Defines a game and its betting math; the response shows its exact theoretical return to player.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/CreateGame`.",
+            "description": "Defines a game and its betting math; the response shows its exact theoretical return to player.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.wallet.v1.WalletAdmin/CreateGame`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -13453,10 +13579,13 @@ private let openAPIDocumentText = #"""
               "WalletAdmin"
             ],
             "summary": "The countries where an application allows real-money play.",
-            "description": "The countries where an application allows real-money play.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/SetEligibility`.",
+            "description": "The countries where an application allows real-money play.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.wallet.v1.WalletAdmin/SetEligibility`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -13545,10 +13674,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "WalletAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/Deposit`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.wallet.v1.WalletAdmin/Deposit`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -13637,10 +13769,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "WalletAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/Withdraw`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.wallet.v1.WalletAdmin/Withdraw`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -13730,10 +13865,13 @@ private let openAPIDocumentText = #"""
               "WalletAdmin"
             ],
             "summary": "Adds (positive) or removes (negative) money, with a reason recorded in the ledger.",
-            "description": "Adds (positive) or removes (negative) money, with a reason recorded in the ledger.\n\nNeeds the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/Adjust`.",
+            "description": "Adds (positive) or removes (negative) money, with a reason recorded in the ledger.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `operator` or higher. It is a write: an operator must send `X-Rave-Reason`, and the call is in the audit log. The protocol's method `rave.wallet.v1.WalletAdmin/Adjust`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -13822,10 +13960,13 @@ private let openAPIDocumentText = #"""
             "tags": [
               "WalletAdmin"
             ],
-            "description": "Needs the admin client certificate (role `rave://admin`); an access token is optional. The protocol's method `rave.wallet.v1.WalletAdmin/GetUserWallet`.",
+            "description": "Needs the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.wallet.v1.WalletAdmin/GetUserWallet`.",
             "security": [
               {
                 "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
               }
             ],
             "parameters": [
@@ -20247,6 +20388,12 @@ private let openAPIDocumentText = #"""
             "scheme": "bearer",
             "bearerFormat": "JWT",
             "description": "An access token from a login method (`Identity/GuestLogin`, `LoginWithPassword`, …)."
+          },
+          "operatorAuth": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "An operator's access token (`Identity/OperatorLogin`): admin methods only, as far as the operator's role reaches; writes also need the `X-Rave-Reason` header."
           },
           "mutualTLS": {
             "type": "mutualTLS",

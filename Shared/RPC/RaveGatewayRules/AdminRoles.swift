@@ -33,7 +33,7 @@ public enum OperatorRole: Int, Sendable, Hashable, CaseIterable, Comparable, Cus
 ///
 /// Every `<Area>Admin` method of Proto/ is listed by name, so a new admin method is refused to every operator until
 /// it is classified here (the admin certificate still reaches it), and `AdminRolesTests` fails until it is. A
-/// method whose least role is `viewer` only reads; every other is a write: the gateway requires a reason
+/// method whose least role is `viewer` only reads, and so do `readsAboveViewer`; every other is a write: the gateway requires a reason
 /// (`rave-reason`) of operators for it and records it in identity's audit log (`selfAudited` methods are recorded by
 /// identity itself, with the state before and after, in the change's own transaction).
 public enum AdminRoles {
@@ -91,6 +91,10 @@ public enum AdminRoles {
         "rave.identity.v1.IdentityAdmin/DisableOperator": .owner,
     ]
 
+    /// Reads kept from roles below their least role (another operator's email and role is the owner's business):
+    /// they need no reason and are not recorded, like every other read.
+    public static let readsAboveViewer: Set<String> = ["rave.identity.v1.IdentityAdmin/ListOperators"]
+
     /// Writes identity records in its own audit log, in the transaction of the change and with the state before and
     /// after: the gateway does not record them a second time.
     public static let selfAudited: Set<String> = [
@@ -103,8 +107,11 @@ public enum AdminRoles {
     /// The least role for `method`; nil when the method is not classified (no operator may call it).
     public static func role(for method: String) -> OperatorRole? { leastRole[method] }
 
-    /// True when `method` changes something (its least role is above `viewer`).
-    public static func isWrite(_ method: String) -> Bool { (leastRole[method] ?? .owner) > .viewer }
+    /// True when `method` changes something: its least role is above `viewer` and it is not one of
+    /// `readsAboveViewer`.
+    public static func isWrite(_ method: String) -> Bool {
+        (leastRole[method] ?? .owner) > .viewer && !readsAboveViewer.contains(method)
+    }
 
     /// Nil when an operator of `role` may call `method`, else why not (for PERMISSION_DENIED).
     public static func refusal(method: String, role: OperatorRole) -> String? {

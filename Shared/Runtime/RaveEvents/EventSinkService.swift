@@ -5,6 +5,7 @@ import RaveRPC
 import RaveRuntime
 import RaveServices
 import RaveTelemetry
+import Synchronization
 
 /// The receiving side of domain events: serves `rave.events.v1.EventSink/DeliverEvents` to other services.
 ///
@@ -19,6 +20,10 @@ public final class EventSinkService: EventsV1.EventSinkHandler {
     private let pool: PostgresPool
     private let logger: Logger
     private let handle: Handler
+    /// When the next delivery also forgets old processed ids (`ProcessedEvents.pruneBatch`).
+    private let nextPrune = Mutex(ContinuousClock.now)
+    /// How often processed ids are pruned once nothing is left to prune.
+    static let pruneInterval: Duration = .seconds(3600)
 
     /// A sink storing processed event ids in `pool`'s database (its migrations need `Outbox.migration`'s
     /// `processed_events` table).
@@ -55,7 +60,22 @@ public final class EventSinkService: EventsV1.EventSinkHandler {
         for (event, eventID) in zip(request.events, eventIDs) {
             if try await handleOnce(event, eventID: eventID) { handled += 1 }
         }
+        await pruneIfDue()
         return EventsV1.DeliverEventsResponse(handled: handled)
+    }
+
+    /// One batch of old processed ids, at most hourly, or on every delivery while whole batches go (a backlog
+    /// drains a batch per delivery, so no single call pays for all of it).
+    func pruneIfDue() async {
+        let now = ContinuousClock.now
+        guard nextPrune.withLock({ $0 <= now }) else { return }
+        nextPrune.withLock { $0 = now + Self.pruneInterval }
+        do {
+            let deleted = try await ProcessedEvents.pruneBatch(in: pool)
+            if deleted == ProcessedEvents.pruneBatchSize { nextPrune.withLock { $0 = now } }
+        } catch {
+            logger.warning("pruning processed event ids failed", [("error", "\(error)")])
+        }
     }
 
     /// Handles `event` unless it was handled before; true when it was new and consumed.

@@ -1,0 +1,134 @@
+import Foundation
+import RavePostgres
+
+/// One export record: a JSON object written field by field in the conventions every service's export shares (each
+/// docs/<service>.md, "Exporting an account"): snake_case keys, ids as 32 lowercase hex digits, times as RFC 3339
+/// UTC with milliseconds, 64-bit integers as decimal strings, small integers as numbers, bytes as base64, enums as
+/// lowercase strings, NULL as `null`.
+public struct ExportRecord: Sendable {
+    private var bytes: [UInt8] = [UInt8(ascii: "{")]
+
+    public init() {}
+
+    /// The object's UTF-8 JSON.
+    public var json: [UInt8] { bytes + [UInt8(ascii: "}")] }
+
+    public mutating func id(_ key: String, _ value: RaveID?) {
+        field(key, value.map { Self.quoted($0.hex) })
+    }
+
+    public mutating func string(_ key: String, _ value: String?) {
+        field(key, value.map(Self.quoted))
+    }
+
+    /// An enum's value, as its lowercase name.
+    public mutating func enumeration(_ key: String, _ value: String) {
+        field(key, Self.quoted(value))
+    }
+
+    public mutating func time(_ key: String, _ value: PostgresTimestamp?) {
+        field(key, value.map { Self.quoted(Self.rfc3339($0)) })
+    }
+
+    /// A 64-bit integer (money, counts that may exceed 2⁵³), as a decimal string.
+    public mutating func int64(_ key: String, _ value: Int64?) {
+        field(key, value.map { Self.quoted(String($0)) })
+    }
+
+    /// A small integer (a nonce, a count of lines), as a number.
+    public mutating func int(_ key: String, _ value: Int?) {
+        field(key, value.map { Array(String($0).utf8) })
+    }
+
+    public mutating func bool(_ key: String, _ value: Bool?) {
+        field(key, value.map { Array(($0 ? "true" : "false").utf8) })
+    }
+
+    /// Bytes, as standard base64 with padding.
+    public mutating func bytes(_ key: String, _ value: [UInt8]?) {
+        field(key, value.map { Self.quoted(Data($0).base64EncodedString()) })
+    }
+
+    /// A list of strings.
+    public mutating func strings(_ key: String, _ values: [String]) {
+        var list: [UInt8] = [UInt8(ascii: "[")]
+        for (index, value) in values.enumerated() {
+            if index > 0 { list.append(UInt8(ascii: ",")) }
+            list += Self.quoted(value)
+        }
+        field(key, list + [UInt8(ascii: "]")])
+    }
+
+    /// Pairs of strings, as a JSON object (a later pair of a repeated key is kept too: readers take the last).
+    public mutating func stringMap(_ key: String, _ pairs: [(key: String, value: String)]) {
+        var object: [UInt8] = [UInt8(ascii: "{")]
+        for (index, pair) in pairs.enumerated() {
+            if index > 0 { object.append(UInt8(ascii: ",")) }
+            object += Self.quoted(pair.key) + [UInt8(ascii: ":")] + Self.quoted(pair.value)
+        }
+        field(key, object + [UInt8(ascii: "}")])
+    }
+
+    private mutating func field(_ key: String, _ value: [UInt8]?) {
+        if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+        bytes += Self.quoted(key)
+        bytes.append(UInt8(ascii: ":"))
+        bytes += value ?? Array("null".utf8)
+    }
+
+    /// `text` as a JSON string: quote, backslash and every control character escaped, the rest as UTF-8.
+    static func quoted(_ text: String) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "\"")]
+        out.reserveCapacity(text.utf8.count + 2)
+        let hex = Array("0123456789abcdef".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x00..<0x20, 0x7F:
+                out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+        return out
+    }
+
+    /// "2026-12-02T03:45:00.123Z": UTC, milliseconds (rounded down); PostgreSQL's infinities as "infinity" and
+    /// "-infinity".
+    static func rfc3339(_ time: PostgresTimestamp) -> String {
+        switch time.microsecondsSinceEpoch {
+        case .max: return "infinity"
+        case .min: return "-infinity"
+        default: break
+        }
+        let micros = time.microsecondsSinceEpoch
+        let milliseconds = micros >= 0 ? micros / 1000 : (micros - 999) / 1000
+        let (days, dayMilliseconds) = Self.floorDivide(milliseconds, 86_400_000)
+        // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func padded(_ value: Int64, _ width: Int) -> String {
+            let digits = String(value.magnitude)
+            return (value < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return padded(year, 4) + "-" + padded(month, 2) + "-" + padded(day, 2) + "T"
+            + padded(dayMilliseconds / 3_600_000, 2) + ":" + padded(dayMilliseconds / 60000 % 60, 2) + ":"
+            + padded(dayMilliseconds / 1000 % 60, 2) + "." + padded(dayMilliseconds % 1000, 3) + "Z"
+    }
+
+    private static func floorDivide(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
+        let quotient = value >= 0 ? value / divisor : (value - divisor + 1) / divisor
+        return (quotient, value - quotient * divisor)
+    }
+}
