@@ -93,6 +93,7 @@ let package = Package(
             name: "RaveRuntime",
             dependencies: [
                 "RaveRPC", "RaveServices", "RavePostgres", "RaveTransport", "RaveHTTP", "RaveTelemetry", "CRaveSystem",
+                "RaveGatewayRules",
             ],
             path: "Shared/Runtime/RaveRuntime"
         ),
@@ -369,7 +370,7 @@ let package = Package(
         .testTarget(
             name: "WalletTests",
             dependencies: [
-                "RaveMerges",
+                "RaveMerges", "Identity",
                 "RaveTestSupport",
                 "Wallet", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveCrypto",
@@ -380,7 +381,7 @@ let package = Package(
             name: "LeaderboardsTests",
             dependencies: [
                 "LeaderboardsBenchmarks",
-                "RaveMerges",
+                "RaveMerges", "Identity",
                 "RaveTestSupport",
                 "Leaderboards", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
                 "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveEvents",
@@ -390,7 +391,7 @@ let package = Package(
         .testTarget(
             name: "PushTests",
             dependencies: [
-                "RaveMerges",
+                "RaveMerges", "Identity",
                 "Push", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTestSupport", "RaveTransport", "RaveEvents", "RaveHTTPClient",
             ],
@@ -419,7 +420,7 @@ let package = Package(
         .testTarget(
             name: "GiftsTests",
             dependencies: [
-                "RaveMerges",
+                "RaveMerges", "Identity",
                 "Gifts", "RaveEvents", "RaveOutbox", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages",
                 "RaveProtobuf", "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveTestSupport",
             ],

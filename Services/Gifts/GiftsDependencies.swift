@@ -3,6 +3,7 @@ import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveServices
 import RaveTelemetry
 
@@ -10,6 +11,8 @@ import RaveTelemetry
 package final class GiftsDependencies: Sendable {
     let pool: PostgresPool
     let directory: any PlayerDirectory
+    /// Which applications an operator may reach (docs/gifts.md, "Operator scope").
+    let adminScope: AdminScope
     let logger: Logger
     let types: GiftTypeStore
     let gifts: GiftStore
@@ -23,8 +26,12 @@ package final class GiftsDependencies: Sendable {
 
     /// `mergedUsers` defaults to one that listens to nothing (tools and tests), which resolves every id from the
     /// database.
-    package init(pool: PostgresPool, directory: any PlayerDirectory, logger: Logger, mergedUsers: MergedUsers? = nil) {
+    package init(
+        pool: PostgresPool, directory: any PlayerDirectory, logger: Logger, mergedUsers: MergedUsers? = nil,
+        adminScope: AdminScope = AdminScope(identity: nil, setting: "RAVE_GIFTS_IDENTITY_ADDRESS")
+    ) {
         self.pool = pool
+        self.adminScope = adminScope
         self.mergedUsers = mergedUsers ?? MergedUsers(pool: pool, loop: nil, logger: logger)
         self.directory = directory
         self.logger = logger

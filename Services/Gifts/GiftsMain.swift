@@ -37,7 +37,8 @@ package enum GiftsMain {
         let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
         context.addBackgroundService(merges)
         let dependencies = GiftsDependencies(
-            pool: context.pool, directory: directory, logger: context.logger, mergedUsers: merges)
+            pool: context.pool, directory: directory, logger: context.logger, mergedUsers: merges,
+            adminScope: AdminScope(identity: identity, setting: "RAVE_GIFTS_IDENTITY_ADDRESS"))
         return dependencies.rpcServices
     }
 

@@ -1,5 +1,6 @@
 import RaveMerges
 import RaveRPC
+import RaveRuntime
 import RaveTelemetry
 
 /// What every leaderboards handler shares: the engine (boards, scores, indexes, merged ids), which boards this
@@ -10,6 +11,8 @@ final class LeaderboardsDependencies: Sendable {
     let ownership: BoardOwnership
     let friends: any FriendsProvider
     let profiles: any ProfileProvider
+    /// Which applications an operator may reach (docs/leaderboards.md, "Operator scope").
+    let adminScope: AdminScope
     let achievements: AchievementStore
     /// Reads boards another instance owns from the table, for the listings that describe every board.
     let unownedBoards: UnownedBoardReader
@@ -20,9 +23,11 @@ final class LeaderboardsDependencies: Sendable {
     /// told otherwise (tools and tests).
     init(
         engine: LeaderboardEngine, ownership: BoardOwnership = .sole(),
-        friends: any FriendsProvider = StaticFriendsProvider(), profiles: any ProfileProvider = StaticProfileProvider()
+        friends: any FriendsProvider = StaticFriendsProvider(), profiles: any ProfileProvider = StaticProfileProvider(),
+        adminScope: AdminScope = AdminScope(identity: nil, setting: "RAVE_LEADERBOARDS_IDENTITY_ADDRESS")
     ) {
         self.engine = engine
+        self.adminScope = adminScope
         self.ownership = ownership
         self.friends = friends
         self.profiles = profiles

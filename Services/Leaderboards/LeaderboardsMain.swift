@@ -36,11 +36,13 @@ package enum LeaderboardsMain {
                     logger: context.logger.with("peer", "social")))
         }
         var profiles: any ProfileProvider = StaticProfileProvider()
+        var identity: RPCClient?
         if let address = configuration.identityAddress {
-            let identity = RPCClient(
+            let client = RPCClient(
                 host: address.host, port: address.port, tls: tls, group: context.group,
                 logger: context.logger.with("peer", "identity"))
-            profiles = IdentityProfileProvider(caller: identity, logger: context.logger.with("component", "profiles"))
+            profiles = IdentityProfileProvider(caller: client, logger: context.logger.with("component", "profiles"))
+            identity = client
         }
         if let host = SocketAddress(parsing: configuration.advertiseAddress)?.host, ["0.0.0.0", "::"].contains(host) {
             context.logger.warning(
@@ -60,7 +62,8 @@ package enum LeaderboardsMain {
             evict: { indexes.evict(boardID: $0) })
         context.addBackgroundService(BoardLeaseKeeper(ownership: ownership, logger: context.logger))
         let dependencies = LeaderboardsDependencies(
-            engine: engine, ownership: ownership, friends: friends, profiles: profiles)
+            engine: engine, ownership: ownership, friends: friends, profiles: profiles,
+            adminScope: AdminScope(identity: identity, setting: "RAVE_LEADERBOARDS_IDENTITY_ADDRESS"))
         // Before the server accepts calls.
         try await dependencies.loadIndexes(logger: context.logger)
         return dependencies.rpcServices

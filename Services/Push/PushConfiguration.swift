@@ -14,6 +14,8 @@ struct PushConfiguration: Sendable {
     var fcm: FCMProvider.Configuration?
     /// A PEM bundle to trust instead of the system store (tests and local sinks).
     var caFile: String?
+    /// The identity service, for the publisher of the applications operators name (docs/push.md, "Operator scope").
+    var identityAddress = SocketAddress(host: "127.0.0.1", port: 7501)
     var worker = DeliveryWorker.Configuration()
     var effectiveSettings: [(String, String)] = []
 
@@ -23,6 +25,7 @@ struct PushConfiguration: Sendable {
         worker.batchSize = try reader.integer("RAVE_PUSH_BATCH_SIZE", default: 1000, range: 1...10_000)
         worker.pollInterval = try reader.duration(
             "RAVE_PUSH_POLL_INTERVAL", default: .milliseconds(250), range: .milliseconds(10)...(.seconds(60)))
+        identityAddress = try reader.address("RAVE_PUSH_IDENTITY_ADDRESS", default: identityAddress)
         caFile = environment["RAVE_PUSH_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         reader.record("RAVE_PUSH_CA_FILE", caFile ?? "(system trust store)")
         if let keyFile = environment["RAVE_PUSH_APNS_KEY_FILE"], !keyFile.isEmpty {

@@ -18,14 +18,19 @@ struct PushDependencies: Sendable {
     let deliveriesQueued: @Sendable () -> Void
     /// Merged-away players and their targets: every caller and recipient id is resolved through it.
     let merges: MergedUsers
+    /// Which applications an operator may reach (docs/push.md, "Operator scope").
+    let adminScope: AdminScope
     let logger: Logger
 
     /// `merges` defaults to one that listens to nothing (tools and tests), which resolves every id from the database.
     init(
         pool: PostgresPool, clock: any PushClock = SystemClock(), deliveriesQueued: @escaping @Sendable () -> Void = {},
-        merges: MergedUsers? = nil, logger: Logger = Logger(label: "push")
+        merges: MergedUsers? = nil,
+        adminScope: AdminScope = AdminScope(identity: nil, setting: "RAVE_PUSH_IDENTITY_ADDRESS"),
+        logger: Logger = Logger(label: "push")
     ) {
         self.pool = pool
+        self.adminScope = adminScope
         self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: logger)
         self.clock = clock
         self.deliveriesQueued = deliveriesQueued

@@ -22,9 +22,10 @@ package enum PushMain {
         // Merged-away players resolve to their targets; other processes' merges are announced and swept here.
         let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
         context.addBackgroundService(merges)
+        let identity = try context.peerClient(at: configuration.identityAddress, peer: "identity")
         return PushDependencies(
             pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }, merges: merges,
-            logger: context.logger
+            adminScope: AdminScope(identity: identity, setting: "RAVE_PUSH_IDENTITY_ADDRESS"), logger: context.logger
         ).rpcServices
     }
 

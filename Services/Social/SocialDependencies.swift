@@ -2,6 +2,7 @@ import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveServices
 import RaveTelemetry
 import RaveTransport
@@ -10,6 +11,8 @@ import RaveTransport
 package final class SocialDependencies: Sendable {
     let pool: PostgresPool
     let directory: any UserDirectory
+    /// Which applications an operator may reach (docs/social.md, "Operator scope").
+    let adminScope: AdminScope
     let lists: ListStore
     let relationships: RelationshipStore
     let blocks: BlockStore
@@ -26,10 +29,11 @@ package final class SocialDependencies: Sendable {
 
     package init(
         pool: PostgresPool, directory: any UserDirectory, configuration: SocialConfiguration, loop: EventLoop,
-        logger: Logger
+        logger: Logger, adminScope: AdminScope = AdminScope(identity: nil, setting: "RAVE_SOCIAL_IDENTITY_ADDRESS")
     ) {
         self.pool = pool
         self.directory = directory
+        self.adminScope = adminScope
         friendIDs = FriendIDCache(
             pool: pool, loop: loop, capacity: configuration.friendCacheIDs, maxAge: configuration.friendCacheMaxAge,
             logger: logger)

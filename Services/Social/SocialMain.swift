@@ -27,7 +27,8 @@ package enum SocialMain {
             group: context.group, logger: context.logger.with("peer", "identity"))
         let dependencies = SocialDependencies(
             pool: context.pool, directory: IdentityUserDirectory(caller: identity), configuration: configuration,
-            loop: context.group.next(), logger: context.logger)
+            loop: context.group.next(), logger: context.logger,
+            adminScope: AdminScope(identity: identity, setting: "RAVE_SOCIAL_IDENTITY_ADDRESS"))
         if configuration.friendCacheIDs > 0 { context.addBackgroundService(dependencies.friendIDs) }
         // Merged-away users resolve to their targets; other processes' merges are announced and swept here.
         context.addBackgroundService(dependencies.mergedUsers)

@@ -20,11 +20,18 @@ package struct WalletDependencies: Sendable {
     let merges: MergedUsers
     /// Identity's answer to "does this user exist?", asked before an operator moves money.
     let users: any UserDirectory
+    /// Which applications an operator may reach, and what needs an operator of every publisher (docs/wallet.md,
+    /// "Operator scope").
+    let adminScope: AdminScope
 
     /// `merges` defaults to one that listens to nothing (tools and tests), which resolves every id from the
     /// database.
-    package init(pool: PostgresPool, users: any UserDirectory, laneCount: Int = 4, merges: MergedUsers? = nil) {
+    package init(
+        pool: PostgresPool, users: any UserDirectory, laneCount: Int = 4, merges: MergedUsers? = nil,
+        adminScope: AdminScope = AdminScope(identity: nil, setting: "RAVE_WALLET_IDENTITY_ADDRESS")
+    ) {
         self.pool = pool
+        self.adminScope = adminScope
         self.users = users
         self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: Logger(label: "wallet"))
         catalog = CatalogStore()

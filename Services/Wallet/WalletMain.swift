@@ -22,7 +22,8 @@ package enum WalletMain {
         context.addBackgroundService(merges)
         return WalletDependencies(
             pool: context.pool, users: IdentityUserDirectory(identity: identity),
-            laneCount: configuration.laneCount, merges: merges
+            laneCount: configuration.laneCount, merges: merges,
+            adminScope: AdminScope(identity: identity, setting: "RAVE_WALLET_IDENTITY_ADDRESS")
         ).rpcServices
     }
 

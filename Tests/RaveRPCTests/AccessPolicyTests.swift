@@ -63,6 +63,8 @@ struct AccessPolicyTests {
         ("rave.identity.v1.IdentityInternal/SigningKeys", ["gateway", "social", "leaderboards", "gifts", "wallet"]),
         // A method narrower than its block: only the gateway reads the allowed web origins.
         ("rave.identity.v1.IdentityInternal/ListAllowedOrigins", ["gateway"]),
+        // A method with a caller its block lacks: push asks which publisher an operator's application belongs to.
+        ("rave.identity.v1.IdentityInternal/GetApplications", ["social", "leaderboards", "gifts", "push", "wallet"]),
         ("rave.social.v1.SocialInternal/IsBlocked", ["identity", "leaderboards", "gifts"]),
         ("rave.leaderboards.v1.LeaderboardsInternal/ListBoardOwners", ["gateway"]),
         ("rave.push.v1.PushInternal/SendNotification", ["identity", "social", "leaderboards", "gifts", "wallet"]),

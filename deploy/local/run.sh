@@ -34,9 +34,10 @@ rm -f "$state/ready"
 export RAVE_CERT_DIR=$state/certs
 # How the services find each other locally: identity checks blocks with social and drives merges on every
 # data-owning service; every service sends its events to push and gifts (docs/events.md); social, leaderboards,
-# gifts and the wallet ask identity (the wallet whether an operator transfer's user exists), leaderboards and gifts
-# ask social; the gateway routes to each.
+# gifts, push and the wallet ask identity (the wallet whether an operator transfer's user exists; every one which
+# publisher an operator's application belongs to), leaderboards and gifts ask social; the gateway routes to each.
 export RAVE_IDENTITY_SOCIAL_ADDRESS=${RAVE_IDENTITY_SOCIAL_ADDRESS:-$social}
+export RAVE_PUSH_IDENTITY_ADDRESS=${RAVE_PUSH_IDENTITY_ADDRESS:-$identity}
 export RAVE_WALLET_IDENTITY_ADDRESS=${RAVE_WALLET_IDENTITY_ADDRESS:-$identity}
 export RAVE_SOCIAL_IDENTITY_ADDRESS=${RAVE_SOCIAL_IDENTITY_ADDRESS:-$identity}
 export RAVE_GIFTS_IDENTITY_ADDRESS=${RAVE_GIFTS_IDENTITY_ADDRESS:-$identity}

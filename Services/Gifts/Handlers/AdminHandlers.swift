@@ -1,6 +1,7 @@
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveServices
 
 /// `rave.gifts.v1.GiftsAdmin`: operators define an application's gift types.
@@ -14,7 +15,7 @@ final class AdminHandlers: GiftsV1.GiftsAdminHandler {
     func createGiftType(
         _ request: GiftsV1.CreateGiftTypeRequest, context: RequestContext
     ) async throws -> GiftsV1.CreateGiftTypeResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let type = try await dependencies.types.create(
             try Self.giftType(request.giftType), appID: try Self.app(request.appId))
         return GiftsV1.CreateGiftTypeResponse(giftType: type.message)
@@ -23,7 +24,7 @@ final class AdminHandlers: GiftsV1.GiftsAdminHandler {
     func updateGiftType(
         _ request: GiftsV1.UpdateGiftTypeRequest, context: RequestContext
     ) async throws -> GiftsV1.UpdateGiftTypeResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let type = try await dependencies.types.update(
             try Self.giftType(request.giftType), appID: try Self.app(request.appId))
         return GiftsV1.UpdateGiftTypeResponse(giftType: type.message)
@@ -32,7 +33,7 @@ final class AdminHandlers: GiftsV1.GiftsAdminHandler {
     func listGiftTypes(
         _ request: GiftsV1.ListGiftTypesRequest, context: RequestContext
     ) async throws -> GiftsV1.ListGiftTypesResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let types = try await dependencies.types.all(appID: try Self.app(request.appId))
         return GiftsV1.ListGiftTypesResponse(giftTypes: types.map(\.message))
     }
@@ -40,7 +41,7 @@ final class AdminHandlers: GiftsV1.GiftsAdminHandler {
     func getGiftType(
         _ request: GiftsV1.GetGiftTypeRequest, context: RequestContext
     ) async throws -> GiftsV1.GetGiftTypeResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let key = try RequestLimits.giftTypeKey(request.key, field: "key")
         return GiftsV1.GetGiftTypeResponse(
             giftType: try await dependencies.types.find(key, appID: try Self.app(request.appId)).message)

@@ -1,5 +1,6 @@
 import RaveMessages
 import RaveRPC
+import RaveRuntime
 import RaveServices
 
 /// `rave.leaderboards.v1.LeaderboardsAdmin`: definitions and index maintenance, for admin credentials only.
@@ -13,7 +14,7 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
     func defineLeaderboard(
         _ request: LeaderboardsV1.DefineLeaderboardRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.DefineLeaderboardResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         guard let message = request.definition else {
             throw LeaderboardsError.invalidArgument("definition is required")
         }
@@ -41,7 +42,7 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
     func defineAchievement(
         _ request: LeaderboardsV1.DefineAchievementRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.DefineAchievementResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         guard let message = request.definition else {
             throw LeaderboardsError.invalidArgument("definition is required")
         }
@@ -56,7 +57,7 @@ final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
     func rebuildIndex(
         _ request: LeaderboardsV1.RebuildIndexRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.RebuildIndexResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         _ = try RequestLimits.id(request.appId, field: "app_id")
         let board = try await dependencies.engine.board(appID: request.appId, key: request.leaderboardKey)
         try await dependencies.ownership.acquire(board)

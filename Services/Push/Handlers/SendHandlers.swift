@@ -2,6 +2,7 @@ import Foundation
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveServices
 
 /// Validates a send request and stores the notification with its deliveries; shared by the admin and internal
@@ -94,15 +95,18 @@ struct PushAdminService: PushV1.PushAdminHandler {
     func sendNotification(
         _ request: PushV1.SendNotificationRequest, context: RequestContext
     ) async throws -> PushV1.SendNotificationResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         return try await NotificationSender(dependencies: dependencies).send(request)
     }
 
     func getDeliveries(
         _ request: PushV1.GetDeliveriesRequest, context: RequestContext
     ) async throws -> PushV1.GetDeliveriesResponse {
-        _ = try context.requireAdmin()
+        _ = try context.requireAdminCaller()
         let id = try PushDependencies.raveID(request.notificationId, field: "notification_id")
+        if let app = try await dependencies.notifications.application(of: id, on: dependencies.pool) {
+            try await dependencies.adminScope.requireScope(context, applicationID: app)
+        }
         let deliveries = try await dependencies.notifications.deliveries(of: id, on: dependencies.pool)
         return PushV1.GetDeliveriesResponse(deliveries: deliveries)
     }

@@ -1,5 +1,6 @@
 import RaveMessages
 import RaveRPC
+import RaveRuntime
 import RaveServices
 
 /// rave.push.v1.PushAdmin's template methods: a game's operators word the notifications events turn into.
@@ -7,7 +8,7 @@ extension PushAdminService {
     func setTemplate(
         _ request: PushV1.SetTemplateRequest, context: RequestContext
     ) async throws -> PushV1.SetTemplateResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let appID = try Self.appID(request.appId)
         guard let template = request.template else { throw PushError.invalidArgument("template is required") }
         _ = try Self.topic(template.topic)
@@ -30,7 +31,7 @@ extension PushAdminService {
     func listTemplates(
         _ request: PushV1.ListTemplatesRequest, context: RequestContext
     ) async throws -> PushV1.ListTemplatesResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let appID = try Self.appID(request.appId)
         if !request.topic.isEmpty { _ = try Self.topic(request.topic) }
         let templates = try await dependencies.templates.list(
@@ -46,7 +47,7 @@ extension PushAdminService {
     func deleteTemplate(
         _ request: PushV1.DeleteTemplateRequest, context: RequestContext
     ) async throws -> PushV1.DeleteTemplateResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let appID = try Self.appID(request.appId)
         let topic = try Self.topic(request.topic)
         guard
@@ -61,7 +62,7 @@ extension PushAdminService {
     func setDefaultLanguage(
         _ request: PushV1.SetDefaultLanguageRequest, context: RequestContext
     ) async throws -> PushV1.SetDefaultLanguageResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let appID = try Self.appID(request.appId)
         let language = try TokenValidation.language(request.language)
         try await dependencies.templates.setDefaultLanguage(appID: appID, language, on: dependencies.pool)

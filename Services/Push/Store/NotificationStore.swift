@@ -43,6 +43,9 @@ struct NotificationStore: Sendable {
     static let updateCounts = PostgresStatement(
         name: "push_update_counts",
         sql: "UPDATE notifications SET queued = $2, held = $3, skipped = $4 WHERE notification_id = $1")
+    static let selectApplication = PostgresStatement(
+        name: "push_select_notification_application",
+        sql: "SELECT app_id FROM notifications WHERE notification_id = $1")
     static let selectDeliveries = PostgresStatement(
         name: "push_select_deliveries",
         sql: """
@@ -130,6 +133,11 @@ struct NotificationStore: Sendable {
         return PushV1.SendNotificationResponse(
             notificationId: id.hex, queued: try row.decode(Int32.self, at: 1),
             held: try row.decode(Int32.self, at: 2), skipped: try row.decode(Int32.self, at: 3))
+    }
+
+    /// The application a notification was sent for; nil for an unknown notification.
+    func application(of id: RaveID, on database: some PostgresQueryable) async throws -> String? {
+        try await database.execute(Self.selectApplication, [id]).first?.decode(String.self, at: 0)
     }
 
     /// The delivery state per device of one notification.

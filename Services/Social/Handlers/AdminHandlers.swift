@@ -1,6 +1,7 @@
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 
 /// `rave.social.v1.SocialAdmin`: operators create custom lists.
 final class AdminHandlers: SocialV1.SocialAdminHandler {
@@ -13,7 +14,7 @@ final class AdminHandlers: SocialV1.SocialAdminHandler {
     func createList(
         _ request: SocialV1.CreateListRequest, context: RequestContext
     ) async throws -> SocialV1.CreateListResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let appID = try RequestLimits.userID(request.appId, field: "app_id")
         let kind: RelationshipList.Kind
         switch request.kind {
@@ -39,7 +40,7 @@ final class AdminHandlers: SocialV1.SocialAdminHandler {
     func getLists(
         _ request: SocialV1.GetListsRequest, context: RequestContext
     ) async throws -> SocialV1.GetListsResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let appID = try RequestLimits.userID(request.appId, field: "app_id")
         return SocialV1.GetListsResponse(lists: try await dependencies.lists.visibleLists(appID: appID).map(\.message))
     }

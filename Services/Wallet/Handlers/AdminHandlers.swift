@@ -2,6 +2,7 @@ import RaveCrypto
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 
 /// rave.wallet.v1.WalletAdmin: currencies, games, eligibility and operator money movements.
 struct WalletAdminService: WalletV1.WalletAdminHandler {
@@ -10,7 +11,7 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
     func createCurrency(
         _ request: WalletV1.CreateCurrencyRequest, context: RequestContext
     ) async throws -> WalletV1.CreateCurrencyResponse {
-        _ = try context.requireAdmin()
+        try dependencies.adminScope.requireAllPublishers(context, what: "currencies")
         guard Currency.isValidCode(request.code) else {
             throw WalletError.invalidArgument("code must be 2…12 upper-case letters or digits, got \"\(request.code)\"")
         }
@@ -23,7 +24,7 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
     func createGame(
         _ request: WalletV1.CreateGameRequest, context: RequestContext
     ) async throws -> WalletV1.CreateGameResponse {
-        _ = try context.requireAdmin()
+        try dependencies.adminScope.requireAllPublishers(context, what: "games")
         guard var game = request.game, (1...64).contains(game.gameId.utf8.count) else {
             throw WalletError.invalidArgument("game with a game_id of 1…64 bytes is required")
         }
@@ -34,7 +35,7 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
     func setEligibility(
         _ request: WalletV1.SetEligibilityRequest, context: RequestContext
     ) async throws -> WalletV1.SetEligibilityResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         _ = try WalletDependencies.userID(request.appId, field: "app_id")
         for country in request.realMoneyCountries
         where country.utf8.count != 2 || !country.utf8.allSatisfy({ (65...90).contains($0) }) {
@@ -48,28 +49,28 @@ struct WalletAdminService: WalletV1.WalletAdminHandler {
     func deposit(
         _ request: WalletV1.DepositRequest, context: RequestContext
     ) async throws -> WalletV1.OperatorTransferResponse {
-        _ = try context.requireAdmin()
+        _ = try context.requireAdminCaller()
         return try await move(request.transfer, kind: "deposit", sign: 1)
     }
 
     func withdraw(
         _ request: WalletV1.WithdrawRequest, context: RequestContext
     ) async throws -> WalletV1.OperatorTransferResponse {
-        _ = try context.requireAdmin()
+        _ = try context.requireAdminCaller()
         return try await move(request.transfer, kind: "withdrawal", sign: -1)
     }
 
     func adjust(
         _ request: WalletV1.AdjustRequest, context: RequestContext
     ) async throws -> WalletV1.OperatorTransferResponse {
-        _ = try context.requireAdmin()
+        _ = try context.requireAdminCaller()
         return try await move(request.transfer, kind: "adjustment", sign: 0)
     }
 
     func getUserWallet(
         _ request: WalletV1.GetUserWalletRequest, context: RequestContext
     ) async throws -> WalletV1.GetWalletResponse {
-        _ = try context.requireAdmin()
+        _ = try context.requireAdminCaller()
         let user = try await dependencies.playerID(request.userId, field: "user_id")
         return WalletV1.GetWalletResponse(
             balances: try await dependencies.queries.balances(user: user, game: "", on: dependencies.pool))

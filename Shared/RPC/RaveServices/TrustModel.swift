@@ -32,8 +32,13 @@ public enum TrustModel {
         ],
     ]
 
-    /// Internal methods with fewer callers than their block: they win over `internalCallers`.
+    /// Internal methods whose callers differ from their block's: they win over `internalCallers`.
     public static let internalMethodCallers: [String: Set<PeerRole>] = [
+        // Which publisher an application belongs to: the data services' checks of an operator's publisher scope
+        // (`AdminScope`, docs/identity.md "Publisher scope"), push's only call to identity; the gateway never asks.
+        "\(IdentityV1.IdentityInternalClient.serviceName)/GetApplications": [
+            .service("social"), .service("leaderboards"), .service("gifts"), .service("push"), .service("wallet"),
+        ],
         // Every application's allowed web origins, for the gateway's CORS checks; no data service needs them.
         "\(IdentityV1.IdentityInternalClient.serviceName)/ListAllowedOrigins": [.gateway],
         // The audit log of admin writes the gateway records before it forwards them (docs/identity.md, "Audit log").
