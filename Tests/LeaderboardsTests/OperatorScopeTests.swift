@@ -81,6 +81,22 @@ struct OperatorScopeTests {
                     _ = try await admin.rebuildIndex(
                         .init(appId: stack.appA, leaderboardKey: "points"), options: stack.operatorOfB())
                 },
+                // The reads are the publisher's too.
+                await rpcFailure {
+                    _ = try await admin.listLeaderboards(.init(appId: stack.appA), options: stack.operatorOfB())
+                },
+                await rpcFailure {
+                    _ = try await admin.getTopScores(
+                        .init(appId: stack.appA, leaderboardKey: "points", count: 10), options: stack.operatorOfB())
+                },
+                await rpcFailure {
+                    _ = try await admin.getUserStanding(
+                        .init(appId: stack.appA, leaderboardKey: "points", userId: RaveID.random().hex),
+                        options: stack.operatorOfB())
+                },
+                await rpcFailure {
+                    _ = try await admin.listAchievements(.init(appId: stack.appA), options: stack.operatorOfB())
+                },
             ]
             for refusal in refusals {
                 #expect(refusal?.code == .permissionDenied)

@@ -23,12 +23,14 @@ struct ExportStoryTests {
             let bob = try await stack.signUp(appID: appID, name: "Bob")
             let run = UUID().hex.prefix(8)
 
-            // Alice: a guest on her iPad with Facebook, and one on her phone that connects Facebook later.
+            // Alice: a guest on her iPad with Facebook, and one on her phone with Google that connects Facebook later.
             let facebook = try stack.providers.token(.facebook, subject: "alice-facebook-\(run)")
             let iPad = try await stack.providerLogin(
                 try await stack.guest(appID: appID, deviceID: "alice-ipad-\(run)"), appID: appID,
                 provider: .facebook, token: facebook)
-            let phone = try await stack.guest(appID: appID, deviceID: "alice-phone-\(run)")
+            let phone = try await stack.providerLogin(
+                try await stack.guest(appID: appID, deviceID: "alice-phone-\(run)"), appID: appID, provider: .google,
+                token: try stack.providers.token(.google, subject: "alice-google-\(run)"))
             let alice = iPad.userID
             let mergedAway = phone.userID
 

@@ -6,7 +6,7 @@ extension AdminHandlers {
     func listUserGifts(
         _ request: GiftsV1.ListUserGiftsRequest, context: RequestContext
     ) async throws -> GiftsV1.ListUserGiftsResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let appID = try RequestLimits.id(request.appId, field: "app_id")
         let user = try await dependencies.mergedUsers.resolve(RequestLimits.id(request.userId, field: "user_id"))
         let limit = try RequestLimits.pageSize(request.pageSize)

@@ -8,7 +8,7 @@ extension LeaderboardsAdminService {
     func listLeaderboards(
         _ request: LeaderboardsV1.ListAppLeaderboardsRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.ListLeaderboardsResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         _ = try RequestLimits.id(request.appId, field: "app_id")
         let players = LeaderboardsService(dependencies: dependencies)
         var result: [LeaderboardsV1.Leaderboard] = []
@@ -22,7 +22,7 @@ extension LeaderboardsAdminService {
     func getTopScores(
         _ request: LeaderboardsV1.GetTopScoresRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.ScoresResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         _ = try RequestLimits.id(request.appId, field: "app_id")
         let count = try RequestLimits.topCounts.check(request.count, orThrow: LeaderboardsError.invalidArgument)
         let board = try await dependencies.engine.board(
@@ -36,7 +36,7 @@ extension LeaderboardsAdminService {
     func getUserStanding(
         _ request: LeaderboardsV1.GetUserStandingRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.GetLeaderboardResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         _ = try RequestLimits.id(request.appId, field: "app_id")
         let user = try await dependencies.engine.merges.resolve(try RequestLimits.id(request.userId, field: "user_id"))
         let board = try await dependencies.engine.board(
@@ -52,7 +52,7 @@ extension LeaderboardsAdminService {
     func listAchievements(
         _ request: LeaderboardsV1.ListAppAchievementsRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.ListAchievementDefinitionsResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         _ = try RequestLimits.id(request.appId, field: "app_id")
         // Progress of nobody: every definition, none unlocked.
         let progress = try await dependencies.achievements.progress(

@@ -7,7 +7,7 @@ extension PushAdminService {
     func listUserDevices(
         _ request: PushV1.ListUserDevicesRequest, context: RequestContext
     ) async throws -> PushV1.ListUserDevicesResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let appID = try PushDependencies.raveID(request.appId, field: "app_id").hex
         let user = try await dependencies.player(request.userId, field: "user_id")
         var devices = try await dependencies.tokens.tokens(app: appID, user: user, on: dependencies.pool)

@@ -6,7 +6,7 @@ extension AdminHandlers {
     func getUserCounts(
         _ request: SocialV1.GetUserCountsRequest, context: RequestContext
     ) async throws -> SocialV1.GetUserCountsResponse {
-        _ = try context.requireAdmin()
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         let appID = try RequestLimits.userID(request.appId, field: "app_id")
         let user = try await dependencies.user(request.userId, field: "user_id")
         let store = dependencies.relationships

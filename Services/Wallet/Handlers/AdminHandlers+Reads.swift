@@ -7,7 +7,7 @@ extension WalletAdminService {
     func listCurrencies(
         _ request: WalletV1.ListCurrenciesRequest, context: RequestContext
     ) async throws -> WalletV1.ListCurrenciesResponse {
-        _ = try context.requireAdmin()
+        _ = try context.requireAdminCaller()
         let currencies = try await dependencies.catalog.allCurrencies(on: dependencies.pool)
         return WalletV1.ListCurrenciesResponse(
             currencies: currencies.map { WalletV1.CurrencyDefinition(code: $0.code, decimals: Int32($0.decimals)) })
@@ -17,14 +17,14 @@ extension WalletAdminService {
     func listGames(
         _ request: WalletV1.ListGamesRequest, context: RequestContext
     ) async throws -> WalletV1.ListGamesResponse {
-        _ = try context.requireAdmin()
+        _ = try context.requireAdminCaller()
         return WalletV1.ListGamesResponse(games: try await dependencies.catalog.allGames(on: dependencies.pool))
     }
 
     func listUserTransactions(
         _ request: WalletV1.ListUserTransactionsRequest, context: RequestContext
     ) async throws -> WalletV1.ListTransactionsResponse {
-        _ = try context.requireAdmin()
+        _ = try context.requireAdminCaller()
         let user = try await dependencies.playerID(request.userId, field: "user_id")
         return try await dependencies.ledgerPage(
             of: user, currency: request.currency, economy: request.economy, pageSize: request.pageSize,
