@@ -35,7 +35,11 @@ import Testing
     @Test func everyOperationTakesAndAnswersItsMethodsMessages() throws {
         let document = try OpenAPIJSON()
         for (path, item) in document.paths {
-            let post = try #require(item["post"] as? [String: Any], "\(path)")
+            guard let post = item["post"] as? [String: Any] else {
+                // The archive downloads are GETs joining a method's chunks (GatewayExportDownloadTests).
+                #expect(item["get"] != nil && path.hasSuffix("/archive"), "\(path)")
+                continue
+            }
             let method = try Fixtures.registry.method(try #require(post["x-rave-method"] as? String))
             #expect(path == "/v1/\(method.fullName)" || path == "/v1/batch")
             #expect(OpenAPIJSON.jsonReference(in: post["requestBody"]) == method.request.fullName, "\(path)")

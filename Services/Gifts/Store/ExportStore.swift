@@ -117,21 +117,7 @@ enum ExportStore {
             record.time("created_at", try row.decode(column: "created_at"))
             return record
         },
-        ExportSection(
-            "merges", service: "gifts",
-            sql: """
-                SELECT merge_id, source_id, target_id, applied_at FROM applied_merges
-                WHERE source_id = ANY($1::uuid[]) OR target_id = ANY($1::uuid[])
-                """,
-            keys: [.text("merge_id")]
-        ) { row in
-            var record = ExportRecord()
-            record.string("merge_id", try row.decode(column: "merge_id"))
-            record.id("source_id", try row.decode(column: "source_id"))
-            record.id("target_id", try row.decode(column: "target_id"))
-            record.time("applied_at", try row.decode(column: "applied_at"))
-            return record
-        },
+        ExportSection.merges(service: "gifts", table: "applied_merges", source: "source_id", target: "target_id"),
     ]
 
     /// The gifts the ids sent or received (`column`), with the type's key; a pending gift past its expiry reads

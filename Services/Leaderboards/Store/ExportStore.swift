@@ -39,20 +39,7 @@ enum ExportStore {
             record.time("unlocked_at", try row.decode(column: "unlocked_at"))
             return record
         },
-        ExportSection(
-            "merges", service: "leaderboards",
-            sql: """
-                SELECT merge_id, source_user_id, target_user_id, applied_at FROM applied_merges
-                WHERE source_user_id = ANY($1::uuid[]) OR target_user_id = ANY($1::uuid[])
-                """,
-            keys: [.text("merge_id")]
-        ) { row in
-            var record = ExportRecord()
-            record.string("merge_id", try row.decode(column: "merge_id"))
-            record.id("source_id", try row.decode(column: "source_user_id"))
-            record.id("target_id", try row.decode(column: "target_user_id"))
-            record.time("applied_at", try row.decode(column: "applied_at"))
-            return record
-        },
+        ExportSection.merges(
+            service: "leaderboards", table: "applied_merges", source: "source_user_id", target: "target_user_id"),
     ]
 }

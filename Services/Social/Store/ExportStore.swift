@@ -64,21 +64,7 @@ enum ExportStore {
             record.time("created_at", try row.decode(column: "created_at"))
             return record
         },
-        ExportSection(
-            "merges", service: "social",
-            sql: """
-                SELECT merge_id, source_id, target_id, applied_at FROM applied_merges
-                WHERE source_id = ANY($1::uuid[]) OR target_id = ANY($1::uuid[])
-                """,
-            keys: [.text("merge_id")]
-        ) { row in
-            var record = ExportRecord()
-            record.string("merge_id", try row.decode(column: "merge_id"))
-            record.id("source_id", try row.decode(column: "source_id"))
-            record.id("target_id", try row.decode(column: "target_id"))
-            record.time("applied_at", try row.decode(column: "applied_at"))
-            return record
-        },
+        ExportSection.merges(service: "social", table: "applied_merges", source: "source_id", target: "target_id"),
     ]
 
     /// The relationships of one direction the ids hold, on every list (each relationship's other row, the peer's,

@@ -110,20 +110,8 @@ enum ExportStore {
             record.time("created_at", try row.decode(column: "created_at"))
             return record
         },
-        ExportSection(
-            "merges", service: "wallet",
-            sql: """
-                SELECT merge_id, source_user_id, target_user_id, created_at FROM merges
-                WHERE source_user_id = ANY($1::uuid[]) OR target_user_id = ANY($1::uuid[])
-                """,
-            keys: [.text("merge_id")]
-        ) { row in
-            var record = ExportRecord()
-            record.string("merge_id", try row.decode(column: "merge_id"))
-            record.id("source_id", try row.decode(column: "source_user_id"))
-            record.id("target_id", try row.decode(column: "target_user_id"))
-            record.time("merged_at", try row.decode(column: "created_at"))
-            return record
-        },
+        ExportSection.merges(
+            service: "wallet", table: "merges", source: "source_user_id", target: "target_user_id",
+            time: ("created_at", "merged_at")),
     ]
 }

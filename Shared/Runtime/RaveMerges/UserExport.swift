@@ -166,6 +166,32 @@ public struct ExportSection: Sendable {
     }
 }
 
+extension ExportSection {
+    /// The "merges" section every participant exports: the merges applied here that name an id, as `merge_id`,
+    /// `source_id`, `target_id` and, when the table records it, the time under `time.field`.
+    public static func merges(
+        service: String, table: String, source: String, target: String,
+        time: (column: String, field: String)? = ("applied_at", "applied_at")
+    ) -> ExportSection {
+        let timeColumn = time.map { ", \($0.column)" } ?? ""
+        return ExportSection(
+            "merges", service: service,
+            sql: """
+                SELECT merge_id, \(source), \(target)\(timeColumn) FROM \(table)
+                WHERE \(source) = ANY($1::uuid[]) OR \(target) = ANY($1::uuid[])
+                """,
+            keys: [.text("merge_id")]
+        ) { row in
+            var record = ExportRecord()
+            record.string("merge_id", try row.decode(column: "merge_id"))
+            record.id("source_id", try row.decode(column: source))
+            record.id("target_id", try row.decode(column: target))
+            if let time { record.time(time.field, try row.decode(column: time.column)) }
+            return record
+        }
+    }
+}
+
 /// One page of an export: records by section, in section order, and where the next page starts.
 public struct ExportPage: Sendable {
     public var sections: [(name: String, records: [[UInt8]])] = []
