@@ -241,6 +241,47 @@ const players = {
             },
         }, "Reset two-factor…");
 
+        // Deletion: the latest of the player's deletions (ListAccountDeletions), forced now or cancelled by support.
+        const deletionStatus = statusLine("player-deletion-status");
+        const deletionBody = el("div", { id: "player-deletion" });
+        const forceDeletion = el("button", {
+            type: "button", id: "force-deletion", class: "danger", onclick: async () => {
+                const reason = await confirmWithReason({
+                    title: "Delete this account now?",
+                    text: `Erases ${id} in every service at once, without the grace period; only the ledger keeps its `
+                        + "rows, under a tombstone id. This cannot be undone.",
+                });
+                if (!reason) return;
+                const done = await run(deletionStatus, () => session.call(`${identityAdmin}/ForceAccountDeletion`,
+                    { userId: id, reason }, { reason }), () => "Deletion started.");
+                if (done) await loadDeletion(false);
+            },
+        }, "Delete now…");
+        const cancelDeletion = el("button", {
+            type: "button", id: "cancel-deletion", class: "secondary", onclick: async () => {
+                const reason = await confirmWithReason({ title: "Cancel the deletion?", text: `Keeps ${id}.` });
+                if (!reason) return;
+                const done = await run(deletionStatus, () => session.call(`${identityAdmin}/CancelAccountDeletion`,
+                    { userId: id, reason }, { reason }), () => "Deletion cancelled.");
+                if (done) await loadDeletion(false);
+            },
+        }, "Cancel the deletion…");
+        const loadDeletion = async (announce = true) => {
+            const call = () => session.call(`${identityAdmin}/ListAccountDeletions`, { userId: id, pageSize: 1 });
+            const answer = await (announce ? run(deletionStatus, call, () => "") : call().catch(() => null));
+            if (!answer) return;
+            const latest = (answer.deletions ?? [])[0];
+            const state = latest ? enumText(latest.status, "ACCOUNT_DELETION_STATUS_") : "none";
+            const waiting = latest?.pendingParticipants ?? [];
+            const summary = el("p", { id: "player-deletion-state", "data-state": state }, latest
+                ? `Deletion ${state}: requested ${when(latest.requestedAtUnixMs)}, due ${when(latest.dueAtUnixMs)}`
+                    + (waiting.length ? `; waiting for ${waiting.join(", ")}.` : ".")
+                : "No deletion requested.");
+            const actions = state === "scheduled" ? [forceDeletion, cancelDeletion]
+                : state === "none" || state === "cancelled" ? [forceDeletion] : [];
+            deletionBody.replaceChildren(summary, ...actions);
+        };
+
         // The profile and the ban card's action (ban or unban) from GetUser; false when the player is not found.
         const loadProfile = async () => {
             const answer = await run(status, () => session.call(`${identityAdmin}/GetUser`, { userId }), () => "");
@@ -299,11 +340,13 @@ const players = {
             card("Two-factor", el("p", {}, "For a player who lost their authenticator, after checking who they are."),
                 resetTwoFactor, twoFactorStatus),
             card("Ban", banBody, banStatus),
+            card("Deletion", deletionBody, deletionStatus),
             card("Wallet", walletStatus, walletBody,
                 el("p", {}, el("a", { href: `#/wallet?user=${id}` }, "Deposit, withdraw or adjust"))),
             reads[2].element, reads[0].element, reads[1].element, reads[3].element, reads[4].element,
             card("Audit entries", auditStatus, auditBody));
-        await Promise.all([loadSessions(), loadWallet(), loadAudit(), ...reads.map((read) => read.load())]);
+        await Promise.all([loadSessions(), loadWallet(), loadAudit(), loadDeletion(),
+            ...reads.map((read) => read.load())]);
     },
 };
 

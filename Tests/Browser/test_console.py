@@ -264,6 +264,28 @@ class ConsoleTests(unittest.TestCase):
         self.assertIn("the email, password or code is wrong", driver.find_element(By.ID, "login-status").text)
         shot(driver, "00-login-refused-1280")
 
+    def test_support_deletes_a_player_at_once_and_the_deletion_runs_everywhere(self):
+        player = guest(self.stack)
+        driver = self.signed_in("support")
+        open_page(driver, "players", f"user={player}")
+        harness.wait_for(driver, lambda d: d.find_elements(By.ID, "player-deletion-state"), "the deletion card loads")
+        self.assertEqual(driver.find_element(By.ID, "player-deletion-state").get_attribute("data-state"), "none")
+        driver.find_element(By.ID, "force-deletion").click()
+        confirm_reason(driver, "the player asked support by mail, ticket 77")
+        state, text = settled(driver, "player-deletion-status")
+        self.assertEqual((state, text), ("ok", "Deletion started."))
+        harness.wait_for(driver, lambda d: d.find_element(By.ID, "player-deletion-state").get_attribute("data-state")
+                         in ("started", "completed"), "the page shows the deletion under way")
+        self.assertEqual(driver.find_elements(By.ID, "force-deletion"), [], "a started deletion is not offered again")
+        shot(driver, "18-player-deleted-1280")
+        # The server's record: a deletion requested by an operator, recorded in the audit log with support's reason.
+        deletions = admin_call(self.stack, "rave.identity.v1.IdentityAdmin/ListAccountDeletions",
+                               {"userId": player}).get("deletions", [])
+        self.assertEqual(len(deletions), 1)
+        self.assertIn(deletions[0]["status"], ("ACCOUNT_DELETION_STATUS_STARTED", "ACCOUNT_DELETION_STATUS_COMPLETED"))
+        reasons = [event.get("reason") for event in self.audit_of(player)]
+        self.assertIn("the player asked support by mail, ticket 77", reasons)
+
     def test_support_bans_and_unbans_a_player_and_the_audit_log_shows_it(self):
         player = guest(self.stack)
         driver = self.signed_in("support")
