@@ -128,13 +128,13 @@ public struct ScratchDatabaseError: Error, CustomStringConvertible {
 }
 
 /// A counting semaphore for tests: `acquire` waits while `capacity` holders are in.
-actor TestSlots {
+public actor TestSlots {
     private var free: Int
     private var waiting: [CheckedContinuation<Void, Never>] = []
 
-    init(capacity: Int) { free = capacity }
+    public init(capacity: Int) { free = capacity }
 
-    func acquire() async {
+    public func acquire() async {
         if free > 0 {
             free -= 1
             return
@@ -142,7 +142,7 @@ actor TestSlots {
         await withCheckedContinuation { waiting.append($0) }
     }
 
-    func release() {
+    public func release() {
         if waiting.isEmpty {
             free += 1
         } else {

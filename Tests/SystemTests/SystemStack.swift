@@ -63,8 +63,27 @@ final class SystemStack: @unchecked Sendable {
     /// same database, each advertising its own address, all behind the one gateway (board ownership by lease).
     /// `gatewayMergeCacheTTL` is how long the gateway keeps a token subject's merge resolution (1 s unless a story
     /// needs the production default, 30 s).
+    /// How many stacks run at once (`RAVE_SYSTEM_STACKS`, default 6): Swift Testing starts every story at once, and
+    /// thirty stacks of seven processes starting together on two cores made calls outlast their deadlines.
+    static let slots = TestSlots(
+        capacity: ProcessInfo.processInfo.environment["RAVE_SYSTEM_STACKS"].flatMap(Int.init).map { max(1, $0) } ?? 6)
+
     static func with(
         leaderboardsReplicas: Int = 1, gatewayMergeCacheTTL: String = "1s", _ body: (SystemStack) async throws -> Void
+    ) async throws {
+        await slots.acquire()
+        do {
+            try await running(
+                leaderboardsReplicas: leaderboardsReplicas, gatewayMergeCacheTTL: gatewayMergeCacheTTL, body)
+        } catch {
+            await slots.release()
+            throw error
+        }
+        await slots.release()
+    }
+
+    private static func running(
+        leaderboardsReplicas: Int, gatewayMergeCacheTTL: String, _ body: (SystemStack) async throws -> Void
     ) async throws {
         let stack = try await SystemStack(
             leaderboardsReplicas: leaderboardsReplicas, gatewayMergeCacheTTL: gatewayMergeCacheTTL)
