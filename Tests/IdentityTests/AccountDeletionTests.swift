@@ -1,6 +1,5 @@
 import Foundation
 import RaveMessages
-import RaveOutbox
 import RavePostgres
 import RaveRPC
 import RaveServices
@@ -454,17 +453,7 @@ struct AccountDeletionTests {
             #expect(forced.deletion?.status == .started)
             #expect(forced.deletion?.pendingParticipants == ["wallet"])
 
-            var dispatcher = OutboxDispatcher.Configuration()
-            dispatcher.pollInterval = .milliseconds(50)
-            dispatcher.initialBackoff = .milliseconds(20)
-            let delivery = MergeDelivery(
-                pool: harness.pool, participants: [wallet],
-                tls: try TLSContext(
-                    .client(
-                        trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/identity.pem",
-                        privateKeyPath: "\(certificates)/identity-key.pem")),
-                group: Harness.group, dispatcherConfiguration: dispatcher, callTimeout: .seconds(5),
-                logger: Logger(label: "delivery", level: .critical))
+            let delivery = try harness.participantDelivery(to: [wallet], certificates: certificates)
             let running = Task { try await delivery.run() }
             var status = forced.deletion
             let deadline = ContinuousClock.now + .seconds(20)

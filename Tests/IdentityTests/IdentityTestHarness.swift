@@ -1,5 +1,6 @@
 import Foundation
 import RaveMessages
+import RaveOutbox
 import RavePostgres
 import RaveRPC
 import RaveTelemetry
@@ -151,5 +152,25 @@ func statusCode(_ body: () async throws -> Void) async -> (code: StatusCode, mes
         return (error.code, error.message)
     } catch {
         return nil
+    }
+}
+
+extension IdentityHarness {
+    /// The saga delivery to `participants` over mTLS with identity's certificate of `certificates`, polling every
+    /// 50 ms and retrying after 20 ms, so a story's participants are called without the production waits.
+    func participantDelivery(
+        to participants: [IdentityConfiguration.MergeParticipant], certificates: String
+    ) throws -> MergeDelivery {
+        var dispatcher = OutboxDispatcher.Configuration()
+        dispatcher.pollInterval = .milliseconds(50)
+        dispatcher.initialBackoff = .milliseconds(20)
+        return MergeDelivery(
+            pool: pool, participants: participants,
+            tls: try TLSContext(
+                .client(
+                    trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/identity.pem",
+                    privateKeyPath: "\(certificates)/identity-key.pem")),
+            group: Self.group, dispatcherConfiguration: dispatcher, callTimeout: .seconds(5),
+            logger: Logger(label: "participant-delivery", level: .critical))
     }
 }

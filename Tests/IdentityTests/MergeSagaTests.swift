@@ -1,6 +1,5 @@
 import Foundation
 import RaveMessages
-import RaveOutbox
 import RavePostgres
 import RaveRPC
 import RaveServices
@@ -172,17 +171,7 @@ struct MergeSagaTests {
             #expect(pending.merge?.state == .pending)
             #expect(pending.merge?.pendingParticipants == ["social"])
 
-            var dispatcher = OutboxDispatcher.Configuration()
-            dispatcher.pollInterval = .milliseconds(50)
-            dispatcher.initialBackoff = .milliseconds(20)
-            let delivery = MergeDelivery(
-                pool: harness.pool, participants: [social],
-                tls: try TLSContext(
-                    .client(
-                        trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/identity.pem",
-                        privateKeyPath: "\(certificates)/identity-key.pem")),
-                group: Harness.group, dispatcherConfiguration: dispatcher, callTimeout: .seconds(5),
-                logger: Logger(label: "merge-delivery", level: .critical))
+            let delivery = try harness.participantDelivery(to: [social], certificates: certificates)
             let running = Task { try await delivery.run() }
             var status = pending.merge
             let deadline = ContinuousClock.now + .seconds(20)
