@@ -62,6 +62,26 @@ struct AdminMergeReadsTests {
         }
     }
 
+    /// A page reads the merges through an index, newest first or a player's, not every merge and a sort: the plan
+    /// of the listing names the index when scans of the whole table are ruled out.
+    @Test func listMergesReadsThroughItsIndexes() async throws {
+        try await Harness.with { harness in
+            func plan(user: RaveID?) async throws -> String {
+                try await harness.pool.transaction { transaction in
+                    try await transaction.query("SET LOCAL enable_seqscan = off")
+                    let rows = try await transaction.query(
+                        "EXPLAIN " + MergeStore.selectPage.sql, [nil as String?, user, nil, nil, Int64(51)])
+                    return try rows.map { try $0.decode(String.self, column: "QUERY PLAN") }.joined(separator: "\n")
+                }
+            }
+            let newest = try await plan(user: nil)
+            #expect(newest.contains("merges_by_time"), "\(newest)")
+            let ofPlayer = try await plan(user: RaveID(high: 1, low: 2))
+            #expect(ofPlayer.contains("merges_by_target"), "\(ofPlayer)")
+            #expect(!ofPlayer.contains("Seq Scan"), "\(ofPlayer)")
+        }
+    }
+
     @Test func listMergesRefusesBadInputInOurWordsAndIsOpenToViewers() async throws {
         try await Harness.with { harness in
             let application = try await harness.makeApplication()
