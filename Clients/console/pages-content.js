@@ -334,7 +334,7 @@ const wallet = {
             id: "game-json-form", submit: "Create game…",
             fields: [{ name: "definition", label: "The game (JSON of Game: gameId, name, and slot or odds)",
                 type: "textarea", rows: 8, required: true, maxlength: 100000,
-                hint: "As `ravectl admin game create` takes it, without the outer {\"game\": …}." }],
+                hint: "As ravectl admin game create takes it, without the outer {\"game\": …}." }],
             onSubmit: async ({ definition }) => {
                 let game;
                 try {

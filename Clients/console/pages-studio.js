@@ -180,8 +180,9 @@ const apps = {
             }));
         });
         container.append(card("New application", createForm, createStatus, created),
-            card("Publishers", el("p", {}, "Creating a publisher needs an owner of every publisher."),
-                newPublisher, publisherForm, publisherStatus, publisherResult),
+            card("Publishers", el("h3", {}, "New publisher"),
+                el("p", {}, "Creating a publisher needs an owner of every publisher."), newPublisher,
+                el("h3", {}, "Rename a publisher"), publisherForm, publisherStatus, publisherResult),
             changes.element);
         await Promise.all([shownId ? loadApplication() : null, changes.load()]);
     },
@@ -230,6 +231,8 @@ const mail = {
             },
         }, "Remove this kind and language…");
 
+        templateForm.querySelector(".actions").append(remove);
+
         // Identity has no method that reads templates back: the audit log's latest changes show them.
         const changes = panel("Recent changes", "mail-templates", async (changeStatus, changeBody) => {
             const rows = await run(changeStatus, () => auditedChanges(session, `${identityAdmin}/SetMailTemplate`,
@@ -252,7 +255,7 @@ const mail = {
         });
         container.append(card("Set a template", el("p", {}, "Identity's mails of this application, per kind and ",
             "language; a language without its own template uses the application's en template, then the built-in text."),
-        templateForm, el("div", { class: "actions" }, remove), status), changes.element);
+        templateForm, status), changes.element);
         await changes.load();
     },
 };

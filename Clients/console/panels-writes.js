@@ -118,7 +118,7 @@ export function playerExportPanel(session, userId) {
             ["SHA-256", accountExport.sha256 ? el("code", {}, accountExport.sha256) : "—"],
             ["Error", accountExport.error || "—"],
         ]) : el("p", { id: "player-export-state", dataset: { state } }, "No export requested."),
-        el("div", { class: "row" },
+        el("div", { class: "row spaced" },
             el("button", { type: "button", id: "refresh-export", class: "secondary", onclick: () => load() }, "Refresh"),
             state === "ready" ? el("button", { type: "button", id: "download-export", onclick: download },
                 "Download the archive…") : null));

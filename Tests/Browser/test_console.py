@@ -633,6 +633,11 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: settled(d, "player-audit-status"), "the audit entries load")
         self.assertFalse(overflows_horizontally(driver), "the players page fits a phone's width")
         shot(driver, "12-players-390")
+        # The pages with the new panels fit too (the menu scrolls sideways in its own row).
+        for page in ("leaderboards", "push", "wallet", "social", "mail", "apps"):
+            open_page(driver, page)
+            self.assertFalse(overflows_horizontally(driver), f"the {page} page fits a phone's width")
+            shot(driver, f"12-{page}-390")
         wide = self.signed_in("support")
         open_page(wide, "players", f"user={player}")
         harness.wait_for(wide, lambda d: d.find_elements(By.ID, "player-id"), "the profile shows")
@@ -719,18 +724,6 @@ class ConsoleTests(unittest.TestCase):
             account = player_call(self.stack, "rave.wallet.v1.Wallet/GetAccount", {"country": country}, token)
             self.assertEqual(bool(account.get("realMoneyAllowed")), allowed, f"{country}: {account}")
         self.assertTrue(audited(self.stack, "rave.wallet.v1.WalletAdmin/SetEligibility", f"licence granted {suffix}"))
-        # Any game as the protocol's JSON: a slot, which the odds form cannot define.
-        slot = {"gameId": f"json-slot-{suffix}", "name": "JSON slot", "slot": {
-            "rows": 1, "reels": [{"symbols": ["cherry", "lemon"]}, {"symbols": ["cherry", "lemon"]}],
-            "paylines": [{"rows": [0, 0]}], "paytable": [{"symbol": "cherry", "count": 2, "multiplier": 3}]}}
-        fill(driver, "game-json-form", {"definition": json.dumps(slot)})
-        state, text = submit_with_reason(driver, "game-json-form", f"new slot {suffix}", "game-json-status")
-        self.assertEqual(state, "ok", text)
-        self.assertIn("return to player 0.75", text)
-        harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'#games tr[data-key="json-slot-{suffix}"]'),
-                         "the slot is listed")
-        games = admin_call(self.stack, "rave.wallet.v1.WalletAdmin/ListGames", {})["games"]
-        self.assertIn(f"json-slot-{suffix}", [game["gameId"] for game in games])
         shot(driver, "21-wallet-eligibility-1280")
 
         # Leaderboards: the board's index rebuilt from its table; the score is still there.
@@ -848,6 +841,23 @@ class ConsoleTests(unittest.TestCase):
                                ("CreateApplication", f"new game {suffix}"), ("UpdateApplication", f"web launch {suffix}")):
             self.assertTrue(audited(self.stack, f"rave.identity.v1.IdentityAdmin/{method}", reason), method)
         shot(driver, "26-apps-1280")
+
+        # Wallet: any game as the protocol's JSON, a slot too, which the odds form cannot define (games are shared by
+        # every publisher: an owner of all publishers creates them).
+        open_page(driver, "wallet")
+        slot = {"gameId": f"json-slot-{suffix}", "name": "JSON slot", "slot": {
+            "rows": 1, "reels": [{"symbols": ["cherry", "lemon"]}, {"symbols": ["cherry", "lemon"]}],
+            "paylines": [{"rows": [0, 0]}], "paytable": [{"symbol": "cherry", "count": 2, "multiplier": 3}]}}
+        fill(driver, "game-json-form", {"definition": json.dumps(slot)})
+        state, text = submit_with_reason(driver, "game-json-form", f"new slot {suffix}", "game-json-status")
+        self.assertEqual(state, "ok", text)
+        self.assertIn("return to player 0.75", text)
+        harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'#games tr[data-key="json-slot-{suffix}"]'),
+                         "the slot is listed")
+        games = admin_call(self.stack, "rave.wallet.v1.WalletAdmin/ListGames", {})["games"]
+        self.assertIn(f"json-slot-{suffix}", [game["gameId"] for game in games])
+        self.assertTrue(audited(self.stack, "rave.wallet.v1.WalletAdmin/CreateGame", f"new slot {suffix}"))
+        shot(driver, "28-wallet-game-json-1280")
 
     def test_viewer_is_refused_every_write_of_the_new_panels(self):
         suffix = uuid.uuid4().hex[:6]
