@@ -178,8 +178,17 @@ def settled(driver, status_id):
 
 def submit_with_reason(driver, form_id, reason, status_id):
     """Submits a form (Enter in its first field would do; the button is clicked), gives the reason, confirms."""
+    return click_with_reason(driver, f"{form_id}-submit", reason, status_id)
+
+
+def click_with_reason(driver, button_id, reason, status_id):
+    """Clicks a write's button, gives the reason, confirms and waits for the write's outcome on its status line.
+
+    The status line's earlier outcome (a panel's load) is forgotten first: the dialog's close event, which starts
+    the write, comes a task after the click, and an old "ok" must not pass for the write's.
+    """
     driver.execute_script("const s = document.getElementById(arguments[0]); if (s) delete s.dataset.state", status_id)
-    driver.find_element(By.ID, f"{form_id}-submit").click()
+    driver.find_element(By.ID, button_id).click()
     confirm_reason(driver, reason)
     return settled(driver, status_id)
 
@@ -306,9 +315,8 @@ class ConsoleTests(unittest.TestCase):
         open_page(driver, "players", f"user={player}")
         harness.wait_for(driver, lambda d: d.find_elements(By.ID, "player-deletion-state"), "the deletion card loads")
         self.assertEqual(driver.find_element(By.ID, "player-deletion-state").get_attribute("data-state"), "none")
-        driver.find_element(By.ID, "force-deletion").click()
-        confirm_reason(driver, "the player asked support by mail, ticket 77")
-        state, text = settled(driver, "player-deletion-status")
+        state, text = click_with_reason(driver, "force-deletion", "the player asked support by mail, ticket 77",
+                                        "player-deletion-status")
         self.assertEqual((state, text), ("ok", "Deletion started."))
         harness.wait_for(driver, lambda d: d.find_element(By.ID, "player-deletion-state").get_attribute("data-state")
                          in ("started", "completed"), "the page shows the deletion under way")
@@ -350,9 +358,8 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr"),
                          "the player's session is listed")
         self.assertEqual(len(driver.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr")), 1)
-        driver.find_element(By.ID, "revoke-all").click()
-        confirm_reason(driver, "account shared with a stranger")
-        state, text = settled(driver, "player-sessions-status")
+        state, text = click_with_reason(driver, "revoke-all", "account shared with a stranger",
+                                        "player-sessions-status")
         self.assertEqual((state, text), ("ok", "Ended 1 sessions."))
         harness.wait_for(driver, lambda d: "No live session." in d.find_element(By.ID, "player-sessions").text,
                          "the list is empty")
@@ -389,9 +396,7 @@ class ConsoleTests(unittest.TestCase):
         self.assertIsNone(self.ban_state(player))
 
         # Two-factor reset: a guest has none; the page says so and nothing else changes.
-        driver.find_element(By.ID, "reset-two-factor").click()
-        confirm_reason(driver, "lost their phone")
-        state, text = settled(driver, "two-factor-status")
+        state, text = click_with_reason(driver, "reset-two-factor", "lost their phone", "two-factor-status")
         self.assertEqual((state, text), ("ok", "Two-factor was not enabled; 0 sessions ended."))
         self.assertEqual(driver.find_element(By.ID, "player-two-factor").text, "off")
 
@@ -444,16 +449,12 @@ class ConsoleTests(unittest.TestCase):
         shot(driver, "06-players-viewer-refused-1280")
 
         # Nor reset two-factor.
-        driver.find_element(By.ID, "reset-two-factor").click()
-        confirm_reason(driver, "trying")
-        state, text = settled(driver, "two-factor-status")
+        state, text = click_with_reason(driver, "reset-two-factor", "trying", "two-factor-status")
         self.assertEqual(state, "error")
         self.assertIn("needs the operator role support or higher", text)
 
         # The viewer may read sessions but not end them.
-        driver.find_element(By.ID, "revoke-all").click()
-        confirm_reason(driver, "trying")
-        state, text = settled(driver, "player-sessions-status")
+        state, text = click_with_reason(driver, "revoke-all", "trying", "player-sessions-status")
         self.assertEqual(state, "error")
         self.assertIn("PERMISSION_DENIED (HTTP 403)", text)
         self.assertEqual(len(driver.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr")), 1,
@@ -672,9 +673,7 @@ class ConsoleTests(unittest.TestCase):
         self.assertEqual(export["status"], "ACCOUNT_EXPORT_STATUS_READY")
 
         downloaded = "sending the archive to the player, ticket 91"
-        driver.find_element(By.ID, "download-export").click()
-        confirm_reason(driver, downloaded)
-        state, text = settled(driver, "player-export-download-status")
+        state, text = click_with_reason(driver, "download-export", downloaded, "player-export-download-status")
         self.assertEqual(state, "ok", text)
         self.assertIn("the SHA-256 matches the export's", text)
         harness.wait_for(driver, lambda d: text_of(d, "player-export-sha256") == export["sha256"],
@@ -771,8 +770,8 @@ class ConsoleTests(unittest.TestCase):
         fill(driver, "list-form", {"key": f"guild-{suffix}", "kind": "LIST_KIND_FOLLOWERS", "maxMembers": "50"})
         state, text = submit_with_reason(driver, "list-form", f"guild feature {suffix}", "list-status")
         self.assertEqual((state, text), ("ok", "Created."))
-        harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'#social-lists tr[data-key="guild-{suffix}"]'),
-                         "the new list is listed")
+        harness.wait_for(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, f'#social-lists tr[data-key="guild-{suffix}"]'), "the new list is listed")
         lists = admin_call(self.stack, "rave.social.v1.SocialAdmin/GetLists", {"appId": self.stack.app_id})["lists"]
         created = [row for row in lists if row["key"] == f"guild-{suffix}"]
         self.assertEqual(len(created), 1, lists)
@@ -813,7 +812,8 @@ class ConsoleTests(unittest.TestCase):
 
         fill(driver, "application-create", {"publisher": publisher, "name": f"Game {suffix}",
                                             "mergePolicy": "MERGE_POLICY_PROMPT"})
-        state, text = submit_with_reason(driver, "application-create", f"new game {suffix}", "application-create-status")
+        state, text = submit_with_reason(driver, "application-create", f"new game {suffix}",
+                                         "application-create-status")
         self.assertEqual(state, "ok", text)
         app_id = text.removeprefix("Created ").removesuffix(".")
         created = admin_call(self.stack, "rave.identity.v1.IdentityAdmin/GetApplication", {"appId": app_id})
@@ -838,7 +838,8 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: f"web launch {suffix}" in text_of(d, "studio-changes"),
                          "the recent changes list the edit")
         for method, reason in (("CreatePublisher", f"new studio {suffix}"), ("UpdatePublisher", f"legal name {suffix}"),
-                               ("CreateApplication", f"new game {suffix}"), ("UpdateApplication", f"web launch {suffix}")):
+                               ("CreateApplication", f"new game {suffix}"),
+                               ("UpdateApplication", f"web launch {suffix}")):
             self.assertTrue(audited(self.stack, f"rave.identity.v1.IdentityAdmin/{method}", reason), method)
         shot(driver, "26-apps-1280")
 
@@ -852,8 +853,8 @@ class ConsoleTests(unittest.TestCase):
         state, text = submit_with_reason(driver, "game-json-form", f"new slot {suffix}", "game-json-status")
         self.assertEqual(state, "ok", text)
         self.assertIn("return to player 0.75", text)
-        harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'#games tr[data-key="json-slot-{suffix}"]'),
-                         "the slot is listed")
+        harness.wait_for(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, f'#games tr[data-key="json-slot-{suffix}"]'), "the slot is listed")
         games = admin_call(self.stack, "rave.wallet.v1.WalletAdmin/ListGames", {})["games"]
         self.assertIn(f"json-slot-{suffix}", [game["gameId"] for game in games])
         self.assertTrue(audited(self.stack, "rave.wallet.v1.WalletAdmin/CreateGame", f"new slot {suffix}"))
