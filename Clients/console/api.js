@@ -63,10 +63,7 @@ export class OperatorSession {
      * @param {{reason?: string}} [options] the reason of a write, sent as X-Rave-Reason
      */
     async call(method, request = {}, { reason = "" } = {}) {
-        if (!this.state) throw new RaveError({ code: Status.UNAUTHENTICATED, message: "not logged in" });
-        if (this.state.expiresAtMs - Date.now() < refreshMarginMs) await this.refresh();
-        if (!this.state) throw new RaveError({ code: Status.UNAUTHENTICATED, message: "the session has ended" });
-        const token = this.state.accessToken;
+        const token = await this.#freshToken();
         try {
             return await this.#post(method, request, { token, reason });
         } catch (error) {
@@ -77,6 +74,25 @@ export class OperatorSession {
         }
     }
 
+    /**
+     * Downloads a file from one of the gateway's GET routes (an account export's archive, docs/gateway.md) with the
+     * operator's token and the reason, which the gateway records in the audit log. Answers `{blob, filename, etag}`.
+     * @param {string} path "/v1/admin/users/<user>/exports/<export>/archive"
+     * @param {{reason?: string}} [options]
+     */
+    async download(path, { reason = "" } = {}) {
+        const headers = { "Accept": "application/json", "Authorization": `Bearer ${await this.#freshToken()}` };
+        if (reason) headers["X-Rave-Reason"] = reason;
+        const response = await this.#fetch(path, { headers, credentials: "omit", cache: "no-store" });
+        if (!response.ok) throw failure(response, await response.text(), path);
+        const disposition = response.headers.get("Content-Disposition") ?? "";
+        return {
+            blob: await response.blob(),
+            filename: /filename="([^"]+)"/.exec(disposition)?.[1] ?? "download",
+            etag: (response.headers.get("ETag") ?? "").replace(/"/g, ""),
+        };
+    }
+
     /** Exchanges the refresh token for new tokens; concurrent callers share one exchange. */
     refresh() {
         this.refreshing ??= this.#refreshOnce().finally(() => { this.refreshing = null; });
@@ -84,6 +100,26 @@ export class OperatorSession {
     }
 
     // MARK: - Internals
+
+    /** The access token, refreshed first when it expires within the margin. */
+    async #freshToken() {
+        if (!this.state) throw new RaveError({ code: Status.UNAUTHENTICATED, message: "not logged in" });
+        if (this.state.expiresAtMs - Date.now() < refreshMarginMs) await this.refresh();
+        if (!this.state) throw new RaveError({ code: Status.UNAUTHENTICATED, message: "the session has ended" });
+        return this.state.accessToken;
+    }
+
+    /** `fetch` of a path on the gateway; no answer at all is UNAVAILABLE. */
+    async #fetch(path, init) {
+        try {
+            return await fetch(`${this.baseUrl}${path}`, init);
+        } catch (error) {
+            throw new RaveError({
+                code: Status.UNAVAILABLE, message: `${path}: no answer from ${this.baseUrl} (${error.message})`,
+                cause: error,
+            });
+        }
+    }
 
     async #refreshOnce() {
         const refreshToken = this.state?.refreshToken;
@@ -139,36 +175,39 @@ export class OperatorSession {
         const headers = { "Content-Type": "application/json", "Accept": "application/json" };
         if (token) headers.Authorization = `Bearer ${token}`;
         if (reason) headers["X-Rave-Reason"] = reason;
-        let response;
-        try {
-            response = await fetch(`${this.baseUrl}/v1/${method}`, {
-                method: "POST", headers, body: JSON.stringify(request), credentials: "omit", cache: "no-store",
-            });
-        } catch (error) {
-            throw new RaveError({
-                code: Status.UNAVAILABLE, message: `${method}: no answer from ${this.baseUrl} (${error.message})`,
-                cause: error,
-            });
-        }
+        const response = await this.#fetch(`/v1/${method}`, {
+            method: "POST", headers, body: JSON.stringify(request), credentials: "omit", cache: "no-store",
+        });
         const text = await response.text();
-        let body = {};
-        try {
-            body = text ? JSON.parse(text) : {};
-        } catch {
-            body = null;
+        if (response.ok) {
+            try {
+                return text ? JSON.parse(text) : {};
+            } catch {
+                // An answer that is not JSON: reported below like any other failure.
+            }
         }
-        if (response.ok && body) return body;
-        const requestId = response.headers.get("X-Request-Id") ?? "";
-        if (body && body.code !== undefined) {
-            const code = typeof body.code === "number" ? body.code : (Status[body.code] ?? Status.UNKNOWN);
-            throw new RaveError({
-                code, message: body.message ?? "", details: body.details ?? "", notProcessed: Boolean(body.notProcessed),
-                requestId, httpStatus: response.status,
-            });
-        }
-        throw new RaveError({
-            code: Status.UNKNOWN, message: `${method}: HTTP ${response.status} ${response.statusText}`.trim(),
+        throw failure(response, text, method);
+    }
+}
+
+/** The `RaveError` of a failed answer: the gateway's JSON error body, or the HTTP status when there is none. */
+function failure(response, text, what) {
+    let body = null;
+    try {
+        body = text ? JSON.parse(text) : null;
+    } catch {
+        body = null;
+    }
+    const requestId = response.headers.get("X-Request-Id") ?? "";
+    if (body && body.code !== undefined) {
+        const code = typeof body.code === "number" ? body.code : (Status[body.code] ?? Status.UNKNOWN);
+        return new RaveError({
+            code, message: body.message ?? "", details: body.details ?? "", notProcessed: Boolean(body.notProcessed),
             requestId, httpStatus: response.status,
         });
     }
+    return new RaveError({
+        code: Status.UNKNOWN, message: `${what}: HTTP ${response.status} ${response.statusText}`.trim(),
+        requestId, httpStatus: response.status,
+    });
 }

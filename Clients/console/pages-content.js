@@ -2,9 +2,10 @@
 
 import { balancesTable } from "./pages-people.js";
 import { achievementsPanel, boardsPanel, currenciesPanel, gamesPanel, ledgerPanel } from "./pages-reads.js";
+import { defaultLanguagePanel, deliveriesPanel, eligibilityPanel } from "./panels-writes.js";
 import { card, confirmWithReason, el, enumText, facts, form, newId, raveIdPattern, run, statusLine, table } from "./ui.js";
 
-function needsApp(container, appId) {
+export function needsApp(container, appId) {
     if (appId) return false;
     container.append(card("Choose an application",
         el("p", { id: "needs-app" }, "This page acts on one application: enter its id in the menu (Application).")));
@@ -72,6 +73,22 @@ const leaderboards = {
             },
         });
         container.append(card("Achievement definition", achievementForm, achievementStatus));
+
+        // RebuildIndex: the board's in-memory rank index reloaded from its table (after a bulk load, or to check it).
+        const rebuildStatus = statusLine("rebuild-status");
+        container.append(card("Rebuild a board's index", el("p", {}, "Reloads the current version's rank index from ",
+            "the stored scores, e.g. after scores were loaded into the table directly."), form({
+            id: "rebuild-form", submit: "Rebuild the index…",
+            fields: [{ name: "key", label: "Board key", required: true, pattern: "[A-Za-z0-9._-]{1,64}" }],
+            onSubmit: async ({ key }) => {
+                const reason = await confirmWithReason({ title: "Rebuild this board's index?", text: `Board ${key}.` });
+                if (!reason) return;
+                const done = await run(rebuildStatus, () => session.call(
+                    "rave.leaderboards.v1.LeaderboardsAdmin/RebuildIndex", { appId, leaderboardKey: key }, { reason }),
+                (result) => `Rebuilt ${key}: ${result.entryCount ?? 0} entries in the index.`);
+                if (done) await boards.load();
+            },
+        }), rebuildStatus));
         await Promise.all([boards.load(), achievements.load()]);
     },
 };
@@ -107,6 +124,16 @@ const gifts = {
                 if (done) await load();
             },
         });
+        // The form gets the gift type as stored now (GetGiftType), not as the list showed it.
+        const edit = async (key) => {
+            const answer = await run(formStatus, () => session.call("rave.gifts.v1.GiftsAdmin/GetGiftType",
+                { appId, key }), () => `Editing ${key}.`);
+            if (!answer) return;
+            const row = answer.giftType ?? {};
+            editing = true;
+            giftForm.querySelector("button[type=submit]").textContent = "Update gift type…";
+            giftForm.fill({ ...row, expirySeconds: row.expirySeconds ?? "0", dailyLimitPerSender: row.dailyLimitPerSender ?? 0 });
+        };
         const load = async () => {
             const answer = await run(status, () => session.call("rave.gifts.v1.GiftsAdmin/ListGiftTypes", { appId }),
                 (result) => `${(result.giftTypes ?? []).length} gift types.`);
@@ -119,11 +146,8 @@ const gifts = {
                     { label: "Requestable", value: (row) => (row.requestable ? "yes" : "no") },
                     { label: "Expiry", value: (row) => `${row.expirySeconds ?? 0} s` },
                     { label: "Daily limit", value: (row) => String(row.dailyLimitPerSender ?? 0) },
-                    { label: "Edit", value: (row) => el("button", { type: "button", class: "small", onclick: () => {
-                        editing = true;
-                        giftForm.querySelector("button[type=submit]").textContent = "Update gift type…";
-                        giftForm.fill({ ...row, expirySeconds: row.expirySeconds ?? "0", dailyLimitPerSender: row.dailyLimitPerSender ?? 0 });
-                    } }, `Edit ${row.key}`) },
+                    { label: "Edit", value: (row) => el("button", { type: "button", class: "small", onclick: () => edit(row.key) },
+                        `Edit ${row.key}`) },
                 ],
             }));
         };
@@ -145,6 +169,7 @@ const push = {
             const answer = await run(status, () => session.call("rave.push.v1.PushAdmin/ListTemplates", { appId }),
                 (result) => `${(result.templates ?? []).length} templates; default language ${result.defaultLanguage || "not set"}.`);
             if (!answer) return;
+            defaultLanguage.show(answer.defaultLanguage ?? "");
             const remove = async (row) => {
                 const reason = await confirmWithReason({ title: "Delete this template?", text: `${row.topic} in ${row.language}.` });
                 if (!reason) return;
@@ -182,6 +207,8 @@ const push = {
                 if (done) await load();
             },
         });
+        const defaultLanguage = defaultLanguagePanel(session, appId, () => load());
+        const deliveries = deliveriesPanel(session);
         const sendStatus = statusLine("send-status");
         const sendForm = form({
             id: "send-form", submit: "Send…", className: "grid",
@@ -193,14 +220,16 @@ const push = {
             onSubmit: async (values) => {
                 const reason = await confirmWithReason({ title: "Send a test notification?", text: `To ${values.user}.` });
                 if (!reason) return;
-                await run(sendStatus, () => session.call("rave.push.v1.PushAdmin/SendNotification", {
-                    appId, userIds: [values.user], notificationId: newId(),
+                const notificationId = newId();
+                const sent = await run(sendStatus, () => session.call("rave.push.v1.PushAdmin/SendNotification", {
+                    appId, userIds: [values.user], notificationId,
                     notification: { title: values.title, body: values.body },
                 }, { reason }), (answer) => `Queued ${answer.queued ?? 0}, held ${answer.held ?? 0}, skipped ${answer.skipped ?? 0}.`);
+                if (sent) await deliveries.show(notificationId);
             },
         });
         container.append(card("Templates", status, body), card("Create or edit a template", templateForm, formStatus),
-            card("Test notification", sendForm, sendStatus));
+            defaultLanguage.element, card("Test notification", sendForm, sendStatus), deliveries.element);
         await load();
     },
 };
@@ -211,7 +240,7 @@ const economies = [["ECONOMY_SANDBOX", "sandbox"], ["ECONOMY_REAL", "real"]];
 
 const wallet = {
     title: "Wallet",
-    async render(container, { session, open }, query) {
+    async render(container, { session, open, appId }, query) {
         const userId = query.get("user") ?? "";
         const lookup = form({
             id: "wallet-user", submit: "Show wallet",
@@ -299,7 +328,35 @@ const wallet = {
                 await games.load();
             },
         }), gameStatus, gameResult));
-        await Promise.all([currencies.load(), games.load(), ...(userId ? [loadBalances(), ledger.load()] : [])]);
+        // Any game CreateGame takes (a slot's reels, paylines and paytable too), as the protocol's JSON.
+        const definitionStatus = statusLine("game-json-status");
+        container.append(card("New game from a definition", form({
+            id: "game-json-form", submit: "Create game…",
+            fields: [{ name: "definition", label: "The game (JSON of Game: gameId, name, and slot or odds)",
+                type: "textarea", rows: 8, required: true, maxlength: 100000,
+                hint: "As ravectl admin game create takes it, without the outer {\"game\": …}." }],
+            onSubmit: async ({ definition }) => {
+                let game;
+                try {
+                    game = JSON.parse(definition);
+                } catch (error) {
+                    definitionStatus.className = "status error";
+                    definitionStatus.dataset.state = "error";
+                    definitionStatus.textContent = `The definition is not JSON: ${error.message}`;
+                    return;
+                }
+                const reason = await confirmWithReason({ title: "Create this game?", text: `${game.gameId}: ${game.name}.` });
+                if (!reason) return;
+                const answer = await run(definitionStatus, () => session.call("rave.wallet.v1.WalletAdmin/CreateGame",
+                    { game }, { reason }), (result) => `Created; return to player ${result.game?.returnToPlayer ?? "—"}.`);
+                if (answer) await games.load();
+            },
+        }), definitionStatus));
+
+        const eligibility = eligibilityPanel(session, appId);
+        container.append(eligibility.element);
+        await Promise.all([currencies.load(), games.load(), eligibility.load(),
+            ...(userId ? [loadBalances(), ledger.load()] : [])]);
     },
 };
 

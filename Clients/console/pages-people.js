@@ -6,6 +6,7 @@ import {
 import {
     mergesTable, playerDevicesPanel, playerFriendsPanel, playerGiftsPanel, playerLedgerPanel, playerMergesPanel,
 } from "./pages-reads.js";
+import { playerExportPanel } from "./panels-writes.js";
 
 const identityAdmin = "rave.identity.v1.IdentityAdmin";
 
@@ -335,17 +336,19 @@ const players = {
         if (!(await loadProfile())) return;
         const reads = [playerMergesPanel(session, id), playerFriendsPanel(session, id, appId),
             playerLedgerPanel(session, id), playerGiftsPanel(session, id, appId), playerDevicesPanel(session, id, appId)];
+        const dataExport = playerExportPanel(session, id);
         container.append(
             card("Sessions", sessionsStatus, sessionsBody),
             card("Two-factor", el("p", {}, "For a player who lost their authenticator, after checking who they are."),
                 resetTwoFactor, twoFactorStatus),
             card("Ban", banBody, banStatus),
             card("Deletion", deletionBody, deletionStatus),
+            dataExport.element,
             card("Wallet", walletStatus, walletBody,
                 el("p", {}, el("a", { href: `#/wallet?user=${id}` }, "Deposit, withdraw or adjust"))),
             reads[2].element, reads[0].element, reads[1].element, reads[3].element, reads[4].element,
             card("Audit entries", auditStatus, auditBody));
-        await Promise.all([loadSessions(), loadWallet(), loadAudit(), loadDeletion(),
+        await Promise.all([loadSessions(), loadWallet(), loadAudit(), loadDeletion(), dataExport.load(),
             ...reads.map((read) => read.load())]);
     },
 };

@@ -14,12 +14,12 @@ export function playerLink(userId) {
 }
 
 /** Microseconds since the epoch (a number or a string) as local date and time. */
-function whenMicros(micros) {
+export function whenMicros(micros) {
     return when(Math.floor(Number(micros ?? 0) / 1000));
 }
 
 /** A card whose body a `load(status, body)` fills; answers `{element, load}`. */
-function panel(title, id, load) {
+export function panel(title, id, load) {
     const status = statusLine(`${id}-status`);
     const body = el("div", { id });
     return { element: card(title, status, body), load: () => load(status, body) };

@@ -2,5 +2,6 @@
 
 import { contentPages } from "./pages-content.js";
 import { peoplePages } from "./pages-people.js";
+import { studioPages } from "./pages-studio.js";
 
-export const pages = { ...peoplePages, ...contentPages };
+export const pages = { ...peoplePages, ...contentPages, ...studioPages };

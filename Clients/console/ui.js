@@ -56,7 +56,8 @@ let fieldCounter = 0;
 /**
  * A form. `fields` are `{name, label, type?, value?, required?, options?: [[value, label]], hint?, pattern?,
  * placeholder?}` (type "select", "checkbox", "textarea" or an input type). `onSubmit(values, form)` gets the values
- * by name (checkboxes as booleans). Answers the form; `form.fill(values)` sets fields, for editing a row.
+ * by name (checkboxes as booleans). Answers the form; `form.fill(values)` sets fields and focuses the first, for
+ * editing a row; `form.set(values)` only sets them (a form filled as its page loads).
  */
 export function form({ id, fields, submit, onSubmit, className = "" }) {
     const inputs = {};
@@ -92,8 +93,11 @@ export function form({ id, fields, submit, onSubmit, className = "" }) {
             [name, input.type === "checkbox" ? input.checked : input.value.trim()]));
         onSubmit(values, element);
     });
-    element.fill = (values) => {
+    element.set = (values) => {
         for (const [name, value] of Object.entries(values)) if (inputs[name]) setValue(inputs[name], value);
+    };
+    element.fill = (values) => {
+        element.set(values);
         Object.values(inputs)[0]?.focus();
     };
     element.inputs = inputs;

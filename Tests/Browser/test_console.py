@@ -7,13 +7,18 @@ Screenshots of every page go to .test-output/console/ (the players page also at 
 """
 
 import base64
+import email
+import email.policy
 import hashlib
 import hmac
+import json
 import os
+import pathlib
 import shutil
 import struct
 import time
 import unittest
+import urllib.parse
 import uuid
 
 from selenium.webdriver.common.by import By
@@ -173,8 +178,17 @@ def settled(driver, status_id):
 
 def submit_with_reason(driver, form_id, reason, status_id):
     """Submits a form (Enter in its first field would do; the button is clicked), gives the reason, confirms."""
+    return click_with_reason(driver, f"{form_id}-submit", reason, status_id)
+
+
+def click_with_reason(driver, button_id, reason, status_id):
+    """Clicks a write's button, gives the reason, confirms and waits for the write's outcome on its status line.
+
+    The status line's earlier outcome (a panel's load) is forgotten first: the dialog's close event, which starts
+    the write, comes a task after the click, and an old "ok" must not pass for the write's.
+    """
     driver.execute_script("const s = document.getElementById(arguments[0]); if (s) delete s.dataset.state", status_id)
-    driver.find_element(By.ID, f"{form_id}-submit").click()
+    driver.find_element(By.ID, button_id).click()
     confirm_reason(driver, reason)
     return settled(driver, status_id)
 
@@ -198,6 +212,37 @@ def fill(driver, form_id, values):
         else:
             field.clear()
             field.send_keys(value)
+
+
+def operator_id_of(driver):
+    """The logged-in operator's id, from the console's session in this tab."""
+    return driver.execute_script(
+        "return JSON.parse(sessionStorage.getItem('rave.console.session') || '{}').account.operatorId")
+
+
+def audited(stack, method, reason):
+    """The audit log's entries of `method` given `reason` (newest first)."""
+    events = admin_call(stack, "rave.identity.v1.IdentityAdmin/ListAuditEvents", {"method": method, "pageSize": 100})
+    return [event for event in events.get("events", []) if event.get("reason") == reason]
+
+
+def mails_to(stack, address):
+    """The subjects of the mails the stack's mail sink received for `address`."""
+    directory = pathlib.Path(os.environ["RAVE_STACK_DIR"]) / "mail"
+    subjects = []
+    for path in sorted(directory.glob(f"*-{address}.eml")) if directory.is_dir() else []:
+        message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+        subjects.append(str(message.get("Subject", "")))
+    return subjects
+
+
+def audit_page_shows(driver, method, reason):
+    """Opens the audit log filtered by `method` and answers whether an entry with `reason` is listed."""
+    open_page(driver, "audit", urllib.parse.urlencode({"method": method}))
+    state, text = settled(driver, "audit-status")
+    if state != "ok":
+        raise AssertionError(f"the audit log did not load: {text}")
+    return reason in text_of(driver, "audit-body")
 
 
 def ban_shown(driver):
@@ -270,9 +315,8 @@ class ConsoleTests(unittest.TestCase):
         open_page(driver, "players", f"user={player}")
         harness.wait_for(driver, lambda d: d.find_elements(By.ID, "player-deletion-state"), "the deletion card loads")
         self.assertEqual(driver.find_element(By.ID, "player-deletion-state").get_attribute("data-state"), "none")
-        driver.find_element(By.ID, "force-deletion").click()
-        confirm_reason(driver, "the player asked support by mail, ticket 77")
-        state, text = settled(driver, "player-deletion-status")
+        state, text = click_with_reason(driver, "force-deletion", "the player asked support by mail, ticket 77",
+                                        "player-deletion-status")
         self.assertEqual((state, text), ("ok", "Deletion started."))
         harness.wait_for(driver, lambda d: d.find_element(By.ID, "player-deletion-state").get_attribute("data-state")
                          in ("started", "completed"), "the page shows the deletion under way")
@@ -314,9 +358,8 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr"),
                          "the player's session is listed")
         self.assertEqual(len(driver.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr")), 1)
-        driver.find_element(By.ID, "revoke-all").click()
-        confirm_reason(driver, "account shared with a stranger")
-        state, text = settled(driver, "player-sessions-status")
+        state, text = click_with_reason(driver, "revoke-all", "account shared with a stranger",
+                                        "player-sessions-status")
         self.assertEqual((state, text), ("ok", "Ended 1 sessions."))
         harness.wait_for(driver, lambda d: "No live session." in d.find_element(By.ID, "player-sessions").text,
                          "the list is empty")
@@ -353,9 +396,7 @@ class ConsoleTests(unittest.TestCase):
         self.assertIsNone(self.ban_state(player))
 
         # Two-factor reset: a guest has none; the page says so and nothing else changes.
-        driver.find_element(By.ID, "reset-two-factor").click()
-        confirm_reason(driver, "lost their phone")
-        state, text = settled(driver, "two-factor-status")
+        state, text = click_with_reason(driver, "reset-two-factor", "lost their phone", "two-factor-status")
         self.assertEqual((state, text), ("ok", "Two-factor was not enabled; 0 sessions ended."))
         self.assertEqual(driver.find_element(By.ID, "player-two-factor").text, "off")
 
@@ -408,16 +449,12 @@ class ConsoleTests(unittest.TestCase):
         shot(driver, "06-players-viewer-refused-1280")
 
         # Nor reset two-factor.
-        driver.find_element(By.ID, "reset-two-factor").click()
-        confirm_reason(driver, "trying")
-        state, text = settled(driver, "two-factor-status")
+        state, text = click_with_reason(driver, "reset-two-factor", "trying", "two-factor-status")
         self.assertEqual(state, "error")
         self.assertIn("needs the operator role support or higher", text)
 
         # The viewer may read sessions but not end them.
-        driver.find_element(By.ID, "revoke-all").click()
-        confirm_reason(driver, "trying")
-        state, text = settled(driver, "player-sessions-status")
+        state, text = click_with_reason(driver, "revoke-all", "trying", "player-sessions-status")
         self.assertEqual(state, "error")
         self.assertIn("PERMISSION_DENIED (HTTP 403)", text)
         self.assertEqual(len(driver.find_elements(By.CSS_SELECTOR, "#player-sessions tbody tr")), 1,
@@ -460,6 +497,13 @@ class ConsoleTests(unittest.TestCase):
                          "the new gift type is listed")
         row = driver.find_element(By.CSS_SELECTOR, f'#gift-types tr[data-key="rose-{suffix}"]')
         self.assertIn("A rose", row.text)
+        # Edit reads the stored gift type (GetGiftType) into the form.
+        driver.execute_script("delete document.getElementById('gift-type-status').dataset.state")
+        row.find_element(By.TAG_NAME, "button").click()
+        self.assertEqual(settled(driver, "gift-type-status"), ("ok", f"Editing rose-{suffix}."))
+        self.assertEqual(driver.find_element(By.CSS_SELECTOR, '#gift-type-form [name="name"]').get_attribute("value"),
+                         "A rose")
+        self.assertEqual(driver.find_element(By.ID, "gift-type-form-submit").text, "Update gift type…")
         shot(driver, "08-gifts-1280")
 
         open_page(driver, "push")
@@ -590,6 +634,11 @@ class ConsoleTests(unittest.TestCase):
         harness.wait_for(driver, lambda d: settled(d, "player-audit-status"), "the audit entries load")
         self.assertFalse(overflows_horizontally(driver), "the players page fits a phone's width")
         shot(driver, "12-players-390")
+        # The pages with the new panels fit too (the menu scrolls sideways in its own row).
+        for page in ("leaderboards", "push", "wallet", "social", "mail", "apps"):
+            open_page(driver, page)
+            self.assertFalse(overflows_horizontally(driver), f"the {page} page fits a phone's width")
+            shot(driver, f"12-{page}-390")
         wide = self.signed_in("support")
         open_page(wide, "players", f"user={player}")
         harness.wait_for(wide, lambda d: d.find_elements(By.ID, "player-id"), "the profile shows")
@@ -598,6 +647,252 @@ class ConsoleTests(unittest.TestCase):
         # The README's screenshot is refreshed on request only, so a test run leaves the tree as it found it.
         if os.environ.get("RAVE_UPDATE_SCREENSHOTS") == "1":
             shutil.copyfile(path, harness.ROOT / "docs" / "images" / "console-players.png")
+
+    def test_support_exports_a_players_data_and_downloads_the_archive(self):
+        player = guest(self.stack)
+        driver = self.signed_in("support")
+        downloads = SCREENSHOTS / "downloads"
+        shutil.rmtree(downloads, ignore_errors=True)
+        downloads.mkdir(parents=True)
+        driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+        open_page(driver, "players", f"user={player}")
+        self.assertEqual(settled(driver, "player-export-status")[0], "ok")
+        self.assertEqual(driver.find_element(By.ID, "player-export-state").get_attribute("data-state"), "none")
+
+        requested = "data access request by mail, ticket 91"
+        state, text = submit_with_reason(driver, "export-form", requested, "player-export-status")
+        self.assertEqual((state, text), ("ok", "Export requested."))
+        export = admin_call(self.stack, "rave.identity.v1.IdentityAdmin/GetUserExport",
+                            {"userId": player})["accountExport"]
+        self.assertEqual(export["requestedBy"], "ACCOUNT_EXPORT_REQUESTER_OPERATOR")
+        # The page asks again every 3 s while the archive is assembled.
+        harness.wait_for(driver, lambda d: d.find_element(By.ID, "player-export-state").get_attribute("data-state")
+                         == "ready", "the page shows the export ready", seconds=90)
+        export = admin_call(self.stack, "rave.identity.v1.IdentityAdmin/GetUserExport",
+                            {"userId": player})["accountExport"]
+        self.assertEqual(export["status"], "ACCOUNT_EXPORT_STATUS_READY")
+
+        downloaded = "sending the archive to the player, ticket 91"
+        state, text = click_with_reason(driver, "download-export", downloaded, "player-export-download-status")
+        self.assertEqual(state, "ok", text)
+        self.assertIn("the SHA-256 matches the export's", text)
+        harness.wait_for(driver, lambda d: text_of(d, "player-export-sha256") == export["sha256"],
+                         "the page shows the archive's SHA-256")
+        saved = downloads / f"rave-export-{export['exportId']}.json"
+        harness.wait_for(driver, lambda d: saved.is_file() and saved.stat().st_size == int(export["sizeBytes"]),
+                         "the browser saved the archive")
+        self.assertEqual(hashlib.sha256(saved.read_bytes()).hexdigest(), export["sha256"])
+        self.assertIn(player, saved.read_text(), "the archive is the player's")
+        shot(driver, "19-players-export-1280")
+
+        # The audit log: the request and the download's chunk, each with support's reason and an OK outcome.
+        for method, reason in (("rave.identity.v1.IdentityAdmin/RequestUserExport", requested),
+                               ("rave.identity.v1.IdentityAdmin/DownloadUserExport", downloaded)):
+            entries = audited(self.stack, method, reason)
+            self.assertTrue(entries, f"{method} is in the audit log")
+            self.assertTrue(all(entry.get("finished") and not entry.get("statusCode") for entry in entries), entries)
+            self.assertIn(player, entries[0]["requestJson"])
+        self.assertTrue(audit_page_shows(driver, "rave.identity.v1.IdentityAdmin/DownloadUserExport", downloaded),
+                        "the audit page lists the download")
+        shot(driver, "20-audit-export-1280")
+
+    def test_operator_sets_eligibility_push_language_lists_mail_and_rebuilds_an_index(self):
+        suffix = uuid.uuid4().hex[:6]
+        player, email_address, token = signed_up(self.stack)
+        device_token = f"fcm-{uuid.uuid4().hex}"
+        player_call(self.stack, "rave.push.v1.Push/RegisterToken", {
+            "platform": "PLATFORM_FCM", "token": device_token, "consent": {"push": True}, "country": "GB",
+            "language": "en", "timeZone": "Europe/London"}, token)
+        board = f"rebuild-{suffix}"
+        admin_call(self.stack, "rave.leaderboards.v1.LeaderboardsAdmin/DefineLeaderboard", {
+            "appId": self.stack.app_id, "definition": {"key": board, "name": "Rebuilt board", "sorter": 7,
+                                                       "active": True}})
+        player_call(self.stack, "rave.leaderboards.v1.Leaderboards/SubmitScore",
+                    {"leaderboardKey": board, "score": "31"}, token)
+        driver = self.signed_in("operator")
+
+        # Wallet: where the application allows real money; a signed-up player in NL may play for real, in FR not.
+        open_page(driver, "wallet")
+        self.assertEqual(settled(driver, "currencies-status")[0], "ok")
+        fill(driver, "eligibility-form", {"countries": "gb, NL"})
+        state, text = submit_with_reason(driver, "eligibility-form", f"licence granted {suffix}", "eligibility-status")
+        self.assertEqual((state, text), ("ok", "Saved."))
+        harness.wait_for(driver, lambda d: text_of(d, "eligibility-countries") == "GB, NL",
+                         "the page shows the countries set")
+        for country, allowed in (("NL", True), ("FR", False)):
+            account = player_call(self.stack, "rave.wallet.v1.Wallet/GetAccount", {"country": country}, token)
+            self.assertEqual(bool(account.get("realMoneyAllowed")), allowed, f"{country}: {account}")
+        self.assertTrue(audited(self.stack, "rave.wallet.v1.WalletAdmin/SetEligibility", f"licence granted {suffix}"))
+        shot(driver, "21-wallet-eligibility-1280")
+
+        # Leaderboards: the board's index rebuilt from its table; the score is still there.
+        open_page(driver, "leaderboards")
+        fill(driver, "rebuild-form", {"key": board})
+        state, text = submit_with_reason(driver, "rebuild-form", f"checking the index {suffix}", "rebuild-status")
+        self.assertEqual((state, text), ("ok", f"Rebuilt {board}: 1 entries in the index."))
+        top = admin_call(self.stack, "rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores",
+                         {"appId": self.stack.app_id, "leaderboardKey": board, "count": 5})
+        self.assertEqual([(row["userId"], row["score"]) for row in top.get("scores", [])], [(player, "31")])
+        self.assertTrue(audited(self.stack, "rave.leaderboards.v1.LeaderboardsAdmin/RebuildIndex",
+                                f"checking the index {suffix}"))
+        shot(driver, "22-leaderboards-rebuild-1280")
+
+        # Push: the default language, and the deliveries of a test notification (the token masked on the page).
+        open_page(driver, "push")
+        self.assertEqual(settled(driver, "templates-status")[0], "ok")
+        fill(driver, "default-language-form", {"language": "fr"})
+        state, text = submit_with_reason(driver, "default-language-form", f"french first {suffix}",
+                                         "default-language-status")
+        self.assertEqual((state, text), ("ok", "Saved."))
+        harness.wait_for(driver, lambda d: d.find_element(By.ID, "push-default-language").get_attribute(
+            "data-language") == "fr", "the page shows the new default language")
+        templates = admin_call(self.stack, "rave.push.v1.PushAdmin/ListTemplates", {"appId": self.stack.app_id})
+        self.assertEqual(templates.get("defaultLanguage"), "fr")
+        fill(driver, "send-form", {"user": player})
+        state, text = submit_with_reason(driver, "send-form", f"testing deliveries {suffix}", "send-status")
+        self.assertEqual(state, "ok", text)
+        state, text = settled(driver, "deliveries-status")
+        self.assertEqual(state, "ok", text)
+        deliveries = text_of(driver, "deliveries")
+        self.assertIn(player, deliveries)
+        self.assertIn("…" + device_token[-6:], deliveries)
+        self.assertNotIn(device_token, deliveries, "the page masks the token GetDeliveries answers whole")
+        # Put the default back: the other tests' pushes expect the built-in English.
+        fill(driver, "default-language-form", {"language": ""})
+        state, text = submit_with_reason(driver, "default-language-form", f"back to english {suffix}",
+                                         "default-language-status")
+        self.assertEqual(state, "ok", text)
+        shot(driver, "23-push-language-deliveries-1280")
+
+        # Social lists: a custom list, listed by GetLists.
+        open_page(driver, "social")
+        self.assertEqual(settled(driver, "social-lists-status")[0], "ok")
+        fill(driver, "list-form", {"key": f"guild-{suffix}", "kind": "LIST_KIND_FOLLOWERS", "maxMembers": "50"})
+        state, text = submit_with_reason(driver, "list-form", f"guild feature {suffix}", "list-status")
+        self.assertEqual((state, text), ("ok", "Created."))
+        harness.wait_for(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, f'#social-lists tr[data-key="guild-{suffix}"]'), "the new list is listed")
+        lists = admin_call(self.stack, "rave.social.v1.SocialAdmin/GetLists", {"appId": self.stack.app_id})["lists"]
+        created = [row for row in lists if row["key"] == f"guild-{suffix}"]
+        self.assertEqual(len(created), 1, lists)
+        self.assertEqual((created[0]["kind"], created[0]["maxMembers"]), ("LIST_KIND_FOLLOWERS", 50))
+        shot(driver, "24-social-lists-1280")
+
+        # Mail templates: a Dutch password reset mail; the player asking in Dutch gets it.
+        open_page(driver, "mail")
+        subject = f"Nieuw wachtwoord {suffix}"
+        fill(driver, "mail-template-form", {"kind": "MAIL_KIND_PASSWORD_RESET", "language": "nl", "subject": subject,
+                                            "body": "Je code is {{code}} ({{minutes}} minuten)."})
+        state, text = submit_with_reason(driver, "mail-template-form", f"dutch launch {suffix}", "mail-template-status")
+        self.assertEqual((state, text), ("ok", "Saved."))
+        harness.wait_for(driver, lambda d: subject in text_of(d, "mail-templates"), "the change is listed")
+        player_call(self.stack, "rave.identity.v1.Identity/RequestPasswordReset",
+                    {"appId": self.stack.app_id, "email": email_address, "language": "nl"}, None)
+        harness.wait_for(driver, lambda d: subject in mails_to(self.stack, email_address),
+                         "the player's reset mail uses the template", seconds=30)
+        shot(driver, "25-mail-templates-1280")
+        self.assertTrue(audit_page_shows(driver, "rave.identity.v1.IdentityAdmin/SetMailTemplate",
+                                         f"dutch launch {suffix}"), "the audit page lists the template change")
+
+    def test_owner_creates_a_publisher_and_an_application_and_edits_it(self):
+        suffix = uuid.uuid4().hex[:6]
+        driver = self.signed_in("owner")
+        open_page(driver, "apps")
+        self.assertEqual(settled(driver, "application-status")[0], "ok", "the menu's application is shown")
+        self.assertEqual(text_of(driver, "application-id"), self.stack.app_id)
+
+        fill(driver, "publisher-create", {"name": f"Studio {suffix}"})
+        state, text = submit_with_reason(driver, "publisher-create", f"new studio {suffix}", "publisher-status")
+        self.assertEqual((state, text), ("ok", "Created."))
+        publisher = text_of(driver, "publisher-created")
+        self.assertRegex(publisher, r"^[0-9a-f]{32}$")
+        fill(driver, "publisher-update", {"publisher": publisher, "name": f"Studio {suffix} Ltd"})
+        state, text = submit_with_reason(driver, "publisher-update", f"legal name {suffix}", "publisher-status")
+        self.assertEqual((state, text), ("ok", f"Renamed to Studio {suffix} Ltd."))
+
+        fill(driver, "application-create", {"publisher": publisher, "name": f"Game {suffix}",
+                                            "mergePolicy": "MERGE_POLICY_PROMPT"})
+        state, text = submit_with_reason(driver, "application-create", f"new game {suffix}",
+                                         "application-create-status")
+        self.assertEqual(state, "ok", text)
+        app_id = text.removeprefix("Created ").removesuffix(".")
+        created = admin_call(self.stack, "rave.identity.v1.IdentityAdmin/GetApplication", {"appId": app_id})
+        self.assertEqual((created["application"]["publisherId"], created["application"]["name"]),
+                         (publisher, f"Game {suffix}"))
+        self.assertEqual(created["application"]["settings"]["mergePolicy"], "MERGE_POLICY_PROMPT")
+
+        driver.find_element(By.ID, "application-created-link").click()
+        harness.wait_for(driver, lambda d: loaded("apps")(d) and text_of(d, "application-id") == app_id,
+                         "the new application is shown")
+        self.assertEqual(text_of(driver, "application-publisher"), publisher)
+        fill(driver, "application-edit", {"name": f"Game {suffix} HD",
+                                          "allowedOrigins": f"https://game-{suffix}.example"})
+        state, text = submit_with_reason(driver, "application-edit", f"web launch {suffix}", "application-edit-status")
+        self.assertEqual((state, text), ("ok", "Saved."))
+        harness.wait_for(driver, lambda d: text_of(d, "application-name") == f"Game {suffix} HD",
+                         "the page shows the new name")
+        edited = admin_call(self.stack, "rave.identity.v1.IdentityAdmin/GetApplication", {"appId": app_id})
+        self.assertEqual(edited["application"]["name"], f"Game {suffix} HD")
+        self.assertEqual(edited["application"]["settings"]["allowedOrigins"], [f"https://game-{suffix}.example"])
+        self.assertEqual(edited["application"]["settings"]["mergePolicy"], "MERGE_POLICY_PROMPT", "kept by the form")
+        harness.wait_for(driver, lambda d: f"web launch {suffix}" in text_of(d, "studio-changes"),
+                         "the recent changes list the edit")
+        for method, reason in (("CreatePublisher", f"new studio {suffix}"), ("UpdatePublisher", f"legal name {suffix}"),
+                               ("CreateApplication", f"new game {suffix}"),
+                               ("UpdateApplication", f"web launch {suffix}")):
+            self.assertTrue(audited(self.stack, f"rave.identity.v1.IdentityAdmin/{method}", reason), method)
+        shot(driver, "26-apps-1280")
+
+        # Wallet: any game as the protocol's JSON, a slot too, which the odds form cannot define (games are shared by
+        # every publisher: an owner of all publishers creates them).
+        open_page(driver, "wallet")
+        slot = {"gameId": f"json-slot-{suffix}", "name": "JSON slot", "slot": {
+            "rows": 1, "reels": [{"symbols": ["cherry", "lemon"]}, {"symbols": ["cherry", "lemon"]}],
+            "paylines": [{"rows": [0, 0]}], "paytable": [{"symbol": "cherry", "count": 2, "multiplier": 3}]}}
+        fill(driver, "game-json-form", {"definition": json.dumps(slot)})
+        state, text = submit_with_reason(driver, "game-json-form", f"new slot {suffix}", "game-json-status")
+        self.assertEqual(state, "ok", text)
+        self.assertIn("return to player 0.75", text)
+        harness.wait_for(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, f'#games tr[data-key="json-slot-{suffix}"]'), "the slot is listed")
+        games = admin_call(self.stack, "rave.wallet.v1.WalletAdmin/ListGames", {})["games"]
+        self.assertIn(f"json-slot-{suffix}", [game["gameId"] for game in games])
+        self.assertTrue(audited(self.stack, "rave.wallet.v1.WalletAdmin/CreateGame", f"new slot {suffix}"))
+        shot(driver, "28-wallet-game-json-1280")
+
+    def test_viewer_is_refused_every_write_of_the_new_panels(self):
+        suffix = uuid.uuid4().hex[:6]
+        player = guest(self.stack)
+        driver = self.signed_in("viewer")
+        viewer = operator_id_of(driver)
+        refusals = [
+            ("players", f"user={player}", "export-form", {}, "player-export-status"),
+            ("wallet", "", "eligibility-form", {"countries": "US"}, "eligibility-status"),
+            ("leaderboards", "", "rebuild-form", {"key": "high-scores"}, "rebuild-status"),
+            ("push", "", "default-language-form", {"language": "de"}, "default-language-status"),
+            ("social", "", "list-form", {"key": f"viewer-{suffix}"}, "list-status"),
+            ("mail", "", "mail-template-form", {"subject": "Hi", "body": "{{code}}"}, "mail-template-status"),
+            ("apps", "", "publisher-create", {"name": f"Viewer {suffix}"}, "publisher-status"),
+            ("apps", "", "application-edit", {"name": "renamed by a viewer"}, "application-edit-status"),
+        ]
+        for page, query, form_id, values, status in refusals:
+            open_page(driver, page, query)
+            harness.wait_for(driver, lambda d: d.find_elements(By.ID, form_id), f"{form_id} shows")
+            fill(driver, form_id, values)
+            state, text = submit_with_reason(driver, form_id, "a viewer trying", status)
+            self.assertEqual(state, "error", f"{form_id}: {text}")
+            self.assertIn("PERMISSION_DENIED (HTTP 403)", text, form_id)
+        # The server changed nothing and recorded nothing for the viewer.
+        self.assertNotIn("accountExport", admin_call(self.stack, "rave.identity.v1.IdentityAdmin/GetUserExport",
+                                                     {"userId": player}))
+        lists = admin_call(self.stack, "rave.social.v1.SocialAdmin/GetLists", {"appId": self.stack.app_id})["lists"]
+        self.assertNotIn(f"viewer-{suffix}", [row["key"] for row in lists])
+        application = admin_call(self.stack, "rave.identity.v1.IdentityAdmin/GetApplication",
+                                 {"appId": self.stack.app_id})["application"]
+        self.assertNotEqual(application["name"], "renamed by a viewer")
+        self.assertEqual(admin_call(self.stack, "rave.identity.v1.IdentityAdmin/ListAuditEvents",
+                                    {"operatorId": viewer}).get("events", []), [])
+        shot(driver, "27-apps-viewer-refused-1280")
 
 
 if __name__ == "__main__":
