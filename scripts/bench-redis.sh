@@ -13,6 +13,7 @@
 # redis-server process over the row, from /proc, divided by the requests). Writes .bench/redis.json.
 #
 # RAVE_BENCH_REDIS_REQUESTS scales the request counts (default 1: ~300,000 requests per unpipelined row).
+# RAVE_BENCH_REDIS_ROWS names the rows to run (default all four, e.g. "zadd" right before a submit benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -22,6 +23,7 @@ command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || {
     exit 1
 }
 scale=${RAVE_BENCH_REDIS_REQUESTS:-1}
+rows=" ${RAVE_BENCH_REDIS_ROWS:-ping-50x1 ping-16xP16 zrevrank-1m zadd} "
 ravectl=.build/release/ravectl
 [ -x "$ravectl" ] || swift build -c release --product ravectl -q
 mkdir -p .bench
@@ -45,7 +47,7 @@ for _ in $(seq 50); do redis-cli "${tls[@]}" PING >/dev/null 2>&1 && break; slee
 redis-cli "${tls[@]}" PING >/dev/null || { cat "$work/redis.log" >&2; exit 1; }
 
 # A 1,000,000-member sorted set, named as redis-benchmark's __rand_int__ spells numbers (12 digits).
-python3 - <<'PY' | redis-cli "${tls[@]}" --pipe >/dev/null
+[[ $rows == *" zrevrank-1m "* ]] && python3 - <<'PY' | redis-cli "${tls[@]}" --pipe >/dev/null
 import random, sys
 out = sys.stdout.buffer
 rng = random.Random(1)
@@ -54,12 +56,13 @@ for i in range(1_000_000):
     score = b"%d" % rng.randrange(10_000_000)
     out.write(b"*4\r\n$4\r\nZADD\r\n$5\r\nboard\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(score), score, len(member), member))
 PY
-[ "$(redis-cli "${tls[@]}" ZCARD board)" = 1000000 ] || { echo "bench-redis: seeding the sorted set failed" >&2; exit 1; }
+[[ $rows != *" zrevrank-1m "* ]] || [ "$(redis-cli "${tls[@]}" ZCARD board)" = 1000000 ] || { echo "bench-redis: seeding the sorted set failed" >&2; exit 1; }
 
 # row NAME REQUESTS redis-benchmark-arguments...: one line of JSON per row into $work/rows.
 row() {
     local name=$1 requests=$2
     shift 2
+    [[ $rows == *" $name "* ]] || return 0
     local before after
     before=$(cpu_ticks "$redis_pid")
     redis-benchmark "${tls[@]}" -n "$requests" --csv "$@" >"$work/$name.csv"

@@ -9,8 +9,8 @@ import RaveTransport
 /// | RAVE_LEADERBOARDS_IDENTITY_ADDRESS | 127.0.0.1:7501 | the identity service, for names on score rows (mTLS); `off`: no names |
 /// | RAVE_LEADERBOARDS_LEASE_SECONDS | 15 | how long a board's lease lasts without renewal (renewed every third of it) |
 /// | RAVE_LEADERBOARDS_ADVERTISE_ADDRESS | RAVE_LISTEN | this instance's RPC address as the gateway's backend list names it |
-/// | RAVE_LEADERBOARDS_CONCURRENT_COMMITS | 4 | group commits of score writes running at once, 1…64 (see `SubmitBatcher`) |
-/// | RAVE_LEADERBOARDS_CONCURRENT_BATCH | 16 | score writes waiting before a commit starts beside running ones, 1…1024 |
+/// | RAVE_LEADERBOARDS_CONCURRENT_COMMITS | 2 | group commits of score writes running at once, 1…64 (see `SubmitBatcher`) |
+/// | RAVE_LEADERBOARDS_CONCURRENT_BATCH | 32 | score writes waiting before a commit starts beside running ones, 1…1024 |
 ///
 /// `off` exists for benchmarks of the engine alone and for deployments without those services.
 struct LeaderboardsConfiguration: Sendable {
@@ -21,9 +21,10 @@ struct LeaderboardsConfiguration: Sendable {
     /// Where other instances and the gateway send calls for the boards this instance owns.
     var advertiseAddress: String = "127.0.0.1:7503"
     /// More overlap lowers latency under load; fewer makes bigger batches, which cost less CPU per score.
-    var concurrentCommits = 4
-    /// A commit slot spent on a batch of one costs PostgreSQL as much CPU as one of twenty.
-    var concurrentBatch = 16
+    var concurrentCommits = 2
+    /// A commit slot spent on a small batch costs PostgreSQL nearly as much CPU as one of thirty: PostgreSQL pays per
+    /// commit, so a second commit starts beside the running one only for a big batch.
+    var concurrentBatch = 32
     /// What was read, for the start-up log line.
     var settings: [(String, String)] = []
 

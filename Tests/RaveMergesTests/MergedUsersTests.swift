@@ -154,6 +154,49 @@ struct MergedUsersTests {
     }
 }
 
+@Suite("Merged users: concurrent misses")
+struct ConcurrentMissTests {
+    @Test("single-id misses of calls running at the same time share one read, and each gets its own answer")
+    func concurrentMissesShareOneRead() async throws {
+        try await ScratchDatabase.with(prefix: "rave_merges_") { url in
+            let pool = try ScratchDatabase.pool(url: url, size: 1)
+            defer { pool.shutdown() }
+            try await pool.withConnection { try await $0.runScript(MergedUsersTable.schema) }
+            let (source, target) = (RaveID.random(), RaveID.random())
+            try await MergedUsersTable.merge(
+                source, into: target, by: MergedUsers(pool: pool, loop: nil, logger: MergedUsersTable.logger),
+                pool: pool)
+            // A process that knows nothing yet: every id below is a miss.
+            let merges = MergedUsers(pool: pool, loop: nil, logger: MergedUsersTable.logger)
+            let ids = [source] + (0..<19).map { _ in RaveID.random() }
+            let (holding, gate) = (Gate(), Gate())
+            let held = Task {
+                try await pool.withConnection { _ in
+                    holding.open()
+                    await gate.wait()
+                }
+            }
+            await holding.wait()
+            let answers = Task {
+                try await withThrowingTaskGroup(of: (RaveID, RaveID).self) { group in
+                    for id in ids { group.addTask { (id, try await merges.resolve(id)) } }
+                    return try await group.reduce(into: [RaveID: RaveID]()) { $0[$1.0] = $1.1 }
+                }
+            }
+            // One read waits for the only connection, the misses that came after it wait for the next read
+            // instead of a connection each.
+            try await eventually {
+                pool.statistics.waiting == 1 && merges.misses.withLock { $0.reading + $0.ids.count } == ids.count
+            }
+            gate.open()
+            try await held.value
+            let resolved = try await answers.value
+            #expect(resolved[source] == target)
+            #expect(ids.dropFirst().allSatisfy { resolved[$0] == $0 })
+        }
+    }
+}
+
 /// A one-method service whose call waits for a gate, standing for a call still writing under an old id.
 struct SlowService: RPCService {
     static let serviceName = "rave.testing.v1.Slow"

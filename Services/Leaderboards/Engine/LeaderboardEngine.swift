@@ -48,7 +48,7 @@ final class LeaderboardEngine: Sendable {
     /// beside running ones (`SubmitBatcher`); `merges` defaults to one that listens to nothing (tools and tests),
     /// which resolves every id from the database.
     init(
-        pool: PostgresPool, clock: WallClock = .system, concurrentCommits: Int = 4, concurrentBatch: Int = 16,
+        pool: PostgresPool, clock: WallClock = .system, concurrentCommits: Int = 2, concurrentBatch: Int = 32,
         merges: MergedUsers? = nil
     ) {
         self.merges = merges ?? MergedUsers(pool: pool, loop: nil, logger: Logger(label: "leaderboards"))

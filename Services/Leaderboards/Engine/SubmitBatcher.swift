@@ -32,7 +32,7 @@ final class SubmitBatcher: Sendable {
     private let minimumConcurrentBatch: Int
 
     init(
-        maximumBatch: Int = 1024, maximumConcurrentCommits: Int = 4, minimumConcurrentBatch: Int = 16,
+        maximumBatch: Int = 1024, maximumConcurrentCommits: Int = 2, minimumConcurrentBatch: Int = 32,
         commit: @escaping Commit
     ) {
         self.maximumBatch = maximumBatch
@@ -61,6 +61,9 @@ final class SubmitBatcher: Sendable {
             if let batch { Task { await self.commitUntilIdle(batch) } }
         }
     }
+
+    /// Writes waiting for a commit to take them.
+    var queuedWrites: Int { state.withLock { $0.writes.count } }
 
     private static func take(_ pending: inout Pending) -> Batch {
         let batch = Batch(writes: pending.writes, waiters: pending.waiters)

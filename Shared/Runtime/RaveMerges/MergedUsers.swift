@@ -14,7 +14,8 @@ import Synchronization
 ///
 /// **Resolving.** `resolve` answers from memory (`MergedUserCache`): a merge is true forever; "not merged" is held
 /// only while the listener is connected (a merge would have been announced) and read from the database on a
-/// miss, one statement for all the ids of a call. Without a listener every resolution reads the database.
+/// miss, one statement for all the ids of a call and for the misses of calls running meanwhile. Without a listener
+/// every resolution reads the database.
 ///
 /// **Nothing written under an old id is lost.** A call may resolve the source just before the redirect and write
 /// under it just after the merge moved the source's rows. So:
@@ -56,10 +57,19 @@ public final class MergedUsers: Service {
     private let sweep = Mutex<Sweep?>(nil)
     let erasureSweep = Mutex<ErasureSweep?>(nil)
     private let listener = Mutex<PostgresListener?>(nil)
+    /// Single-id resolutions waiting for a shared read (`resolveWithOthers`).
+    let misses = Mutex(Misses())
     /// Sources (and erased users) whose writes this process has accounted for (merged, erased here or swept);
     /// bounded, oldest dropped first.
     let settled = Mutex(RecentSet(capacity: 10_000))
     let stopped = ShutdownLatch()
+
+    struct Misses {
+        var ids: [RaveID] = []
+        var waiters: [CheckedContinuation<RaveID, any Error>] = []
+        /// Ids in the read that runs; 0 when none does.
+        var reading = 0
+    }
 
     public var name: String { "merged-users" }
 
@@ -86,9 +96,47 @@ public final class MergedUsers: Service {
         // The common case, without the arrays of the general path: a player known not to be merged.
         let listening = listener.withLock { $0 }?.listeningGeneration
         if let listening, cache.withLock({ $0.isKnownUnmerged(id, listening: listening, now: .now) }) { return id }
-        let resolved = try await resolve([id])[0]
+        let resolved = try await resolveWithOthers(id)
         if cache.withLock({ $0.isErased(id) || $0.isErased(resolved) }) { throw ErasureError.erased }
         return resolved
+    }
+
+    /// `resolve([id])`, read together with the misses of concurrent calls: the first miss starts a read at once,
+    /// those that arrive while it runs share the next one (one statement for a burst of new players instead of one
+    /// each).
+    private func resolveWithOthers(_ id: RaveID) async throws -> RaveID {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<RaveID, any Error>) in
+            let startsRead = misses.withLock { misses -> Bool in
+                misses.ids.append(id)
+                misses.waiters.append(continuation)
+                guard misses.reading == 0 else { return false }
+                misses.reading = 1
+                return true
+            }
+            // Unowned on purpose, and bounded: it runs only while callers wait on it and ends when none is queued.
+            if startsRead { Task { await self.readMissesUntilIdle() } }
+        }
+    }
+
+    private func readMissesUntilIdle() async {
+        while true {
+            let (ids, waiters) = misses.withLock { misses -> ([RaveID], [CheckedContinuation<RaveID, any Error>]) in
+                misses.reading = misses.ids.count
+                guard !misses.ids.isEmpty else { return ([], []) }
+                defer {
+                    misses.ids = []
+                    misses.waiters = []
+                }
+                return (misses.ids, misses.waiters)
+            }
+            guard !waiters.isEmpty else { return }
+            do {
+                let resolved = try await resolve(ids)
+                for (waiter, target) in zip(waiters, resolved) { waiter.resume(returning: target) }
+            } catch {
+                for waiter in waiters { waiter.resume(throwing: error) }
+            }
+        }
     }
 
     /// `resolve` for each id, in order, with at most one database read per hop for all of them; erased ids stay
