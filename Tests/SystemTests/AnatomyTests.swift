@@ -89,12 +89,24 @@ struct AnatomyTests {
         if name != "Gateway" { #expect(text.contains("var rpcServices: [any RPCService]")) }
     }
 
+    /// The services whose own code acts on a refusal's kind (push, wallet); the others hold the status code itself.
+    static let kindDecidesTheStatus: Set<String> = ["Push", "Wallet"]
+
     @Test(arguments: dataServices)
     func theErrorFileHoldsTheErrorTypeAndTheRequestLimits(_ name: String) throws {
         let text = try Self.sources(of: name).first { $0.path == "\(name)Error.swift" }?.text ?? ""
-        #expect(text.contains("struct \(name)Error: Error"))
-        #expect(text.contains("RPCStatusConvertible"))
+        let shape = Self.kindDecidesTheStatus.contains(name) ? "StatusError" : "StatusCodeError"
+        #expect(text.contains("struct \(name)Error: \(shape) {"))
         #expect(text.contains("enum RequestLimits"))
+    }
+
+    /// Refusals become statuses in one place, `StatusError.rpcError`: no service writes that mapping again.
+    @Test(arguments: dataServices)
+    func noServiceMapsItsErrorsToStatusesItself(_ name: String) throws {
+        for source in try Self.sources(of: name) {
+            #expect(!source.text.contains("var rpcError"), "\(name)/\(source.path) maps its errors itself")
+            #expect(!source.text.contains("RPCStatusConvertible"), "\(name)/\(source.path) maps its errors itself")
+        }
     }
 
     @Test(arguments: dataServices)
