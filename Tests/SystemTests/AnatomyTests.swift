@@ -130,6 +130,29 @@ struct AnatomyTests {
         #expect(participants.first?.text.contains("\(name)MergeParticipant: MergeV1.MergeParticipantHandler") == true)
     }
 
+    /// A handler is named for the service block it serves (docs/ARCHITECTURE.md, "Anatomy of a service"): the
+    /// player block `<Name>` is `PlayerHandlers`, a block `<Name><Block>` is `<Block>Handlers` (`AdminHandlers`,
+    /// `InternalHandlers`, gifts' `InstallHandlers`), a block every service serves (`MergeParticipant`, `EventSink`,
+    /// …) is `<Name><Block>`; each is declared in `Handlers/<type>.swift`.
+    @Test(arguments: dataServices.filter { $0 != "Leaderboards" })
+    func handlersAreNamedForTheBlockTheyServe(_ name: String) throws {
+        let conformance = try Regex(#"(?:struct|final class) (\w+): \w+V1\.(\w+)Handler\b"#)
+        var handlers: [String] = []
+        for source in try Self.sources(of: name) {
+            for match in source.text.matches(of: conformance) {
+                let type = String(match.output[1].substring ?? "")
+                let block = String(match.output[2].substring ?? "")
+                let expected =
+                    block.hasPrefix(name)
+                    ? (block == name ? "Player" : String(block.dropFirst(name.count))) + "Handlers" : name + block
+                #expect(type == expected, "\(name)/\(source.path): the handler of \(block) is named \(type)")
+                #expect(source.path == "Handlers/\(type).swift", "\(name): \(type) is declared in \(source.path)")
+                handlers.append(type)
+            }
+        }
+        #expect(handlers.contains("PlayerHandlers"))
+    }
+
     @Test(arguments: executables)
     func sqlLivesOnlyInStores(_ name: String) throws {
         let sql = try Regex(#"^\s*"*\s*(SELECT|INSERT INTO|DELETE FROM|UPDATE [a-z_]+ (?:[a-z]+ )?SET)\b"#)
