@@ -30,12 +30,13 @@ let package = Package(
         .target(name: "CRaveSystem", path: "Shared/System/CRaveSystem"),
         .target(name: "CRaveTLS", dependencies: ["COpenSSL"], path: "Shared/System/CRaveTLS"),
 
-        // MARK: - Shared/Core: crypto, tokens, outbound HTTP, logs and metrics
+        // MARK: - Shared/Core: crypto, tokens, outbound HTTP, logs and metrics, JSON strings
         .target(name: "RaveCrypto", dependencies: ["COpenSSL"], path: "Shared/Core/RaveCrypto"),
-        .target(name: "RaveAuth", dependencies: ["RaveCrypto"], path: "Shared/Core/RaveAuth"),
+        .target(name: "RaveAuth", dependencies: ["RaveCrypto", "RaveJSON"], path: "Shared/Core/RaveAuth"),
         .target(name: "RaveHTTPClient", dependencies: ["CCurl"], path: "Shared/Core/RaveHTTPClient"),
         .target(name: "RaveMail", dependencies: ["CCurl"], path: "Shared/Core/RaveMail"),
         .target(name: "RaveTelemetry", path: "Shared/Core/RaveTelemetry"),
+        .target(name: "RaveJSON", path: "Shared/Core/RaveJSON"),
 
         // MARK: - Shared/Transport: event loops, TCP, TLS, HTTP/1.1 servers
         .target(
@@ -48,7 +49,9 @@ let package = Package(
         // MARK: - Shared/Wire: frames and protobuf
         .target(name: "RaveWire", path: "Shared/Wire/RaveWire"),
         .target(name: "RaveProtobuf", dependencies: ["CProtobufC"], path: "Shared/Wire/RaveProtobuf"),
-        .target(name: "RaveDynamic", dependencies: ["CRaveProto", "CProtobufC"], path: "Shared/Wire/RaveDynamic"),
+        .target(
+            name: "RaveDynamic", dependencies: ["CRaveProto", "CProtobufC", "RaveJSON"], path: "Shared/Wire/RaveDynamic"
+        ),
 
         // MARK: - Shared/Generated: made from Proto/ by scripts/generate-proto.sh (committed, never edited)
         .target(name: "CRaveProto", dependencies: ["CProtobufC"], path: "Shared/Generated/CRaveProto"),
@@ -107,7 +110,9 @@ let package = Package(
         ),
         .target(
             name: "RaveMerges",
-            dependencies: ["RaveMessages", "RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport"],
+            dependencies: [
+                "RaveMessages", "RavePostgres", "RaveRPC", "RaveRuntime", "RaveTelemetry", "RaveTransport", "RaveJSON",
+            ],
             path: "Shared/Runtime/RaveMerges"
         ),
 
@@ -137,7 +142,7 @@ let package = Package(
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
                 "RaveTelemetry", "RaveTransport", "RaveOutbox", "RaveEvents", "RaveCrypto", "RaveAuth", "RaveMail",
-                "RaveDynamic", "RaveGatewayRules",
+                "RaveDynamic", "RaveGatewayRules", "RaveJSON",
             ],
             path: "Services/Identity",
             exclude: ["Main"],
@@ -185,7 +190,7 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RaveTelemetry",
-                "RaveTransport", "RaveHTTP", "RaveAuth", "RaveDynamic", "RaveGatewayRules",
+                "RaveTransport", "RaveHTTP", "RaveAuth", "RaveDynamic", "RaveGatewayRules", "RaveJSON",
             ],
             path: "Services/Gateway",
             exclude: ["Main"]
@@ -196,7 +201,7 @@ let package = Package(
             name: "Push",
             dependencies: [
                 "RaveMerges", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf", "RavePostgres",
-                "RaveTelemetry", "RaveCrypto", "RaveHTTPClient", "RaveEvents",
+                "RaveTelemetry", "RaveCrypto", "RaveHTTPClient", "RaveEvents", "RaveJSON",
             ],
             path: "Services/Push",
             exclude: ["Main"],
@@ -354,6 +359,7 @@ let package = Package(
             path: "Tests/IdentityTests"
         ),
         .testTarget(name: "RaveAuthTests", dependencies: ["RaveAuth"], path: "Tests/RaveAuthTests"),
+        .testTarget(name: "RaveJSONTests", dependencies: ["RaveJSON"], path: "Tests/RaveJSONTests"),
         .testTarget(name: "RaveCryptoTests", dependencies: ["RaveCrypto"], path: "Tests/RaveCryptoTests"),
         .testTarget(
             name: "RaveMailTests", dependencies: ["RaveMail", "RaveTestSupport", "RaveTransport"],

@@ -5,33 +5,26 @@ import RaveRuntime
 ///
 /// A refusal may carry what `RPCError` carries beyond its status: an encoded detail message and "not processed"
 /// (the password hashing refusal's RetryInfo).
-struct IdentityError: Error, Hashable, RPCStatusConvertible, CustomStringConvertible {
+struct IdentityError: StatusCodeError {
     var code: StatusCode
     var message: String
     var details: [UInt8] = []
     var notProcessed = false
 
-    var rpcError: RPCError? { RPCError(code, message, details: details, notProcessed: notProcessed) }
     /// As `RPCError` words it, so failures recorded or logged as text read as before.
     var description: String { RPCError(code, message).description }
-
-    static func invalidArgument(_ message: String) -> Self { Self(code: .invalidArgument, message: message) }
-    static func notFound(_ message: String) -> Self { Self(code: .notFound, message: message) }
-    static func alreadyExists(_ message: String) -> Self { Self(code: .alreadyExists, message: message) }
-    static func permissionDenied(_ message: String) -> Self { Self(code: .permissionDenied, message: message) }
-    static func failedPrecondition(_ message: String) -> Self { Self(code: .failedPrecondition, message: message) }
-    static func resourceExhausted(_ message: String) -> Self { Self(code: .resourceExhausted, message: message) }
-    static func unauthenticated(_ message: String) -> Self { Self(code: .unauthenticated, message: message) }
-    static func aborted(_ message: String) -> Self { Self(code: .aborted, message: message) }
-    static func unavailable(_ message: String) -> Self { Self(code: .unavailable, message: message) }
-    static func internalError(_ message: String) -> Self { Self(code: .internal, message: message) }
 
     /// A refusal of the checks shared by every service (`RequestChecks`, `TextRule`), kept word for word.
     init(_ error: RPCError) {
         self.init(code: error.code, message: error.message, details: error.details, notProcessed: error.notProcessed)
     }
 
-    init(code: StatusCode, message: String, details: [UInt8] = [], notProcessed: Bool = false) {
+    init(code: StatusCode, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    init(code: StatusCode, message: String, details: [UInt8], notProcessed: Bool = false) {
         self.code = code
         self.message = message
         self.details = details

@@ -41,8 +41,8 @@ final class LeaderboardsDependencies: Sendable {
     /// erasures' drains, the participants' must not.
     var rpcServices: [any RPCService] {
         [
-            engine.merges.track(LeaderboardsService(dependencies: self)), LeaderboardsAdminService(dependencies: self),
-            LeaderboardsMergeParticipant(dependencies: self), LeaderboardsInternalService(dependencies: self),
+            engine.merges.track(PlayerHandlers(dependencies: self)), AdminHandlers(dependencies: self),
+            LeaderboardsMergeParticipant(dependencies: self), InternalHandlers(dependencies: self),
             LeaderboardsErasureParticipant(dependencies: self), LeaderboardsExportParticipant(dependencies: self),
         ]
     }

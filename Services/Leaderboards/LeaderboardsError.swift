@@ -3,7 +3,7 @@ import RaveRPC
 import RaveRuntime
 
 /// Everything the leaderboards service refuses, with the status each becomes (the module's one error type).
-struct LeaderboardsError: Error, Hashable, RPCStatusConvertible, CustomStringConvertible {
+struct LeaderboardsError: StatusCodeError {
     var code: StatusCode
     var message: String
     /// An encoded message the method documents (`NotBoardOwner`), for callers that act on the refusal.
@@ -11,16 +11,15 @@ struct LeaderboardsError: Error, Hashable, RPCStatusConvertible, CustomStringCon
     /// Nothing was done, so the call may be sent again (elsewhere).
     var notProcessed = false
 
-    var rpcError: RPCError? { RPCError(code, message, details: details, notProcessed: notProcessed) }
-    var description: String { message }
-
-    static func invalidArgument(_ message: String) -> Self { Self(code: .invalidArgument, message: message) }
-    static func failedPrecondition(_ message: String) -> Self { Self(code: .failedPrecondition, message: message) }
-    static func notFound(_ message: String) -> Self { Self(code: .notFound, message: message) }
-    static func unavailable(_ message: String) -> Self { Self(code: .unavailable, message: message) }
-
     static func unknownLeaderboard(_ key: String) -> Self { .notFound("no leaderboard with key \"\(key)\"") }
     static func unknownAchievement(_ key: String) -> Self { .notFound("no achievement with key \"\(key)\"") }
+}
+
+extension LeaderboardsError {
+    /// A refusal with nothing beyond its status (an extension, so the memberwise initializer stays).
+    init(code: StatusCode, message: String) {
+        self.init(code: code, message: message, details: [])
+    }
 }
 
 /// The limits on request fields, checked in one place so every method words them alike.

@@ -41,8 +41,8 @@ struct PushDependencies: Sendable {
     /// participants, and the event sink (all but the participants count for merges' and erasures' drains).
     var rpcServices: [any RPCService] {
         [
-            merges.track(PushService(dependencies: self)), merges.track(PushAdminService(dependencies: self)),
-            merges.track(PushInternalService(dependencies: self)), PushMergeParticipant(dependencies: self),
+            merges.track(PlayerHandlers(dependencies: self)), merges.track(AdminHandlers(dependencies: self)),
+            merges.track(InternalHandlers(dependencies: self)), PushMergeParticipant(dependencies: self),
             PushErasureParticipant(dependencies: self), PushExportParticipant(dependencies: self),
             merges.track(PushEventSink(dependencies: self, logger: logger)),
         ]

@@ -1,8 +1,8 @@
 import RaveRPC
 import RaveRuntime
 
-/// Every failure the push service reports on purpose; the RPC layer maps it to a status through `rpcError`.
-struct PushError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatusConvertible {
+/// Every failure the push service reports on purpose; its kind decides the status (`StatusError.rpcError`).
+struct PushError: StatusError {
     /// What went wrong, which decides the status code.
     enum Kind: Hashable, Sendable {
         case invalidArgument
@@ -28,7 +28,7 @@ struct PushError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatusC
 
     var description: String { "\(kind): \(message)" }
 
-    var statusCode: StatusCode {
+    var code: StatusCode {
         switch kind {
         case .invalidArgument: .invalidArgument
         case .notFound: .notFound
@@ -37,8 +37,6 @@ struct PushError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatusC
         case .provider: .unavailable
         }
     }
-
-    var rpcError: RPCError? { RPCError(statusCode, message) }
 }
 
 /// The ranges of push's numeric request fields, as the proto comments state them; the tests compare the two.

@@ -3,20 +3,9 @@ import RaveRPC
 import RaveRuntime
 
 /// Everything the social service refuses, with the status each becomes (the module's one error type).
-struct SocialError: Error, Hashable, RPCStatusConvertible, CustomStringConvertible {
+struct SocialError: StatusCodeError {
     var code: StatusCode
     var message: String
-
-    var rpcError: RPCError? { RPCError(code, message) }
-    var description: String { message }
-
-    static func invalidArgument(_ message: String) -> Self { Self(code: .invalidArgument, message: message) }
-    static func notFound(_ message: String) -> Self { Self(code: .notFound, message: message) }
-    static func alreadyExists(_ message: String) -> Self { Self(code: .alreadyExists, message: message) }
-    static func permissionDenied(_ message: String) -> Self { Self(code: .permissionDenied, message: message) }
-    static func failedPrecondition(_ message: String) -> Self { Self(code: .failedPrecondition, message: message) }
-    static func resourceExhausted(_ message: String) -> Self { Self(code: .resourceExhausted, message: message) }
-    static func unavailable(_ message: String) -> Self { Self(code: .unavailable, message: message) }
 
     static func unknownUser(_ reference: String) -> Self { .notFound("no user matches \(reference)") }
     static let blocked = permissionDenied("one of the two users blocked the other")

@@ -5,13 +5,13 @@ import RaveServices
 // set of dependencies and the committer's counters. `package` access: nothing outside this package sees it.
 extension WalletDependencies {
     /// rave.wallet.v1.Wallet over these dependencies.
-    package var walletHandler: any WalletV1.WalletHandler { WalletService(dependencies: self) }
+    package var walletHandler: any WalletV1.WalletHandler { PlayerHandlers(dependencies: self) }
 
     /// rave.wallet.v1.WalletAdmin over these dependencies.
-    package var adminHandler: any WalletV1.WalletAdminHandler { WalletAdminService(dependencies: self) }
+    package var adminHandler: any WalletV1.WalletAdminHandler { AdminHandlers(dependencies: self) }
 
     /// The most bets one PlaceBets call may carry.
-    package static var maximumBatchSize: Int { WalletService.maximumBatchSize }
+    package static var maximumBatchSize: Int { PlayerHandlers.maximumBatchSize }
 
     /// Group-commit rounds run so far.
     package var roundsRun: Int { committer.roundsRun.load(ordering: .relaxed) }

@@ -48,7 +48,7 @@ package struct WalletDependencies: Sendable {
     /// participant (the calls of the first two count for merges' drains; the participants' must not).
     var rpcServices: [any RPCService] {
         [
-            merges.track(WalletService(dependencies: self)), merges.track(WalletAdminService(dependencies: self)),
+            merges.track(PlayerHandlers(dependencies: self)), merges.track(AdminHandlers(dependencies: self)),
             WalletMergeParticipant(dependencies: self), WalletErasureParticipant(dependencies: self),
             WalletExportParticipant(dependencies: self),
         ]

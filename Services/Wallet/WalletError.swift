@@ -1,8 +1,8 @@
 import RaveRPC
 import RaveRuntime
 
-/// Every failure the wallet reports on purpose; the RPC layer maps it to a status through `rpcError`.
-struct WalletError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatusConvertible {
+/// Every failure the wallet reports on purpose; its kind decides the status (`StatusError.rpcError`).
+struct WalletError: StatusError {
     /// What went wrong, which decides the status code.
     enum Kind: Hashable, Sendable {
         case invalidArgument
@@ -34,7 +34,7 @@ struct WalletError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatu
 
     var description: String { "\(kind): \(message)" }
 
-    var statusCode: StatusCode {
+    var code: StatusCode {
         switch kind {
         case .invalidArgument: .invalidArgument
         case .notFound: .notFound
@@ -47,7 +47,8 @@ struct WalletError: Error, Hashable, Sendable, CustomStringConvertible, RPCStatu
         }
     }
 
-    var rpcError: RPCError? { RPCError(statusCode, message, notProcessed: kind == .unavailable) }
+    /// Identity could not answer, so nothing was done.
+    var notProcessed: Bool { kind == .unavailable }
 }
 
 /// The ranges of the wallet's numeric request fields, as the proto comments state them; the tests compare the two.

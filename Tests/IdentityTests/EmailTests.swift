@@ -1,7 +1,6 @@
 import Foundation
 import RaveMail
 import RaveMessages
-import RaveOutbox
 import RavePostgres
 import RaveRPC
 import RaveTelemetry
@@ -32,16 +31,10 @@ struct EmailTests {
                 configure(&$0)
             }, clock: clock
         ) { harness in
-            var dispatcher = OutboxDispatcher.Configuration()
-            dispatcher.pollInterval = .milliseconds(50)
-            dispatcher.initialBackoff = .milliseconds(20)
-            dispatcher.maximumBackoff = .milliseconds(200)
-            let logger = Logger(label: "mail", level: .critical)
-            let delivery = MergeDelivery(
-                pool: harness.pool, participants: [],
+            let delivery = try harness.participantDelivery(
                 mail: IdentityMailer(
-                    sender: SMTPSender(settings: settings), secrets: harness.dependencies.secretKeys, logger: logger),
-                tls: nil, group: Harness.group, dispatcherConfiguration: dispatcher, logger: logger)
+                    sender: SMTPSender(settings: settings), secrets: harness.dependencies.secretKeys,
+                    logger: Logger(label: "mail", level: .critical)))
             let running = Task { try await delivery.run() }
             var failure: (any Error)?
             do { try await body(harness, sink) } catch { failure = error }
@@ -508,13 +501,10 @@ struct EmailTests {
     /// Without SMTP settings a mail is logged as not sent and counts as delivered (development).
     @Test func withoutSMTPMailsAreMarkedDeliveredUnsent() async throws {
         try await Harness.with { harness in
-            var dispatcher = OutboxDispatcher.Configuration()
-            dispatcher.pollInterval = .milliseconds(50)
-            let logger = Logger(label: "mail", level: .critical)
-            let delivery = MergeDelivery(
-                pool: harness.pool, participants: [],
-                mail: IdentityMailer(sender: nil, secrets: harness.dependencies.secretKeys, logger: logger),
-                tls: nil, group: Harness.group, dispatcherConfiguration: dispatcher, logger: logger)
+            let delivery = try harness.participantDelivery(
+                mail: IdentityMailer(
+                    sender: nil, secrets: harness.dependencies.secretKeys,
+                    logger: Logger(label: "mail", level: .critical)))
             let running = Task { try await delivery.run() }
             let app = try await harness.makeApplication()
             _ = try await signUp(harness, app: app, email: "dev@example.com")

@@ -1,4 +1,5 @@
 import Foundation
+import RaveEvents
 import RaveMessages
 import RaveOutbox
 import RavePostgres
@@ -156,20 +157,29 @@ func statusCode(_ body: () async throws -> Void) async -> (code: StatusCode, mes
 }
 
 extension IdentityHarness {
-    /// The saga delivery to `participants` over mTLS with identity's certificate of `certificates`, polling every
-    /// 50 ms and retrying after 20 ms, so a story's participants are called without the production waits.
+    /// Identity's mTLS client context, from its certificate in `certificates`.
+    static func identityClientTLS(certificates: String) throws -> TLSContext {
+        try TLSContext(
+            .client(
+                trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/identity.pem",
+                privateKeyPath: "\(certificates)/identity-key.pem"))
+    }
+
+    /// The outbox delivery (saga participants, event sinks, mail) without the production waits.
+    ///
+    /// It polls every 50 ms and retries after 20 ms (at most 200 ms apart). Participants are called over mTLS with
+    /// identity's certificate of `certificates`; without certificates, none is.
     func participantDelivery(
-        to participants: [IdentityConfiguration.MergeParticipant], certificates: String
+        to participants: [IdentityConfiguration.MergeParticipant] = [], certificates: String? = nil,
+        events: EventSinks? = nil, mail: IdentityMailer? = nil
     ) throws -> MergeDelivery {
         var dispatcher = OutboxDispatcher.Configuration()
         dispatcher.pollInterval = .milliseconds(50)
         dispatcher.initialBackoff = .milliseconds(20)
+        dispatcher.maximumBackoff = .milliseconds(200)
         return MergeDelivery(
-            pool: pool, participants: participants,
-            tls: try TLSContext(
-                .client(
-                    trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/identity.pem",
-                    privateKeyPath: "\(certificates)/identity-key.pem")),
+            pool: pool, participants: participants, events: events, mail: mail,
+            tls: try certificates.map { try Self.identityClientTLS(certificates: $0) },
             group: Self.group, dispatcherConfiguration: dispatcher, callTimeout: .seconds(5),
             logger: Logger(label: "participant-delivery", level: .critical))
     }

@@ -1,7 +1,6 @@
 import Foundation
 import RaveEvents
 import RaveMessages
-import RaveOutbox
 import RavePostgres
 import RaveRPC
 import RaveServices
@@ -53,19 +52,11 @@ struct ProviderLinkEventTests {
                 return
             }
 
-            var dispatcher = OutboxDispatcher.Configuration()
-            dispatcher.pollInterval = .milliseconds(50)
-            dispatcher.initialBackoff = .milliseconds(20)
-            let tls = try TLSContext(
-                .client(
-                    trustRootsPath: "\(certificates)/ca.pem", certificateChainPath: "\(certificates)/identity.pem",
-                    privateKeyPath: "\(certificates)/identity-key.pem"))
             let events = EventSinks(
                 addresses: [EventSinkAddress(name: "gifts", host: "127.0.0.1", port: server.localPort)],
-                source: "identity", tls: tls, group: Harness.group, logger: Logger(label: "sinks", level: .critical))
-            let delivery = MergeDelivery(
-                pool: harness.pool, participants: [], events: events, tls: tls, group: Harness.group,
-                dispatcherConfiguration: dispatcher, logger: Logger(label: "delivery", level: .critical))
+                source: "identity", tls: try Harness.identityClientTLS(certificates: certificates),
+                group: Harness.group, logger: Logger(label: "sinks", level: .critical))
+            let delivery = try harness.participantDelivery(certificates: certificates, events: events)
             let running = Task { try await delivery.run() }
             let deadline = ContinuousClock.now + .seconds(20)
             while sink.linked.count < 4, ContinuousClock.now < deadline {

@@ -13,11 +13,11 @@ struct PeerProviderTests {
     /// A service wired like production's, over `pool`, with the harness's peers.
     static func service(
         pool: PostgresPool, peers: PeerHarness, profileTimeToLive: Duration = .seconds(60)
-    ) -> (ServiceFixture, LeaderboardsService) {
+    ) -> (ServiceFixture, PlayerHandlers) {
         let fixture = ServiceFixture(pool: pool)
         var configuration = IdentityProfileProvider.Configuration()
         configuration.timeToLive = profileTimeToLive
-        let player = LeaderboardsService(
+        let player = PlayerHandlers(
             dependencies: LeaderboardsDependencies(
                 engine: fixture.engine, friends: SocialFriendsProvider(caller: peers.client),
                 profiles: IdentityProfileProvider(

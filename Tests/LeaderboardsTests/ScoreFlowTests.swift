@@ -14,8 +14,8 @@ struct ServiceFixture {
     let friends = StaticFriendsProvider()
     let profiles = StaticProfileProvider()
     let engine: LeaderboardEngine
-    let player: LeaderboardsService
-    let admin: LeaderboardsAdminService
+    let player: PlayerHandlers
+    let admin: AdminHandlers
     let merge: LeaderboardsMergeParticipant
     let app: String
 
@@ -32,8 +32,8 @@ struct ServiceFixture {
         clock = ManualClock(start)
         engine = LeaderboardEngine(pool: pool, clock: clock.wallClock, merges: merges)
         let dependencies = LeaderboardsDependencies(engine: engine, friends: friends, profiles: profiles)
-        player = LeaderboardsService(dependencies: dependencies)
-        admin = LeaderboardsAdminService(dependencies: dependencies)
+        player = PlayerHandlers(dependencies: dependencies)
+        admin = AdminHandlers(dependencies: dependencies)
         merge = LeaderboardsMergeParticipant(dependencies: dependencies)
     }
 

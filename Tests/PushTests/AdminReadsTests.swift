@@ -55,8 +55,8 @@ struct AdminReadsTests {
     }
 
     @Test func maskedTokensKeepOnlyTheLastSixCharactersOfLongTokens() {
-        #expect(PushAdminService.maskedToken("0123456789ab") == "…6789ab")
-        #expect(PushAdminService.maskedToken("0123456789a") == "…")
-        #expect(PushAdminService.maskedToken("") == "…")
+        #expect(AdminHandlers.maskedToken("0123456789ab") == "…6789ab")
+        #expect(AdminHandlers.maskedToken("0123456789a") == "…")
+        #expect(AdminHandlers.maskedToken("") == "…")
     }
 }

@@ -65,4 +65,26 @@ struct ConsentRulesTests {
         let small = PushV1.Notification(title: "t", body: "\"quoted\"\n")
         #expect(throws: Never.self) { try ProviderPayload.checkSize(small, ttlSeconds: 60) }
     }
+
+    /// The provider bodies escape strings as every JSON the backend writes does (`JSONString`): no raw control
+    /// character or DEL reaches APNs or FCM, and the text reads back unchanged.
+    @Test func payloadsEscapeControlCharactersAndDELAndReadBackUnchanged() throws {
+        let title = "say \"hi\" \\ \u{1B}[1m\u{7F}\u{0}"
+        let body = "line\nnext\ttab 漢字 😀 \u{2028}"
+        let notification = PushV1.Notification(
+            title: title, body: body, data: [PushV1.DataEntry(key: "k\u{7F}", value: "v\u{1}")])
+        for payload in [
+            ProviderPayload.apns(notification, sound: false),
+            ProviderPayload.fcm(notification, token: "t", ttlSeconds: 1),
+        ] {
+            #expect(!payload.utf8.contains { $0 < 0x20 || $0 == 0x7F }, "\(payload)")
+            #expect(payload.contains(#"\u007f"#))
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+            let alert =
+                (object["aps"] as? [String: Any])?["alert"] as? [String: Any]
+                ?? (object["message"] as? [String: Any])?["notification"] as? [String: Any]
+            #expect(alert?["title"] as? String == title)
+            #expect(alert?["body"] as? String == body)
+        }
+    }
 }

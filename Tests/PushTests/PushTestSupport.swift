@@ -21,9 +21,9 @@ struct PushFixture {
     let connectionString: String
     let clock: ManualClock
     let dependencies: PushDependencies
-    var service: PushService { PushService(dependencies: dependencies) }
-    var admin: PushAdminService { PushAdminService(dependencies: dependencies) }
-    var internalService: PushInternalService { PushInternalService(dependencies: dependencies) }
+    var service: PlayerHandlers { PlayerHandlers(dependencies: dependencies) }
+    var admin: AdminHandlers { AdminHandlers(dependencies: dependencies) }
+    var internalService: InternalHandlers { InternalHandlers(dependencies: dependencies) }
 
     /// Runs `body` against a fresh migrated database whose clock starts at `now`; drops the database afterwards.
     static func with<Result>(

@@ -22,7 +22,9 @@ struct ExportHelperTests {
         let parsed = try object(record)
         for (index, text) in texts.enumerated() { #expect(parsed["text_\(index)"] as? String == text) }
         #expect(parsed["key \"with\" quote\n"] as? String == "value")
-        #expect(String(decoding: ExportRecord.quoted("a\"b\\c\n\u{1}"), as: UTF8.self) == #""a\"b\\c\n\u0001""#)
+        var small = ExportRecord()
+        small.string("k", "a\"b\\c\n\u{1}\u{7F}")
+        #expect(String(decoding: small.json, as: UTF8.self) == #"{"k":"a\"b\\c\n\u0001\u007f"}"#)
     }
 
     /// Each kind of field in the documented form: ids as hex, int64 as decimal strings, small ints as numbers,

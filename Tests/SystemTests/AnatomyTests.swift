@@ -89,12 +89,24 @@ struct AnatomyTests {
         if name != "Gateway" { #expect(text.contains("var rpcServices: [any RPCService]")) }
     }
 
+    /// The services whose own code acts on a refusal's kind (push, wallet); the others hold the status code itself.
+    static let kindDecidesTheStatus: Set<String> = ["Push", "Wallet"]
+
     @Test(arguments: dataServices)
     func theErrorFileHoldsTheErrorTypeAndTheRequestLimits(_ name: String) throws {
         let text = try Self.sources(of: name).first { $0.path == "\(name)Error.swift" }?.text ?? ""
-        #expect(text.contains("struct \(name)Error: Error"))
-        #expect(text.contains("RPCStatusConvertible"))
+        let shape = Self.kindDecidesTheStatus.contains(name) ? "StatusError" : "StatusCodeError"
+        #expect(text.contains("struct \(name)Error: \(shape) {"))
         #expect(text.contains("enum RequestLimits"))
+    }
+
+    /// Refusals become statuses in one place, `StatusError.rpcError`: no service writes that mapping again.
+    @Test(arguments: dataServices)
+    func noServiceMapsItsErrorsToStatusesItself(_ name: String) throws {
+        for source in try Self.sources(of: name) {
+            #expect(!source.text.contains("var rpcError"), "\(name)/\(source.path) maps its errors itself")
+            #expect(!source.text.contains("RPCStatusConvertible"), "\(name)/\(source.path) maps its errors itself")
+        }
     }
 
     @Test(arguments: dataServices)
@@ -116,6 +128,29 @@ struct AnatomyTests {
         }
         #expect(participants.map(\.path) == ["Handlers/\(name)MergeParticipant.swift"])
         #expect(participants.first?.text.contains("\(name)MergeParticipant: MergeV1.MergeParticipantHandler") == true)
+    }
+
+    /// A handler is named for the service block it serves (docs/ARCHITECTURE.md, "Anatomy of a service"): the
+    /// player block `<Name>` is `PlayerHandlers`, a block `<Name><Block>` is `<Block>Handlers` (`AdminHandlers`,
+    /// `InternalHandlers`, gifts' `InstallHandlers`), a block every service serves (`MergeParticipant`, `EventSink`,
+    /// …) is `<Name><Block>`; each is declared in `Handlers/<type>.swift`.
+    @Test(arguments: dataServices)
+    func handlersAreNamedForTheBlockTheyServe(_ name: String) throws {
+        let conformance = try Regex(#"(?:struct|final class) (\w+): \w+V1\.(\w+)Handler\b"#)
+        var handlers: [String] = []
+        for source in try Self.sources(of: name) {
+            for match in source.text.matches(of: conformance) {
+                let type = String(match.output[1].substring ?? "")
+                let block = String(match.output[2].substring ?? "")
+                let expected =
+                    block.hasPrefix(name)
+                    ? (block == name ? "Player" : String(block.dropFirst(name.count))) + "Handlers" : name + block
+                #expect(type == expected, "\(name)/\(source.path): the handler of \(block) is named \(type)")
+                #expect(source.path == "Handlers/\(type).swift", "\(name): \(type) is declared in \(source.path)")
+                handlers.append(type)
+            }
+        }
+        #expect(handlers.contains("PlayerHandlers"))
     }
 
     @Test(arguments: executables)

@@ -73,7 +73,7 @@ import Testing
             let dependencies = WalletDependencies(pool: fixture.pool, users: IdentityUserDirectory(identity: closed))
             let user = RaveID.random()
             do {
-                _ = try await WalletAdminService(dependencies: dependencies).deposit(
+                _ = try await AdminHandlers(dependencies: dependencies).deposit(
                     .init(transfer: Self.transfer(user.hex)), context: WalletFixture.adminContext())
                 Issue.record("a deposit went through without identity")
             } catch {

@@ -19,8 +19,8 @@ struct WalletFixture {
 
     let pool: PostgresPool
     let dependencies: WalletDependencies
-    var service: WalletService { WalletService(dependencies: dependencies) }
-    var admin: WalletAdminService { WalletAdminService(dependencies: dependencies) }
+    var service: PlayerHandlers { PlayerHandlers(dependencies: dependencies) }
+    var admin: AdminHandlers { AdminHandlers(dependencies: dependencies) }
     var merge: WalletMergeParticipant { WalletMergeParticipant(dependencies: dependencies) }
 
     /// Runs `body` against a fresh migrated database with a USD currency (2 decimals), a sample slot "slot" and

@@ -2,6 +2,7 @@ import Foundation
 import RaveDynamic
 import RaveGatewayRules
 import RaveHTTP
+import RaveJSON
 import RaveMessages
 import RaveRPC
 import RaveRuntime
@@ -28,8 +29,8 @@ extension HTTPFrontDoor {
 
     /// `{"code": 16, "status": "UNAUTHENTICATED", "message": "…", "details": "<base64>", "notProcessed": false}`.
     static func errorBody(_ error: RPCError) -> String {
-        "{\"code\": \(error.code.rawValue), \"status\": \(JSONText.quoted(RPCMetrics.statusName(error.code))), "
-            + "\"message\": \(JSONText.quoted(error.message)), "
+        "{\"code\": \(error.code.rawValue), \"status\": \(JSONString.quoted(RPCMetrics.statusName(error.code))), "
+            + "\"message\": \(JSONString.quoted(error.message)), "
             + "\"details\": \"\(Data(error.details).base64EncodedString())\", "
             + "\"notProcessed\": \(error.notProcessed)}"
     }

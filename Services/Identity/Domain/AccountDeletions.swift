@@ -1,5 +1,5 @@
 import Foundation
-import RaveDynamic
+import RaveJSON
 import RaveMessages
 import RaveOutbox
 import RavePostgres
@@ -136,18 +136,18 @@ struct AccountDeletions: Sendable {
     /// A deletion's state for the audit log: `{"status": "none"}`, or its id, status and due time; `requested`
     /// names the id an operator gave when it was a merged-away one.
     static func state(_ deletion: AccountDeletionRecord?, requested: RaveID) -> String {
-        var fields: [(String, String)] = [("status", JSONText.quoted("none"))]
+        var fields: [(String, String)] = [("status", JSONString.quoted("none"))]
         if let deletion {
             fields = [
-                ("deletion_id", JSONText.quoted(deletion.id.hex)),
-                ("status", JSONText.quoted(AccountDeletionStore.name(deletion.status))),
+                ("deletion_id", JSONString.quoted(deletion.id.hex)),
+                ("status", JSONString.quoted(AccountDeletionStore.name(deletion.status))),
                 ("due_at_unix_ms", String(deletion.message.dueAtUnixMs)),
             ]
         }
         if let deletion, deletion.userID != requested {
-            fields.append(("requested_user_id", JSONText.quoted(requested.hex)))
+            fields.append(("requested_user_id", JSONString.quoted(requested.hex)))
         }
-        return "{" + fields.map { "\(JSONText.quoted($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
+        return "{" + fields.map { "\(JSONString.quoted($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 
     /// FAILED_PRECONDITION when one of `users` is deleted or has a deletion in progress.

@@ -1,5 +1,5 @@
 import Foundation
-import RaveDynamic
+import RaveJSON
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -43,14 +43,14 @@ enum Bans {
         var fields: [(String, String)] = []
         if let ban, ban.applies(at: now) {
             fields = [
-                ("banned", "true"), ("reason", JSONText.quoted(ban.reason)),
+                ("banned", "true"), ("reason", JSONString.quoted(ban.reason)),
                 ("until_unix_ms", String(ban.until?.unixMilliseconds ?? 0)),
             ]
         } else {
             fields = [("banned", "false")]
         }
-        if let requested { fields.append(("requested_user_id", JSONText.quoted(requested.hex))) }
-        return "{" + fields.map { "\(JSONText.quoted($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
+        if let requested { fields.append(("requested_user_id", JSONString.quoted(requested.hex))) }
+        return "{" + fields.map { "\(JSONString.quoted($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 
     /// "2030-05-01T12:00:00Z".

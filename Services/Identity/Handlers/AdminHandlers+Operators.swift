@@ -1,6 +1,7 @@
 import Foundation
 import RaveAuth
 import RaveGatewayRules
+import RaveJSON
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -101,7 +102,7 @@ extension AdminHandlers {
 
     /// An operator's state for the audit log, as JSON.
     static func state(_ record: OperatorRecord) -> String {
-        "{\"email\": \(jsonString(record.email)), \"role\": \(jsonString(record.grant.role.description)), "
-            + "\"publisher_id\": \(jsonString(record.grant.publisherScope)), \"disabled\": \(record.disabled)}"
+        "{\"email\": \(JSONString.quoted(record.email)), \"role\": \(JSONString.quoted(record.grant.role.description)), "
+            + "\"publisher_id\": \(JSONString.quoted(record.grant.publisherScope)), \"disabled\": \(record.disabled)}"
     }
 }

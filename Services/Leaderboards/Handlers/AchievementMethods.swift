@@ -1,7 +1,7 @@
 import RaveMessages
 import RaveRPC
 
-extension LeaderboardsService {
+extension PlayerHandlers {
     func listAchievements(
         _ request: LeaderboardsV1.ListAchievementsRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.ListAchievementsResponse {

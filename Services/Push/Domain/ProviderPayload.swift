@@ -1,4 +1,5 @@
 import Foundation
+import RaveJSON
 import RaveMessages
 
 /// The JSON bodies APNs and FCM receive, built by hand because they are small and on the delivery hot path.
@@ -60,29 +61,12 @@ struct JSONObject {
     var text: String { "{" + body + "}" }
 
     mutating func add(_ key: String, _ value: String) {
-        addRaw(key, Self.quoted(value))
+        addRaw(key, JSONString.quoted(value))
     }
 
     /// Adds a value that is already JSON text.
     mutating func addRaw(_ key: String, _ json: String) {
         if !body.isEmpty { body += "," }
-        body += Self.quoted(key) + ":" + json
-    }
-
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += "\\u00" + String(scalar.value >> 4, radix: 16) + String(scalar.value & 0xF, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        body += JSONString.quoted(key) + ":" + json
     }
 }

@@ -70,7 +70,7 @@ struct RoundPlay {
             for bet in unit {
                 var result = Self.baseResult(bet)
                 result.status = .failed
-                result.errorCode = error.statusCode.rawValue
+                result.errorCode = error.code.rawValue
                 result.errorMessage = unit.count > 1 ? "chain \(bet.chainID) failed: \(error.message)" : error.message
                 bets.append(bet, status: "failed", payout: 0, seedID: nil, nonce: nil, result: result.protobufBytes())
                 results.append(result)

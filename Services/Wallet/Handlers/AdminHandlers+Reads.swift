@@ -3,7 +3,7 @@ import RavePostgres
 import RaveRPC
 
 /// The operator reads of rave.wallet.v1.WalletAdmin: the catalog's lists and a player's ledger.
-extension WalletAdminService {
+extension AdminHandlers {
     func listCurrencies(
         _ request: WalletV1.ListCurrenciesRequest, context: RequestContext
     ) async throws -> WalletV1.ListCurrenciesResponse {

@@ -5,7 +5,7 @@ import RaveRPC
 import RaveRuntime
 
 /// rave.wallet.v1.WalletAdmin: currencies, games, eligibility and operator money movements.
-struct WalletAdminService: WalletV1.WalletAdminHandler {
+struct AdminHandlers: WalletV1.WalletAdminHandler {
     let dependencies: WalletDependencies
 
     func createCurrency(

@@ -1,4 +1,5 @@
 import Foundation
+import RaveJSON
 
 /// The claims of a Rave access token: a compact JWT signed with Ed25519 (`alg` "EdDSA").
 ///
@@ -59,9 +60,10 @@ public struct AccessTokenClaims: Sendable, Hashable {
     /// Written by hand: signing is on the token-refresh hot path, and the field set
     /// is fixed, so an encoder's generality buys nothing.
     public var jsonBytes: [UInt8] {
-        var json = "{\"iss\":\(jsonString(issuer)),\"sub\":\(jsonString(subject)),\"app\":\(jsonString(applicationID))"
-        json += ",\"sid\":\(jsonString(sessionID)),\"scp\":\(jsonString(scopes.joined(separator: " ")))"
-        json += ",\"iat\":\(issuedAt),\"exp\":\(expiresAt),\"jti\":\(jsonString(tokenID))}"
+        var json =
+            "{\"iss\":\(JSONString.quoted(issuer)),\"sub\":\(JSONString.quoted(subject)),\"app\":\(JSONString.quoted(applicationID))"
+        json += ",\"sid\":\(JSONString.quoted(sessionID)),\"scp\":\(JSONString.quoted(scopes.joined(separator: " ")))"
+        json += ",\"iat\":\(issuedAt),\"exp\":\(expiresAt),\"jti\":\(JSONString.quoted(tokenID))}"
         return Array(json.utf8)
     }
 
@@ -89,23 +91,4 @@ public struct AccessTokenClaims: Sendable, Hashable {
         var exp: Int64
         var jti: String?
     }
-}
-
-/// A JSON string literal for `value`, escaped per RFC 8259.
-public func jsonString(_ value: String) -> String {
-    var output = "\""
-    for scalar in value.unicodeScalars {
-        switch scalar {
-        case "\"": output += "\\\""
-        case "\\": output += "\\\\"
-        case "\n": output += "\\n"
-        case "\r": output += "\\r"
-        case "\t": output += "\\t"
-        case _ where scalar.value < 0x20:
-            let hex = String(scalar.value, radix: 16)
-            output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default: output.unicodeScalars.append(scalar)
-        }
-    }
-    return output + "\""
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RaveJSON
 
 /// Issues access tokens: compact JWTs signed with one Ed25519 key (about 50 µs each, see `CryptoTokenTests`).
 public struct AccessTokenSigner: Sendable {
@@ -15,7 +16,7 @@ public struct AccessTokenSigner: Sendable {
         self.issuer = issuer
         self.privateKey = privateKey
         // The header never changes for a key, so it is encoded once.
-        let header = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\(jsonString(keyID))}"
+        let header = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\(JSONString.quoted(keyID))}"
         self.encodedHeader = Base64URL.encode(Array(header.utf8))
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import RaveJSON
 
 /// The public keys access tokens may be signed with, by key id: what the SigningKeys method serves and what the
 /// gateway builds its `AccessTokenVerifier` from.
@@ -45,7 +46,7 @@ public struct SigningKeySet: Sendable {
     /// The set as a JWKS document.
     public func jwksJSON() -> String {
         let entries = keys.map { key in
-            "{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"alg\":\"EdDSA\",\"use\":\"sig\",\"kid\":\(jsonString(key.keyID))"
+            "{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"alg\":\"EdDSA\",\"use\":\"sig\",\"kid\":\(JSONString.quoted(key.keyID))"
                 + ",\"x\":\"\(Base64URL.encode(key.publicKey.rawRepresentation))\"}"
         }
         return "{\"keys\":[" + entries.joined(separator: ",") + "]}"

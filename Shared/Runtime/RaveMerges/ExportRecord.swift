@@ -1,4 +1,5 @@
 import Foundation
+import RaveJSON
 import RavePostgres
 
 /// One export record: a JSON object written field by field in the conventions every service's export shares (each
@@ -14,25 +15,25 @@ public struct ExportRecord: Sendable {
     public var json: [UInt8] { bytes + [UInt8(ascii: "}")] }
 
     public mutating func id(_ key: String, _ value: RaveID?) {
-        field(key, value.map { Self.quoted($0.hex) })
+        field(key, value.map { JSONString.quotedBytes($0.hex) })
     }
 
     public mutating func string(_ key: String, _ value: String?) {
-        field(key, value.map(Self.quoted))
+        field(key, value.map { JSONString.quotedBytes($0) })
     }
 
     /// An enum's value, as its lowercase name.
     public mutating func enumeration(_ key: String, _ value: String) {
-        field(key, Self.quoted(value))
+        field(key, JSONString.quotedBytes(value))
     }
 
     public mutating func time(_ key: String, _ value: PostgresTimestamp?) {
-        field(key, value.map { Self.quoted(Self.rfc3339($0)) })
+        field(key, value.map { JSONString.quotedBytes(Self.rfc3339($0)) })
     }
 
     /// A 64-bit integer (money, counts that may exceed 2⁵³), as a decimal string.
     public mutating func int64(_ key: String, _ value: Int64?) {
-        field(key, value.map { Self.quoted(String($0)) })
+        field(key, value.map { JSONString.quotedBytes(String($0)) })
     }
 
     /// A small integer (a nonce, a count of lines), as a number.
@@ -46,7 +47,7 @@ public struct ExportRecord: Sendable {
 
     /// Bytes, as standard base64 with padding.
     public mutating func bytes(_ key: String, _ value: [UInt8]?) {
-        field(key, value.map { Self.quoted(Data($0).base64EncodedString()) })
+        field(key, value.map { JSONString.quotedBytes(Data($0).base64EncodedString()) })
     }
 
     /// A list of strings.
@@ -54,7 +55,7 @@ public struct ExportRecord: Sendable {
         var list: [UInt8] = [UInt8(ascii: "[")]
         for (index, value) in values.enumerated() {
             if index > 0 { list.append(UInt8(ascii: ",")) }
-            list += Self.quoted(value)
+            JSONString.append(value, to: &list)
         }
         field(key, list + [UInt8(ascii: "]")])
     }
@@ -64,37 +65,18 @@ public struct ExportRecord: Sendable {
         var object: [UInt8] = [UInt8(ascii: "{")]
         for (index, pair) in pairs.enumerated() {
             if index > 0 { object.append(UInt8(ascii: ",")) }
-            object += Self.quoted(pair.key) + [UInt8(ascii: ":")] + Self.quoted(pair.value)
+            JSONString.append(pair.key, to: &object)
+            object.append(UInt8(ascii: ":"))
+            JSONString.append(pair.value, to: &object)
         }
         field(key, object + [UInt8(ascii: "}")])
     }
 
     private mutating func field(_ key: String, _ value: [UInt8]?) {
         if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
-        bytes += Self.quoted(key)
+        JSONString.append(key, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         bytes += value ?? Array("null".utf8)
-    }
-
-    /// `text` as a JSON string: quote, backslash and every control character escaped, the rest as UTF-8.
-    static func quoted(_ text: String) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "\"")]
-        out.reserveCapacity(text.utf8.count + 2)
-        let hex = Array("0123456789abcdef".utf8)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0x00..<0x20, 0x7F:
-                out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-        return out
     }
 
     /// "2026-12-02T03:45:00.123Z": UTC, milliseconds (rounded down); PostgreSQL's infinities as "infinity" and

@@ -1,4 +1,5 @@
 import Foundation
+import RaveJSON
 
 /// Writes dynamic messages as protobuf's canonical JSON, fields in number order.
 struct JSONTextWriter {
@@ -98,33 +99,11 @@ struct JSONTextWriter {
     }
 
     private mutating func writeString(_ string: String) {
-        text += JSONText.quoted(string)
+        text += JSONString.quoted(string)
     }
 
     private mutating func newline(_ depth: Int) {
         guard pretty else { return }
         text += "\n" + String(repeating: "  ", count: depth)
-    }
-}
-
-/// JSON text helpers for code that writes JSON by hand (the gateway's HTTP error bodies).
-public enum JSONText {
-    /// `text` as a JSON string literal: quotes, backslashes and control characters escaped.
-    public static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -7,7 +7,7 @@ import RaveServices
 import RaveTelemetry
 
 /// rave.wallet.v1.Wallet: the player's bets, balances, history and provably fair seeds.
-struct WalletService: WalletV1.WalletHandler {
+struct PlayerHandlers: WalletV1.WalletHandler {
     let dependencies: WalletDependencies
 
     /// Most bets one PlaceBets call may carry.

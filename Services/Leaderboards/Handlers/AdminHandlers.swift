@@ -4,7 +4,7 @@ import RaveRuntime
 import RaveServices
 
 /// `rave.leaderboards.v1.LeaderboardsAdmin`: definitions and index maintenance, for admin credentials only.
-final class LeaderboardsAdminService: LeaderboardsV1.LeaderboardsAdminHandler {
+final class AdminHandlers: LeaderboardsV1.LeaderboardsAdminHandler {
     let dependencies: LeaderboardsDependencies
 
     init(dependencies: LeaderboardsDependencies) {

@@ -4,7 +4,7 @@ import RaveRuntime
 import RaveServices
 
 /// rave.push.v1.PushAdmin's template methods: a game's operators word the notifications events turn into.
-extension PushAdminService {
+extension AdminHandlers {
     func setTemplate(
         _ request: PushV1.SetTemplateRequest, context: RequestContext
     ) async throws -> PushV1.SetTemplateResponse {

@@ -87,38 +87,3 @@ struct NotificationSender: Sendable {
             id: id, request: stored, users: users, expiresAt: expiresAt, now: now, in: transaction, decide: decide)
     }
 }
-
-/// rave.push.v1.PushAdmin: a game's operators send notifications and inspect their delivery.
-struct PushAdminService: PushV1.PushAdminHandler {
-    let dependencies: PushDependencies
-
-    func sendNotification(
-        _ request: PushV1.SendNotificationRequest, context: RequestContext
-    ) async throws -> PushV1.SendNotificationResponse {
-        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
-        return try await NotificationSender(dependencies: dependencies).send(request)
-    }
-
-    func getDeliveries(
-        _ request: PushV1.GetDeliveriesRequest, context: RequestContext
-    ) async throws -> PushV1.GetDeliveriesResponse {
-        _ = try context.requireAdminCaller()
-        let id = try PushDependencies.raveID(request.notificationId, field: "notification_id")
-        if let app = try await dependencies.notifications.application(of: id, on: dependencies.pool) {
-            try await dependencies.adminScope.requireScope(context, applicationID: app)
-        }
-        let deliveries = try await dependencies.notifications.deliveries(of: id, on: dependencies.pool)
-        return PushV1.GetDeliveriesResponse(deliveries: deliveries)
-    }
-}
-
-/// rave.push.v1.PushInternal: other backend services send notifications (gift received, achievement unlocked).
-struct PushInternalService: PushV1.PushInternalHandler {
-    let dependencies: PushDependencies
-
-    func sendNotification(
-        _ request: PushV1.SendNotificationRequest, context: RequestContext
-    ) async throws -> PushV1.SendNotificationResponse {
-        return try await NotificationSender(dependencies: dependencies).send(request)
-    }
-}

@@ -3,7 +3,7 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 
-extension WalletService {
+extension PlayerHandlers {
     func getWallet(
         _ request: WalletV1.GetWalletRequest, context: RequestContext
     ) async throws -> WalletV1.GetWalletResponse {

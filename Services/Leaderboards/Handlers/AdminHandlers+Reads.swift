@@ -4,13 +4,13 @@ import RaveServices
 
 /// The operator reads of `rave.leaderboards.v1.LeaderboardsAdmin`: an app's boards and achievements, a board's top
 /// scores and a player's standing, answered as the player methods answer them.
-extension LeaderboardsAdminService {
+extension AdminHandlers {
     func listLeaderboards(
         _ request: LeaderboardsV1.ListAppLeaderboardsRequest, context: RequestContext
     ) async throws -> LeaderboardsV1.ListLeaderboardsResponse {
         try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
         _ = try RequestLimits.id(request.appId, field: "app_id")
-        let players = LeaderboardsService(dependencies: dependencies)
+        let players = PlayerHandlers(dependencies: dependencies)
         var result: [LeaderboardsV1.Leaderboard] = []
         for board in try await dependencies.engine.definitions.boards(appID: request.appId) {
             result.append(try await players.describe(board, userID: nil, friendIDs: []))
@@ -29,7 +29,7 @@ extension LeaderboardsAdminService {
             appID: request.appId, key: RequestLimits.key(request.leaderboardKey, field: "leaderboard_key"))
         try await dependencies.ownership.acquire(board)
         let page = try await dependencies.engine.globalPage(of: board, version: nil, page: 1, pageSize: count)
-        return await LeaderboardsService(dependencies: dependencies).response(page, appID: request.appId)
+        return await PlayerHandlers(dependencies: dependencies).response(page, appID: request.appId)
     }
 
     /// Takes no lease: a board this instance does not own is read from the table.
@@ -45,7 +45,7 @@ extension LeaderboardsAdminService {
         let friends = try await dependencies.engine.merges.resolve(
             try await dependencies.friends.friendIDs(of: user, appID: request.appId))
         return LeaderboardsV1.GetLeaderboardResponse(
-            leaderboard: try await LeaderboardsService(dependencies: dependencies).describe(
+            leaderboard: try await PlayerHandlers(dependencies: dependencies).describe(
                 board, userID: user, friendIDs: friends))
     }
 
@@ -56,7 +56,7 @@ extension LeaderboardsAdminService {
         _ = try RequestLimits.id(request.appId, field: "app_id")
         // Progress of nobody: every definition, none unlocked.
         let progress = try await dependencies.achievements.progress(
-            appID: request.appId, userID: LeaderboardsService.nobody)
+            appID: request.appId, userID: PlayerHandlers.nobody)
         return LeaderboardsV1.ListAchievementDefinitionsResponse(definitions: progress.map(\.definition.message))
     }
 }

@@ -3,7 +3,7 @@ import RaveRPC
 import RaveServices
 
 /// `rave.leaderboards.v1.LeaderboardsInternal`: the board owners, for the gateway's routing by board key.
-final class LeaderboardsInternalService: LeaderboardsV1.LeaderboardsInternalHandler {
+final class InternalHandlers: LeaderboardsV1.LeaderboardsInternalHandler {
     let dependencies: LeaderboardsDependencies
 
     init(dependencies: LeaderboardsDependencies) {

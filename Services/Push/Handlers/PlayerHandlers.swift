@@ -5,7 +5,7 @@ import RaveRPC
 import RaveServices
 
 /// rave.push.v1.Push: the player's device tokens, consent and in-app inbox.
-struct PushService: PushV1.PushHandler {
+struct PlayerHandlers: PushV1.PushHandler {
     let dependencies: PushDependencies
 
     func registerToken(

@@ -2,7 +2,7 @@ import RaveMessages
 import RaveRPC
 
 /// The operator reads of rave.push.v1.PushAdmin.
-extension PushAdminService {
+extension AdminHandlers {
     /// The tokens the player's own GetTokenInfo lists, each masked (`maskedToken`).
     func listUserDevices(
         _ request: PushV1.ListUserDevicesRequest, context: RequestContext

@@ -5,7 +5,7 @@ import RaveServices
 
 /// The player methods of `rave.leaderboards.v1.Leaderboards` (scores here; achievements in
 /// AchievementMethods.swift).
-final class LeaderboardsService: LeaderboardsV1.LeaderboardsHandler {
+final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
     let dependencies: LeaderboardsDependencies
 
     /// The scope the gateway gives anonymous (guest) players; they may read boards but not submit.
