@@ -1,8 +1,6 @@
-// The console's pages about the studio's setup: publishers and applications, mail templates and social lists.
-// Identity has no method listing publishers or an application's mail templates, so those pages show what the audit
-// log recorded (the gateway records every admin write with its request).
+// The console's pages about the studio's setup: publishers and applications, mail templates and social lists, each
+// read back from identity and social (ListPublishers, ListApplications, ListMailTemplates, GetLists).
 
-import { auditedChanges, changedBy } from "./panels-writes.js";
 import { needsApp } from "./pages-content.js";
 import { panel } from "./pages-reads.js";
 import { card, confirmWithReason, el, enumText, facts, form, raveIdPattern, run, statusLine, table, when } from "./ui.js";
@@ -55,7 +53,27 @@ function applicationFacts(application) {
     ]);
 }
 
-const studioMethods = ["CreatePublisher", "UpdatePublisher", "CreateApplication", "UpdateApplication"];
+/**
+ * A card listing the pages `read(pageToken)` answers (`{rows, next}`) as `tableOf(rows)`, with a "Show more" button
+ * (`<id>-more`) while there is a next page. `load()` starts again from the first page.
+ */
+function pagedPanel(title, id, read, tableOf) {
+    const status = statusLine(`${id}-status`);
+    const body = el("div", { id });
+    let rows = [];
+    let token = "";
+    const load = async (more = false) => {
+        const shown = more ? rows.length : 0;
+        const answer = await run(status, () => read(more ? token : ""),
+            (page) => `${shown + page.rows.length} shown${page.next ? "; there are more" : ""}.`);
+        if (!answer) return;
+        rows = more ? rows.concat(answer.rows) : answer.rows;
+        token = answer.next;
+        body.replaceChildren(tableOf(rows), token ? el("button", { type: "button", id: `${id}-more`, class: "secondary",
+            onclick: () => load(true) }, "Show more") : "");
+    };
+    return { element: card(title, status, body), load };
+}
 
 const apps = {
     title: "Publishers and applications",
@@ -80,7 +98,7 @@ const apps = {
                 const done = await run(editStatus, () => session.call(`${identityAdmin}/UpdateApplication`, {
                     appId: shownId, name: { value: values.name }, settings: settingsOf(values),
                 }, { reason }), () => "Saved.");
-                if (done) await Promise.all([loadApplication(), changes.load()]);
+                if (done) await Promise.all([loadApplication(), applications.load()]);
             },
         });
         const loadApplication = async () => {
@@ -96,6 +114,7 @@ const apps = {
                 allowedOrigins: (settings.allowedOrigins ?? []).join("\n"),
                 allowForceDisconnect: settings.allowForceDisconnect, twoFactorAllowed: settings.twoFactorAllowed,
                 crossAppLogin: settings.crossAppLogin });
+            publisherId ||= application.publisherId ?? "";
             publisherForm.inputs.publisher.value ||= application.publisherId ?? "";
             createForm.inputs.publisher.value ||= application.publisherId ?? "";
         };
@@ -120,7 +139,8 @@ const apps = {
                 if (!answer) return;
                 created.replaceChildren(el("p", {}, el("a", { id: "application-created-link",
                     href: `#/apps?app=${answer.application?.appId}` }, `Open ${answer.application?.name}`)));
-                await changes.load();
+                publisherId = values.publisher;
+                await applications.load();
             },
         });
 
@@ -139,7 +159,7 @@ const apps = {
                     ["Publisher", el("code", { id: "publisher-created" }, answer.publisher?.publisherId)],
                     ["Name", answer.publisher?.name ?? ""],
                 ]));
-                await changes.load();
+                await publishers.load();
             },
         });
         const publisherForm = form({
@@ -153,38 +173,50 @@ const apps = {
                 if (!reason) return;
                 const done = await run(publisherStatus, () => session.call(`${identityAdmin}/UpdatePublisher`,
                     { publisherId: publisher, name }, { reason }), (result) => `Renamed to ${result.publisher?.name}.`);
-                if (done) await changes.load();
+                if (done) await publishers.load();
             },
         });
 
-        // No method lists publishers or applications: the audit log's latest changes stand in for a list.
-        const changes = panel("Recent changes", "studio-changes", async (changeStatus, changeBody) => {
-            const lists = await run(changeStatus, () => Promise.all(studioMethods.map((method) =>
-                auditedChanges(session, `${identityAdmin}/${method}`, "", 20))), () => "");
-            if (!lists) return;
-            const rows = lists.flat().sort((a, b) => Number(b.event.occurredAtUnixMs) - Number(a.event.occurredAtUnixMs))
-                .slice(0, 20);
-            changeBody.replaceChildren(table({
-                caption: "The latest publisher and application changes in the audit log", rows,
-                key: (row) => row.event.eventId, empty: "No changes recorded.",
-                columns: [
-                    { label: "What", value: (row) => row.event.method.replace(`${identityAdmin}/`, "") },
-                    { label: "Publisher / application", value: (row) => {
-                        const id = row.request.appId || row.request.publisherId;
-                        return id ? el("code", {}, id) : "—";
-                    } },
-                    { label: "Name", value: (row) => row.request.name?.value ?? row.request.name ?? "—" },
-                    { label: "By", value: (row) => changedBy(row.event) },
-                    { label: "Reason", value: (row) => row.event.reason || "—" },
-                ],
-            }));
-        });
+        // The publishers the operator acts for (every one for an owner of all publishers), and one publisher's
+        // applications: the shown application's, or the one chosen in the list.
+        let publisherId = "";
+        const publishers = pagedPanel("Publishers you act for", "publishers", async (pageToken) => {
+            const answer = await session.call(`${identityAdmin}/ListPublishers`, { pageToken });
+            return { rows: answer.publishers ?? [], next: answer.nextPageToken ?? "" };
+        }, (rows) => table({
+            caption: "Publishers, oldest first", rows, key: (row) => row.publisherId, empty: "No publishers.",
+            columns: [
+                { label: "Publisher", value: (row) => el("code", {}, row.publisherId) },
+                { label: "Name", value: (row) => row.name },
+                { label: "Created", value: (row) => when(row.createdAtUnixMs) },
+                { label: "Applications", value: (row) => el("button", { type: "button", class: "small",
+                    onclick: () => { publisherId = row.publisherId; applications.load(); } }, "Show") },
+            ],
+        }));
+        const applications = pagedPanel("Applications", "publisher-applications", async (pageToken) => {
+            if (!publisherId) return { rows: [], next: "" };
+            const answer = await session.call(`${identityAdmin}/ListApplications`, { publisherId, pageToken });
+            return { rows: answer.applications ?? [], next: answer.nextPageToken ?? "" };
+        }, (rows) => table({
+            caption: publisherId ? `Applications of publisher ${publisherId}, oldest first` : "Applications", rows,
+            key: (row) => row.appId,
+            empty: publisherId ? "This publisher has no applications." : "Choose a publisher above.",
+            columns: [
+                { label: "Application", value: (row) => el("a", { href: `#/apps?app=${row.appId}` },
+                    el("code", {}, row.appId)) },
+                { label: "Name", value: (row) => row.name },
+                { label: "Merge policy", value: (row) => enumText(row.settings?.mergePolicy, "MERGE_POLICY_") },
+                { label: "Allowed origins", value: (row) => (row.settings?.allowedOrigins ?? []).join(", ") || "none" },
+                { label: "Created", value: (row) => when(row.createdAtUnixMs) },
+            ],
+        }));
         container.append(card("New application", createForm, createStatus, created),
             card("Publishers", el("h3", {}, "New publisher"),
                 el("p", {}, "Creating a publisher needs an owner of every publisher."), newPublisher,
                 el("h3", {}, "Rename a publisher"), publisherForm, publisherStatus, publisherResult),
-            changes.element);
-        await Promise.all([shownId ? loadApplication() : null, changes.load()]);
+            publishers.element, applications.element);
+        await Promise.all([shownId ? loadApplication() : null, publishers.load()]);
+        await applications.load();
     },
 };
 
@@ -214,7 +246,7 @@ const mail = {
                 if (!reason) return;
                 const done = await run(status, () => session.call(`${identityAdmin}/SetMailTemplate`,
                     { appId, ...values }, { reason }), () => "Saved.");
-                if (done) await changes.load();
+                if (done) await templates.load();
             },
         });
         const remove = el("button", {
@@ -227,36 +259,35 @@ const mail = {
                 const done = await run(status, () => session.call(`${identityAdmin}/SetMailTemplate`,
                     { appId, kind: kind.value, language: language.value.trim(), subject: "", body: "" }, { reason }),
                 () => "Removed.");
-                if (done) await changes.load();
+                if (done) await templates.load();
             },
         }, "Remove this kind and language…");
 
         templateForm.querySelector(".actions").append(remove);
 
-        // Identity has no method that reads templates back: the audit log's latest changes show them.
-        const changes = panel("Recent changes", "mail-templates", async (changeStatus, changeBody) => {
-            const rows = await run(changeStatus, () => auditedChanges(session, `${identityAdmin}/SetMailTemplate`,
-                appId), (found) => `${found.length} recent changes.`);
-            if (!rows) return;
-            changeBody.replaceChildren(table({
-                caption: "This application's latest template changes in the audit log, newest first", rows,
-                key: (row) => row.event.eventId, empty: "No template changes recorded: the built-in texts apply.",
+        // The application's templates as identity holds them (ListMailTemplates, viewer).
+        const templates = panel("Templates", "mail-templates", async (listStatus, listBody) => {
+            const answer = await run(listStatus, () => session.call(`${identityAdmin}/ListMailTemplates`, { appId }),
+                (found) => `${(found.templates ?? []).length} templates.`);
+            if (!answer) return;
+            listBody.replaceChildren(table({
+                caption: "This application's templates, by mail, then language", rows: answer.templates ?? [],
+                key: (row) => `${row.kind}/${row.language}`, empty: "No templates: the built-in English texts apply.",
                 columns: [
-                    { label: "Mail", value: (row) => enumText(row.request.kind, "MAIL_KIND_") },
-                    { label: "Language", value: (row) => row.request.language ?? "" },
-                    { label: "Subject", value: (row) => row.request.subject || "(removed)" },
-                    { label: "By", value: (row) => changedBy(row.event) },
-                    { label: "Edit", value: (row) => (row.request.subject ? el("button", { type: "button",
-                        class: "small", onclick: () => templateForm.fill({ kind: row.request.kind,
-                            language: row.request.language, subject: row.request.subject, body: row.request.body }) },
-                    "Edit") : "—") },
+                    { label: "Mail", value: (row) => enumText(row.kind, "MAIL_KIND_") },
+                    { label: "Language", value: (row) => row.language },
+                    { label: "Subject", value: (row) => row.subject },
+                    { label: "Changed", value: (row) => when(row.updatedAtUnixMs) },
+                    { label: "Edit", value: (row) => el("button", { type: "button", class: "small",
+                        onclick: () => templateForm.fill({ kind: row.kind, language: row.language,
+                            subject: row.subject, body: row.body }) }, "Edit") },
                 ],
             }));
         });
         container.append(card("Set a template", el("p", {}, "Identity's mails of this application, per kind and ",
             "language; a language without its own template uses the application's en template, then the built-in text."),
-        templateForm, status), changes.element);
-        await changes.load();
+        templateForm, status), templates.element);
+        await templates.load();
     },
 };
 

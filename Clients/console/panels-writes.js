@@ -8,34 +8,6 @@ import { card, confirmWithReason, el, enumText, facts, form, run, statusLine, ta
 
 const identityAdmin = "rave.identity.v1.IdentityAdmin";
 
-/**
- * The latest successful audited calls of `method` about application `appId` (their requests as recorded by the
- * gateway, secrets redacted), newest first: what the console shows for settings no method reads back.
- * Answers `[{event, request}]`.
- */
-export async function auditedChanges(session, method, appId, limit = 20) {
-    const answer = await session.call(`${identityAdmin}/ListAuditEvents`, { method, pageSize: 100 });
-    const changes = [];
-    for (const event of answer.events ?? []) {
-        if (!event.finished || Number(event.statusCode ?? 0) !== 0) continue;
-        let request = {};
-        try {
-            request = JSON.parse(event.requestJson || "{}");
-        } catch {
-            continue;
-        }
-        if (appId && request.appId !== appId) continue;
-        changes.push({ event, request });
-        if (changes.length === limit) break;
-    }
-    return changes;
-}
-
-/** Who made an audited change, for reading: "<operator id or certificate>, <when>". */
-export function changedBy(event) {
-    return `${event.actor || event.operatorId || "—"}, ${when(event.occurredAtUnixMs)}`;
-}
-
 // MARK: - A player's data export
 
 /** A link to the audit log filtered by one of identity's admin methods. */
@@ -137,8 +109,9 @@ export function playerExportPanel(session, userId) {
 
     return {
         element: card("Data export", el("p", {}, "An archive of everything the platform holds about the player, for ",
-            "them (a data access request). Support requests and downloads it; both are in the audit log, under the ",
-        "method rather than the player: ", auditLink("RequestUserExport"), ", ", auditLink("DownloadUserExport"), "."),
+            "them (a data access request). Support requests and downloads it; both are in the audit log, in the ",
+        "player's audit entries below and under their methods: ", auditLink("RequestUserExport"), ", ",
+        auditLink("DownloadUserExport"), "."),
         status, body, requestForm, downloadStatus, downloaded),
         load,
     };
@@ -146,9 +119,13 @@ export function playerExportPanel(session, userId) {
 
 // MARK: - Wallet eligibility
 
-/** The countries where the application allows real-money play: set by an operator (`SetEligibility`). */
+/**
+ * The countries where the application allows real-money play: read from the wallet (`GetEligibility`, viewer), set by
+ * an operator (`SetEligibility`).
+ */
 export function eligibilityPanel(session, appId) {
     const status = statusLine("eligibility-status");
+    const readStatus = statusLine("eligibility-read-status");
     const current = el("div", { id: "eligibility-current" });
     const eligibilityForm = form({
         id: "eligibility-form", submit: "Set the countries…",
@@ -169,22 +146,18 @@ export function eligibilityPanel(session, appId) {
             return current.replaceChildren(el("p", { class: "empty" },
                 "Choose an application in the menu (Application) to set where it allows real money."));
         }
-        const changes = await auditedChanges(session, "rave.wallet.v1.WalletAdmin/SetEligibility", appId, 1)
-            .catch(() => null);
-        if (!changes) return current.replaceChildren(el("p", { class: "empty" }, "The audit log could not be read."));
-        const last = changes[0];
-        const countries = last?.request.realMoneyCountries ?? [];
+        const answer = await run(readStatus, () => session.call("rave.wallet.v1.WalletAdmin/GetEligibility",
+            { appId }), () => "");
+        if (!answer) return;
+        const countries = answer.realMoneyCountries ?? [];
         current.replaceChildren(facts([
-            ["Countries", el("span", { id: "eligibility-countries" },
-                last ? (countries.join(", ") || "none") : "not set through the gateway")],
-            ["Set by", last ? changedBy(last.event) : "—"],
+            ["Countries", el("span", { id: "eligibility-countries" }, countries.join(", ") || "none")],
         ]));
-        if (last) eligibilityForm.inputs.countries.value = countries.join(", ");
+        eligibilityForm.inputs.countries.value = countries.join(", ");
     };
     return {
         element: card("Real-money eligibility", el("p", {}, "Real-economy bets need a signed-up player in one of these ",
-            "countries. The wallet has no method that reads the list back: this is the latest change the audit log ",
-            "recorded for the application."), current, eligibilityForm, status),
+            "countries (the wallet's list for the application)."), readStatus, current, eligibilityForm, status),
         load,
     };
 }
@@ -220,15 +193,9 @@ export function defaultLanguagePanel(session, appId, reload) {
 }
 
 /**
- * A push token as ListUserDevices shows it: "…" and its last 6 characters. GetDeliveries answers whole tokens (push
- * masks only ListUserDevices'), so the page masks them before showing them.
+ * The deliveries of one notification, per device (`GetDeliveries`, viewer; push masks the tokens as ListUserDevices
+ * does); `fill(id)` shows another one.
  */
-function masked(token) {
-    const text = String(token ?? "");
-    return text.length < 12 ? "…" : `…${text.slice(-6)}`;
-}
-
-/** The deliveries of one notification, per device (`GetDeliveries`, viewer); `fill(id)` shows another one. */
 export function deliveriesPanel(session) {
     let notificationId = "";
     const result = panel("Deliveries", "deliveries", async (status, body) => {
@@ -238,11 +205,11 @@ export function deliveriesPanel(session) {
         if (!answer) return;
         body.replaceChildren(table({
             caption: `Deliveries of ${notificationId}`, rows: answer.deliveries ?? [], empty: "No deliveries.",
-            key: (row) => `${row.userId}/${row.platform}/${masked(row.token)}`,
+            key: (row) => `${row.userId}/${row.platform}/${row.token}`,
             columns: [
                 { label: "Player", value: (row) => playerLink(row.userId) },
                 { label: "Platform", value: (row) => enumText(row.platform, "PLATFORM_") },
-                { label: "Token", value: (row) => el("code", {}, masked(row.token)) },
+                { label: "Token", value: (row) => el("code", {}, row.token) },
                 { label: "State", value: (row) => enumText(row.state, "DELIVERY_STATE_") },
                 { label: "Attempts", value: (row) => String(row.attempts ?? 0) },
                 { label: "Last answer", value: (row) => row.lastResult || "—" },

@@ -47,6 +47,8 @@ enum RequestLimits {
     static let auditPageSize = RequestRange("page_size", 1...100, zeroMeans: 50)
     static let deletionPageSize = RequestRange("page_size", 1...100, zeroMeans: 50)
     static let mergePageSize = RequestRange("page_size", 1...100, zeroMeans: 50)
+    static let publisherPageSize = RequestRange("page_size", 1...100, zeroMeans: 50)
+    static let applicationPageSize = RequestRange("page_size", 1...100, zeroMeans: 50)
 
     /// Every range above with the message whose field it checks.
     static let declaredRanges: [(message: String, range: RequestRange)] = [
@@ -54,5 +56,7 @@ enum RequestLimits {
         ("rave.identity.v1.ListAuditEventsRequest", auditPageSize),
         ("rave.identity.v1.ListAccountDeletionsRequest", deletionPageSize),
         ("rave.identity.v1.ListMergesRequest", mergePageSize),
+        ("rave.identity.v1.ListPublishersRequest", publisherPageSize),
+        ("rave.identity.v1.ListApplicationsRequest", applicationPageSize),
     ]
 }

@@ -245,6 +245,21 @@ def audit_page_shows(driver, method, reason):
     return reason in text_of(driver, "audit-body")
 
 
+def shown_after_more(driver, panel_id, key):
+    """Answers whether a row keyed `key` is in the paged panel `panel_id`, pressing its "Show more" until it is."""
+    for _ in range(20):
+        if driver.find_elements(By.CSS_SELECTOR, f'#{panel_id} tr[data-key="{key}"]'):
+            return True
+        more = driver.find_elements(By.ID, f"{panel_id}-more")
+        if not more:
+            return False
+        rows = len(driver.find_elements(By.CSS_SELECTOR, f"#{panel_id} tbody tr"))
+        more[0].click()
+        harness.wait_for(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, f"#{panel_id} tbody tr")) > rows,
+                         f"{panel_id} shows more")
+    return False
+
+
 def ban_shown(driver):
     """"true" or "false" as the players page shows the ban ("" before the profile loads); read in one script, since
     the profile is replaced while it reloads."""
@@ -382,10 +397,13 @@ class ConsoleTests(unittest.TestCase):
         state, text = settled(driver, "audit-status")
         self.assertEqual(state, "ok", text)
         rows = driver.find_elements(By.CSS_SELECTOR, "#audit-body tbody tr")
-        self.assertEqual(len(rows), 1, driver.find_element(By.ID, "audit-body").text)
+        # Newest first: the ban, then the sessions ended before it (recorded by the gateway under the player).
+        self.assertEqual(len(rows), 2, driver.find_element(By.ID, "audit-body").text)
         self.assertIn("ban user", rows[0].text)
         # BanUser is audited by identity itself, with support's reason (the ban's message is what the player sees).
         self.assertIn("support ticket 42", rows[0].text)
+        self.assertIn("RevokeUserSessions", rows[1].text)
+        self.assertIn("account shared with a stranger", rows[1].text)
         shot(driver, "03-audit-1280")
 
         # Unban from the players page.
@@ -695,6 +713,15 @@ class ConsoleTests(unittest.TestCase):
         self.assertTrue(audit_page_shows(driver, "rave.identity.v1.IdentityAdmin/DownloadUserExport", downloaded),
                         "the audit page lists the download")
         shot(driver, "20-audit-export-1280")
+        # The gateway records the player each write is about: both are in the player's own audit entries.
+        trail = {entry.get("method") for entry in self.audit_of(player)}
+        self.assertLessEqual({"rave.identity.v1.IdentityAdmin/RequestUserExport",
+                              "rave.identity.v1.IdentityAdmin/DownloadUserExport"}, trail)
+        open_page(driver, "players", f"user={player}")
+        self.assertEqual(settled(driver, "player-audit-status")[0], "ok")
+        entries = text_of(driver, "player-audit")
+        self.assertIn("RequestUserExport", entries)
+        self.assertIn("DownloadUserExport", entries)
 
     def test_operator_sets_eligibility_push_language_lists_mail_and_rebuilds_an_index(self):
         suffix = uuid.uuid4().hex[:6]
@@ -718,7 +745,9 @@ class ConsoleTests(unittest.TestCase):
         state, text = submit_with_reason(driver, "eligibility-form", f"licence granted {suffix}", "eligibility-status")
         self.assertEqual((state, text), ("ok", "Saved."))
         harness.wait_for(driver, lambda d: text_of(d, "eligibility-countries") == "GB, NL",
-                         "the page shows the countries set")
+                         "the page shows the countries set, read back from the wallet")
+        self.assertEqual(admin_call(self.stack, "rave.wallet.v1.WalletAdmin/GetEligibility",
+                                    {"appId": self.stack.app_id}).get("realMoneyCountries"), ["GB", "NL"])
         for country, allowed in (("NL", True), ("FR", False)):
             account = player_call(self.stack, "rave.wallet.v1.Wallet/GetAccount", {"country": country}, token)
             self.assertEqual(bool(account.get("realMoneyAllowed")), allowed, f"{country}: {account}")
@@ -756,7 +785,12 @@ class ConsoleTests(unittest.TestCase):
         deliveries = text_of(driver, "deliveries")
         self.assertIn(player, deliveries)
         self.assertIn("…" + device_token[-6:], deliveries)
-        self.assertNotIn(device_token, deliveries, "the page masks the token GetDeliveries answers whole")
+        self.assertNotIn(device_token, deliveries, "the page shows no whole token")
+        notification = driver.find_element(By.CSS_SELECTOR, '#deliveries-form [name="notification"]').get_attribute(
+            "value")
+        answered = admin_call(self.stack, "rave.push.v1.PushAdmin/GetDeliveries", {"notificationId": notification})
+        self.assertTrue(answered.get("deliveries"), answered)
+        self.assertNotIn(device_token, json.dumps(answered), "GetDeliveries itself answers no whole token")
         # Put the default back: the other tests' pushes expect the built-in English.
         fill(driver, "default-language-form", {"language": ""})
         state, text = submit_with_reason(driver, "default-language-form", f"back to english {suffix}",
@@ -785,7 +819,9 @@ class ConsoleTests(unittest.TestCase):
                                             "body": "Je code is {{code}} ({{minutes}} minuten)."})
         state, text = submit_with_reason(driver, "mail-template-form", f"dutch launch {suffix}", "mail-template-status")
         self.assertEqual((state, text), ("ok", "Saved."))
-        harness.wait_for(driver, lambda d: subject in text_of(d, "mail-templates"), "the change is listed")
+        harness.wait_for(driver, lambda d: subject in text_of(d, "mail-templates"), "the template is listed")
+        self.assertTrue(driver.find_elements(
+            By.CSS_SELECTOR, '#mail-templates tr[data-key="MAIL_KIND_PASSWORD_RESET/nl"]'), "listed by kind and language")
         player_call(self.stack, "rave.identity.v1.Identity/RequestPasswordReset",
                     {"appId": self.stack.app_id, "email": email_address, "language": "nl"}, None)
         harness.wait_for(driver, lambda d: subject in mails_to(self.stack, email_address),
@@ -835,8 +871,13 @@ class ConsoleTests(unittest.TestCase):
         self.assertEqual(edited["application"]["name"], f"Game {suffix} HD")
         self.assertEqual(edited["application"]["settings"]["allowedOrigins"], [f"https://game-{suffix}.example"])
         self.assertEqual(edited["application"]["settings"]["mergePolicy"], "MERGE_POLICY_PROMPT", "kept by the form")
-        harness.wait_for(driver, lambda d: f"web launch {suffix}" in text_of(d, "studio-changes"),
-                         "the recent changes list the edit")
+        self.assertEqual(settled(driver, "publisher-applications-status")[0], "ok")
+        harness.wait_for(driver, lambda d: f"Game {suffix} HD" in text_of(d, "publisher-applications"),
+                         "the publisher's applications list the edited application")
+        self.assertIn(f"https://game-{suffix}.example", text_of(driver, "publisher-applications"))
+        self.assertTrue(shown_after_more(driver, "publishers", publisher), "the new publisher is listed")
+        row = driver.find_element(By.CSS_SELECTOR, f'#publishers tr[data-key="{publisher}"]')
+        self.assertIn(f"Studio {suffix} Ltd", row.text, "under its new name")
         for method, reason in (("CreatePublisher", f"new studio {suffix}"), ("UpdatePublisher", f"legal name {suffix}"),
                                ("CreateApplication", f"new game {suffix}"),
                                ("UpdateApplication", f"web launch {suffix}")):
@@ -859,6 +900,54 @@ class ConsoleTests(unittest.TestCase):
         self.assertIn(f"json-slot-{suffix}", [game["gameId"] for game in games])
         self.assertTrue(audited(self.stack, "rave.wallet.v1.WalletAdmin/CreateGame", f"new slot {suffix}"))
         shot(driver, "28-wallet-game-json-1280")
+
+    def test_viewer_reads_publishers_applications_mail_templates_eligibility_and_a_players_trail(self):
+        suffix = uuid.uuid4().hex[:6]
+        # Set with the admin certificate, not through the page: the page reads each back from its service.
+        subject = f"Valmis {suffix}"
+        admin_call(self.stack, "rave.identity.v1.IdentityAdmin/SetMailTemplate", {
+            "appId": self.stack.app_id, "kind": "MAIL_KIND_EXPORT_READY", "language": "fi", "subject": subject,
+            "body": "Tietosi ovat valmiina."})
+        admin_call(self.stack, "rave.wallet.v1.WalletAdmin/SetEligibility",
+                   {"appId": self.stack.app_id, "realMoneyCountries": ["NL", "GB"]})
+        other = admin_call(self.stack, "rave.identity.v1.IdentityAdmin/CreatePublisher",
+                           {"name": f"Elsewhere {suffix}"})["publisher"]["publisherId"]
+        player = guest(self.stack)
+        self.stack.deposit(player, "1.50")
+        driver = self.signed_in("viewer")
+
+        # Publishers: a viewer of one publisher sees that one only; its applications include the menu's.
+        open_page(driver, "apps")
+        self.assertEqual(settled(driver, "publishers-status")[0], "ok")
+        keys = [row.get_attribute("data-key") for row in driver.find_elements(By.CSS_SELECTOR, "#publishers tbody tr")]
+        self.assertEqual(keys, [self.publisher_id], "only the viewer's publisher")
+        self.assertNotIn(other, text_of(driver, "publishers"))
+        self.assertEqual(settled(driver, "publisher-applications-status")[0], "ok")
+        self.assertTrue(shown_after_more(driver, "publisher-applications", self.stack.app_id),
+                        "the publisher's applications list the menu's")
+        shot(driver, "29-apps-viewer-lists-1280")
+
+        # Mail templates: the one set with the certificate, with its subject.
+        open_page(driver, "mail")
+        self.assertEqual(settled(driver, "mail-templates-status")[0], "ok")
+        row = driver.find_elements(By.CSS_SELECTOR, '#mail-templates tr[data-key="MAIL_KIND_EXPORT_READY/fi"]')
+        self.assertTrue(row, text_of(driver, "mail-templates"))
+        self.assertIn(subject, row[0].text)
+        shot(driver, "30-mail-templates-viewer-1280")
+
+        # Wallet: the real-money countries as the wallet holds them.
+        open_page(driver, "wallet")
+        self.assertEqual(settled(driver, "eligibility-read-status")[0], "ok")
+        self.assertEqual(text_of(driver, "eligibility-countries"), "GB, NL")
+
+        # The player's audit entries list the certificate's deposit, which the gateway recorded about the player.
+        open_page(driver, "players", f"user={player}")
+        self.assertEqual(settled(driver, "player-audit-status")[0], "ok")
+        self.assertIn("rave.wallet.v1.WalletAdmin/Deposit", text_of(driver, "player-audit"))
+        deposits = [entry for entry in self.audit_of(player)
+                    if entry.get("method") == "rave.wallet.v1.WalletAdmin/Deposit"]
+        self.assertEqual([entry.get("targetUserId") for entry in deposits], [player])
+        shot(driver, "31-players-audit-deposit-1280")
 
     def test_viewer_is_refused_every_write_of_the_new_panels(self):
         suffix = uuid.uuid4().hex[:6]

@@ -60,3 +60,33 @@ struct AdminReadsTests {
         #expect(AdminHandlers.maskedToken("") == "…")
     }
 }
+
+@Suite("Push delivery reads")
+struct DeliveryReadsTests {
+    @Test func getDeliveriesNeverAnswersAWholeToken() async throws {
+        try await PushFixture.with { fixture in
+            let user = RaveID.random()
+            let tokens = ["apns-token-0123456789abcdef", "fcm-token-fedcba9876543210", "short-tok"]
+            try await fixture.register(user, token: tokens[0], platform: .apns)
+            try await fixture.register(user, token: tokens[1], platform: .fcm)
+            try await fixture.register(user, token: tokens[2], platform: .fcm)
+            let sent = try await fixture.send([user])
+            let read = try await fixture.admin.getDeliveries(
+                PushV1.GetDeliveriesRequest(notificationId: sent.notificationId), context: PushFixture.adminContext())
+            #expect(Set(read.deliveries.map(\.token)) == ["…abcdef", "…543210", "…"])
+            let answered = read.protobufBytes()
+            for token in tokens {
+                #expect(!answered.containsSubsequence(Array(token.utf8)), "GetDeliveries answered \(token) whole")
+            }
+            // The stored rows still hold them: delivery needs the whole token.
+            #expect(Set(try await fixture.deliveries(sent.notificationId).map(\.token)) == Set(tokens))
+        }
+    }
+}
+
+extension [UInt8] {
+    fileprivate func containsSubsequence(_ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, needle.count <= count else { return needle.isEmpty }
+        return (0...(count - needle.count)).contains { Array(self[$0..<($0 + needle.count)]) == needle }
+    }
+}

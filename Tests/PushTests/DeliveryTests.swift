@@ -1,6 +1,7 @@
 import Foundation
 import RaveMessages
 import RavePostgres
+import RaveTelemetry
 import Testing
 
 @testable import Push
@@ -140,6 +141,24 @@ struct DeliveryTests {
                 #expect(try await states(fixture, id)["f-ok-left"]?.state == .skipped)
                 #expect(try server.requestCount(token: "f-ok-left") == 0)
             }
+        }
+    }
+}
+
+@Suite("Delivery without a provider")
+struct UnconfiguredProviderTests {
+    @Test func aDeliveryWithoutAProviderNamesItsPlatform() async throws {
+        try await PushFixture.with { fixture in
+            let user = RaveID.random()
+            try await fixture.register(user, token: "fcm-only-device", platform: .fcm)
+            let sent = try await fixture.send([user])
+            let worker = DeliveryWorker(
+                pool: fixture.pool, providers: [:], clock: fixture.clock, configuration: DeliveryWorker.Configuration(),
+                logger: Logger(label: "push-test"))
+            try await worker.runOnce()
+            let delivery = try #require(try await fixture.deliveries(sent.notificationId).first)
+            #expect(delivery.state == .failed)
+            #expect(delivery.lastResult == "no provider is configured for platform PLATFORM_FCM (fcm)")
         }
     }
 }

@@ -67,10 +67,10 @@ struct PushFixture {
             context: Self.adminContext())
     }
 
+    /// The notification's deliveries as stored, whole tokens included (GetDeliveries masks them).
     func deliveries(_ id: String) async throws -> [PushV1.Delivery] {
-        try await admin.getDeliveries(
-            PushV1.GetDeliveriesRequest(notificationId: id), context: Self.adminContext()
-        ).deliveries
+        let notification = try #require(RaveID(wire: id))
+        return try await dependencies.notifications.deliveries(of: notification, on: pool)
     }
 
     static func adminContext() -> RequestContext {

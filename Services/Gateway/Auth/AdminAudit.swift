@@ -29,9 +29,10 @@ struct AdminAudit: Sendable {
     func begin(
         method: String, request: [UInt8], context: RequestContext, operatorCaller: OperatorCaller?
     ) async throws(RPCError) -> String {
+        let object = Self.requestObject(method: method, request: request, transcoder: transcoder)
         var entry = IdentityV1.BeginAdminCallRequest(
             method: method, reason: context.metadata[MetadataKey.reason] ?? "",
-            requestJson: Self.redactedJSON(method: method, request: request, transcoder: transcoder))
+            requestJson: Self.redactedJSON(object), targetUserId: object.flatMap(Self.targetUser) ?? "")
         if let operatorCaller {
             entry.actorKind = .operator
             entry.operatorId = operatorCaller.operatorID
@@ -68,13 +69,39 @@ struct AdminAudit: Sendable {
     /// The request as protobuf's JSON mapping, with the values of secret-looking fields replaced by "[redacted]" at
     /// any depth; "{}" when the request does not decode (the service will refuse it, and the method is recorded).
     static func redactedJSON(method: String, request: [UInt8], transcoder: JSONTranscoder) -> String {
+        redactedJSON(requestObject(method: method, request: request, transcoder: transcoder))
+    }
+
+    /// The request decoded as a JSON object; nil when it does not decode.
+    static func requestObject(method: String, request: [UInt8], transcoder: JSONTranscoder) -> [String: Any]? {
         guard let schema = try? transcoder.registry.method(method).request,
             let message = try? DynamicMessage(schema: schema, protobufBytes: request),
-            let object = try? JSONSerialization.jsonObject(with: Data(transcoder.json(from: message).utf8)),
+            let object = try? JSONSerialization.jsonObject(with: Data(transcoder.json(from: message).utf8))
+        else { return nil }
+        return object as? [String: Any]
+    }
+
+    static func redactedJSON(_ object: [String: Any]?) -> String {
+        guard let object,
             let data = try? JSONSerialization.data(withJSONObject: redacted(object), options: [.sortedKeys]),
             let text = String(data: data, encoding: .utf8)
         else { return "{}" }
         return text
+    }
+
+    /// The player a write is about, recorded as the entry's target user so a player's audit trail lists it: the
+    /// request's `user_id`, else the `user_id` of one of its message fields (a transfer's); nil when it names no
+    /// Rave ID (a malformed one is the service's to refuse).
+    static func targetUser(of request: [String: Any]) -> String? {
+        func userID(_ object: [String: Any]) -> String? {
+            guard let text = object["userId"] as? String, text.utf8.count == 32,
+                text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+            else { return nil }
+            return text
+        }
+        if let user = userID(request) { return user }
+        let nested = request.keys.sorted().compactMap { (request[$0] as? [String: Any]).flatMap(userID) }
+        return Set(nested).count == 1 ? nested.first : nil
     }
 
     static func redacted(_ value: Any) -> Any {

@@ -18,13 +18,7 @@ extension AdminHandlers {
                 "state must be MERGE_STATE_PENDING, MERGE_STATE_COMPLETED or unspecified, got \(value)")
         }
         let user = request.userId.isEmpty ? nil : try Validation.raveID(request.userId, field: "user_id")
-        var cursor: MergeStore.ListCursor?
-        if !request.pageToken.isEmpty {
-            guard let parsed = MergeStore.ListCursor(token: request.pageToken) else {
-                throw IdentityError.invalidArgument("page_token must be a next_page_token ListMerges returned")
-            }
-            cursor = parsed
-        }
+        let cursor = try PageCursor.parse(request.pageToken, method: "ListMerges")
         let store = MergeStore(database: dependencies.pool)
         let page = try await store.page(state: state, user: user, after: cursor, limit: limit)
         var response = IdentityV1.ListMergesResponse(merges: page.merges, nextPageToken: page.next?.token ?? "")

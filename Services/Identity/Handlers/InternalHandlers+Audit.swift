@@ -35,9 +35,11 @@ extension InternalHandlers {
             throw IdentityError.invalidArgument(
                 "actor_kind must be AUDIT_ACTOR_KIND_OPERATOR or AUDIT_ACTOR_KIND_ADMIN_CERTIFICATE")
         }
+        let target =
+            request.targetUserId.isEmpty ? nil : try Validation.raveID(request.targetUserId, field: "target_user_id")
         let id = try await AuditStore(database: dependencies.pool).append(
             AuditEntry(
-                actor: actor, action: .adminCall, targetUserID: nil, reason: reason, before: "{}", after: "{}",
+                actor: actor, action: .adminCall, targetUserID: target, reason: reason, before: "{}", after: "{}",
                 method: method, request: requestJSON),
             at: dependencies.clock())
         return IdentityV1.BeginAdminCallResponse(eventId: String(id))

@@ -22,7 +22,7 @@ struct ApplicationRecord: Sendable {
 struct ApplicationStore: Sendable {
     let database: any PostgresQueryable
 
-    private static let columns = """
+    static let columns = """
         id, publisher_id, name, display_name_scope, picture_scope, allow_force_disconnect, merge_policy, \
         two_factor_allowed, cross_app_login, allowed_origins, created_at
         """
@@ -131,7 +131,7 @@ struct ApplicationStore: Sendable {
         try await database.execute(Self.selectAllowedOrigins, []).first?.decode([String].self, column: "origins") ?? []
     }
 
-    private static func record(_ row: PostgresRow) throws -> ApplicationRecord {
+    static func record(_ row: PostgresRow) throws -> ApplicationRecord {
         var settings = IdentityV1.ApplicationSettings()
         settings.displayNameScope = scope(try row.decode(String.self, column: "display_name_scope"))
         settings.pictureScope = scope(try row.decode(String.self, column: "picture_scope"))

@@ -3,27 +3,8 @@ import RavePostgres
 
 /// Merges for operators: the list, newest first, and retrying a participant at once.
 extension MergeStore {
-    /// Where a page of merges ended: the last merge's start and id, as the token "<microseconds>.<id hex>".
-    struct ListCursor: Sendable, Hashable {
-        var createdAt: PostgresTimestamp
-        var id: RaveID
-
-        var token: String { "\(createdAt.microsecondsSinceEpoch).\(id.hex)" }
-
-        init(createdAt: PostgresTimestamp, id: RaveID) {
-            self.createdAt = createdAt
-            self.id = id
-        }
-
-        /// Nil for a token this method did not return.
-        init?(token: String) {
-            let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 2, let micros = Int64(parts[0]), let id = RaveID(wire: String(parts[1])) else {
-                return nil
-            }
-            self.init(createdAt: PostgresTimestamp(microsecondsSinceEpoch: micros), id: id)
-        }
-    }
+    /// Where a page of merges ended: the last merge's start and id.
+    typealias ListCursor = PageCursor
 
     /// $1 state or null, $2 a user (source or target) or null, $3/$4 the cursor or null, $5 the limit.
     static let selectPage = PostgresStatement(

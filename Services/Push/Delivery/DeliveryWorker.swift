@@ -143,7 +143,7 @@ final class DeliveryWorker: Service {
     private func send(_ delivery: ClaimedDelivery) async -> ProviderOutcome? {
         guard delivery.stillRegistered, delivery.push.expiresAt > clock.now() else { return nil }
         guard let provider = providers[delivery.platform.rawValue] else {
-            return .failed(reason: "no provider is configured for platform \(delivery.platform.rawValue)")
+            return .failed(reason: "no provider is configured for platform \(delivery.platform.readableName)")
         }
         return await provider.send(delivery.push)
     }

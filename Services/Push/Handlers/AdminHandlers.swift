@@ -24,7 +24,9 @@ struct AdminHandlers: PushV1.PushAdminHandler {
         if let app = try await dependencies.notifications.application(of: id, on: dependencies.pool) {
             try await dependencies.adminScope.requireScope(context, applicationID: app)
         }
-        let deliveries = try await dependencies.notifications.deliveries(of: id, on: dependencies.pool)
+        var deliveries = try await dependencies.notifications.deliveries(of: id, on: dependencies.pool)
+        // A viewer reads deliveries: the token is masked as ListUserDevices masks it.
+        for index in deliveries.indices { deliveries[index].token = Self.maskedToken(deliveries[index].token) }
         return PushV1.GetDeliveriesResponse(deliveries: deliveries)
     }
 }

@@ -2,8 +2,20 @@ import RaveMessages
 import RavePostgres
 import RaveRPC
 
-/// The operator reads of rave.wallet.v1.WalletAdmin: the catalog's lists and a player's ledger.
+/// The operator reads of rave.wallet.v1.WalletAdmin: the catalog's lists, an application's real-money countries and
+/// a player's ledger.
 extension AdminHandlers {
+    /// What SetEligibility last set, within the operator's publisher scope as SetEligibility is.
+    func getEligibility(
+        _ request: WalletV1.GetEligibilityRequest, context: RequestContext
+    ) async throws -> WalletV1.GetEligibilityResponse {
+        try await dependencies.adminScope.requireScope(context, applicationID: request.appId)
+        _ = try WalletDependencies.userID(request.appId, field: "app_id")
+        return WalletV1.GetEligibilityResponse(
+            realMoneyCountries: try await dependencies.catalog.realMoneyCountries(
+                app: request.appId, on: dependencies.pool))
+    }
+
     func listCurrencies(
         _ request: WalletV1.ListCurrenciesRequest, context: RequestContext
     ) async throws -> WalletV1.ListCurrenciesResponse {

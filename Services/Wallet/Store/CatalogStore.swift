@@ -41,6 +41,9 @@ final class CatalogStore: Sendable {
         name: "wallet_select_games", sql: "SELECT definition FROM games ORDER BY game_id")
     static let selectCurrencies = PostgresStatement(
         name: "wallet_select_currencies", sql: "SELECT code, decimals FROM currencies ORDER BY code")
+    static let selectCountries = PostgresStatement(
+        name: "wallet_select_countries",
+        sql: "SELECT country FROM real_money_countries WHERE app_id = $1 ORDER BY country")
     static let selectCountry = PostgresStatement(
         name: "wallet_select_country", sql: "SELECT 1 FROM real_money_countries WHERE app_id = $1 AND country = $2")
 
@@ -116,6 +119,11 @@ final class CatalogStore: Sendable {
             }
         }
         eligibility.withLock { $0.removeAll() }
+    }
+
+    /// The application's real-money countries, sorted (read from the table, never from the cache).
+    func realMoneyCountries(app: String, on database: some PostgresQueryable) async throws -> [String] {
+        try await database.execute(Self.selectCountries, [app]).map { try $0.decode(String.self, column: "country") }
     }
 
     func allowsRealMoney(app: String, country: String, on database: some PostgresQueryable) async throws -> Bool {

@@ -6718,6 +6718,198 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.identity.v1.IdentityAdmin/GetApplication"
           }
         },
+        "/v1/rave.identity.v1.IdentityAdmin/ListPublishers": {
+          "post": {
+            "operationId": "IdentityAdmin_ListPublishers",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "Publishers in the operator's scope, oldest first: an operator of one publisher sees that one, an owner of all publishers (and the admin certificate) every one.",
+            "description": "Publishers in the operator's scope, oldest first: an operator of one publisher sees that one, an owner of all\npublishers (and the admin certificate) every one.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/ListPublishers`.",
+            "security": [
+              {
+                "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ListPublishersRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ListPublishersRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ListPublishersRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ListPublishersResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ListPublishersResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ListPublishersResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ListPublishers"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/ListApplications": {
+          "post": {
+            "operationId": "IdentityAdmin_ListApplications",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "A publisher's applications, oldest first, each as GetApplication answers it; only the operator's publisher.",
+            "description": "A publisher's applications, oldest first, each as GetApplication answers it; only the operator's publisher.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/ListApplications`.",
+            "security": [
+              {
+                "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ListApplicationsRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ListApplicationsRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ListApplicationsRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ListApplicationsResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ListApplicationsResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ListApplicationsResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ListApplications"
+          }
+        },
         "/v1/rave.identity.v1.IdentityAdmin/GetMergeStatus": {
           "post": {
             "operationId": "IdentityAdmin_GetMergeStatus",
@@ -7291,6 +7483,102 @@ private let openAPIDocumentText = #"""
               }
             },
             "x-rave-method": "rave.identity.v1.IdentityAdmin/SetMailTemplate"
+          }
+        },
+        "/v1/rave.identity.v1.IdentityAdmin/ListMailTemplates": {
+          "post": {
+            "operationId": "IdentityAdmin_ListMailTemplates",
+            "tags": [
+              "IdentityAdmin"
+            ],
+            "summary": "An application's mail templates (what SetMailTemplate set), by kind, then language.",
+            "description": "An application's mail templates (what SetMailTemplate set), by kind, then language.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.identity.v1.IdentityAdmin/ListMailTemplates`.",
+            "security": [
+              {
+                "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.identity.v1.ListMailTemplatesRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.identity.v1.ListMailTemplatesRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.identity.v1.ListMailTemplatesRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.identity.v1.ListMailTemplatesResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.identity.v1.ListMailTemplatesResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.identity.v1.ListMailTemplatesResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.identity.v1.IdentityAdmin/ListMailTemplates"
           }
         },
         "/v1/rave.identity.v1.IdentityAdmin/CreateOperator": {
@@ -15099,6 +15387,102 @@ private let openAPIDocumentText = #"""
             "x-rave-method": "rave.wallet.v1.WalletAdmin/SetEligibility"
           }
         },
+        "/v1/rave.wallet.v1.WalletAdmin/GetEligibility": {
+          "post": {
+            "operationId": "WalletAdmin_GetEligibility",
+            "tags": [
+              "WalletAdmin"
+            ],
+            "summary": "The countries where an application allows real-money play, as SetEligibility last set them.",
+            "description": "The countries where an application allows real-money play, as SetEligibility last set them.\n\nNeeds the admin client certificate (role `rave://admin`), or an operator's access token (`operatorAuth`) of role `viewer` or higher. The protocol's method `rave.wallet.v1.WalletAdmin/GetEligibility`.",
+            "security": [
+              {
+                "mutualTLS": []
+              },
+              {
+                "operatorAuth": []
+              }
+            ],
+            "parameters": [
+              {
+                "$ref": "#/components/parameters/Idempotency-Key"
+              },
+              {
+                "$ref": "#/components/parameters/X-Request-Id"
+              },
+              {
+                "$ref": "#/components/parameters/X-Rave-Timeout-Ms"
+              }
+            ],
+            "requestBody": {
+              "description": "The `rave.wallet.v1.GetEligibilityRequest` message; an empty body is the empty message.",
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/rave.wallet.v1.GetEligibilityRequest"
+                  }
+                },
+                "application/x-protobuf": {
+                  "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "The `rave.wallet.v1.GetEligibilityRequest` message in the protobuf wire format."
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "OK: the `rave.wallet.v1.GetEligibilityResponse` message.",
+                "headers": {
+                  "X-Request-Id": {
+                    "$ref": "#/components/headers/X-Request-Id"
+                  }
+                },
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/rave.wallet.v1.GetEligibilityResponse"
+                    }
+                  },
+                  "application/x-protobuf": {
+                    "schema": {
+                      "type": "string",
+                      "format": "binary",
+                      "description": "The `rave.wallet.v1.GetEligibilityResponse` message in the protobuf wire format."
+                    }
+                  }
+                }
+              },
+              "400": {
+                "$ref": "#/components/responses/400"
+              },
+              "401": {
+                "$ref": "#/components/responses/401"
+              },
+              "403": {
+                "$ref": "#/components/responses/403"
+              },
+              "404": {
+                "$ref": "#/components/responses/404"
+              },
+              "429": {
+                "$ref": "#/components/responses/429"
+              },
+              "503": {
+                "$ref": "#/components/responses/503"
+              },
+              "504": {
+                "$ref": "#/components/responses/504"
+              },
+              "default": {
+                "$ref": "#/components/responses/default"
+              }
+            },
+            "x-rave-method": "rave.wallet.v1.WalletAdmin/GetEligibility"
+          }
+        },
         "/v1/rave.wallet.v1.WalletAdmin/Deposit": {
           "post": {
             "operationId": "WalletAdmin_Deposit",
@@ -18277,6 +18661,42 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.ListApplicationsRequest": {
+            "type": "object",
+            "properties": {
+              "publisherId": {
+                "type": "string"
+              },
+              "pageSize": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "1…100; 0 means 50."
+              },
+              "pageToken": {
+                "type": "string",
+                "description": "From the previous page's next_page_token; empty for the first page."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListApplicationsResponse": {
+            "type": "object",
+            "properties": {
+              "applications": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.identity.v1.Application"
+                },
+                "description": "Oldest first, with their settings."
+              },
+              "nextPageToken": {
+                "type": "string",
+                "description": "Empty on the last page."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.ListAuditEventsRequest": {
             "type": "object",
             "properties": {
@@ -18364,6 +18784,28 @@ private let openAPIDocumentText = #"""
             },
             "additionalProperties": false
           },
+          "rave.identity.v1.ListMailTemplatesRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string"
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListMailTemplatesResponse": {
+            "type": "object",
+            "properties": {
+              "templates": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.identity.v1.MailTemplate"
+                },
+                "description": "By kind (as MailKind numbers them), then language. The built-in English texts used without a template are not\nlisted."
+              }
+            },
+            "additionalProperties": false
+          },
           "rave.identity.v1.ListMergesRequest": {
             "type": "object",
             "properties": {
@@ -18425,6 +18867,39 @@ private let openAPIDocumentText = #"""
                   "$ref": "#/components/schemas/rave.identity.v1.Operator"
                 },
                 "description": "By email."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListPublishersRequest": {
+            "type": "object",
+            "properties": {
+              "pageSize": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "1…100; 0 means 50."
+              },
+              "pageToken": {
+                "type": "string",
+                "description": "From the previous page's next_page_token; empty for the first page."
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.identity.v1.ListPublishersResponse": {
+            "type": "object",
+            "properties": {
+              "publishers": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/rave.identity.v1.Publisher"
+                },
+                "description": "Oldest first."
+              },
+              "nextPageToken": {
+                "type": "string",
+                "description": "Empty on the last page."
               }
             },
             "additionalProperties": false
@@ -18567,6 +19042,35 @@ private let openAPIDocumentText = #"""
               "MAIL_KIND_PASSWORD_RESET",
               "MAIL_KIND_EXPORT_READY"
             ]
+          },
+          "rave.identity.v1.MailTemplate": {
+            "type": "object",
+            "description": "One of an application's mail templates as SetMailTemplate stored it.",
+            "properties": {
+              "kind": {
+                "$ref": "#/components/schemas/rave.identity.v1.MailKind"
+              },
+              "language": {
+                "type": "string",
+                "description": "BCP 47, lower case as stored (\"pt-br\")."
+              },
+              "subject": {
+                "type": "string"
+              },
+              "body": {
+                "type": "string"
+              },
+              "updatedAtUnixMs": {
+                "type": [
+                  "string",
+                  "integer"
+                ],
+                "format": "int64",
+                "pattern": "^-?[0-9]{1,19}$",
+                "description": "A 64-bit integer: written as a decimal string, read from a string or a number."
+              }
+            },
+            "additionalProperties": false
           },
           "rave.identity.v1.Merge": {
             "type": "object",
@@ -21994,6 +22498,28 @@ private let openAPIDocumentText = #"""
                 "items": {
                   "$ref": "#/components/schemas/rave.wallet.v1.Balance"
                 }
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.wallet.v1.GetEligibilityRequest": {
+            "type": "object",
+            "properties": {
+              "appId": {
+                "type": "string"
+              }
+            },
+            "additionalProperties": false
+          },
+          "rave.wallet.v1.GetEligibilityResponse": {
+            "type": "object",
+            "properties": {
+              "realMoneyCountries": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                },
+                "description": "ISO 3166-1 alpha-2 codes, sorted; empty when the application allows real-money play nowhere."
               }
             },
             "additionalProperties": false

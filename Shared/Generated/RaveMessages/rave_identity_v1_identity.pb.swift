@@ -1435,6 +1435,85 @@ extension IdentityV1 {
         }
     }
 
+    public struct ListPublishersRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListPublishersRequest"
+
+        /// 1…100; 0 means 50.
+        public var pageSize: UInt32 = 0
+
+        /// From the previous page's next_page_token; empty for the first page.
+        public var pageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(pageSize: UInt32 = 0, pageToken: String = "") {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
+
+    public struct ListPublishersResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListPublishersResponse"
+
+        /// Oldest first.
+        public var publishers: [IdentityV1.Publisher] = []
+
+        /// Empty on the last page.
+        public var nextPageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(publishers: [IdentityV1.Publisher] = [], nextPageToken: String = "") {
+            self.publishers = publishers
+            self.nextPageToken = nextPageToken
+        }
+    }
+
+    public struct ListApplicationsRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListApplicationsRequest"
+
+        public var publisherId: String = ""
+
+        /// 1…100; 0 means 50.
+        public var pageSize: UInt32 = 0
+
+        /// From the previous page's next_page_token; empty for the first page.
+        public var pageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(publisherId: String = "", pageSize: UInt32 = 0, pageToken: String = "") {
+            self.publisherId = publisherId
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
+
+    public struct ListApplicationsResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListApplicationsResponse"
+
+        /// Oldest first, with their settings.
+        public var applications: [IdentityV1.Application] = []
+
+        /// Empty on the last page.
+        public var nextPageToken: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(applications: [IdentityV1.Application] = [], nextPageToken: String = "") {
+            self.applications = applications
+            self.nextPageToken = nextPageToken
+        }
+    }
+
     public struct GetUserRequest: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.identity.v1.GetUserRequest"
 
@@ -2165,6 +2244,67 @@ extension IdentityV1 {
         public init() {}
     }
 
+    public struct ListMailTemplatesRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListMailTemplatesRequest"
+
+        public var appId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "") {
+            self.appId = appId
+        }
+    }
+
+    /// One of an application's mail templates as SetMailTemplate stored it.
+    public struct MailTemplate: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.MailTemplate"
+
+        public var kind: IdentityV1.MailKind = .unspecified
+
+        /// BCP 47, lower case as stored ("pt-br").
+        public var language: String = ""
+
+        public var subject: String = ""
+
+        public var body: String = ""
+
+        public var updatedAtUnixMs: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(
+            kind: IdentityV1.MailKind = .unspecified, language: String = "", subject: String = "", body: String = "",
+            updatedAtUnixMs: Int64 = 0
+        ) {
+            self.kind = kind
+            self.language = language
+            self.subject = subject
+            self.body = body
+            self.updatedAtUnixMs = updatedAtUnixMs
+        }
+    }
+
+    public struct ListMailTemplatesResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.identity.v1.ListMailTemplatesResponse"
+
+        /// By kind (as MailKind numbers them), then language. The built-in English texts used without a template are not
+        /// listed.
+        public var templates: [IdentityV1.MailTemplate] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(templates: [IdentityV1.MailTemplate] = []) {
+            self.templates = templates
+        }
+    }
+
     /// An operator account as operators see it (never a secret).
     public struct Operator: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.identity.v1.Operator"
@@ -2521,13 +2661,16 @@ extension IdentityV1 {
         /// The request as JSON, secrets redacted.
         public var requestJson: String = ""
 
+        /// The player the write is about (the request's user_id, docs/identity.md "Audit log"); empty when it names none.
+        public var targetUserId: String = ""
+
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given fields; the others keep their defaults.
         public init(
             method: String = "", actorKind: IdentityV1.AuditActorKind = .unspecified, actor: String = "",
-            operatorId: String = "", reason: String = "", requestJson: String = ""
+            operatorId: String = "", reason: String = "", requestJson: String = "", targetUserId: String = ""
         ) {
             self.method = method
             self.actorKind = actorKind
@@ -2535,6 +2678,7 @@ extension IdentityV1 {
             self.operatorId = operatorId
             self.reason = reason
             self.requestJson = requestJson
+            self.targetUserId = targetUserId
         }
     }
 
@@ -6399,6 +6543,212 @@ extension IdentityV1.GetApplicationResponse {
     }
 }
 
+extension IdentityV1.ListPublishersRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListPublishersRequest()
+        rave__identity__v1__list_publishers_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListPublishersRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListPublishersRequest()
+        rave__identity__v1__list_publishers_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListPublishersRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.pageSize = c.page_size
+        self.pageToken = try ProtoDecoding.string(c.page_token, field: "page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListPublishersRequest> {
+        let message = arena.allocate(Rave__Identity__V1__ListPublishersRequest.self)
+        rave__identity__v1__list_publishers_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListPublishersRequest, arena: inout ProtoArena) {
+        message.page_size = self.pageSize
+        if !self.pageToken.isEmpty { message.page_token = arena.string(self.pageToken) }
+    }
+}
+
+extension IdentityV1.ListPublishersResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListPublishersResponse()
+        rave__identity__v1__list_publishers_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListPublishersResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListPublishersResponse()
+        rave__identity__v1__list_publishers_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListPublishersResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.publishers = try ProtoDecoding.messages(c.publishers, count: c.n_publishers) {
+            element throws(ProtoDecodingError) in try IdentityV1.Publisher(protobufC: element)
+        }
+        self.nextPageToken = try ProtoDecoding.string(
+            c.next_page_token, field: "next_page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListPublishersResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ListPublishersResponse.self)
+        rave__identity__v1__list_publishers_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListPublishersResponse, arena: inout ProtoArena) {
+        message.n_publishers = self.publishers.count
+        if !self.publishers.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__Publisher>?.self, count: self.publishers.count)
+            for (index, element) in self.publishers.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.publishers = elements
+        }
+        if !self.nextPageToken.isEmpty { message.next_page_token = arena.string(self.nextPageToken) }
+    }
+}
+
+extension IdentityV1.ListApplicationsRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListApplicationsRequest()
+        rave__identity__v1__list_applications_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListApplicationsRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListApplicationsRequest()
+        rave__identity__v1__list_applications_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListApplicationsRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.publisherId = try ProtoDecoding.string(c.publisher_id, field: "publisher_id", of: Self.protoMessageName)
+        self.pageSize = c.page_size
+        self.pageToken = try ProtoDecoding.string(c.page_token, field: "page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListApplicationsRequest>
+    {
+        let message = arena.allocate(Rave__Identity__V1__ListApplicationsRequest.self)
+        rave__identity__v1__list_applications_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListApplicationsRequest, arena: inout ProtoArena) {
+        if !self.publisherId.isEmpty { message.publisher_id = arena.string(self.publisherId) }
+        message.page_size = self.pageSize
+        if !self.pageToken.isEmpty { message.page_token = arena.string(self.pageToken) }
+    }
+}
+
+extension IdentityV1.ListApplicationsResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListApplicationsResponse()
+        rave__identity__v1__list_applications_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListApplicationsResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListApplicationsResponse()
+        rave__identity__v1__list_applications_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListApplicationsResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.applications = try ProtoDecoding.messages(c.applications, count: c.n_applications) {
+            element throws(ProtoDecodingError) in try IdentityV1.Application(protobufC: element)
+        }
+        self.nextPageToken = try ProtoDecoding.string(
+            c.next_page_token, field: "next_page_token", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListApplicationsResponse>
+    {
+        let message = arena.allocate(Rave__Identity__V1__ListApplicationsResponse.self)
+        rave__identity__v1__list_applications_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListApplicationsResponse, arena: inout ProtoArena) {
+        message.n_applications = self.applications.count
+        if !self.applications.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__Application>?.self, count: self.applications.count)
+            for (index, element) in self.applications.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.applications = elements
+        }
+        if !self.nextPageToken.isEmpty { message.next_page_token = arena.string(self.nextPageToken) }
+    }
+}
+
 extension IdentityV1.GetUserRequest {
     /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
     // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
@@ -8207,6 +8557,156 @@ extension IdentityV1.SetMailTemplateResponse {
     }
 }
 
+extension IdentityV1.ListMailTemplatesRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListMailTemplatesRequest()
+        rave__identity__v1__list_mail_templates_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListMailTemplatesRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListMailTemplatesRequest()
+        rave__identity__v1__list_mail_templates_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListMailTemplatesRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__ListMailTemplatesRequest>
+    {
+        let message = arena.allocate(Rave__Identity__V1__ListMailTemplatesRequest.self)
+        rave__identity__v1__list_mail_templates_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListMailTemplatesRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+    }
+}
+
+extension IdentityV1.MailTemplate {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__MailTemplate()
+        rave__identity__v1__mail_template__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__MailTemplate.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__MailTemplate()
+        rave__identity__v1__mail_template__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__MailTemplate>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.kind = IdentityV1.MailKind(rawValue: Int32(truncatingIfNeeded: c.kind.rawValue))
+        self.language = try ProtoDecoding.string(c.language, field: "language", of: Self.protoMessageName)
+        self.subject = try ProtoDecoding.string(c.subject, field: "subject", of: Self.protoMessageName)
+        self.body = try ProtoDecoding.string(c.body, field: "body", of: Self.protoMessageName)
+        self.updatedAtUnixMs = c.updated_at_unix_ms
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__MailTemplate> {
+        let message = arena.allocate(Rave__Identity__V1__MailTemplate.self)
+        rave__identity__v1__mail_template__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__MailTemplate, arena: inout ProtoArena) {
+        message.kind = .init(rawValue: .init(truncatingIfNeeded: self.kind.rawValue))
+        if !self.language.isEmpty { message.language = arena.string(self.language) }
+        if !self.subject.isEmpty { message.subject = arena.string(self.subject) }
+        if !self.body.isEmpty { message.body = arena.string(self.body) }
+        message.updated_at_unix_ms = self.updatedAtUnixMs
+    }
+}
+
+extension IdentityV1.ListMailTemplatesResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Identity__V1__ListMailTemplatesResponse()
+        rave__identity__v1__list_mail_templates_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Identity__V1__ListMailTemplatesResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Identity__V1__ListMailTemplatesResponse()
+        rave__identity__v1__list_mail_templates_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Identity__V1__ListMailTemplatesResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.templates = try ProtoDecoding.messages(c.templates, count: c.n_templates) {
+            element throws(ProtoDecodingError) in try IdentityV1.MailTemplate(protobufC: element)
+        }
+    }
+
+    func protobufCMessage(
+        arena: inout ProtoArena
+    ) -> UnsafeMutablePointer<Rave__Identity__V1__ListMailTemplatesResponse> {
+        let message = arena.allocate(Rave__Identity__V1__ListMailTemplatesResponse.self)
+        rave__identity__v1__list_mail_templates_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Identity__V1__ListMailTemplatesResponse, arena: inout ProtoArena) {
+        message.n_templates = self.templates.count
+        if !self.templates.isEmpty {
+            let elements = arena.allocate(
+                UnsafeMutablePointer<Rave__Identity__V1__MailTemplate>?.self, count: self.templates.count)
+            for (index, element) in self.templates.enumerated() {
+                elements[index] = element.protobufCMessage(arena: &arena)
+            }
+            message.templates = elements
+        }
+    }
+}
+
 extension IdentityV1.Operator {
     /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
     // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
@@ -8999,6 +9499,8 @@ extension IdentityV1.BeginAdminCallRequest {
         self.operatorId = try ProtoDecoding.string(c.operator_id, field: "operator_id", of: Self.protoMessageName)
         self.reason = try ProtoDecoding.string(c.reason, field: "reason", of: Self.protoMessageName)
         self.requestJson = try ProtoDecoding.string(c.request_json, field: "request_json", of: Self.protoMessageName)
+        self.targetUserId = try ProtoDecoding.string(
+            c.target_user_id, field: "target_user_id", of: Self.protoMessageName)
     }
 
     func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Identity__V1__BeginAdminCallRequest> {
@@ -9015,6 +9517,7 @@ extension IdentityV1.BeginAdminCallRequest {
         if !self.operatorId.isEmpty { message.operator_id = arena.string(self.operatorId) }
         if !self.reason.isEmpty { message.reason = arena.string(self.reason) }
         if !self.requestJson.isEmpty { message.request_json = arena.string(self.requestJson) }
+        if !self.targetUserId.isEmpty { message.target_user_id = arena.string(self.targetUserId) }
     }
 }
 

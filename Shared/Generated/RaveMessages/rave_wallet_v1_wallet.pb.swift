@@ -374,6 +374,35 @@ extension WalletV1 {
         public init() {}
     }
 
+    public struct GetEligibilityRequest: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.wallet.v1.GetEligibilityRequest"
+
+        public var appId: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(appId: String = "") {
+            self.appId = appId
+        }
+    }
+
+    public struct GetEligibilityResponse: ProtoMessage, Hashable {
+        public static let protoMessageName = "rave.wallet.v1.GetEligibilityResponse"
+
+        /// ISO 3166-1 alpha-2 codes, sorted; empty when the application allows real-money play nowhere.
+        public var realMoneyCountries: [String] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given fields; the others keep their defaults.
+        public init(realMoneyCountries: [String] = []) {
+            self.realMoneyCountries = realMoneyCountries
+        }
+    }
+
     public struct DepositRequest: ProtoMessage, Hashable {
         public static let protoMessageName = "rave.wallet.v1.DepositRequest"
 
@@ -1633,6 +1662,96 @@ extension WalletV1.SetEligibilityResponse {
     }
 
     func protobufCFill(_ _: inout Rave__Wallet__V1__SetEligibilityResponse, arena _: inout ProtoArena) {
+    }
+}
+
+extension WalletV1.GetEligibilityRequest {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Wallet__V1__GetEligibilityRequest()
+        rave__wallet__v1__get_eligibility_request__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__GetEligibilityRequest.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Wallet__V1__GetEligibilityRequest()
+        rave__wallet__v1__get_eligibility_request__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Wallet__V1__GetEligibilityRequest>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.appId = try ProtoDecoding.string(c.app_id, field: "app_id", of: Self.protoMessageName)
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Wallet__V1__GetEligibilityRequest> {
+        let message = arena.allocate(Rave__Wallet__V1__GetEligibilityRequest.self)
+        rave__wallet__v1__get_eligibility_request__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Wallet__V1__GetEligibilityRequest, arena: inout ProtoArena) {
+        if !self.appId.isEmpty { message.app_id = arena.string(self.appId) }
+    }
+}
+
+extension WalletV1.GetEligibilityResponse {
+    /// protobuf-c's descriptor of the C struct; only its init function reveals the address.
+    // nonisolated(unsafe): a pointer to an immutable C constant, safe to share between threads.
+    nonisolated(unsafe) static let protobufCDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
+        var message = Rave__Wallet__V1__GetEligibilityResponse()
+        rave__wallet__v1__get_eligibility_response__init(&message)
+        return message.base.descriptor
+    }()
+
+    public init(protobufBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try ProtoDecoding.unpack(
+            bytes, descriptor: Self.protobufCDescriptor, as: Rave__Wallet__V1__GetEligibilityResponse.self,
+            messageName: Self.protoMessageName,
+            checksStrings: true
+        ) { message throws(ProtoDecodingError) in try Self(protobufC: message) }
+    }
+
+    public func protobufBytes() -> [UInt8] {
+        var arena = ProtoArena()
+        var message = Rave__Wallet__V1__GetEligibilityResponse()
+        rave__wallet__v1__get_eligibility_response__init(&message)
+        protobufCFill(&message, arena: &arena)
+        return arena.pack(&message)
+    }
+
+    init(protobufC message: UnsafePointer<Rave__Wallet__V1__GetEligibilityResponse>) throws(ProtoDecodingError) {
+        self.init()
+        let c = message.pointee
+        self.realMoneyCountries = try ProtoDecoding.array(c.real_money_countries, count: c.n_real_money_countries) {
+            element throws(ProtoDecodingError) in
+            try ProtoDecoding.string(element, field: "real_money_countries", of: Self.protoMessageName)
+        }
+    }
+
+    func protobufCMessage(arena: inout ProtoArena) -> UnsafeMutablePointer<Rave__Wallet__V1__GetEligibilityResponse> {
+        let message = arena.allocate(Rave__Wallet__V1__GetEligibilityResponse.self)
+        rave__wallet__v1__get_eligibility_response__init(message)
+        protobufCFill(&message.pointee, arena: &arena)
+        return message
+    }
+
+    func protobufCFill(_ message: inout Rave__Wallet__V1__GetEligibilityResponse, arena: inout ProtoArena) {
+        message.n_real_money_countries = self.realMoneyCountries.count
+        message.real_money_countries = arena.strings(self.realMoneyCountries)
     }
 }
 

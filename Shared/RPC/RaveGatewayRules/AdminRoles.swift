@@ -57,6 +57,9 @@ public enum AdminRoles {
         "rave.wallet.v1.WalletAdmin/GetUserWallet": .viewer,
         // Reads behind the console's lists and a player's page.
         "rave.identity.v1.IdentityAdmin/ListMerges": .viewer,
+        "rave.identity.v1.IdentityAdmin/ListPublishers": .viewer,
+        "rave.identity.v1.IdentityAdmin/ListApplications": .viewer,
+        "rave.identity.v1.IdentityAdmin/ListMailTemplates": .viewer,
         "rave.gifts.v1.GiftsAdmin/ListUserGifts": .viewer,
         "rave.leaderboards.v1.LeaderboardsAdmin/ListLeaderboards": .viewer,
         "rave.leaderboards.v1.LeaderboardsAdmin/GetTopScores": .viewer,
@@ -67,6 +70,7 @@ public enum AdminRoles {
         "rave.wallet.v1.WalletAdmin/ListCurrencies": .viewer,
         "rave.wallet.v1.WalletAdmin/ListGames": .viewer,
         "rave.wallet.v1.WalletAdmin/ListUserTransactions": .viewer,
+        "rave.wallet.v1.WalletAdmin/GetEligibility": .viewer,
         // Player support.
         "rave.identity.v1.IdentityAdmin/BanUser": .support,
         "rave.identity.v1.IdentityAdmin/UnbanUser": .support,

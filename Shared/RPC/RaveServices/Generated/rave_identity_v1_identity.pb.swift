@@ -974,6 +974,17 @@ extension IdentityV1 {
             _ request: IdentityV1.GetApplicationRequest, context: RequestContext
         ) async throws -> IdentityV1.GetApplicationResponse
 
+        /// Publishers in the operator's scope, oldest first: an operator of one publisher sees that one, an owner of all
+        /// publishers (and the admin certificate) every one.
+        func listPublishers(
+            _ request: IdentityV1.ListPublishersRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListPublishersResponse
+
+        /// A publisher's applications, oldest first, each as GetApplication answers it; only the operator's publisher.
+        func listApplications(
+            _ request: IdentityV1.ListApplicationsRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListApplicationsResponse
+
         func getMergeStatus(
             _ request: IdentityV1.GetMergeStatusRequest, context: RequestContext
         ) async throws -> IdentityV1.GetMergeStatusResponse
@@ -1003,6 +1014,11 @@ extension IdentityV1 {
         func setMailTemplate(
             _ request: IdentityV1.SetMailTemplateRequest, context: RequestContext
         ) async throws -> IdentityV1.SetMailTemplateResponse
+
+        /// An application's mail templates (what SetMailTemplate set), by kind, then language.
+        func listMailTemplates(
+            _ request: IdentityV1.ListMailTemplatesRequest, context: RequestContext
+        ) async throws -> IdentityV1.ListMailTemplatesResponse
 
         /// Creates an operator account; returns the single-use enrolment code its holder enrols with (OperatorEnroll).
         func createOperator(
@@ -1099,12 +1115,14 @@ extension IdentityV1 {
         public static let methodNames = [
             "rave.identity.v1.IdentityAdmin/CreatePublisher", "rave.identity.v1.IdentityAdmin/UpdatePublisher",
             "rave.identity.v1.IdentityAdmin/CreateApplication", "rave.identity.v1.IdentityAdmin/UpdateApplication",
-            "rave.identity.v1.IdentityAdmin/GetApplication", "rave.identity.v1.IdentityAdmin/GetMergeStatus",
+            "rave.identity.v1.IdentityAdmin/GetApplication", "rave.identity.v1.IdentityAdmin/ListPublishers",
+            "rave.identity.v1.IdentityAdmin/ListApplications", "rave.identity.v1.IdentityAdmin/GetMergeStatus",
             "rave.identity.v1.IdentityAdmin/GetUser", "rave.identity.v1.IdentityAdmin/BanUser",
             "rave.identity.v1.IdentityAdmin/UnbanUser", "rave.identity.v1.IdentityAdmin/ListAuditEvents",
-            "rave.identity.v1.IdentityAdmin/SetMailTemplate", "rave.identity.v1.IdentityAdmin/CreateOperator",
-            "rave.identity.v1.IdentityAdmin/ListOperators", "rave.identity.v1.IdentityAdmin/SetOperatorRole",
-            "rave.identity.v1.IdentityAdmin/DisableOperator", "rave.identity.v1.IdentityAdmin/ListAccountDeletions",
+            "rave.identity.v1.IdentityAdmin/SetMailTemplate", "rave.identity.v1.IdentityAdmin/ListMailTemplates",
+            "rave.identity.v1.IdentityAdmin/CreateOperator", "rave.identity.v1.IdentityAdmin/ListOperators",
+            "rave.identity.v1.IdentityAdmin/SetOperatorRole", "rave.identity.v1.IdentityAdmin/DisableOperator",
+            "rave.identity.v1.IdentityAdmin/ListAccountDeletions",
             "rave.identity.v1.IdentityAdmin/ForceAccountDeletion",
             "rave.identity.v1.IdentityAdmin/CancelAccountDeletion", "rave.identity.v1.IdentityAdmin/SearchUsers",
             "rave.identity.v1.IdentityAdmin/ListUserSessions", "rave.identity.v1.IdentityAdmin/RevokeUserSessions",
@@ -1174,6 +1192,33 @@ extension IdentityV1 {
             let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
             do {
                 return try IdentityV1.GetApplicationResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// Publishers in the operator's scope, oldest first: an operator of one publisher sees that one, an owner of all
+        /// publishers (and the admin certificate) every one.
+        public func listPublishers(
+            _ request: IdentityV1.ListPublishersRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListPublishersResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ListPublishers"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListPublishersResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// A publisher's applications, oldest first, each as GetApplication answers it; only the operator's publisher.
+        public func listApplications(
+            _ request: IdentityV1.ListApplicationsRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListApplicationsResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ListApplications"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListApplicationsResponse(protobufBytes: response)
             } catch {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
@@ -1252,6 +1297,19 @@ extension IdentityV1 {
             let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
             do {
                 return try IdentityV1.SetMailTemplateResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// An application's mail templates (what SetMailTemplate set), by kind, then language.
+        public func listMailTemplates(
+            _ request: IdentityV1.ListMailTemplatesRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> IdentityV1.ListMailTemplatesResponse {
+            let method = "rave.identity.v1.IdentityAdmin/ListMailTemplates"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try IdentityV1.ListMailTemplatesResponse(protobufBytes: response)
             } catch {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
@@ -1504,6 +1562,16 @@ extension IdentityV1.IdentityAdminHandler {
                     IdentityV1.GetApplicationRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListPublishers") { request, context in
+                try await self.listPublishers(
+                    IdentityV1.ListPublishersRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListApplications") { request, context in
+                try await self.listApplications(
+                    IdentityV1.ListApplicationsRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/GetMergeStatus") { request, context in
                 try await self.getMergeStatus(
                     IdentityV1.GetMergeStatusRequest(protobufBytes: request), context: context
@@ -1529,6 +1597,11 @@ extension IdentityV1.IdentityAdminHandler {
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/SetMailTemplate") { request, context in
                 try await self.setMailTemplate(
                     IdentityV1.SetMailTemplateRequest(protobufBytes: request), context: context
+                ).protobufBytes()
+            },
+            RPCMethod(name: "rave.identity.v1.IdentityAdmin/ListMailTemplates") { request, context in
+                try await self.listMailTemplates(
+                    IdentityV1.ListMailTemplatesRequest(protobufBytes: request), context: context
                 ).protobufBytes()
             },
             RPCMethod(name: "rave.identity.v1.IdentityAdmin/CreateOperator") { request, context in

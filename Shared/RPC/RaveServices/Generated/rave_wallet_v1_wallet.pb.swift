@@ -257,6 +257,11 @@ extension WalletV1 {
             _ request: WalletV1.SetEligibilityRequest, context: RequestContext
         ) async throws -> WalletV1.SetEligibilityResponse
 
+        /// The countries where an application allows real-money play, as SetEligibility last set them.
+        func getEligibility(
+            _ request: WalletV1.GetEligibilityRequest, context: RequestContext
+        ) async throws -> WalletV1.GetEligibilityResponse
+
         func deposit(
             _ request: WalletV1.DepositRequest, context: RequestContext
         ) async throws -> WalletV1.OperatorTransferResponse
@@ -297,10 +302,11 @@ extension WalletV1 {
         /// The full name of every method, as requests carry it.
         public static let methodNames = [
             "rave.wallet.v1.WalletAdmin/CreateCurrency", "rave.wallet.v1.WalletAdmin/CreateGame",
-            "rave.wallet.v1.WalletAdmin/SetEligibility", "rave.wallet.v1.WalletAdmin/Deposit",
-            "rave.wallet.v1.WalletAdmin/Withdraw", "rave.wallet.v1.WalletAdmin/Adjust",
-            "rave.wallet.v1.WalletAdmin/GetUserWallet", "rave.wallet.v1.WalletAdmin/ListCurrencies",
-            "rave.wallet.v1.WalletAdmin/ListGames", "rave.wallet.v1.WalletAdmin/ListUserTransactions",
+            "rave.wallet.v1.WalletAdmin/SetEligibility", "rave.wallet.v1.WalletAdmin/GetEligibility",
+            "rave.wallet.v1.WalletAdmin/Deposit", "rave.wallet.v1.WalletAdmin/Withdraw",
+            "rave.wallet.v1.WalletAdmin/Adjust", "rave.wallet.v1.WalletAdmin/GetUserWallet",
+            "rave.wallet.v1.WalletAdmin/ListCurrencies", "rave.wallet.v1.WalletAdmin/ListGames",
+            "rave.wallet.v1.WalletAdmin/ListUserTransactions",
         ]
 
         public let caller: any RPCCaller
@@ -342,6 +348,19 @@ extension WalletV1 {
             let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
             do {
                 return try WalletV1.SetEligibilityResponse(protobufBytes: response)
+            } catch {
+                throw RPCError(.internal, "the response of \(method) is \(error)")
+            }
+        }
+
+        /// The countries where an application allows real-money play, as SetEligibility last set them.
+        public func getEligibility(
+            _ request: WalletV1.GetEligibilityRequest, options: CallOptions = CallOptions()
+        ) async throws(RPCError) -> WalletV1.GetEligibilityResponse {
+            let method = "rave.wallet.v1.WalletAdmin/GetEligibility"
+            let response = try await caller.call(method: method, request: request.protobufBytes(), options: options)
+            do {
+                return try WalletV1.GetEligibilityResponse(protobufBytes: response)
             } catch {
                 throw RPCError(.internal, "the response of \(method) is \(error)")
             }
@@ -453,6 +472,10 @@ extension WalletV1.WalletAdminHandler {
             },
             RPCMethod(name: "rave.wallet.v1.WalletAdmin/SetEligibility") { request, context in
                 try await self.setEligibility(WalletV1.SetEligibilityRequest(protobufBytes: request), context: context)
+                    .protobufBytes()
+            },
+            RPCMethod(name: "rave.wallet.v1.WalletAdmin/GetEligibility") { request, context in
+                try await self.getEligibility(WalletV1.GetEligibilityRequest(protobufBytes: request), context: context)
                     .protobufBytes()
             },
             RPCMethod(name: "rave.wallet.v1.WalletAdmin/Deposit") { request, context in

@@ -3067,6 +3067,186 @@ void   rave__identity__v1__get_application_response__free_unpacked
   assert(message->base.descriptor == &rave__identity__v1__get_application_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__identity__v1__list_publishers_request__init
+                     (Rave__Identity__V1__ListPublishersRequest         *message)
+{
+  static const Rave__Identity__V1__ListPublishersRequest init_value = RAVE__IDENTITY__V1__LIST_PUBLISHERS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_publishers_request__get_packed_size
+                     (const Rave__Identity__V1__ListPublishersRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_publishers_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_publishers_request__pack
+                     (const Rave__Identity__V1__ListPublishersRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_publishers_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_publishers_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListPublishersRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_publishers_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListPublishersRequest *
+       rave__identity__v1__list_publishers_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListPublishersRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_publishers_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_publishers_request__free_unpacked
+                     (Rave__Identity__V1__ListPublishersRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_publishers_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_publishers_response__init
+                     (Rave__Identity__V1__ListPublishersResponse         *message)
+{
+  static const Rave__Identity__V1__ListPublishersResponse init_value = RAVE__IDENTITY__V1__LIST_PUBLISHERS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_publishers_response__get_packed_size
+                     (const Rave__Identity__V1__ListPublishersResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_publishers_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_publishers_response__pack
+                     (const Rave__Identity__V1__ListPublishersResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_publishers_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_publishers_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListPublishersResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_publishers_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListPublishersResponse *
+       rave__identity__v1__list_publishers_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListPublishersResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_publishers_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_publishers_response__free_unpacked
+                     (Rave__Identity__V1__ListPublishersResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_publishers_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_applications_request__init
+                     (Rave__Identity__V1__ListApplicationsRequest         *message)
+{
+  static const Rave__Identity__V1__ListApplicationsRequest init_value = RAVE__IDENTITY__V1__LIST_APPLICATIONS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_applications_request__get_packed_size
+                     (const Rave__Identity__V1__ListApplicationsRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_applications_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_applications_request__pack
+                     (const Rave__Identity__V1__ListApplicationsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_applications_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_applications_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListApplicationsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_applications_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListApplicationsRequest *
+       rave__identity__v1__list_applications_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListApplicationsRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_applications_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_applications_request__free_unpacked
+                     (Rave__Identity__V1__ListApplicationsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_applications_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_applications_response__init
+                     (Rave__Identity__V1__ListApplicationsResponse         *message)
+{
+  static const Rave__Identity__V1__ListApplicationsResponse init_value = RAVE__IDENTITY__V1__LIST_APPLICATIONS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_applications_response__get_packed_size
+                     (const Rave__Identity__V1__ListApplicationsResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_applications_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_applications_response__pack
+                     (const Rave__Identity__V1__ListApplicationsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_applications_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_applications_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListApplicationsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_applications_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListApplicationsResponse *
+       rave__identity__v1__list_applications_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListApplicationsResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_applications_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_applications_response__free_unpacked
+                     (Rave__Identity__V1__ListApplicationsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_applications_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rave__identity__v1__get_user_request__init
                      (Rave__Identity__V1__GetUserRequest         *message)
 {
@@ -4685,6 +4865,141 @@ void   rave__identity__v1__set_mail_template_response__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &rave__identity__v1__set_mail_template_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_mail_templates_request__init
+                     (Rave__Identity__V1__ListMailTemplatesRequest         *message)
+{
+  static const Rave__Identity__V1__ListMailTemplatesRequest init_value = RAVE__IDENTITY__V1__LIST_MAIL_TEMPLATES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_mail_templates_request__get_packed_size
+                     (const Rave__Identity__V1__ListMailTemplatesRequest *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_mail_templates_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_mail_templates_request__pack
+                     (const Rave__Identity__V1__ListMailTemplatesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_mail_templates_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_mail_templates_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListMailTemplatesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_mail_templates_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListMailTemplatesRequest *
+       rave__identity__v1__list_mail_templates_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListMailTemplatesRequest *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_mail_templates_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_mail_templates_request__free_unpacked
+                     (Rave__Identity__V1__ListMailTemplatesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_mail_templates_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__mail_template__init
+                     (Rave__Identity__V1__MailTemplate         *message)
+{
+  static const Rave__Identity__V1__MailTemplate init_value = RAVE__IDENTITY__V1__MAIL_TEMPLATE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__mail_template__get_packed_size
+                     (const Rave__Identity__V1__MailTemplate *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__mail_template__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__mail_template__pack
+                     (const Rave__Identity__V1__MailTemplate *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__mail_template__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__mail_template__pack_to_buffer
+                     (const Rave__Identity__V1__MailTemplate *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__mail_template__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__MailTemplate *
+       rave__identity__v1__mail_template__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__MailTemplate *)
+     protobuf_c_message_unpack (&rave__identity__v1__mail_template__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__mail_template__free_unpacked
+                     (Rave__Identity__V1__MailTemplate *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__mail_template__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__identity__v1__list_mail_templates_response__init
+                     (Rave__Identity__V1__ListMailTemplatesResponse         *message)
+{
+  static const Rave__Identity__V1__ListMailTemplatesResponse init_value = RAVE__IDENTITY__V1__LIST_MAIL_TEMPLATES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__identity__v1__list_mail_templates_response__get_packed_size
+                     (const Rave__Identity__V1__ListMailTemplatesResponse *message)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_mail_templates_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__identity__v1__list_mail_templates_response__pack
+                     (const Rave__Identity__V1__ListMailTemplatesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_mail_templates_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__identity__v1__list_mail_templates_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListMailTemplatesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__identity__v1__list_mail_templates_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Identity__V1__ListMailTemplatesResponse *
+       rave__identity__v1__list_mail_templates_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Identity__V1__ListMailTemplatesResponse *)
+     protobuf_c_message_unpack (&rave__identity__v1__list_mail_templates_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__identity__v1__list_mail_templates_response__free_unpacked
+                     (Rave__Identity__V1__ListMailTemplatesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__identity__v1__list_mail_templates_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   rave__identity__v1__operator__init
@@ -10214,6 +10529,223 @@ const ProtobufCMessageDescriptor rave__identity__v1__get_application_response__d
   (ProtobufCMessageInit) rave__identity__v1__get_application_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__list_publishers_request__field_descriptors[2] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListPublishersRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListPublishersRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_publishers_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange rave__identity__v1__list_publishers_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_publishers_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListPublishersRequest",
+  "ListPublishersRequest",
+  "Rave__Identity__V1__ListPublishersRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListPublishersRequest),
+  2,
+  rave__identity__v1__list_publishers_request__field_descriptors,
+  rave__identity__v1__list_publishers_request__field_indices_by_name,
+  1,  rave__identity__v1__list_publishers_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_publishers_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_publishers_response__field_descriptors[2] =
+{
+  {
+    "publishers",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__ListPublishersResponse, n_publishers),
+    offsetof(Rave__Identity__V1__ListPublishersResponse, publishers),
+    &rave__identity__v1__publisher__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListPublishersResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_publishers_response__field_indices_by_name[] = {
+  1,   /* field[1] = next_page_token */
+  0,   /* field[0] = publishers */
+};
+static const ProtobufCIntRange rave__identity__v1__list_publishers_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_publishers_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListPublishersResponse",
+  "ListPublishersResponse",
+  "Rave__Identity__V1__ListPublishersResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListPublishersResponse),
+  2,
+  rave__identity__v1__list_publishers_response__field_descriptors,
+  rave__identity__v1__list_publishers_response__field_indices_by_name,
+  1,  rave__identity__v1__list_publishers_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_publishers_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_applications_request__field_descriptors[3] =
+{
+  {
+    "publisher_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListApplicationsRequest, publisher_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListApplicationsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListApplicationsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_applications_request__field_indices_by_name[] = {
+  1,   /* field[1] = page_size */
+  2,   /* field[2] = page_token */
+  0,   /* field[0] = publisher_id */
+};
+static const ProtobufCIntRange rave__identity__v1__list_applications_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_applications_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListApplicationsRequest",
+  "ListApplicationsRequest",
+  "Rave__Identity__V1__ListApplicationsRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListApplicationsRequest),
+  3,
+  rave__identity__v1__list_applications_request__field_descriptors,
+  rave__identity__v1__list_applications_request__field_indices_by_name,
+  1,  rave__identity__v1__list_applications_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_applications_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_applications_response__field_descriptors[2] =
+{
+  {
+    "applications",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__ListApplicationsResponse, n_applications),
+    offsetof(Rave__Identity__V1__ListApplicationsResponse, applications),
+    &rave__identity__v1__application__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListApplicationsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_applications_response__field_indices_by_name[] = {
+  0,   /* field[0] = applications */
+  1,   /* field[1] = next_page_token */
+};
+static const ProtobufCIntRange rave__identity__v1__list_applications_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_applications_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListApplicationsResponse",
+  "ListApplicationsResponse",
+  "Rave__Identity__V1__ListApplicationsResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListApplicationsResponse),
+  2,
+  rave__identity__v1__list_applications_response__field_descriptors,
+  rave__identity__v1__list_applications_response__field_indices_by_name,
+  1,  rave__identity__v1__list_applications_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_applications_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor rave__identity__v1__get_user_request__field_descriptors[1] =
 {
   {
@@ -12237,6 +12769,172 @@ const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_response_
   (ProtobufCMessageInit) rave__identity__v1__set_mail_template_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__identity__v1__list_mail_templates_request__field_descriptors[1] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__ListMailTemplatesRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_mail_templates_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+};
+static const ProtobufCIntRange rave__identity__v1__list_mail_templates_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_mail_templates_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListMailTemplatesRequest",
+  "ListMailTemplatesRequest",
+  "Rave__Identity__V1__ListMailTemplatesRequest",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListMailTemplatesRequest),
+  1,
+  rave__identity__v1__list_mail_templates_request__field_descriptors,
+  rave__identity__v1__list_mail_templates_request__field_indices_by_name,
+  1,  rave__identity__v1__list_mail_templates_request__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_mail_templates_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__mail_template__field_descriptors[5] =
+{
+  {
+    "kind",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__MailTemplate, kind),
+    &rave__identity__v1__mail_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "language",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__MailTemplate, language),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "subject",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__MailTemplate, subject),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "body",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__MailTemplate, body),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updated_at_unix_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__MailTemplate, updated_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__mail_template__field_indices_by_name[] = {
+  3,   /* field[3] = body */
+  0,   /* field[0] = kind */
+  1,   /* field[1] = language */
+  2,   /* field[2] = subject */
+  4,   /* field[4] = updated_at_unix_ms */
+};
+static const ProtobufCIntRange rave__identity__v1__mail_template__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__mail_template__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.MailTemplate",
+  "MailTemplate",
+  "Rave__Identity__V1__MailTemplate",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__MailTemplate),
+  5,
+  rave__identity__v1__mail_template__field_descriptors,
+  rave__identity__v1__mail_template__field_indices_by_name,
+  1,  rave__identity__v1__mail_template__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__mail_template__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__identity__v1__list_mail_templates_response__field_descriptors[1] =
+{
+  {
+    "templates",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rave__Identity__V1__ListMailTemplatesResponse, n_templates),
+    offsetof(Rave__Identity__V1__ListMailTemplatesResponse, templates),
+    &rave__identity__v1__mail_template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__identity__v1__list_mail_templates_response__field_indices_by_name[] = {
+  0,   /* field[0] = templates */
+};
+static const ProtobufCIntRange rave__identity__v1__list_mail_templates_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__identity__v1__list_mail_templates_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.identity.v1.ListMailTemplatesResponse",
+  "ListMailTemplatesResponse",
+  "Rave__Identity__V1__ListMailTemplatesResponse",
+  "rave.identity.v1",
+  sizeof(Rave__Identity__V1__ListMailTemplatesResponse),
+  1,
+  rave__identity__v1__list_mail_templates_response__field_descriptors,
+  rave__identity__v1__list_mail_templates_response__field_indices_by_name,
+  1,  rave__identity__v1__list_mail_templates_response__number_ranges,
+  (ProtobufCMessageInit) rave__identity__v1__list_mail_templates_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor rave__identity__v1__operator__field_descriptors[8] =
 {
   {
@@ -13208,7 +13906,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__operator_session_tokens__de
   (ProtobufCMessageInit) rave__identity__v1__operator_session_tokens__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rave__identity__v1__begin_admin_call_request__field_descriptors[6] =
+static const ProtobufCFieldDescriptor rave__identity__v1__begin_admin_call_request__field_descriptors[7] =
 {
   {
     "method",
@@ -13282,6 +13980,18 @@ static const ProtobufCFieldDescriptor rave__identity__v1__begin_admin_call_reque
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "target_user_id",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Identity__V1__BeginAdminCallRequest, target_user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rave__identity__v1__begin_admin_call_request__field_indices_by_name[] = {
   2,   /* field[2] = actor */
@@ -13290,11 +14000,12 @@ static const unsigned rave__identity__v1__begin_admin_call_request__field_indice
   3,   /* field[3] = operator_id */
   4,   /* field[4] = reason */
   5,   /* field[5] = request_json */
+  6,   /* field[6] = target_user_id */
 };
 static const ProtobufCIntRange rave__identity__v1__begin_admin_call_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor rave__identity__v1__begin_admin_call_request__descriptor =
 {
@@ -13304,7 +14015,7 @@ const ProtobufCMessageDescriptor rave__identity__v1__begin_admin_call_request__d
   "Rave__Identity__V1__BeginAdminCallRequest",
   "rave.identity.v1",
   sizeof(Rave__Identity__V1__BeginAdminCallRequest),
-  6,
+  7,
   rave__identity__v1__begin_admin_call_request__field_descriptors,
   rave__identity__v1__begin_admin_call_request__field_indices_by_name,
   1,  rave__identity__v1__begin_admin_call_request__number_ranges,
@@ -16066,19 +16777,22 @@ void rave__identity__v1__identity__init (Rave__Identity__V1__Identity_Service *s
                                      &rave__identity__v1__identity__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[27] =
+static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__method_descriptors[30] =
 {
   { "CreatePublisher", &rave__identity__v1__create_publisher_request__descriptor, &rave__identity__v1__create_publisher_response__descriptor },
   { "UpdatePublisher", &rave__identity__v1__update_publisher_request__descriptor, &rave__identity__v1__update_publisher_response__descriptor },
   { "CreateApplication", &rave__identity__v1__create_application_request__descriptor, &rave__identity__v1__create_application_response__descriptor },
   { "UpdateApplication", &rave__identity__v1__update_application_request__descriptor, &rave__identity__v1__update_application_response__descriptor },
   { "GetApplication", &rave__identity__v1__get_application_request__descriptor, &rave__identity__v1__get_application_response__descriptor },
+  { "ListPublishers", &rave__identity__v1__list_publishers_request__descriptor, &rave__identity__v1__list_publishers_response__descriptor },
+  { "ListApplications", &rave__identity__v1__list_applications_request__descriptor, &rave__identity__v1__list_applications_response__descriptor },
   { "GetMergeStatus", &rave__identity__v1__get_merge_status_request__descriptor, &rave__identity__v1__get_merge_status_response__descriptor },
   { "GetUser", &rave__identity__v1__get_user_request__descriptor, &rave__identity__v1__get_user_response__descriptor },
   { "BanUser", &rave__identity__v1__ban_user_request__descriptor, &rave__identity__v1__ban_user_response__descriptor },
   { "UnbanUser", &rave__identity__v1__unban_user_request__descriptor, &rave__identity__v1__unban_user_response__descriptor },
   { "ListAuditEvents", &rave__identity__v1__list_audit_events_request__descriptor, &rave__identity__v1__list_audit_events_response__descriptor },
   { "SetMailTemplate", &rave__identity__v1__set_mail_template_request__descriptor, &rave__identity__v1__set_mail_template_response__descriptor },
+  { "ListMailTemplates", &rave__identity__v1__list_mail_templates_request__descriptor, &rave__identity__v1__list_mail_templates_response__descriptor },
   { "CreateOperator", &rave__identity__v1__create_operator_request__descriptor, &rave__identity__v1__create_operator_response__descriptor },
   { "ListOperators", &rave__identity__v1__list_operators_request__descriptor, &rave__identity__v1__list_operators_response__descriptor },
   { "SetOperatorRole", &rave__identity__v1__set_operator_role_request__descriptor, &rave__identity__v1__set_operator_role_response__descriptor },
@@ -16097,31 +16811,34 @@ static const ProtobufCMethodDescriptor rave__identity__v1__identity_admin__metho
   { "DownloadUserExport", &rave__identity__v1__download_user_export_request__descriptor, &rave__identity__v1__download_account_export_response__descriptor },
 };
 const unsigned rave__identity__v1__identity_admin__method_indices_by_name[] = {
-  7,        /* BanUser */
-  17,        /* CancelAccountDeletion */
+  9,        /* BanUser */
+  20,        /* CancelAccountDeletion */
   2,        /* CreateApplication */
-  11,        /* CreateOperator */
+  14,        /* CreateOperator */
   0,        /* CreatePublisher */
-  14,        /* DisableOperator */
-  26,        /* DownloadUserExport */
-  16,        /* ForceAccountDeletion */
+  17,        /* DisableOperator */
+  29,        /* DownloadUserExport */
+  19,        /* ForceAccountDeletion */
   4,        /* GetApplication */
-  5,        /* GetMergeStatus */
-  6,        /* GetUser */
-  25,        /* GetUserExport */
-  15,        /* ListAccountDeletions */
-  9,        /* ListAuditEvents */
-  22,        /* ListMerges */
-  12,        /* ListOperators */
-  19,        /* ListUserSessions */
-  24,        /* RequestUserExport */
-  21,        /* ResetTwoFactor */
-  23,        /* RetryMergeParticipant */
-  20,        /* RevokeUserSessions */
-  18,        /* SearchUsers */
-  10,        /* SetMailTemplate */
-  13,        /* SetOperatorRole */
-  8,        /* UnbanUser */
+  7,        /* GetMergeStatus */
+  8,        /* GetUser */
+  28,        /* GetUserExport */
+  18,        /* ListAccountDeletions */
+  6,        /* ListApplications */
+  11,        /* ListAuditEvents */
+  13,        /* ListMailTemplates */
+  25,        /* ListMerges */
+  15,        /* ListOperators */
+  5,        /* ListPublishers */
+  22,        /* ListUserSessions */
+  27,        /* RequestUserExport */
+  24,        /* ResetTwoFactor */
+  26,        /* RetryMergeParticipant */
+  23,        /* RevokeUserSessions */
+  21,        /* SearchUsers */
+  12,        /* SetMailTemplate */
+  16,        /* SetOperatorRole */
+  10,        /* UnbanUser */
   3,        /* UpdateApplication */
   1         /* UpdatePublisher */
 };
@@ -16132,7 +16849,7 @@ const ProtobufCServiceDescriptor rave__identity__v1__identity_admin__descriptor 
   "IdentityAdmin",
   "Rave__Identity__V1__IdentityAdmin",
   "rave.identity.v1",
-  27,
+  30,
   rave__identity__v1__identity_admin__method_descriptors,
   rave__identity__v1__identity_admin__method_indices_by_name
 };
@@ -16176,13 +16893,29 @@ void rave__identity__v1__identity_admin__get_application(ProtobufCService *servi
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
   service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void rave__identity__v1__identity_admin__list_publishers(ProtobufCService *service,
+                                                         const Rave__Identity__V1__ListPublishersRequest *input,
+                                                         Rave__Identity__V1__ListPublishersResponse_Closure closure,
+                                                         void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__list_applications(ProtobufCService *service,
+                                                           const Rave__Identity__V1__ListApplicationsRequest *input,
+                                                           Rave__Identity__V1__ListApplicationsResponse_Closure closure,
+                                                           void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void rave__identity__v1__identity_admin__get_merge_status(ProtobufCService *service,
                                                           const Rave__Identity__V1__GetMergeStatusRequest *input,
                                                           Rave__Identity__V1__GetMergeStatusResponse_Closure closure,
                                                           void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__get_user(ProtobufCService *service,
                                                   const Rave__Identity__V1__GetUserRequest *input,
@@ -16190,7 +16923,7 @@ void rave__identity__v1__identity_admin__get_user(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__ban_user(ProtobufCService *service,
                                                   const Rave__Identity__V1__BanUserRequest *input,
@@ -16198,7 +16931,7 @@ void rave__identity__v1__identity_admin__ban_user(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__unban_user(ProtobufCService *service,
                                                     const Rave__Identity__V1__UnbanUserRequest *input,
@@ -16206,7 +16939,7 @@ void rave__identity__v1__identity_admin__unban_user(ProtobufCService *service,
                                                     void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__list_audit_events(ProtobufCService *service,
                                                            const Rave__Identity__V1__ListAuditEventsRequest *input,
@@ -16214,7 +16947,7 @@ void rave__identity__v1__identity_admin__list_audit_events(ProtobufCService *ser
                                                            void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__set_mail_template(ProtobufCService *service,
                                                            const Rave__Identity__V1__SetMailTemplateRequest *input,
@@ -16222,7 +16955,15 @@ void rave__identity__v1__identity_admin__set_mail_template(ProtobufCService *ser
                                                            void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void rave__identity__v1__identity_admin__list_mail_templates(ProtobufCService *service,
+                                                             const Rave__Identity__V1__ListMailTemplatesRequest *input,
+                                                             Rave__Identity__V1__ListMailTemplatesResponse_Closure closure,
+                                                             void *closure_data)
+{
+  assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__create_operator(ProtobufCService *service,
                                                          const Rave__Identity__V1__CreateOperatorRequest *input,
@@ -16230,7 +16971,7 @@ void rave__identity__v1__identity_admin__create_operator(ProtobufCService *servi
                                                          void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__list_operators(ProtobufCService *service,
                                                         const Rave__Identity__V1__ListOperatorsRequest *input,
@@ -16238,7 +16979,7 @@ void rave__identity__v1__identity_admin__list_operators(ProtobufCService *servic
                                                         void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__set_operator_role(ProtobufCService *service,
                                                            const Rave__Identity__V1__SetOperatorRoleRequest *input,
@@ -16246,7 +16987,7 @@ void rave__identity__v1__identity_admin__set_operator_role(ProtobufCService *ser
                                                            void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__disable_operator(ProtobufCService *service,
                                                           const Rave__Identity__V1__DisableOperatorRequest *input,
@@ -16254,7 +16995,7 @@ void rave__identity__v1__identity_admin__disable_operator(ProtobufCService *serv
                                                           void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__list_account_deletions(ProtobufCService *service,
                                                                 const Rave__Identity__V1__ListAccountDeletionsRequest *input,
@@ -16262,7 +17003,7 @@ void rave__identity__v1__identity_admin__list_account_deletions(ProtobufCService
                                                                 void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__force_account_deletion(ProtobufCService *service,
                                                                 const Rave__Identity__V1__ForceAccountDeletionRequest *input,
@@ -16270,7 +17011,7 @@ void rave__identity__v1__identity_admin__force_account_deletion(ProtobufCService
                                                                 void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__cancel_account_deletion(ProtobufCService *service,
                                                                  const Rave__Identity__V1__CancelAccountDeletionRequest *input,
@@ -16278,7 +17019,7 @@ void rave__identity__v1__identity_admin__cancel_account_deletion(ProtobufCServic
                                                                  void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__search_users(ProtobufCService *service,
                                                       const Rave__Identity__V1__SearchUsersRequest *input,
@@ -16286,7 +17027,7 @@ void rave__identity__v1__identity_admin__search_users(ProtobufCService *service,
                                                       void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__list_user_sessions(ProtobufCService *service,
                                                             const Rave__Identity__V1__ListUserSessionsRequest *input,
@@ -16294,7 +17035,7 @@ void rave__identity__v1__identity_admin__list_user_sessions(ProtobufCService *se
                                                             void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__revoke_user_sessions(ProtobufCService *service,
                                                               const Rave__Identity__V1__RevokeUserSessionsRequest *input,
@@ -16302,7 +17043,7 @@ void rave__identity__v1__identity_admin__revoke_user_sessions(ProtobufCService *
                                                               void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__reset_two_factor(ProtobufCService *service,
                                                           const Rave__Identity__V1__ResetTwoFactorRequest *input,
@@ -16310,7 +17051,7 @@ void rave__identity__v1__identity_admin__reset_two_factor(ProtobufCService *serv
                                                           void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__list_merges(ProtobufCService *service,
                                                      const Rave__Identity__V1__ListMergesRequest *input,
@@ -16318,7 +17059,7 @@ void rave__identity__v1__identity_admin__list_merges(ProtobufCService *service,
                                                      void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__retry_merge_participant(ProtobufCService *service,
                                                                  const Rave__Identity__V1__RetryMergeParticipantRequest *input,
@@ -16326,7 +17067,7 @@ void rave__identity__v1__identity_admin__retry_merge_participant(ProtobufCServic
                                                                  void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__request_user_export(ProtobufCService *service,
                                                              const Rave__Identity__V1__RequestUserExportRequest *input,
@@ -16334,7 +17075,7 @@ void rave__identity__v1__identity_admin__request_user_export(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 27, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__get_user_export(ProtobufCService *service,
                                                          const Rave__Identity__V1__GetUserExportRequest *input,
@@ -16342,7 +17083,7 @@ void rave__identity__v1__identity_admin__get_user_export(ProtobufCService *servi
                                                          void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 28, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__download_user_export(ProtobufCService *service,
                                                               const Rave__Identity__V1__DownloadUserExportRequest *input,
@@ -16350,7 +17091,7 @@ void rave__identity__v1__identity_admin__download_user_export(ProtobufCService *
                                                               void *closure_data)
 {
   assert(service->descriptor == &rave__identity__v1__identity_admin__descriptor);
-  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 29, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin_Service *service,
                                                Rave__Identity__V1__IdentityAdmin_ServiceDestroy destroy)

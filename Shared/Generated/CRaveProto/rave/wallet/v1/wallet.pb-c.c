@@ -1087,6 +1087,96 @@ void   rave__wallet__v1__set_eligibility_response__free_unpacked
   assert(message->base.descriptor == &rave__wallet__v1__set_eligibility_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rave__wallet__v1__get_eligibility_request__init
+                     (Rave__Wallet__V1__GetEligibilityRequest         *message)
+{
+  static const Rave__Wallet__V1__GetEligibilityRequest init_value = RAVE__WALLET__V1__GET_ELIGIBILITY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rave__wallet__v1__get_eligibility_request__get_packed_size
+                     (const Rave__Wallet__V1__GetEligibilityRequest *message)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__get_eligibility_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__wallet__v1__get_eligibility_request__pack
+                     (const Rave__Wallet__V1__GetEligibilityRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__get_eligibility_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__wallet__v1__get_eligibility_request__pack_to_buffer
+                     (const Rave__Wallet__V1__GetEligibilityRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__get_eligibility_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Wallet__V1__GetEligibilityRequest *
+       rave__wallet__v1__get_eligibility_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Wallet__V1__GetEligibilityRequest *)
+     protobuf_c_message_unpack (&rave__wallet__v1__get_eligibility_request__descriptor,
+                                allocator, len, data);
+}
+void   rave__wallet__v1__get_eligibility_request__free_unpacked
+                     (Rave__Wallet__V1__GetEligibilityRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__wallet__v1__get_eligibility_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rave__wallet__v1__get_eligibility_response__init
+                     (Rave__Wallet__V1__GetEligibilityResponse         *message)
+{
+  static const Rave__Wallet__V1__GetEligibilityResponse init_value = RAVE__WALLET__V1__GET_ELIGIBILITY_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rave__wallet__v1__get_eligibility_response__get_packed_size
+                     (const Rave__Wallet__V1__GetEligibilityResponse *message)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__get_eligibility_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rave__wallet__v1__get_eligibility_response__pack
+                     (const Rave__Wallet__V1__GetEligibilityResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__get_eligibility_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rave__wallet__v1__get_eligibility_response__pack_to_buffer
+                     (const Rave__Wallet__V1__GetEligibilityResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rave__wallet__v1__get_eligibility_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rave__Wallet__V1__GetEligibilityResponse *
+       rave__wallet__v1__get_eligibility_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rave__Wallet__V1__GetEligibilityResponse *)
+     protobuf_c_message_unpack (&rave__wallet__v1__get_eligibility_response__descriptor,
+                                allocator, len, data);
+}
+void   rave__wallet__v1__get_eligibility_response__free_unpacked
+                     (Rave__Wallet__V1__GetEligibilityResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rave__wallet__v1__get_eligibility_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rave__wallet__v1__deposit_request__init
                      (Rave__Wallet__V1__DepositRequest         *message)
 {
@@ -2512,6 +2602,82 @@ const ProtobufCMessageDescriptor rave__wallet__v1__set_eligibility_response__des
   (ProtobufCMessageInit) rave__wallet__v1__set_eligibility_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rave__wallet__v1__get_eligibility_request__field_descriptors[1] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rave__Wallet__V1__GetEligibilityRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__wallet__v1__get_eligibility_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+};
+static const ProtobufCIntRange rave__wallet__v1__get_eligibility_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__wallet__v1__get_eligibility_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.wallet.v1.GetEligibilityRequest",
+  "GetEligibilityRequest",
+  "Rave__Wallet__V1__GetEligibilityRequest",
+  "rave.wallet.v1",
+  sizeof(Rave__Wallet__V1__GetEligibilityRequest),
+  1,
+  rave__wallet__v1__get_eligibility_request__field_descriptors,
+  rave__wallet__v1__get_eligibility_request__field_indices_by_name,
+  1,  rave__wallet__v1__get_eligibility_request__number_ranges,
+  (ProtobufCMessageInit) rave__wallet__v1__get_eligibility_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rave__wallet__v1__get_eligibility_response__field_descriptors[1] =
+{
+  {
+    "real_money_countries",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rave__Wallet__V1__GetEligibilityResponse, n_real_money_countries),
+    offsetof(Rave__Wallet__V1__GetEligibilityResponse, real_money_countries),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rave__wallet__v1__get_eligibility_response__field_indices_by_name[] = {
+  0,   /* field[0] = real_money_countries */
+};
+static const ProtobufCIntRange rave__wallet__v1__get_eligibility_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rave__wallet__v1__get_eligibility_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rave.wallet.v1.GetEligibilityResponse",
+  "GetEligibilityResponse",
+  "Rave__Wallet__V1__GetEligibilityResponse",
+  "rave.wallet.v1",
+  sizeof(Rave__Wallet__V1__GetEligibilityResponse),
+  1,
+  rave__wallet__v1__get_eligibility_response__field_descriptors,
+  rave__wallet__v1__get_eligibility_response__field_indices_by_name,
+  1,  rave__wallet__v1__get_eligibility_response__number_ranges,
+  (ProtobufCMessageInit) rave__wallet__v1__get_eligibility_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor rave__wallet__v1__deposit_request__field_descriptors[1] =
 {
   {
@@ -3025,11 +3191,12 @@ void rave__wallet__v1__wallet__init (Rave__Wallet__V1__Wallet_Service *service,
                                      &rave__wallet__v1__wallet__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor rave__wallet__v1__wallet_admin__method_descriptors[10] =
+static const ProtobufCMethodDescriptor rave__wallet__v1__wallet_admin__method_descriptors[11] =
 {
   { "CreateCurrency", &rave__wallet__v1__create_currency_request__descriptor, &rave__wallet__v1__create_currency_response__descriptor },
   { "CreateGame", &rave__wallet__v1__create_game_request__descriptor, &rave__wallet__v1__create_game_response__descriptor },
   { "SetEligibility", &rave__wallet__v1__set_eligibility_request__descriptor, &rave__wallet__v1__set_eligibility_response__descriptor },
+  { "GetEligibility", &rave__wallet__v1__get_eligibility_request__descriptor, &rave__wallet__v1__get_eligibility_response__descriptor },
   { "Deposit", &rave__wallet__v1__deposit_request__descriptor, &rave__wallet__v1__operator_transfer_response__descriptor },
   { "Withdraw", &rave__wallet__v1__withdraw_request__descriptor, &rave__wallet__v1__operator_transfer_response__descriptor },
   { "Adjust", &rave__wallet__v1__adjust_request__descriptor, &rave__wallet__v1__operator_transfer_response__descriptor },
@@ -3039,16 +3206,17 @@ static const ProtobufCMethodDescriptor rave__wallet__v1__wallet_admin__method_de
   { "ListUserTransactions", &rave__wallet__v1__list_user_transactions_request__descriptor, &rave__wallet__v1__list_transactions_response__descriptor },
 };
 const unsigned rave__wallet__v1__wallet_admin__method_indices_by_name[] = {
-  5,        /* Adjust */
+  6,        /* Adjust */
   0,        /* CreateCurrency */
   1,        /* CreateGame */
-  3,        /* Deposit */
-  6,        /* GetUserWallet */
-  7,        /* ListCurrencies */
-  8,        /* ListGames */
-  9,        /* ListUserTransactions */
+  4,        /* Deposit */
+  3,        /* GetEligibility */
+  7,        /* GetUserWallet */
+  8,        /* ListCurrencies */
+  9,        /* ListGames */
+  10,        /* ListUserTransactions */
   2,        /* SetEligibility */
-  4         /* Withdraw */
+  5         /* Withdraw */
 };
 const ProtobufCServiceDescriptor rave__wallet__v1__wallet_admin__descriptor =
 {
@@ -3057,7 +3225,7 @@ const ProtobufCServiceDescriptor rave__wallet__v1__wallet_admin__descriptor =
   "WalletAdmin",
   "Rave__Wallet__V1__WalletAdmin",
   "rave.wallet.v1",
-  10,
+  11,
   rave__wallet__v1__wallet_admin__method_descriptors,
   rave__wallet__v1__wallet_admin__method_indices_by_name
 };
@@ -3085,13 +3253,21 @@ void rave__wallet__v1__wallet_admin__set_eligibility(ProtobufCService *service,
   assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
   service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void rave__wallet__v1__wallet_admin__get_eligibility(ProtobufCService *service,
+                                                     const Rave__Wallet__V1__GetEligibilityRequest *input,
+                                                     Rave__Wallet__V1__GetEligibilityResponse_Closure closure,
+                                                     void *closure_data)
+{
+  assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void rave__wallet__v1__wallet_admin__deposit(ProtobufCService *service,
                                              const Rave__Wallet__V1__DepositRequest *input,
                                              Rave__Wallet__V1__OperatorTransferResponse_Closure closure,
                                              void *closure_data)
 {
   assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
-  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__wallet__v1__wallet_admin__withdraw(ProtobufCService *service,
                                               const Rave__Wallet__V1__WithdrawRequest *input,
@@ -3099,7 +3275,7 @@ void rave__wallet__v1__wallet_admin__withdraw(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
-  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__wallet__v1__wallet_admin__adjust(ProtobufCService *service,
                                             const Rave__Wallet__V1__AdjustRequest *input,
@@ -3107,7 +3283,7 @@ void rave__wallet__v1__wallet_admin__adjust(ProtobufCService *service,
                                             void *closure_data)
 {
   assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
-  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__wallet__v1__wallet_admin__get_user_wallet(ProtobufCService *service,
                                                      const Rave__Wallet__V1__GetUserWalletRequest *input,
@@ -3115,7 +3291,7 @@ void rave__wallet__v1__wallet_admin__get_user_wallet(ProtobufCService *service,
                                                      void *closure_data)
 {
   assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
-  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__wallet__v1__wallet_admin__list_currencies(ProtobufCService *service,
                                                      const Rave__Wallet__V1__ListCurrenciesRequest *input,
@@ -3123,7 +3299,7 @@ void rave__wallet__v1__wallet_admin__list_currencies(ProtobufCService *service,
                                                      void *closure_data)
 {
   assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
-  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__wallet__v1__wallet_admin__list_games(ProtobufCService *service,
                                                 const Rave__Wallet__V1__ListGamesRequest *input,
@@ -3131,7 +3307,7 @@ void rave__wallet__v1__wallet_admin__list_games(ProtobufCService *service,
                                                 void *closure_data)
 {
   assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__wallet__v1__wallet_admin__list_user_transactions(ProtobufCService *service,
                                                             const Rave__Wallet__V1__ListUserTransactionsRequest *input,
@@ -3139,7 +3315,7 @@ void rave__wallet__v1__wallet_admin__list_user_transactions(ProtobufCService *se
                                                             void *closure_data)
 {
   assert(service->descriptor == &rave__wallet__v1__wallet_admin__descriptor);
-  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void rave__wallet__v1__wallet_admin__init (Rave__Wallet__V1__WalletAdmin_Service *service,
                                            Rave__Wallet__V1__WalletAdmin_ServiceDestroy destroy)

@@ -84,6 +84,10 @@ typedef struct Rave__Identity__V1__UpdateApplicationRequest Rave__Identity__V1__
 typedef struct Rave__Identity__V1__UpdateApplicationResponse Rave__Identity__V1__UpdateApplicationResponse;
 typedef struct Rave__Identity__V1__GetApplicationRequest Rave__Identity__V1__GetApplicationRequest;
 typedef struct Rave__Identity__V1__GetApplicationResponse Rave__Identity__V1__GetApplicationResponse;
+typedef struct Rave__Identity__V1__ListPublishersRequest Rave__Identity__V1__ListPublishersRequest;
+typedef struct Rave__Identity__V1__ListPublishersResponse Rave__Identity__V1__ListPublishersResponse;
+typedef struct Rave__Identity__V1__ListApplicationsRequest Rave__Identity__V1__ListApplicationsRequest;
+typedef struct Rave__Identity__V1__ListApplicationsResponse Rave__Identity__V1__ListApplicationsResponse;
 typedef struct Rave__Identity__V1__GetUserRequest Rave__Identity__V1__GetUserRequest;
 typedef struct Rave__Identity__V1__GetUserResponse Rave__Identity__V1__GetUserResponse;
 typedef struct Rave__Identity__V1__BanUserRequest Rave__Identity__V1__BanUserRequest;
@@ -120,6 +124,9 @@ typedef struct Rave__Identity__V1__ListAllowedOriginsRequest Rave__Identity__V1_
 typedef struct Rave__Identity__V1__ListAllowedOriginsResponse Rave__Identity__V1__ListAllowedOriginsResponse;
 typedef struct Rave__Identity__V1__SetMailTemplateRequest Rave__Identity__V1__SetMailTemplateRequest;
 typedef struct Rave__Identity__V1__SetMailTemplateResponse Rave__Identity__V1__SetMailTemplateResponse;
+typedef struct Rave__Identity__V1__ListMailTemplatesRequest Rave__Identity__V1__ListMailTemplatesRequest;
+typedef struct Rave__Identity__V1__MailTemplate Rave__Identity__V1__MailTemplate;
+typedef struct Rave__Identity__V1__ListMailTemplatesResponse Rave__Identity__V1__ListMailTemplatesResponse;
 typedef struct Rave__Identity__V1__Operator Rave__Identity__V1__Operator;
 typedef struct Rave__Identity__V1__CreateOperatorRequest Rave__Identity__V1__CreateOperatorRequest;
 typedef struct Rave__Identity__V1__CreateOperatorResponse Rave__Identity__V1__CreateOperatorResponse;
@@ -1215,6 +1222,77 @@ struct  Rave__Identity__V1__GetApplicationResponse
     , NULL }
 
 
+struct  Rave__Identity__V1__ListPublishersRequest
+{
+  ProtobufCMessage base;
+  /*
+   * 1…100; 0 means 50.
+   */
+  uint32_t page_size;
+  /*
+   * From the previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_PUBLISHERS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_publishers_request__descriptor) \
+    , 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ListPublishersResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Oldest first.
+   */
+  size_t n_publishers;
+  Rave__Identity__V1__Publisher **publishers;
+  /*
+   * Empty on the last page.
+   */
+  char *next_page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_PUBLISHERS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_publishers_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ListApplicationsRequest
+{
+  ProtobufCMessage base;
+  char *publisher_id;
+  /*
+   * 1…100; 0 means 50.
+   */
+  uint32_t page_size;
+  /*
+   * From the previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_APPLICATIONS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_applications_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Identity__V1__ListApplicationsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Oldest first, with their settings.
+   */
+  size_t n_applications;
+  Rave__Identity__V1__Application **applications;
+  /*
+   * Empty on the last page.
+   */
+  char *next_page_token;
+};
+#define RAVE__IDENTITY__V1__LIST_APPLICATIONS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_applications_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
+
+
 struct  Rave__Identity__V1__GetUserRequest
 {
   ProtobufCMessage base;
@@ -1847,6 +1925,51 @@ struct  Rave__Identity__V1__SetMailTemplateResponse
      }
 
 
+struct  Rave__Identity__V1__ListMailTemplatesRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+};
+#define RAVE__IDENTITY__V1__LIST_MAIL_TEMPLATES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_mail_templates_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/*
+ * One of an application's mail templates as SetMailTemplate stored it.
+ */
+struct  Rave__Identity__V1__MailTemplate
+{
+  ProtobufCMessage base;
+  Rave__Identity__V1__MailKind kind;
+  /*
+   * BCP 47, lower case as stored ("pt-br").
+   */
+  char *language;
+  char *subject;
+  char *body;
+  int64_t updated_at_unix_ms;
+};
+#define RAVE__IDENTITY__V1__MAIL_TEMPLATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__mail_template__descriptor) \
+    , RAVE__IDENTITY__V1__MAIL_KIND__MAIL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Rave__Identity__V1__ListMailTemplatesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * By kind (as MailKind numbers them), then language. The built-in English texts used without a template are not
+   * listed.
+   */
+  size_t n_templates;
+  Rave__Identity__V1__MailTemplate **templates;
+};
+#define RAVE__IDENTITY__V1__LIST_MAIL_TEMPLATES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__list_mail_templates_response__descriptor) \
+    , 0,NULL }
+
+
 /*
  * An operator account as operators see it (never a secret).
  */
@@ -2115,10 +2238,14 @@ struct  Rave__Identity__V1__BeginAdminCallRequest
    * The request as JSON, secrets redacted.
    */
   char *request_json;
+  /*
+   * The player the write is about (the request's user_id, docs/identity.md "Audit log"); empty when it names none.
+   */
+  char *target_user_id;
 };
 #define RAVE__IDENTITY__V1__BEGIN_ADMIN_CALL_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__identity__v1__begin_admin_call_request__descriptor) \
-    , (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, RAVE__IDENTITY__V1__AUDIT_ACTOR_KIND__AUDIT_ACTOR_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Rave__Identity__V1__BeginAdminCallResponse
@@ -4011,6 +4138,82 @@ Rave__Identity__V1__GetApplicationResponse *
 void   rave__identity__v1__get_application_response__free_unpacked
                      (Rave__Identity__V1__GetApplicationResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListPublishersRequest methods */
+void   rave__identity__v1__list_publishers_request__init
+                     (Rave__Identity__V1__ListPublishersRequest         *message);
+size_t rave__identity__v1__list_publishers_request__get_packed_size
+                     (const Rave__Identity__V1__ListPublishersRequest   *message);
+size_t rave__identity__v1__list_publishers_request__pack
+                     (const Rave__Identity__V1__ListPublishersRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_publishers_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListPublishersRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListPublishersRequest *
+       rave__identity__v1__list_publishers_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_publishers_request__free_unpacked
+                     (Rave__Identity__V1__ListPublishersRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListPublishersResponse methods */
+void   rave__identity__v1__list_publishers_response__init
+                     (Rave__Identity__V1__ListPublishersResponse         *message);
+size_t rave__identity__v1__list_publishers_response__get_packed_size
+                     (const Rave__Identity__V1__ListPublishersResponse   *message);
+size_t rave__identity__v1__list_publishers_response__pack
+                     (const Rave__Identity__V1__ListPublishersResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_publishers_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListPublishersResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListPublishersResponse *
+       rave__identity__v1__list_publishers_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_publishers_response__free_unpacked
+                     (Rave__Identity__V1__ListPublishersResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListApplicationsRequest methods */
+void   rave__identity__v1__list_applications_request__init
+                     (Rave__Identity__V1__ListApplicationsRequest         *message);
+size_t rave__identity__v1__list_applications_request__get_packed_size
+                     (const Rave__Identity__V1__ListApplicationsRequest   *message);
+size_t rave__identity__v1__list_applications_request__pack
+                     (const Rave__Identity__V1__ListApplicationsRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_applications_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListApplicationsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListApplicationsRequest *
+       rave__identity__v1__list_applications_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_applications_request__free_unpacked
+                     (Rave__Identity__V1__ListApplicationsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListApplicationsResponse methods */
+void   rave__identity__v1__list_applications_response__init
+                     (Rave__Identity__V1__ListApplicationsResponse         *message);
+size_t rave__identity__v1__list_applications_response__get_packed_size
+                     (const Rave__Identity__V1__ListApplicationsResponse   *message);
+size_t rave__identity__v1__list_applications_response__pack
+                     (const Rave__Identity__V1__ListApplicationsResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_applications_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListApplicationsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListApplicationsResponse *
+       rave__identity__v1__list_applications_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_applications_response__free_unpacked
+                     (Rave__Identity__V1__ListApplicationsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Rave__Identity__V1__GetUserRequest methods */
 void   rave__identity__v1__get_user_request__init
                      (Rave__Identity__V1__GetUserRequest         *message);
@@ -4694,6 +4897,63 @@ Rave__Identity__V1__SetMailTemplateResponse *
                       const uint8_t       *data);
 void   rave__identity__v1__set_mail_template_response__free_unpacked
                      (Rave__Identity__V1__SetMailTemplateResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListMailTemplatesRequest methods */
+void   rave__identity__v1__list_mail_templates_request__init
+                     (Rave__Identity__V1__ListMailTemplatesRequest         *message);
+size_t rave__identity__v1__list_mail_templates_request__get_packed_size
+                     (const Rave__Identity__V1__ListMailTemplatesRequest   *message);
+size_t rave__identity__v1__list_mail_templates_request__pack
+                     (const Rave__Identity__V1__ListMailTemplatesRequest   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_mail_templates_request__pack_to_buffer
+                     (const Rave__Identity__V1__ListMailTemplatesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListMailTemplatesRequest *
+       rave__identity__v1__list_mail_templates_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_mail_templates_request__free_unpacked
+                     (Rave__Identity__V1__ListMailTemplatesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__MailTemplate methods */
+void   rave__identity__v1__mail_template__init
+                     (Rave__Identity__V1__MailTemplate         *message);
+size_t rave__identity__v1__mail_template__get_packed_size
+                     (const Rave__Identity__V1__MailTemplate   *message);
+size_t rave__identity__v1__mail_template__pack
+                     (const Rave__Identity__V1__MailTemplate   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__mail_template__pack_to_buffer
+                     (const Rave__Identity__V1__MailTemplate   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__MailTemplate *
+       rave__identity__v1__mail_template__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__mail_template__free_unpacked
+                     (Rave__Identity__V1__MailTemplate *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Identity__V1__ListMailTemplatesResponse methods */
+void   rave__identity__v1__list_mail_templates_response__init
+                     (Rave__Identity__V1__ListMailTemplatesResponse         *message);
+size_t rave__identity__v1__list_mail_templates_response__get_packed_size
+                     (const Rave__Identity__V1__ListMailTemplatesResponse   *message);
+size_t rave__identity__v1__list_mail_templates_response__pack
+                     (const Rave__Identity__V1__ListMailTemplatesResponse   *message,
+                      uint8_t             *out);
+size_t rave__identity__v1__list_mail_templates_response__pack_to_buffer
+                     (const Rave__Identity__V1__ListMailTemplatesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Identity__V1__ListMailTemplatesResponse *
+       rave__identity__v1__list_mail_templates_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__identity__v1__list_mail_templates_response__free_unpacked
+                     (Rave__Identity__V1__ListMailTemplatesResponse *message,
                       ProtobufCAllocator *allocator);
 /* Rave__Identity__V1__Operator methods */
 void   rave__identity__v1__operator__init
@@ -5927,6 +6187,18 @@ typedef void (*Rave__Identity__V1__GetApplicationRequest_Closure)
 typedef void (*Rave__Identity__V1__GetApplicationResponse_Closure)
                  (const Rave__Identity__V1__GetApplicationResponse *message,
                   void *closure_data);
+typedef void (*Rave__Identity__V1__ListPublishersRequest_Closure)
+                 (const Rave__Identity__V1__ListPublishersRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListPublishersResponse_Closure)
+                 (const Rave__Identity__V1__ListPublishersResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListApplicationsRequest_Closure)
+                 (const Rave__Identity__V1__ListApplicationsRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListApplicationsResponse_Closure)
+                 (const Rave__Identity__V1__ListApplicationsResponse *message,
+                  void *closure_data);
 typedef void (*Rave__Identity__V1__GetUserRequest_Closure)
                  (const Rave__Identity__V1__GetUserRequest *message,
                   void *closure_data);
@@ -6034,6 +6306,15 @@ typedef void (*Rave__Identity__V1__SetMailTemplateRequest_Closure)
                   void *closure_data);
 typedef void (*Rave__Identity__V1__SetMailTemplateResponse_Closure)
                  (const Rave__Identity__V1__SetMailTemplateResponse *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListMailTemplatesRequest_Closure)
+                 (const Rave__Identity__V1__ListMailTemplatesRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__MailTemplate_Closure)
+                 (const Rave__Identity__V1__MailTemplate *message,
+                  void *closure_data);
+typedef void (*Rave__Identity__V1__ListMailTemplatesResponse_Closure)
+                 (const Rave__Identity__V1__ListMailTemplatesResponse *message,
                   void *closure_data);
 typedef void (*Rave__Identity__V1__Operator_Closure)
                  (const Rave__Identity__V1__Operator *message,
@@ -6587,6 +6868,14 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                           const Rave__Identity__V1__GetApplicationRequest *input,
                           Rave__Identity__V1__GetApplicationResponse_Closure closure,
                           void *closure_data);
+  void (*list_publishers)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                          const Rave__Identity__V1__ListPublishersRequest *input,
+                          Rave__Identity__V1__ListPublishersResponse_Closure closure,
+                          void *closure_data);
+  void (*list_applications)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                            const Rave__Identity__V1__ListApplicationsRequest *input,
+                            Rave__Identity__V1__ListApplicationsResponse_Closure closure,
+                            void *closure_data);
   void (*get_merge_status)(Rave__Identity__V1__IdentityAdmin_Service *service,
                            const Rave__Identity__V1__GetMergeStatusRequest *input,
                            Rave__Identity__V1__GetMergeStatusResponse_Closure closure,
@@ -6611,6 +6900,10 @@ struct Rave__Identity__V1__IdentityAdmin_Service
                             const Rave__Identity__V1__SetMailTemplateRequest *input,
                             Rave__Identity__V1__SetMailTemplateResponse_Closure closure,
                             void *closure_data);
+  void (*list_mail_templates)(Rave__Identity__V1__IdentityAdmin_Service *service,
+                              const Rave__Identity__V1__ListMailTemplatesRequest *input,
+                              Rave__Identity__V1__ListMailTemplatesResponse_Closure closure,
+                              void *closure_data);
   void (*create_operator)(Rave__Identity__V1__IdentityAdmin_Service *service,
                           const Rave__Identity__V1__CreateOperatorRequest *input,
                           Rave__Identity__V1__CreateOperatorResponse_Closure closure,
@@ -6688,12 +6981,15 @@ void rave__identity__v1__identity_admin__init (Rave__Identity__V1__IdentityAdmin
       function_prefix__ ## create_application,\
       function_prefix__ ## update_application,\
       function_prefix__ ## get_application,\
+      function_prefix__ ## list_publishers,\
+      function_prefix__ ## list_applications,\
       function_prefix__ ## get_merge_status,\
       function_prefix__ ## get_user,\
       function_prefix__ ## ban_user,\
       function_prefix__ ## unban_user,\
       function_prefix__ ## list_audit_events,\
       function_prefix__ ## set_mail_template,\
+      function_prefix__ ## list_mail_templates,\
       function_prefix__ ## create_operator,\
       function_prefix__ ## list_operators,\
       function_prefix__ ## set_operator_role,\
@@ -6730,6 +7026,14 @@ void rave__identity__v1__identity_admin__get_application(ProtobufCService *servi
                                                          const Rave__Identity__V1__GetApplicationRequest *input,
                                                          Rave__Identity__V1__GetApplicationResponse_Closure closure,
                                                          void *closure_data);
+void rave__identity__v1__identity_admin__list_publishers(ProtobufCService *service,
+                                                         const Rave__Identity__V1__ListPublishersRequest *input,
+                                                         Rave__Identity__V1__ListPublishersResponse_Closure closure,
+                                                         void *closure_data);
+void rave__identity__v1__identity_admin__list_applications(ProtobufCService *service,
+                                                           const Rave__Identity__V1__ListApplicationsRequest *input,
+                                                           Rave__Identity__V1__ListApplicationsResponse_Closure closure,
+                                                           void *closure_data);
 void rave__identity__v1__identity_admin__get_merge_status(ProtobufCService *service,
                                                           const Rave__Identity__V1__GetMergeStatusRequest *input,
                                                           Rave__Identity__V1__GetMergeStatusResponse_Closure closure,
@@ -6754,6 +7058,10 @@ void rave__identity__v1__identity_admin__set_mail_template(ProtobufCService *ser
                                                            const Rave__Identity__V1__SetMailTemplateRequest *input,
                                                            Rave__Identity__V1__SetMailTemplateResponse_Closure closure,
                                                            void *closure_data);
+void rave__identity__v1__identity_admin__list_mail_templates(ProtobufCService *service,
+                                                             const Rave__Identity__V1__ListMailTemplatesRequest *input,
+                                                             Rave__Identity__V1__ListMailTemplatesResponse_Closure closure,
+                                                             void *closure_data);
 void rave__identity__v1__identity_admin__create_operator(ProtobufCService *service,
                                                          const Rave__Identity__V1__CreateOperatorRequest *input,
                                                          Rave__Identity__V1__CreateOperatorResponse_Closure closure,
@@ -7010,6 +7318,10 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__update_application_r
 extern const ProtobufCMessageDescriptor rave__identity__v1__update_application_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__get_application_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__get_application_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_publishers_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_publishers_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_applications_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_applications_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__get_user_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__get_user_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__ban_user_request__descriptor;
@@ -7046,6 +7358,9 @@ extern const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins
 extern const ProtobufCMessageDescriptor rave__identity__v1__list_allowed_origins_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__set_mail_template_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_mail_templates_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__mail_template__descriptor;
+extern const ProtobufCMessageDescriptor rave__identity__v1__list_mail_templates_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__operator__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__create_operator_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__identity__v1__create_operator_response__descriptor;

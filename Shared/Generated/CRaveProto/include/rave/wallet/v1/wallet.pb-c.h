@@ -40,6 +40,8 @@ typedef struct Rave__Wallet__V1__CreateGameRequest Rave__Wallet__V1__CreateGameR
 typedef struct Rave__Wallet__V1__CreateGameResponse Rave__Wallet__V1__CreateGameResponse;
 typedef struct Rave__Wallet__V1__SetEligibilityRequest Rave__Wallet__V1__SetEligibilityRequest;
 typedef struct Rave__Wallet__V1__SetEligibilityResponse Rave__Wallet__V1__SetEligibilityResponse;
+typedef struct Rave__Wallet__V1__GetEligibilityRequest Rave__Wallet__V1__GetEligibilityRequest;
+typedef struct Rave__Wallet__V1__GetEligibilityResponse Rave__Wallet__V1__GetEligibilityResponse;
 typedef struct Rave__Wallet__V1__DepositRequest Rave__Wallet__V1__DepositRequest;
 typedef struct Rave__Wallet__V1__WithdrawRequest Rave__Wallet__V1__WithdrawRequest;
 typedef struct Rave__Wallet__V1__AdjustRequest Rave__Wallet__V1__AdjustRequest;
@@ -348,6 +350,30 @@ struct  Rave__Wallet__V1__SetEligibilityResponse
 #define RAVE__WALLET__V1__SET_ELIGIBILITY_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rave__wallet__v1__set_eligibility_response__descriptor) \
      }
+
+
+struct  Rave__Wallet__V1__GetEligibilityRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+};
+#define RAVE__WALLET__V1__GET_ELIGIBILITY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__wallet__v1__get_eligibility_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rave__Wallet__V1__GetEligibilityResponse
+{
+  ProtobufCMessage base;
+  /*
+   * ISO 3166-1 alpha-2 codes, sorted; empty when the application allows real-money play nowhere.
+   */
+  size_t n_real_money_countries;
+  char **real_money_countries;
+};
+#define RAVE__WALLET__V1__GET_ELIGIBILITY_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rave__wallet__v1__get_eligibility_response__descriptor) \
+    , 0,NULL }
 
 
 struct  Rave__Wallet__V1__DepositRequest
@@ -923,6 +949,44 @@ Rave__Wallet__V1__SetEligibilityResponse *
 void   rave__wallet__v1__set_eligibility_response__free_unpacked
                      (Rave__Wallet__V1__SetEligibilityResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rave__Wallet__V1__GetEligibilityRequest methods */
+void   rave__wallet__v1__get_eligibility_request__init
+                     (Rave__Wallet__V1__GetEligibilityRequest         *message);
+size_t rave__wallet__v1__get_eligibility_request__get_packed_size
+                     (const Rave__Wallet__V1__GetEligibilityRequest   *message);
+size_t rave__wallet__v1__get_eligibility_request__pack
+                     (const Rave__Wallet__V1__GetEligibilityRequest   *message,
+                      uint8_t             *out);
+size_t rave__wallet__v1__get_eligibility_request__pack_to_buffer
+                     (const Rave__Wallet__V1__GetEligibilityRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Wallet__V1__GetEligibilityRequest *
+       rave__wallet__v1__get_eligibility_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__wallet__v1__get_eligibility_request__free_unpacked
+                     (Rave__Wallet__V1__GetEligibilityRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rave__Wallet__V1__GetEligibilityResponse methods */
+void   rave__wallet__v1__get_eligibility_response__init
+                     (Rave__Wallet__V1__GetEligibilityResponse         *message);
+size_t rave__wallet__v1__get_eligibility_response__get_packed_size
+                     (const Rave__Wallet__V1__GetEligibilityResponse   *message);
+size_t rave__wallet__v1__get_eligibility_response__pack
+                     (const Rave__Wallet__V1__GetEligibilityResponse   *message,
+                      uint8_t             *out);
+size_t rave__wallet__v1__get_eligibility_response__pack_to_buffer
+                     (const Rave__Wallet__V1__GetEligibilityResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rave__Wallet__V1__GetEligibilityResponse *
+       rave__wallet__v1__get_eligibility_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rave__wallet__v1__get_eligibility_response__free_unpacked
+                     (Rave__Wallet__V1__GetEligibilityResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Rave__Wallet__V1__DepositRequest methods */
 void   rave__wallet__v1__deposit_request__init
                      (Rave__Wallet__V1__DepositRequest         *message);
@@ -1168,6 +1232,12 @@ typedef void (*Rave__Wallet__V1__SetEligibilityRequest_Closure)
 typedef void (*Rave__Wallet__V1__SetEligibilityResponse_Closure)
                  (const Rave__Wallet__V1__SetEligibilityResponse *message,
                   void *closure_data);
+typedef void (*Rave__Wallet__V1__GetEligibilityRequest_Closure)
+                 (const Rave__Wallet__V1__GetEligibilityRequest *message,
+                  void *closure_data);
+typedef void (*Rave__Wallet__V1__GetEligibilityResponse_Closure)
+                 (const Rave__Wallet__V1__GetEligibilityResponse *message,
+                  void *closure_data);
 typedef void (*Rave__Wallet__V1__DepositRequest_Closure)
                  (const Rave__Wallet__V1__DepositRequest *message,
                   void *closure_data);
@@ -1307,6 +1377,10 @@ struct Rave__Wallet__V1__WalletAdmin_Service
                           const Rave__Wallet__V1__SetEligibilityRequest *input,
                           Rave__Wallet__V1__SetEligibilityResponse_Closure closure,
                           void *closure_data);
+  void (*get_eligibility)(Rave__Wallet__V1__WalletAdmin_Service *service,
+                          const Rave__Wallet__V1__GetEligibilityRequest *input,
+                          Rave__Wallet__V1__GetEligibilityResponse_Closure closure,
+                          void *closure_data);
   void (*deposit)(Rave__Wallet__V1__WalletAdmin_Service *service,
                   const Rave__Wallet__V1__DepositRequest *input,
                   Rave__Wallet__V1__OperatorTransferResponse_Closure closure,
@@ -1346,6 +1420,7 @@ void rave__wallet__v1__wallet_admin__init (Rave__Wallet__V1__WalletAdmin_Service
       function_prefix__ ## create_currency,\
       function_prefix__ ## create_game,\
       function_prefix__ ## set_eligibility,\
+      function_prefix__ ## get_eligibility,\
       function_prefix__ ## deposit,\
       function_prefix__ ## withdraw,\
       function_prefix__ ## adjust,\
@@ -1364,6 +1439,10 @@ void rave__wallet__v1__wallet_admin__create_game(ProtobufCService *service,
 void rave__wallet__v1__wallet_admin__set_eligibility(ProtobufCService *service,
                                                      const Rave__Wallet__V1__SetEligibilityRequest *input,
                                                      Rave__Wallet__V1__SetEligibilityResponse_Closure closure,
+                                                     void *closure_data);
+void rave__wallet__v1__wallet_admin__get_eligibility(ProtobufCService *service,
+                                                     const Rave__Wallet__V1__GetEligibilityRequest *input,
+                                                     Rave__Wallet__V1__GetEligibilityResponse_Closure closure,
                                                      void *closure_data);
 void rave__wallet__v1__wallet_admin__deposit(ProtobufCService *service,
                                              const Rave__Wallet__V1__DepositRequest *input,
@@ -1420,6 +1499,8 @@ extern const ProtobufCMessageDescriptor rave__wallet__v1__create_game_request__d
 extern const ProtobufCMessageDescriptor rave__wallet__v1__create_game_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__wallet__v1__set_eligibility_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__wallet__v1__set_eligibility_response__descriptor;
+extern const ProtobufCMessageDescriptor rave__wallet__v1__get_eligibility_request__descriptor;
+extern const ProtobufCMessageDescriptor rave__wallet__v1__get_eligibility_response__descriptor;
 extern const ProtobufCMessageDescriptor rave__wallet__v1__deposit_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__wallet__v1__withdraw_request__descriptor;
 extern const ProtobufCMessageDescriptor rave__wallet__v1__adjust_request__descriptor;
