@@ -124,6 +124,8 @@ final class RPCRouter: Sendable {
     /// Every method served, and every name the fallback lists; any other name is unknown (and its metric label is
     /// `RPCServerConfiguration.unknownMethodLabel`).
     let routes: [String: Route]
+    /// `routes` by the UTF-8 of their names: a request's route without a string made of its method.
+    let routesByName: MethodTable<Route>
     /// Serves methods not in `methods` (the gateway's proxy); the method name is in `RequestContext.method`.
     let fallback: RPCMethod.Handler?
     /// Tried first for every call but the Health check, on the connection's loop; saves a Task and two thread
@@ -169,6 +171,7 @@ final class RPCRouter: Sendable {
         var routes = Dictionary(uniqueKeysWithValues: configuration.fallbackMethodNames.map { ($0, route($0, nil)) })
         for (name, method) in methods { routes[name] = route(name, method) }
         self.routes = routes
+        self.routesByName = MethodTable(routes)
     }
 
     var isDraining: Bool { health.isDraining.load(ordering: .acquiring) }

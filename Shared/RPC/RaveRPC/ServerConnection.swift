@@ -104,18 +104,18 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     private func handleBufferedFrames() throws(RPCError) {
         while !machine.isClosed {
-            let decoded: FrameDecoder.Decoded
+            let decoded: FrameDecoder.DecodedHeader
             do {
-                guard let next = try decoder.next(admitting: admitLargeFrame) else { return }
+                guard let next = try decoder.nextHeader(admitting: admitLargeFrame) else { return }
                 decoded = next
             } catch {
                 throw .invalidArgument(error.message)
             }
             switch decoded {
-            case .frame(let frame):
+            case .frame(let header):
                 machine.frameCompleted()
-                do { try frame.validate() } catch { throw .invalidArgument(error.message) }
-                try handle(frame)
+                do { try Frame.validate(header) } catch { throw .invalidArgument(error.message) }
+                try handle(header)
             case .refused(let header):
                 let refusal = try machine.refusal(
                     type: header.type, streamID: header.streamID, length: header.length,
@@ -152,11 +152,12 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     // MARK: - Frames
 
-    private func handle(_ frame: Frame) throws(RPCError) {
-        switch try machine.frameReceived(type: frame.type) {
+    /// Handles the frame `header` announced; its body is read in place (`decoder.withBody`).
+    private func handle(_ header: FrameHeader) throws(RPCError) {
+        switch try machine.frameReceived(type: header.type) {
         case .handshake:
             let handshake: RpcV1.Handshake
-            do { handshake = try RpcV1.Handshake(protobufBytes: frame.body) } catch {
+            do { handshake = try RpcV1.Handshake(protobufBytes: decoder.withBody { Array($0) }) } catch {
                 throw .invalidArgument("the handshake does not parse: \(error)")
             }
             guard handshake.protocolVersion == Frame.protocolVersion else {
@@ -166,62 +167,102 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             }
             perform(machine.handshakeReceived(maxFrameSize: handshake.maxFrameSize))
         case .request:
-            try receiveRequest(streamID: frame.streamID, body: frame.body)
+            try receiveRequest(streamID: header.streamID)
         case .cancel:
-            perform(machine.cancelReceived(streamID: frame.streamID))
+            perform(machine.cancelReceived(streamID: header.streamID))
         case .pong:
-            send(type: .pong, streamID: 0, body: frame.body)
+            send(type: .pong, streamID: 0, body: decoder.withBody { Array($0) })
         case .goAway:
-            do { _ = try RpcV1.GoAway(protobufBytes: frame.body) } catch {
+            do { _ = try RpcV1.GoAway(protobufBytes: decoder.withBody { Array($0) }) } catch {
                 throw .invalidArgument("the GOAWAY body does not parse: \(error)")
             }
             perform(machine.goAwayReceived())
         case .peerError:
-            logger.warning("peer reported a protocol error", [("body_bytes", String(frame.body.count))])
+            logger.warning(
+                "peer reported a protocol error", [("body_bytes", String(header.length - Frame.headerSize))])
             perform(machine.closeRequested())
         case .ignore:
             break
         }
     }
 
-    private func receiveRequest(streamID: UInt32, body: [UInt8]) throws(RPCError) {
-        try machine.requestArrived(streamID: streamID)
-        let request: EnvelopeCodec.Request
-        let caller: Caller?
-        switch EnvelopeCodec.decodeRequest(body, known: knownMetadata) {
-        case .success(let decoded):
-            request = decoded
-            if decoded.reusedKnownMetadata {
-                caller = knownCaller
-            } else {
-                // Caller metadata from a peer not trusted to assert it refuses the call: serving it as anonymous
-                // would hide an attack (or a misconfigured peer) behind a confusing answer.
-                if Self.carriesCallerMetadata(decoded.metadata) && !router.access.trustsCallerMetadata(from: peer.role)
-                {
-                    reject(
-                        streamID: streamID, method: decoded.method,
-                        router.access.callerMetadataRefusal(role: peer.role))
-                    return
+    /// A request read from its frame body in place: only the payload (and changed metadata) is copied out.
+    private struct IncomingRequest {
+        var method: String
+        var route: RPCRouter.Route?
+        var timeoutMs: UInt32
+        var metadata: [String: String]
+        var encodedMetadata: EncodedMetadata
+        var payload: [UInt8]
+        /// Whether `metadata` is `knownMetadata`'s dictionary (the same bytes arrived again).
+        var reusedKnownMetadata: Bool
+    }
+
+    /// Reads the REQUEST body in the decoder; nil and `failure` set when it does not parse.
+    private func readRequest(failure: inout EnvelopeError?) -> IncomingRequest? {
+        decoder.withBody { body -> IncomingRequest? in
+            do throws(EnvelopeError) {
+                let fields = try EnvelopeCodec.scanRequest(body)
+                let methodBytes = UnsafeRawBufferPointer(rebasing: body[fields.method])
+                let method: String
+                let route: RPCRouter.Route?
+                if let found = router.routesByName.find(methodBytes) {
+                    (method, route) = found
+                } else {
+                    (method, route) = (String(decoding: methodBytes, as: UTF8.self), nil)
                 }
-                caller = trustedCaller(decoded.metadata)
-                let entries = decoded.encodedMetadata.bytes
-                if !entries.isEmpty && entries.count <= Self.knownMetadataLimit {
-                    knownMetadata = EnvelopeCodec.KnownMetadata(bytes: Array(entries), dictionary: decoded.metadata)
-                    knownCaller = caller
+                guard fields.hasMetadata else {
+                    return IncomingRequest(
+                        method: method, route: route, timeoutMs: fields.timeoutMs, metadata: [:],
+                        encodedMetadata: EncodedMetadata(), payload: Array(body[fields.payload]),
+                        reusedKnownMetadata: false)
                 }
+                let (metadata, encoded, reused) = try EnvelopeCodec.metadata(
+                    of: fields, in: body, known: knownMetadata)
+                return IncomingRequest(
+                    method: method, route: route, timeoutMs: fields.timeoutMs, metadata: metadata,
+                    encodedMetadata: encoded, payload: Array(body[fields.payload]), reusedKnownMetadata: reused)
+            } catch {
+                failure = error
+                return nil
             }
-        case .failure(let error):
+        }
+    }
+
+    private func receiveRequest(streamID: UInt32) throws(RPCError) {
+        try machine.requestArrived(streamID: streamID)
+        var failure: EnvelopeError?
+        guard let request = readRequest(failure: &failure) else {
             // The stream id is usable, so answer on the stream and keep the connection.
             reject(
                 streamID: streamID, method: "",
-                RPCError(.invalidArgument, "the request envelope does not parse: \(error.message)"))
+                RPCError(.invalidArgument, "the request envelope does not parse: \(failure?.message ?? "")"))
             return
+        }
+        let caller: Caller?
+        if request.reusedKnownMetadata {
+            caller = knownCaller
+        } else {
+            // Caller metadata from a peer not trusted to assert it refuses the call: serving it as anonymous
+            // would hide an attack (or a misconfigured peer) behind a confusing answer.
+            if Self.carriesCallerMetadata(request.metadata) && !router.access.trustsCallerMetadata(from: peer.role) {
+                reject(
+                    streamID: streamID, method: request.method,
+                    router.access.callerMetadataRefusal(role: peer.role))
+                return
+            }
+            caller = trustedCaller(request.metadata)
+            let entries = request.encodedMetadata.bytes
+            if !entries.isEmpty && entries.count <= Self.knownMetadataLimit {
+                knownMetadata = EnvelopeCodec.KnownMetadata(bytes: Array(entries), dictionary: request.metadata)
+                knownCaller = caller
+            }
         }
         if let refusal = machine.admission() {
             reject(streamID: streamID, method: request.method, refusal)
             return
         }
-        let route = router.routes[request.method]
+        let route = request.route
         guard let handler = route?.handler ?? router.fallback else {
             reject(
                 streamID: streamID, method: request.method,
@@ -238,14 +279,15 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         }
         // The built-in Health check always runs as written; every other method may be served on the loop.
         start(
-            streamID: streamID, request: request, route: route, caller: caller, handler: handler,
+            streamID: streamID, request: request, caller: caller, handler: handler,
             loopHandler: request.method == HealthCheck.methodName ? nil : router.loopFallback)
     }
 
     private func start(
-        streamID: UInt32, request: EnvelopeCodec.Request, route: RPCRouter.Route?, caller: Caller?,
-        handler: @escaping RPCMethod.Handler, loopHandler: RPCLoopHandler?
+        streamID: UInt32, request: IncomingRequest, caller: Caller?, handler: @escaping RPCMethod.Handler,
+        loopHandler: RPCLoopHandler?
     ) {
+        let route = request.route
         let label = route == nil ? RPCServerConfiguration.unknownMethodLabel : request.method
         router.observer.callStarted(method: label)
         let now = channel.loop.now()
