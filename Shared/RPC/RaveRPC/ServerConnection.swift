@@ -53,9 +53,20 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// scopes, so splitting the text and building a set is done when it changes, not per call.
     private var lastScopes: (text: String, scopes: Set<String>)?
     /// Who the peer is, from its verified certificate; set once the channel is active.
-    private var peer: PeerIdentity
+    private var peer: PeerIdentity {
+        didSet { facts = ConnectionFacts(peer: peer, logger: logger) }
+    }
+    /// The peer and the logger as every call's `RequestContext` shares them.
+    private var facts: ConnectionFacts
     /// The server's input budget this connection takes its share of (docs/PROTOCOL.md §11).
     private let inputBudget: InputBudget
+
+    /// `configuration.runsHandlersOnEventLoop` and `.requestLogLevel`, read per call: kept here rather than read
+    /// through the router each time.
+    private let runsHandlersOnEventLoop: Bool
+    /// `router.observer`, called twice per call: kept here rather than copied out of the router each time.
+    private let observer: any RPCServerObserver
+    private let requestLogLevel: Logger.Level
 
     /// Metadata larger than this is decoded for every request rather than kept.
     private static let knownMetadataLimit = 4096
@@ -70,8 +81,13 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             maxFrameSize: configuration.maxFrameSize,
             admissionThreshold: min(configuration.earlyMaxFrameSize, configuration.maxFrameSize))
         self.machine = Machine(settings: Machine.Settings(configuration))
+        self.runsHandlersOnEventLoop = configuration.runsHandlersOnEventLoop
+        self.observer = router.observer
+        self.requestLogLevel = configuration.requestLogLevel
         self.inputBudget = registry.inputBudget
-        self.peer = PeerIdentity(address: channel.remoteAddress, certificateCommonName: nil)
+        let peer = PeerIdentity(address: channel.remoteAddress, certificateCommonName: nil)
+        self.peer = peer
+        self.facts = ConnectionFacts(peer: peer, logger: logger)
     }
 
     private var configuration: RPCServerConfiguration { router.configuration }
@@ -83,7 +99,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         peer = PeerIdentity(
             address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName,
             role: PeerRole(certificate: channel.peerCertificate))
-        router.observer.connectionCountChanged(to: registry.add(self))
+        observer.connectionCountChanged(to: registry.add(self))
         // The gateway and our services may send large frames at once; a certificate without such a role proves
         // nothing more than a connection without one.
         let trusted = peer.role == .gateway || peer.role?.serviceName != nil
@@ -138,7 +154,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     func channelInactive(_ channel: Channel, error: TransportError?) {
         perform(machine.channelInactive())
-        router.observer.connectionCountChanged(to: registry.remove(self))
+        observer.connectionCountChanged(to: registry.remove(self))
     }
 
     /// Whether the frame of `header`, longer than the early limit, may be buffered; reserves its size if so.
@@ -289,16 +305,16 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     ) {
         let route = request.route
         let label = route == nil ? RPCServerConfiguration.unknownMethodLabel : request.method
-        router.observer.callStarted(method: label)
+        observer.callStarted(method: label)
         let now = channel.loop.now()
         let deadline = machine.deadline(now: now, timeoutMilliseconds: request.timeoutMs)
         let requestID = router.nextRequestID()
-        if loopHandler == nil, configuration.runsHandlersOnEventLoop, let synchronous = route?.synchronousHandler {
+        if loopHandler == nil, runsHandlersOnEventLoop, let synchronous = route?.synchronousHandler {
             // Answered before this returns: the call is never in flight, so no Task, no stream table entry and
             // no deadline timer; the machine saw its admission and sees its answer.
             let context = RequestContext(
                 requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
-                peer: peer, caller: caller, connectionLogger: logger, encodedMetadata: request.encodedMetadata)
+                connection: facts, caller: caller, encodedMetadata: request.encodedMetadata)
             let response: RpcV1.Response
             do {
                 response = Self.success(try synchronous(request.payload, context))
@@ -323,8 +339,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
         let context = RequestContext(
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
-            peer: peer, caller: caller,
-            connectionLogger: logger, encodedMetadata: request.encodedMetadata)
+            connection: facts, caller: caller, encodedMetadata: request.encodedMetadata)
         let loop = channel.loop
         let payload = request.payload
         if let loopHandler {
@@ -357,7 +372,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         }
         // A handler's task is owned by the stream table: a cancel, the deadline, the drain grace period or the
         // connection closing cancels it, and `RPCServer.drain()` returns only once every connection has closed.
-        guard configuration.runsHandlersOnEventLoop else {
+        guard runsHandlersOnEventLoop else {
             let task = Task(operation: operation)
             machine.updateCall(on: streamID, sequence: sequence) { $0.task = task }
             return
@@ -418,9 +433,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// Records the call's end in metrics and the log, and sends its response while the connection is open.
     private func answer(streamID: UInt32, call: InFlightCall, response: RpcV1.Response) {
         let elapsed = channel.loop.now() &- call.startedAt
-        router.observer.callFinished(method: call.label, code: response.code, nanoseconds: elapsed)
+        observer.callFinished(method: call.label, code: response.code, nanoseconds: elapsed)
         logger.log(
-            call.quietWhenOK && response.code == .ok ? .debug : configuration.requestLogLevel, "call finished",
+            call.quietWhenOK && response.code == .ok ? .debug : requestLogLevel, "call finished",
             [
                 ("method", MethodNames.printable(call.method)), ("status", "\(response.code)"),
                 ("latency_us", String(elapsed / 1000)), ("request_id", call.requestID),
@@ -433,8 +448,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     private func reject(streamID: UInt32, method: String, _ error: RPCError) {
         let label = self.label(of: method)
-        router.observer.callStarted(method: label)
-        router.observer.callFinished(method: label, code: error.code, nanoseconds: 0)
+        observer.callStarted(method: label)
+        observer.callFinished(method: label, code: error.code, nanoseconds: 0)
         sendResponse(
             streamID: streamID,
             RpcV1.Response(
@@ -515,7 +530,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             case .abandon(let call):
                 call.cancelWork()
                 // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
-                router.observer.callFinished(
+                observer.callFinished(
                     method: call.label, code: .cancelled, nanoseconds: channel.loop.now() &- call.startedAt)
             case .armTimer(let timer, let deadline):
                 arm(timer, at: deadline)

@@ -34,14 +34,14 @@ public struct FrameDecoder {
     public var maxFrameSize: Int
     /// Frames up to this `length` are buffered without asking; longer ones are shown to the admission check.
     public var admissionThreshold: Int
-    private var buffer: [UInt8] = []
-    private var readIndex = 0
+    @usableFromInline var buffer: [UInt8] = []
+    @usableFromInline var readIndex = 0
     /// Whether the frame starting at `readIndex` was already admitted (its header was shown and accepted).
     private var admittedCurrentFrame = false
     /// Body bytes of a refused frame still to come; `append` drops them.
     private var skipRemaining = 0
     /// The wire size of the frame `nextHeader` returned last, still in the buffer for `withBody`.
-    private var currentFrameSize = 0
+    @usableFromInline var currentFrameSize = 0
 
     /// Buffer capacity kept between frames; a larger buffer (left by a large frame) is released once empty.
     public static let retainedCapacity = 128 << 10
@@ -159,6 +159,10 @@ public struct FrameDecoder {
     }
 
     /// Calls `body` with the body of the frame `nextHeader(admitting:)` returned last (empty when there is none).
+    ///
+    /// Inlinable: the server reads every request through it, and a generic call across modules would go through
+    /// type metadata for each.
+    @inlinable
     public func withBody<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         buffer.withUnsafeBytes { all in
             guard currentFrameSize > 0 else { return body(UnsafeRawBufferPointer(rebasing: all[0..<0])) }
