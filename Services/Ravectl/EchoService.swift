@@ -21,3 +21,20 @@ struct EchoService: EchoV1.EchoHandler {
         throw RPCError(request.code, request.message)
     }
 }
+
+/// `EchoService` with Echo/Echo answered in place (a synchronous handler: nothing to wait for), as a service
+/// answering from memory would; `serve-echo --echo async` serves the generated async handler instead.
+struct SynchronousEchoService: RPCService {
+    static var serviceName: String { EchoService.serviceName }
+
+    static let echoMethod = "rave.echo.v1.Echo/Echo"
+
+    var methods: [RPCMethod] {
+        EchoService().methods.map { method in
+            guard method.name == Self.echoMethod else { return method }
+            return .synchronous(name: Self.echoMethod) { request, _ in
+                EchoV1.EchoResponse(payload: try EchoV1.EchoRequest(protobufBytes: request).payload).protobufBytes()
+            }
+        }
+    }
+}

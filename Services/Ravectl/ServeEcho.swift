@@ -7,10 +7,11 @@ import RaveTransport
 /// `ravectl serve-echo`: Health and Echo on one port until SIGTERM or SIGINT, then a graceful drain.
 enum ServeEchoCommand {
     static let usage =
-        "ravectl serve-echo [--listen 127.0.0.1:7600] --cert FILE --key FILE [--ca FILE (mTLS)] [--loops CORES] [--handlers loop|pool]"
+        "ravectl serve-echo [--listen 127.0.0.1:7600] --cert FILE --key FILE [--ca FILE (mTLS)] [--loops CORES] [--handlers loop|pool] [--echo sync|async]"
 
     static func run(_ arguments: ArraySlice<String>) async throws -> Int32 {
-        let options = try Arguments(arguments, valueOptions: ["listen", "cert", "key", "ca", "loops", "handlers"])
+        let options = try Arguments(
+            arguments, valueOptions: ["listen", "cert", "key", "ca", "loops", "handlers", "echo"])
         let (host, port) = try parseAddress(options.value("listen") ?? "127.0.0.1:7600")
         let tls = try TLSOptions.server(options)
         let group = try EventLoopGroup(loopCount: try options.integer("loops", default: System.coreCount, in: 1...64))
@@ -23,9 +24,15 @@ enum ServeEchoCommand {
         case "pool": configuration.runsHandlersOnEventLoop = false
         case let other: throw UsageError("--handlers must be loop or pool, got \(other)")
         }
+        // Echo/Echo answered in place by default (`sync`); `async` serves the generated handler on a Task.
+        let service: any RPCService
+        switch options.value("echo") ?? "sync" {
+        case "sync": service = SynchronousEchoService()
+        case "async": service = EchoService()
+        case let other: throw UsageError("--echo must be sync or async, got \(other)")
+        }
         let server = RPCServer(
-            configuration: configuration, services: [EchoService()], access: .open, tls: tls, group: group,
-            logger: logger)
+            configuration: configuration, services: [service], access: .open, tls: tls, group: group, logger: logger)
         try server.start()
         let signal = await TerminationSignal.wait()
         logger.notice("draining", [("signal", String(signal))])

@@ -169,3 +169,64 @@ struct SplitMix: RandomNumberGenerator {
         return value ^ (value >> 31)
     }
 }
+
+/// `nextHeader(admitting:)` and `withBody`: the body read in place, until the decoder is used again.
+@Suite("Frame decoder, bodies in place")
+struct FrameDecoderInPlaceTests {
+    /// Every sample frame, fed in chunks of every size up to 7 bytes, comes out with its header and body intact.
+    @Test(arguments: [1, 2, 3, 7])
+    func framesDecodeInPlaceAcrossChunks(chunk: Int) throws {
+        var decoder = FrameDecoder()
+        var frames: [Frame] = []
+        let bytes = FrameDecoderTests.sampleBytes
+        for start in stride(from: 0, to: bytes.count, by: chunk) {
+            decoder.append(Array(bytes[start..<min(start + chunk, bytes.count)]))
+            while case .frame(let header)? = try decoder.nextHeader(admitting: { _ in true }) {
+                #expect(header.wireSize == Frame.lengthPrefixSize + Frame.headerSize + decoder.withBody { $0.count })
+                frames.append(
+                    Frame(
+                        type: header.type, flags: header.flags, streamID: header.streamID,
+                        body: decoder.withBody { Array($0) }))
+            }
+        }
+        #expect(frames == FrameDecoderTests.sampleFrames)
+        #expect(decoder.bufferedByteCount == 0 && !decoder.hasPartialFrame)
+    }
+
+    /// The frame just returned is not counted as buffered input (it is being handled), and is dropped on the next
+    /// use of the decoder: the memory a large one took is given back once the buffer is empty.
+    @Test func theCurrentFrameIsNotBufferedInputAndGoesOnNextUse() throws {
+        var decoder = FrameDecoder()
+        let large = Frame(type: .request, streamID: 1, body: Array(repeating: 7, count: 1 << 20))
+        let small = Frame(type: .request, streamID: 3, body: [1, 2])
+        decoder.append(large.encoded() + small.encoded().prefix(5))
+        #expect(
+            try decoder.nextHeader(admitting: { _ in true })
+                == .frame(
+                    FrameHeader(
+                        length: Frame.headerSize + (1 << 20), type: .request, flags: 0, streamID: 1)))
+        #expect(decoder.bufferedByteCount == 5 && decoder.hasPartialFrame)
+        #expect(decoder.withBody { $0.count == 1 << 20 && $0.allSatisfy { $0 == 7 } })
+        #expect(try decoder.nextHeader(admitting: { _ in true }) == nil)
+        #expect(decoder.withBody { $0.isEmpty })
+        decoder.append(Array(small.encoded().dropFirst(5)))
+        #expect(try decoder.nextHeader(admitting: { _ in true }) != nil)
+        #expect(decoder.withBody { Array($0) } == [1, 2])
+        #expect(try decoder.nextHeader(admitting: { _ in true }) == nil)
+        #expect(decoder.bufferedByteCount == 0 && !decoder.hasPartialFrame)
+        #expect(decoder.bufferCapacity <= FrameDecoder.retainedCapacity)
+    }
+
+    @Test func refusedFramesAndErrorsAreAsWithCopiedBodies() throws {
+        var decoder = FrameDecoder(admissionThreshold: 100)
+        let large = Frame(type: .request, streamID: 5, body: Array(repeating: 1, count: 200))
+        decoder.append(large.encoded())
+        guard case .refused(let header)? = try decoder.nextHeader(admitting: { _ in false }) else {
+            Issue.record("the large frame was not refused")
+            return
+        }
+        #expect(header.streamID == 5 && decoder.bufferedByteCount == 0)
+        decoder.append([0, 0, 0, 1])
+        #expect(throws: WireError.self) { try decoder.nextHeader(admitting: { _ in true }) }
+    }
+}

@@ -52,65 +52,114 @@ enum EnvelopeCodec {
         var dictionary: [String: String]
 
         /// Whether `entries` are exactly these bytes.
-        func matches(_ entries: ArraySlice<UInt8>) -> Bool {
+        func matches(_ entries: UnsafeRawBufferPointer) -> Bool {
             guard entries.count == bytes.count else { return false }
-            return entries.withUnsafeBytes { new in
-                bytes.withUnsafeBytes { old in
-                    guard let newStart = new.baseAddress, let oldStart = old.baseAddress else { return old.isEmpty }
-                    return memcmp(newStart, oldStart, old.count) == 0
-                }
+            return bytes.withUnsafeBytes { old in
+                guard let newStart = entries.baseAddress, let oldStart = old.baseAddress else { return old.isEmpty }
+                return memcmp(newStart, oldStart, old.count) == 0
             }
         }
     }
 
-    /// Decodes a REQUEST body; the message says what is wrong.
+    /// Where the fields of a REQUEST body are, found in place: nothing is copied but metadata entries that other
+    /// fields split (protobuf allows it; our encoders write them together).
+    struct RequestFields {
+        /// The method's UTF-8, checked to be text.
+        var method: Range<Int>
+        var timeoutMs: UInt32 = 0
+        /// The metadata entries, each a whole field 3, when they are contiguous (nil: none, or scattered).
+        var metadata: Range<Int>?
+        /// The metadata entries gathered, when other fields came between them.
+        var scatteredMetadata: [UInt8]?
+        var payload: Range<Int>
+
+        /// Whether the request carries metadata.
+        var hasMetadata: Bool { metadata != nil || scatteredMetadata != nil }
+    }
+
+    /// Finds the fields of a REQUEST body, checking every tag and length and the method's text.
     ///
-    /// When the metadata entries are the bytes of `known`, its dictionary is used instead of decoding them again:
-    /// the calls a gateway forwards for one player (a batch, a busy client) all carry the same entries.
-    static func decodeRequest(_ body: [UInt8], known: KnownMetadata? = nil) -> Result<Request, EnvelopeError> {
-        var request = Request()
-        var reader = ProtoWire.Reader(bytes: body)
+    /// The metadata entries are checked when decoded (`metadata(of:in:known:)`). Later occurrences of a field
+    /// win, as in protobuf; unknown fields are skipped.
+    static func scanRequest<Bytes: RandomAccessCollection<UInt8>>(
+        _ body: Bytes
+    ) throws(EnvelopeError) -> RequestFields where Bytes.Index == Int {
+        var reader = ProtoWire.Reader(slice: body)
+        let empty = body.startIndex..<body.startIndex
+        var fields = RequestFields(method: empty, payload: empty)
         var metadataStart = -1
         var metadataEnd = -1
-        var metadataContiguous = true
-        var scattered: [UInt8] = []
-        do throws(EnvelopeError) {
-            while let (field, wireType, fieldStart) = try reader.nextTag() {
-                switch (field, wireType) {
-                case (1, .lengthDelimited):
-                    request.method = try reader.readString(field: "method")
-                case (2, .varint):
-                    request.timeoutMs = UInt32(truncatingIfNeeded: try reader.readVarint())
-                case (3, .lengthDelimited):
-                    let entry = try reader.readLengthDelimitedRange()
-                    if metadataStart < 0 {
-                        metadataStart = fieldStart
-                    } else if metadataEnd != fieldStart {
-                        if metadataContiguous { scattered.append(contentsOf: body[metadataStart..<metadataEnd]) }
-                        metadataContiguous = false
-                    }
-                    if !metadataContiguous { scattered.append(contentsOf: body[fieldStart..<entry.upperBound]) }
-                    metadataEnd = entry.upperBound
-                case (4, .lengthDelimited):
-                    request.payload = Array(body[try reader.readLengthDelimitedRange()])
-                default:
-                    try reader.skip(wireType)
+        var scattered: [UInt8]?
+        while let (field, wireType, fieldStart) = try reader.nextTag() {
+            switch (field, wireType) {
+            case (1, .lengthDelimited):
+                fields.method = try reader.readLengthDelimitedRange()
+                try reader.checkText(in: fields.method, field: "method")
+            case (2, .varint):
+                fields.timeoutMs = UInt32(truncatingIfNeeded: try reader.readVarint())
+            case (3, .lengthDelimited):
+                let entry = try reader.readLengthDelimitedRange()
+                if metadataStart < 0 {
+                    metadataStart = fieldStart
+                } else if metadataEnd != fieldStart, scattered == nil {
+                    scattered = Array(body[metadataStart..<metadataEnd])
                 }
+                scattered?.append(contentsOf: body[fieldStart..<entry.upperBound])
+                metadataEnd = entry.upperBound
+            case (4, .lengthDelimited):
+                fields.payload = try reader.readLengthDelimitedRange()
+            default:
+                try reader.skip(wireType)
             }
-            if metadataStart >= 0 {
-                let entries = metadataContiguous ? body[metadataStart..<metadataEnd] : scattered[...]
-                if let known, known.matches(entries) {
-                    request.metadata = known.dictionary
-                    request.reusedKnownMetadata = true
-                } else {
-                    request.metadata = try decodeMetadata(entries)
-                }
-                request.encodedMetadata = EncodedMetadata(validatedBytes: entries)
-            }
-        } catch {
-            return .failure(error)
         }
-        return .success(request)
+        if let scattered {
+            fields.scatteredMetadata = scattered
+        } else if metadataStart >= 0 {
+            fields.metadata = metadataStart..<metadataEnd
+        }
+        return fields
+    }
+
+    /// The decoded metadata of a scanned request, its entries as `EncodedMetadata`, and whether they are the
+    /// bytes of `known` (whose dictionary is then used instead of decoding them again: the calls a gateway
+    /// forwards for one player, a batch or a busy client, all carry the same entries).
+    static func metadata(
+        of fields: RequestFields, in body: UnsafeRawBufferPointer, known: KnownMetadata?
+    ) throws(EnvelopeError) -> (dictionary: [String: String], encoded: EncodedMetadata, reusedKnown: Bool) {
+        if let range = fields.metadata {
+            let entries = UnsafeRawBufferPointer(rebasing: body[range])
+            if let known, known.matches(entries) {
+                return (known.dictionary, EncodedMetadata(validatedBytes: known.bytes[...]), true)
+            }
+            let owned = Array(entries)
+            return (try decodeMetadata(owned[...]), EncodedMetadata(validatedBytes: owned[...]), false)
+        }
+        if let scattered = fields.scatteredMetadata {
+            let reused = scattered.withUnsafeBytes { entries in known?.matches(entries) ?? false }
+            if reused, let known { return (known.dictionary, EncodedMetadata(validatedBytes: known.bytes[...]), true) }
+            return (try decodeMetadata(scattered[...]), EncodedMetadata(validatedBytes: scattered[...]), false)
+        }
+        return ([:], EncodedMetadata(), false)
+    }
+
+    /// Decodes a REQUEST body; the message says what is wrong.
+    ///
+    /// When the metadata entries are the bytes of `known`, its dictionary is used instead of decoding them again.
+    static func decodeRequest(_ body: [UInt8], known: KnownMetadata? = nil) -> Result<Request, EnvelopeError> {
+        body.withUnsafeBytes { body in
+            do throws(EnvelopeError) {
+                let fields = try scanRequest(body)
+                var request = Request()
+                request.method = String(decoding: body[fields.method], as: UTF8.self)
+                request.timeoutMs = fields.timeoutMs
+                (request.metadata, request.encodedMetadata, request.reusedKnownMetadata) = try metadata(
+                    of: fields, in: body, known: known)
+                request.payload = Array(body[fields.payload])
+                return .success(request)
+            } catch {
+                return .failure(error)
+            }
+        }
     }
 
     /// The dictionary of encoded metadata entries (each a whole field 3); a later entry wins, as in protobuf maps.

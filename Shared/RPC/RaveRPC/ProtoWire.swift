@@ -49,16 +49,20 @@ enum ProtoWire {
         output.append(contentsOf: bytes)
     }
 
+    /// Whether `bytes` are ASCII without NUL (so valid text as they are).
+    static func isASCIIWithoutNUL(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytes.allSatisfy { $0 &- 1 < 0x7F }
+    }
+
     /// Reads fields from encoded bytes, checking every length against what is there.
-    struct Reader {
-        let bytes: ArraySlice<UInt8>
+    ///
+    /// Over an array's bytes or over bytes in place (a frame body in the decoder's buffer); indexes and ranges are
+    /// those of `bytes`.
+    struct Reader<Bytes: RandomAccessCollection<UInt8>> where Bytes.Index == Int {
+        let bytes: Bytes
         private(set) var index: Int
 
-        init(bytes: [UInt8]) {
-            self.init(slice: bytes[...])
-        }
-
-        init(slice: ArraySlice<UInt8>) {
+        init(slice: Bytes) {
             self.bytes = slice
             self.index = slice.startIndex
         }
@@ -107,17 +111,23 @@ enum ProtoWire {
         /// A NUL is refused like invalid UTF-8, as the generated decoders refuse it: text that a C string, a
         /// database column or a log line would cut short never enters the system.
         func string(in range: Range<Int>, field: String) throws(EnvelopeError) -> String {
-            let string = bytes[range].withUnsafeBufferPointer { buffer -> String? in
+            let string = bytes[range].withContiguousStorageIfAvailable { buffer -> String? in
                 // Nearly every string here (methods, metadata keys) is ASCII, which is valid UTF-8 as it is;
                 // the general validation goes through generic code that costs more than the copy.
-                if buffer.allSatisfy({ $0 &- 1 < 0x7F }) { return String(decoding: buffer, as: UTF8.self) }
+                if ProtoWire.isASCIIWithoutNUL(buffer) { return String(decoding: buffer, as: UTF8.self) }
                 guard !buffer.contains(0) else { return nil }
                 return String(validating: buffer, as: UTF8.self)
             }
-            guard let string else {
+            guard let string = string ?? nil else {
                 throw EnvelopeError(message: "field \(field) is not valid UTF-8 text without NUL characters")
             }
             return string
+        }
+
+        /// Refuses `range` as `string(in:field:)` would, without making the string when it is ASCII.
+        func checkText(in range: Range<Int>, field: String) throws(EnvelopeError) {
+            let ascii = bytes[range].withContiguousStorageIfAvailable { ProtoWire.isASCIIWithoutNUL($0) } ?? false
+            if !ascii { _ = try string(in: range, field: field) }
         }
 
         mutating func skip(_ wireType: WireType) throws(EnvelopeError) {
@@ -130,5 +140,11 @@ enum ProtoWire {
                 index += size
             }
         }
+    }
+}
+
+extension ProtoWire.Reader where Bytes == ArraySlice<UInt8> {
+    init(bytes: [UInt8]) {
+        self.init(slice: bytes[...])
     }
 }

@@ -5,14 +5,32 @@ import RaveTransport
 /// Generated code builds these from a service's handler protocol; the server routes by `name`.
 public struct RPCMethod: Sendable {
     public typealias Handler = @Sendable (_ request: [UInt8], _ context: RequestContext) async throws -> [UInt8]
+    /// A handler that answers without waiting for anything (no I/O, no lock held for long): from memory.
+    public typealias SynchronousHandler = @Sendable (_ request: [UInt8], _ context: RequestContext) throws -> [UInt8]
 
     /// "rave.<area>.v1.<Service>/<Method>".
     public let name: String
     public let handler: Handler
+    /// The same handler as a plain function, when it never suspends: a server whose handlers run on the event
+    /// loop calls it in place, without a Task (`RPCServerConfiguration.runsHandlersOnEventLoop`).
+    public let synchronousHandler: SynchronousHandler?
 
     public init(name: String, handler: @escaping Handler) {
+        self.init(name: name, handler: handler, synchronousHandler: nil)
+    }
+
+    private init(name: String, handler: @escaping Handler, synchronousHandler: SynchronousHandler?) {
         self.name = name
         self.handler = handler
+        self.synchronousHandler = synchronousHandler
+    }
+
+    /// A method answered in place on the connection's event loop; `handler` must not block the loop.
+    ///
+    /// (A factory rather than an initializer, so a trailing closure without `await` still makes an async method.)
+    public static func synchronous(name: String, _ handler: @escaping SynchronousHandler) -> RPCMethod {
+        RPCMethod(
+            name: name, handler: { request, context in try handler(request, context) }, synchronousHandler: handler)
     }
 }
 

@@ -7,7 +7,8 @@ import Synchronization
 /// Serves `RPCService`s over the Rave protocol on one listening port.
 ///
 /// Always serves `rave.rpc.v1.Health/Check` (SERVING, NOT_SERVING while draining). Each request runs as a
-/// Swift `Task`; the connection's protocol state lives on its event loop (see `ServerConnection`).
+/// Swift `Task`, except that a method with a synchronous handler is answered in place on the loop; the
+/// connection's protocol state lives on its event loop (see `ServerConnection`).
 public final class RPCServer: Sendable {
     public let configuration: RPCServerConfiguration
     let router: RPCRouter
@@ -112,6 +113,8 @@ final class RPCRouter: Sendable {
     struct Route: Sendable {
         /// Nil for a name the fallback serves (`RPCServerConfiguration.fallbackMethodNames`).
         let handler: RPCMethod.Handler?
+        /// The handler as a plain function, when it never suspends (`RPCMethod.synchronousHandler`).
+        let synchronousHandler: RPCMethod.SynchronousHandler?
         /// Who may call it (`access`'s rule, decided once here).
         let rule: AccessPolicy.Peers
         /// Whether an OK answer is logged at debug (`RPCServerConfiguration.quietMethods`).
@@ -121,6 +124,8 @@ final class RPCRouter: Sendable {
     /// Every method served, and every name the fallback lists; any other name is unknown (and its metric label is
     /// `RPCServerConfiguration.unknownMethodLabel`).
     let routes: [String: Route]
+    /// `routes` by the UTF-8 of their names: a request's route without a string made of its method.
+    let routesByName: MethodTable<Route>
     /// Serves methods not in `methods` (the gateway's proxy); the method name is in `RequestContext.method`.
     let fallback: RPCMethod.Handler?
     /// Tried first for every call but the Health check, on the connection's loop; saves a Task and two thread
@@ -142,11 +147,11 @@ final class RPCRouter: Sendable {
     ) {
         self.fallback = fallback
         self.loopFallback = loopFallback
-        var methods: [String: RPCMethod.Handler] = [:]
+        var methods: [String: RPCMethod] = [:]
         var names: Set<String> = []
         for service in services {
             names.insert(type(of: service).serviceName)
-            for method in service.methods { methods[method.name] = method.handler }
+            for method in service.methods { methods[method.name] = method }
         }
         self.serviceNames = names
         self.configuration = configuration
@@ -154,17 +159,19 @@ final class RPCRouter: Sendable {
         self.observer = observer
         self.requestIDPrefix = Array(String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16).utf8)
         let health = HealthState(serviceNames: names)
-        methods[HealthCheck.methodName] = HealthCheck.handler(health: health)
+        methods[HealthCheck.methodName] = .synchronous(
+            name: HealthCheck.methodName, HealthCheck.handler(health: health))
         self.health = health
         self.access = access
-        func route(_ method: String, _ handler: RPCMethod.Handler?) -> Route {
+        func route(_ name: String, _ method: RPCMethod?) -> Route {
             Route(
-                handler: handler, rule: access.peers(forMethod: method),
-                quietWhenOK: configuration.quietMethods.contains(method))
+                handler: method?.handler, synchronousHandler: method?.synchronousHandler,
+                rule: access.peers(forMethod: name), quietWhenOK: configuration.quietMethods.contains(name))
         }
         var routes = Dictionary(uniqueKeysWithValues: configuration.fallbackMethodNames.map { ($0, route($0, nil)) })
-        for (method, handler) in methods { routes[method] = route(method, handler) }
+        for (name, method) in methods { routes[name] = route(name, method) }
         self.routes = routes
+        self.routesByName = MethodTable(routes)
     }
 
     var isDraining: Bool { health.isDraining.load(ordering: .acquiring) }
@@ -199,7 +206,7 @@ final class RPCRouter: Sendable {
 enum HealthCheck {
     static let methodName = "rave.rpc.v1.Health/Check"
 
-    static func handler(health: HealthState) -> RPCMethod.Handler {
+    static func handler(health: HealthState) -> RPCMethod.SynchronousHandler {
         { request, _ in
             let query = try RpcV1.HealthCheckRequest(protobufBytes: request)
             var response = RpcV1.HealthCheckResponse()

@@ -82,37 +82,38 @@ public struct RequestContext: Sendable {
     /// When the caller stops waiting (monotonic nanoseconds, see `monotonicNanoseconds()`).
     public var deadline: UInt64
     public var metadata: [String: String]
-    public var peer: PeerIdentity
+    public var peer: PeerIdentity {
+        get { connection.peer }
+        set { connection = ConnectionFacts(peer: newValue, logger: connection.logger) }
+    }
     /// The authenticated caller, from metadata of a trusted peer; nil for anonymous calls.
     public var caller: Caller?
     /// Logs with the call's `request_id`.
     public var logger: Logger {
-        get { loggerAddsRequestID ? storedLogger.with("request_id", requestID) : storedLogger }
+        get { loggerAddsRequestID ? connection.logger.with("request_id", requestID) : connection.logger }
         set {
-            storedLogger = newValue
+            connection = ConnectionFacts(peer: connection.peer, logger: newValue)
             loggerAddsRequestID = false
         }
     }
     /// `metadata` as it arrived on the wire, for proxies that pass it on (empty when the call did not come
     /// from the network).
     public var encodedMetadata: EncodedMetadata
-    /// The server's connection logger, to which `logger` adds the request id each time a handler asks for it:
-    /// most calls never log, and adding it costs an allocation.
-    private var storedLogger: Logger
+    /// The peer and the logger, shared by every call of a connection: one reference per call, not their strings.
+    ///
+    /// `logger` is the server's connection logger when `loggerAddsRequestID`, to which the request id is added
+    /// each time a handler asks for it: most calls never log, and adding it costs an allocation.
+    private var connection: ConnectionFacts
     private var loggerAddsRequestID = false
 
     public init(
         requestID: String, method: String, deadline: UInt64, metadata: [String: String], peer: PeerIdentity,
         caller: Caller?, logger: Logger, encodedMetadata: EncodedMetadata = EncodedMetadata()
     ) {
-        self.requestID = requestID
-        self.method = method
-        self.deadline = deadline
-        self.metadata = metadata
-        self.peer = peer
-        self.caller = caller
-        self.storedLogger = logger
-        self.encodedMetadata = encodedMetadata
+        self.init(
+            requestID: requestID, method: method, deadline: deadline, metadata: metadata,
+            connection: ConnectionFacts(peer: peer, logger: logger), caller: caller, encodedMetadata: encodedMetadata)
+        loggerAddsRequestID = false
     }
 
     /// A context whose `logger` is `connectionLogger` with the request id added when it is read.
@@ -121,8 +122,23 @@ public struct RequestContext: Sendable {
         caller: Caller?, connectionLogger: Logger, encodedMetadata: EncodedMetadata = EncodedMetadata()
     ) {
         self.init(
-            requestID: requestID, method: method, deadline: deadline, metadata: metadata, peer: peer, caller: caller,
-            logger: connectionLogger, encodedMetadata: encodedMetadata)
+            requestID: requestID, method: method, deadline: deadline, metadata: metadata,
+            connection: ConnectionFacts(peer: peer, logger: connectionLogger), caller: caller,
+            encodedMetadata: encodedMetadata)
+    }
+
+    /// A context of a call on a server connection, whose facts it shares; `logger` adds the request id.
+    init(
+        requestID: String, method: String, deadline: UInt64, metadata: [String: String],
+        connection: ConnectionFacts, caller: Caller?, encodedMetadata: EncodedMetadata
+    ) {
+        self.requestID = requestID
+        self.method = method
+        self.deadline = deadline
+        self.metadata = metadata
+        self.connection = connection
+        self.caller = caller
+        self.encodedMetadata = encodedMetadata
         loggerAddsRequestID = true
     }
 
@@ -152,5 +168,16 @@ public struct RequestContext: Sendable {
             throw .permissionDenied("this method needs an admin credential")
         }
         return caller
+    }
+}
+
+/// What every call of one connection shares in its `RequestContext`: who the peer is, and the connection's logger.
+final class ConnectionFacts: Sendable {
+    let peer: PeerIdentity
+    let logger: Logger
+
+    init(peer: PeerIdentity, logger: Logger) {
+        self.peer = peer
+        self.logger = logger
     }
 }

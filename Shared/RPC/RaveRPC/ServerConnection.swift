@@ -9,8 +9,9 @@ import RaveWire
 /// the input budget share); this class decodes frames and envelopes, routes calls, starts handlers, keeps
 /// metrics and logs, and owns the channel, the timers and the output buffer.
 ///
-/// All methods run on the channel's event loop (asserted). Request handlers run as Tasks elsewhere and come back
-/// with `loop.execute`; responses are appended to `output` and leave in one flush at the end of the iteration.
+/// All methods run on the channel's event loop (asserted). A synchronous handler (`RPCMethod.synchronousHandler`)
+/// is called in place; other handlers run as Tasks (on the loop, or elsewhere and back with `loop.execute`).
+/// Responses are appended to `output` and leave in one flush at the end of the iteration.
 final class ServerConnection: ChannelHandler, @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `channel.loop`; other threads reach it via loop.execute.
 
@@ -52,9 +53,20 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// scopes, so splitting the text and building a set is done when it changes, not per call.
     private var lastScopes: (text: String, scopes: Set<String>)?
     /// Who the peer is, from its verified certificate; set once the channel is active.
-    private var peer: PeerIdentity
+    private var peer: PeerIdentity {
+        didSet { facts = ConnectionFacts(peer: peer, logger: logger) }
+    }
+    /// The peer and the logger as every call's `RequestContext` shares them.
+    private var facts: ConnectionFacts
     /// The server's input budget this connection takes its share of (docs/PROTOCOL.md §11).
     private let inputBudget: InputBudget
+
+    /// `configuration.runsHandlersOnEventLoop` and `.requestLogLevel`, read per call: kept here rather than read
+    /// through the router each time.
+    private let runsHandlersOnEventLoop: Bool
+    /// `router.observer`, called twice per call: kept here rather than copied out of the router each time.
+    private let observer: any RPCServerObserver
+    private let requestLogLevel: Logger.Level
 
     /// Metadata larger than this is decoded for every request rather than kept.
     private static let knownMetadataLimit = 4096
@@ -69,8 +81,13 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             maxFrameSize: configuration.maxFrameSize,
             admissionThreshold: min(configuration.earlyMaxFrameSize, configuration.maxFrameSize))
         self.machine = Machine(settings: Machine.Settings(configuration))
+        self.runsHandlersOnEventLoop = configuration.runsHandlersOnEventLoop
+        self.observer = router.observer
+        self.requestLogLevel = configuration.requestLogLevel
         self.inputBudget = registry.inputBudget
-        self.peer = PeerIdentity(address: channel.remoteAddress, certificateCommonName: nil)
+        let peer = PeerIdentity(address: channel.remoteAddress, certificateCommonName: nil)
+        self.peer = peer
+        self.facts = ConnectionFacts(peer: peer, logger: logger)
     }
 
     private var configuration: RPCServerConfiguration { router.configuration }
@@ -82,7 +99,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         peer = PeerIdentity(
             address: channel.remoteAddress, certificateCommonName: channel.peerCertificateCommonName,
             role: PeerRole(certificate: channel.peerCertificate))
-        router.observer.connectionCountChanged(to: registry.add(self))
+        observer.connectionCountChanged(to: registry.add(self))
         // The gateway and our services may send large frames at once; a certificate without such a role proves
         // nothing more than a connection without one.
         let trusted = peer.role == .gateway || peer.role?.serviceName != nil
@@ -103,18 +120,18 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     private func handleBufferedFrames() throws(RPCError) {
         while !machine.isClosed {
-            let decoded: FrameDecoder.Decoded
+            let decoded: FrameDecoder.DecodedHeader
             do {
-                guard let next = try decoder.next(admitting: admitLargeFrame) else { return }
+                guard let next = try decoder.nextHeader(admitting: admitLargeFrame) else { return }
                 decoded = next
             } catch {
                 throw .invalidArgument(error.message)
             }
             switch decoded {
-            case .frame(let frame):
+            case .frame(let header):
                 machine.frameCompleted()
-                do { try frame.validate() } catch { throw .invalidArgument(error.message) }
-                try handle(frame)
+                do { try Frame.validate(header) } catch { throw .invalidArgument(error.message) }
+                try handle(header)
             case .refused(let header):
                 let refusal = try machine.refusal(
                     type: header.type, streamID: header.streamID, length: header.length,
@@ -137,7 +154,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     func channelInactive(_ channel: Channel, error: TransportError?) {
         perform(machine.channelInactive())
-        router.observer.connectionCountChanged(to: registry.remove(self))
+        observer.connectionCountChanged(to: registry.remove(self))
     }
 
     /// Whether the frame of `header`, longer than the early limit, may be buffered; reserves its size if so.
@@ -151,11 +168,12 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     // MARK: - Frames
 
-    private func handle(_ frame: Frame) throws(RPCError) {
-        switch try machine.frameReceived(type: frame.type) {
+    /// Handles the frame `header` announced; its body is read in place (`decoder.withBody`).
+    private func handle(_ header: FrameHeader) throws(RPCError) {
+        switch try machine.frameReceived(type: header.type) {
         case .handshake:
             let handshake: RpcV1.Handshake
-            do { handshake = try RpcV1.Handshake(protobufBytes: frame.body) } catch {
+            do { handshake = try RpcV1.Handshake(protobufBytes: decoder.withBody { Array($0) }) } catch {
                 throw .invalidArgument("the handshake does not parse: \(error)")
             }
             guard handshake.protocolVersion == Frame.protocolVersion else {
@@ -165,62 +183,102 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             }
             perform(machine.handshakeReceived(maxFrameSize: handshake.maxFrameSize))
         case .request:
-            try receiveRequest(streamID: frame.streamID, body: frame.body)
+            try receiveRequest(streamID: header.streamID)
         case .cancel:
-            perform(machine.cancelReceived(streamID: frame.streamID))
+            perform(machine.cancelReceived(streamID: header.streamID))
         case .pong:
-            send(type: .pong, streamID: 0, body: frame.body)
+            send(type: .pong, streamID: 0, body: decoder.withBody { Array($0) })
         case .goAway:
-            do { _ = try RpcV1.GoAway(protobufBytes: frame.body) } catch {
+            do { _ = try RpcV1.GoAway(protobufBytes: decoder.withBody { Array($0) }) } catch {
                 throw .invalidArgument("the GOAWAY body does not parse: \(error)")
             }
             perform(machine.goAwayReceived())
         case .peerError:
-            logger.warning("peer reported a protocol error", [("body_bytes", String(frame.body.count))])
+            logger.warning(
+                "peer reported a protocol error", [("body_bytes", String(header.length - Frame.headerSize))])
             perform(machine.closeRequested())
         case .ignore:
             break
         }
     }
 
-    private func receiveRequest(streamID: UInt32, body: [UInt8]) throws(RPCError) {
-        try machine.requestArrived(streamID: streamID)
-        let request: EnvelopeCodec.Request
-        let caller: Caller?
-        switch EnvelopeCodec.decodeRequest(body, known: knownMetadata) {
-        case .success(let decoded):
-            request = decoded
-            if decoded.reusedKnownMetadata {
-                caller = knownCaller
-            } else {
-                // Caller metadata from a peer not trusted to assert it refuses the call: serving it as anonymous
-                // would hide an attack (or a misconfigured peer) behind a confusing answer.
-                if Self.carriesCallerMetadata(decoded.metadata) && !router.access.trustsCallerMetadata(from: peer.role)
-                {
-                    reject(
-                        streamID: streamID, method: decoded.method,
-                        router.access.callerMetadataRefusal(role: peer.role))
-                    return
+    /// A request read from its frame body in place: only the payload (and changed metadata) is copied out.
+    private struct IncomingRequest {
+        var method: String
+        var route: RPCRouter.Route?
+        var timeoutMs: UInt32
+        var metadata: [String: String]
+        var encodedMetadata: EncodedMetadata
+        var payload: [UInt8]
+        /// Whether `metadata` is `knownMetadata`'s dictionary (the same bytes arrived again).
+        var reusedKnownMetadata: Bool
+    }
+
+    /// Reads the REQUEST body in the decoder; nil and `failure` set when it does not parse.
+    private func readRequest(failure: inout EnvelopeError?) -> IncomingRequest? {
+        decoder.withBody { body -> IncomingRequest? in
+            do throws(EnvelopeError) {
+                let fields = try EnvelopeCodec.scanRequest(body)
+                let methodBytes = UnsafeRawBufferPointer(rebasing: body[fields.method])
+                let method: String
+                let route: RPCRouter.Route?
+                if let found = router.routesByName.find(methodBytes) {
+                    (method, route) = found
+                } else {
+                    (method, route) = (String(decoding: methodBytes, as: UTF8.self), nil)
                 }
-                caller = trustedCaller(decoded.metadata)
-                let entries = decoded.encodedMetadata.bytes
-                if !entries.isEmpty && entries.count <= Self.knownMetadataLimit {
-                    knownMetadata = EnvelopeCodec.KnownMetadata(bytes: Array(entries), dictionary: decoded.metadata)
-                    knownCaller = caller
+                guard fields.hasMetadata else {
+                    return IncomingRequest(
+                        method: method, route: route, timeoutMs: fields.timeoutMs, metadata: [:],
+                        encodedMetadata: EncodedMetadata(), payload: Array(body[fields.payload]),
+                        reusedKnownMetadata: false)
                 }
+                let (metadata, encoded, reused) = try EnvelopeCodec.metadata(
+                    of: fields, in: body, known: knownMetadata)
+                return IncomingRequest(
+                    method: method, route: route, timeoutMs: fields.timeoutMs, metadata: metadata,
+                    encodedMetadata: encoded, payload: Array(body[fields.payload]), reusedKnownMetadata: reused)
+            } catch {
+                failure = error
+                return nil
             }
-        case .failure(let error):
+        }
+    }
+
+    private func receiveRequest(streamID: UInt32) throws(RPCError) {
+        try machine.requestArrived(streamID: streamID)
+        var failure: EnvelopeError?
+        guard let request = readRequest(failure: &failure) else {
             // The stream id is usable, so answer on the stream and keep the connection.
             reject(
                 streamID: streamID, method: "",
-                RPCError(.invalidArgument, "the request envelope does not parse: \(error.message)"))
+                RPCError(.invalidArgument, "the request envelope does not parse: \(failure?.message ?? "")"))
             return
+        }
+        let caller: Caller?
+        if request.reusedKnownMetadata {
+            caller = knownCaller
+        } else {
+            // Caller metadata from a peer not trusted to assert it refuses the call: serving it as anonymous
+            // would hide an attack (or a misconfigured peer) behind a confusing answer.
+            if Self.carriesCallerMetadata(request.metadata) && !router.access.trustsCallerMetadata(from: peer.role) {
+                reject(
+                    streamID: streamID, method: request.method,
+                    router.access.callerMetadataRefusal(role: peer.role))
+                return
+            }
+            caller = trustedCaller(request.metadata)
+            let entries = request.encodedMetadata.bytes
+            if !entries.isEmpty && entries.count <= Self.knownMetadataLimit {
+                knownMetadata = EnvelopeCodec.KnownMetadata(bytes: Array(entries), dictionary: request.metadata)
+                knownCaller = caller
+            }
         }
         if let refusal = machine.admission() {
             reject(streamID: streamID, method: request.method, refusal)
             return
         }
-        let route = router.routes[request.method]
+        let route = request.route
         guard let handler = route?.handler ?? router.fallback else {
             reject(
                 streamID: streamID, method: request.method,
@@ -237,19 +295,40 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         }
         // The built-in Health check always runs as written; every other method may be served on the loop.
         start(
-            streamID: streamID, request: request, route: route, caller: caller, handler: handler,
+            streamID: streamID, request: request, caller: caller, handler: handler,
             loopHandler: request.method == HealthCheck.methodName ? nil : router.loopFallback)
     }
 
     private func start(
-        streamID: UInt32, request: EnvelopeCodec.Request, route: RPCRouter.Route?, caller: Caller?,
-        handler: @escaping RPCMethod.Handler, loopHandler: RPCLoopHandler?
+        streamID: UInt32, request: IncomingRequest, caller: Caller?, handler: @escaping RPCMethod.Handler,
+        loopHandler: RPCLoopHandler?
     ) {
+        let route = request.route
         let label = route == nil ? RPCServerConfiguration.unknownMethodLabel : request.method
-        router.observer.callStarted(method: label)
+        observer.callStarted(method: label)
         let now = channel.loop.now()
         let deadline = machine.deadline(now: now, timeoutMilliseconds: request.timeoutMs)
         let requestID = router.nextRequestID()
+        if loopHandler == nil, runsHandlersOnEventLoop, let synchronous = route?.synchronousHandler {
+            // Answered before this returns: the call is never in flight, so no Task, no stream table entry and
+            // no deadline timer; the machine saw its admission and sees its answer.
+            let context = RequestContext(
+                requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
+                connection: facts, caller: caller, encodedMetadata: request.encodedMetadata)
+            let response: RpcV1.Response
+            do {
+                response = Self.success(try synchronous(request.payload, context))
+            } catch {
+                response = Self.failure(error, context: context)
+            }
+            answer(
+                streamID: streamID,
+                call: InFlightCall(
+                    method: request.method, label: label, requestID: requestID, startedAt: now,
+                    quietWhenOK: route?.quietWhenOK ?? false),
+                response: response)
+            return
+        }
         let started = machine.callStarted(
             streamID: streamID, deadline: deadline,
             call: InFlightCall(
@@ -260,8 +339,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
         let context = RequestContext(
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
-            peer: peer, caller: caller,
-            connectionLogger: logger, encodedMetadata: request.encodedMetadata)
+            connection: facts, caller: caller, encodedMetadata: request.encodedMetadata)
         let loop = channel.loop
         let payload = request.payload
         if let loopHandler {
@@ -294,7 +372,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         }
         // A handler's task is owned by the stream table: a cancel, the deadline, the drain grace period or the
         // connection closing cancels it, and `RPCServer.drain()` returns only once every connection has closed.
-        guard configuration.runsHandlersOnEventLoop else {
+        guard runsHandlersOnEventLoop else {
             let task = Task(operation: operation)
             machine.updateCall(on: streamID, sequence: sequence) { $0.task = task }
             return
@@ -355,9 +433,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// Records the call's end in metrics and the log, and sends its response while the connection is open.
     private func answer(streamID: UInt32, call: InFlightCall, response: RpcV1.Response) {
         let elapsed = channel.loop.now() &- call.startedAt
-        router.observer.callFinished(method: call.label, code: response.code, nanoseconds: elapsed)
+        observer.callFinished(method: call.label, code: response.code, nanoseconds: elapsed)
         logger.log(
-            call.quietWhenOK && response.code == .ok ? .debug : configuration.requestLogLevel, "call finished",
+            call.quietWhenOK && response.code == .ok ? .debug : requestLogLevel, "call finished",
             [
                 ("method", MethodNames.printable(call.method)), ("status", "\(response.code)"),
                 ("latency_us", String(elapsed / 1000)), ("request_id", call.requestID),
@@ -370,8 +448,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     private func reject(streamID: UInt32, method: String, _ error: RPCError) {
         let label = self.label(of: method)
-        router.observer.callStarted(method: label)
-        router.observer.callFinished(method: label, code: error.code, nanoseconds: 0)
+        observer.callStarted(method: label)
+        observer.callFinished(method: label, code: error.code, nanoseconds: 0)
         sendResponse(
             streamID: streamID,
             RpcV1.Response(
@@ -452,7 +530,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             case .abandon(let call):
                 call.cancelWork()
                 // Nobody will hear the answer; count the call as cancelled so in-flight gauges return to zero.
-                router.observer.callFinished(
+                observer.callFinished(
                     method: call.label, code: .cancelled, nanoseconds: channel.loop.now() &- call.startedAt)
             case .armTimer(let timer, let deadline):
                 arm(timer, at: deadline)

@@ -144,6 +144,7 @@ struct ServerConnectionStateMachine<Call> {
     }
 
     /// Decides what a frame of `type` on `streamID` means in the current phase.
+    @inline(__always)  // Per call: inlined, the caller reads the fields it needs instead of copying the machine.
     func frameReceived(type: FrameType) throws(RPCError) -> FrameDecision {
         guard phase != .closed else { return .ignore }
         if !handshakeDone {
@@ -248,6 +249,7 @@ struct ServerConnectionStateMachine<Call> {
     // MARK: - Calls
 
     /// A REQUEST on `streamID` arrived: a stream id in flight is a protocol error.
+    @inline(__always)  // Per call: inlined, the caller reads the fields it needs instead of copying the machine.
     func requestArrived(streamID: UInt32) throws(RPCError) {
         guard streams[streamID] == nil else {
             throw .invalidArgument("stream id \(streamID) is already in flight")
@@ -255,6 +257,7 @@ struct ServerConnectionStateMachine<Call> {
     }
 
     /// Whether a new call may start now; the refusal when not (both "not processed").
+    @inline(__always)  // Per call: inlined, the caller reads the fields it needs instead of copying the machine.
     func admission() -> RPCError? {
         if phase == .goingAway {
             return .unavailable("the server is draining; retry on another connection", notProcessed: true)
@@ -269,6 +272,7 @@ struct ServerConnectionStateMachine<Call> {
     }
 
     /// The call's deadline: its relative timeout (milliseconds, 0 for the default), capped at `maxTimeout`.
+    @inline(__always)  // Per call: inlined, the caller reads the fields it needs instead of copying the machine.
     func deadline(now: UInt64, timeoutMilliseconds: UInt32) -> UInt64 {
         let timeout =
             timeoutMilliseconds == 0

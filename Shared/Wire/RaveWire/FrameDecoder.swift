@@ -34,12 +34,14 @@ public struct FrameDecoder {
     public var maxFrameSize: Int
     /// Frames up to this `length` are buffered without asking; longer ones are shown to the admission check.
     public var admissionThreshold: Int
-    private var buffer: [UInt8] = []
-    private var readIndex = 0
+    @usableFromInline var buffer: [UInt8] = []
+    @usableFromInline var readIndex = 0
     /// Whether the frame starting at `readIndex` was already admitted (its header was shown and accepted).
     private var admittedCurrentFrame = false
     /// Body bytes of a refused frame still to come; `append` drops them.
     private var skipRemaining = 0
+    /// The wire size of the frame `nextHeader` returned last, still in the buffer for `withBody`.
+    @usableFromInline var currentFrameSize = 0
 
     /// Buffer capacity kept between frames; a larger buffer (left by a large frame) is released once empty.
     public static let retainedCapacity = 128 << 10
@@ -50,17 +52,21 @@ public struct FrameDecoder {
     }
 
     /// Bytes received but not yet returned as frames.
-    public var bufferedByteCount: Int { buffer.count - readIndex }
+    public var bufferedByteCount: Int { buffer.count - readIndex - currentFrameSize }
 
     /// Whether a frame has begun to arrive and is not complete yet (bytes buffered, or a refused frame's body
     /// still to be skipped).
-    public var hasPartialFrame: Bool { buffer.count > readIndex || skipRemaining > 0 }
+    public var hasPartialFrame: Bool { bufferedByteCount > 0 || skipRemaining > 0 }
 
     /// Bytes of memory the decoder's buffer holds (its capacity), for tests of what a connection retains.
     public var bufferCapacity: Int { buffer.capacity }
 
     /// Adds received bytes; call `nextFrame()` until it returns nil to take the complete frames out.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if currentFrameSize > 0 {
+            consume(currentFrameSize)
+            currentFrameSize = 0
+        }
         var bytes = bytes
         if skipRemaining > 0 {
             let skipped = min(skipRemaining, bytes.count)
@@ -92,6 +98,32 @@ public struct FrameDecoder {
     /// `admit` sees the header of every frame longer than `admissionThreshold`, once, as soon as its 10 header
     /// bytes are in; returning false skips the frame. After it throws, the stream is unusable.
     public mutating func next(admitting admit: (FrameHeader) -> Bool) throws(WireError) -> Decoded? {
+        switch try nextHeader(admitting: admit) {
+        case .frame(let header)?:
+            let body = withBody { Array($0) }
+            consume(currentFrameSize)
+            currentFrameSize = 0
+            return .frame(Frame(type: header.type, flags: header.flags, streamID: header.streamID, body: body))
+        case .refused(let header)?: return .refused(header)
+        case nil: return nil
+        }
+    }
+
+    /// What `nextHeader(admitting:)` found.
+    public enum DecodedHeader: Hashable, Sendable {
+        /// A complete frame, whose body `withBody` lends until the decoder is used again.
+        case frame(FrameHeader)
+        /// A frame the admission check refused; its body is skipped.
+        case refused(FrameHeader)
+    }
+
+    /// Like `next(admitting:)`, without copying the body: after `.frame`, `withBody` reads it in place, until the
+    /// next call of `append`, `next…` or `nextHeader`.
+    public mutating func nextHeader(admitting admit: (FrameHeader) -> Bool) throws(WireError) -> DecodedHeader? {
+        if currentFrameSize > 0 {
+            consume(currentFrameSize)
+            currentFrameSize = 0
+        }
         let available = buffer.count - readIndex
         guard available >= Frame.lengthPrefixSize else { return nil }
         let length = Int(readUInt32(at: readIndex))
@@ -110,8 +142,8 @@ public struct FrameDecoder {
         let flags = buffer[readIndex + 5]
         let streamID = readUInt32(at: readIndex + 6)
         let wireSize = Frame.lengthPrefixSize + length
+        let header = FrameHeader(length: length, type: type, flags: flags, streamID: streamID)
         if length > admissionThreshold && !admittedCurrentFrame {
-            let header = FrameHeader(length: length, type: type, flags: flags, streamID: streamID)
             guard admit(header) else {
                 let buffered = min(available, wireSize)
                 skipRemaining = wireSize - buffered
@@ -121,10 +153,22 @@ public struct FrameDecoder {
             admittedCurrentFrame = true
         }
         guard available >= wireSize else { return nil }
-        let bodyStart = readIndex + Frame.lengthPrefixSize + Frame.headerSize
-        let body = Array(buffer[bodyStart..<readIndex + wireSize])
-        consume(wireSize)
-        return .frame(Frame(type: type, flags: flags, streamID: streamID, body: body))
+        // Consumed on the next use of the decoder, so the body stays in place for `withBody` until then.
+        currentFrameSize = wireSize
+        return .frame(header)
+    }
+
+    /// Calls `body` with the body of the frame `nextHeader(admitting:)` returned last (empty when there is none).
+    ///
+    /// Inlinable: the server reads every request through it, and a generic call across modules would go through
+    /// type metadata for each.
+    @inlinable
+    public func withBody<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        buffer.withUnsafeBytes { all in
+            guard currentFrameSize > 0 else { return body(UnsafeRawBufferPointer(rebasing: all[0..<0])) }
+            let start = readIndex + Frame.lengthPrefixSize + Frame.headerSize
+            return body(UnsafeRawBufferPointer(rebasing: all[start..<readIndex + currentFrameSize]))
+        }
     }
 
     /// Drops `count` bytes from the front: the frame at `readIndex` is done with.

@@ -4,6 +4,15 @@ extension Frame {
     /// Connection-level frames (HANDSHAKE, PING, PONG, GOAWAY, ERROR) use stream 0; call frames (REQUEST,
     /// RESPONSE, CANCEL) use a non-zero stream id. CANCEL has no body, PING and PONG at most 64 bytes.
     public func validate() throws(WireError) {
+        try Self.validate(type: type, streamID: streamID, bodyCount: body.count)
+    }
+
+    /// `validate()` for a frame known by its header (its body left in the decoder's buffer).
+    public static func validate(_ header: FrameHeader) throws(WireError) {
+        try validate(type: header.type, streamID: header.streamID, bodyCount: header.length - headerSize)
+    }
+
+    private static func validate(type: FrameType, streamID: UInt32, bodyCount: Int) throws(WireError) {
         switch type {
         case .handshake, .ping, .pong, .goAway, .error:
             guard streamID == 0 else {
@@ -16,13 +25,13 @@ extension Frame {
         }
         switch type {
         case .ping, .pong:
-            guard body.count <= Frame.maxPingBodySize else {
+            guard bodyCount <= Frame.maxPingBodySize else {
                 throw WireError(
-                    .invalidBody, "a \(type) body must be at most \(Frame.maxPingBodySize) bytes, got \(body.count)")
+                    .invalidBody, "a \(type) body must be at most \(Frame.maxPingBodySize) bytes, got \(bodyCount)")
             }
         case .cancel:
-            guard body.isEmpty else {
-                throw WireError(.invalidBody, "a cancel frame has no body, got \(body.count) bytes")
+            guard bodyCount == 0 else {
+                throw WireError(.invalidBody, "a cancel frame has no body, got \(bodyCount) bytes")
             }
         default:
             break
