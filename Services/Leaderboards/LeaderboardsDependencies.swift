@@ -60,7 +60,17 @@ final class LeaderboardsDependencies: Sendable {
                 elsewhere += 1
                 continue
             }
-            entries += try await engine.currentIndex(of: board).read { $0.count }
+            let index = try await engine.currentIndex(of: board)
+            let count = index.read { $0.count }
+            entries += count
+            if let (read, rest) = index.loadTimes {
+                logger.info(
+                    "index loaded",
+                    [
+                        ("board", board.key), ("entries", "\(count)"), ("reading", "\(read)"),
+                        ("building after the reading", "\(rest)"),
+                    ])
+            }
         }
         logger.info(
             "indexes loaded",

@@ -37,7 +37,7 @@ package struct RankIndex {
     static let maximumBlockSize = 512
 
     /// An entry's place in the order: `order` is the score turned so that smaller always sorts first.
-    private struct Key {
+    struct Key {
         var order: Int64
         var achievedAt: Int64
         var slot: UInt32
@@ -76,6 +76,18 @@ package struct RankIndex {
         var keys = slots.map { key(for: $0) }
         slots = []
         keys.sort { precedes($0, $1) }
+        fillBlocks(keys)
+    }
+
+    /// An index over `users` whose present entries are `keys`, already in rank order (`RankIndexBuilder`).
+    init(ascending: Bool, users: UserTable, sortedKeys keys: [Key]) {
+        self.ascending = ascending
+        self.users = users
+        fillBlocks(keys)
+    }
+
+    /// Cuts the sorted `keys` into blocks, filled in order (bottom-up, no inserts).
+    private mutating func fillBlocks(_ keys: [Key]) {
         // Blocks start three-quarters full: room for inserts before the first splits.
         let fill = Self.maximumBlockSize * 3 / 4
         blocks.reserveCapacity(keys.count / fill + 1)
@@ -201,9 +213,12 @@ package struct RankIndex {
     // MARK: - Blocks
 
     private func key(for slot: UInt32) -> Key {
-        let record = users[slot]
+        Self.key(for: users[slot], slot: slot, ascending: ascending)
+    }
+
+    static func key(for record: UserRecord, slot: UInt32, ascending: Bool) -> Key {
         // `~` reverses the order without the overflow negation has at Int64.min.
-        return Key(order: ascending ? record.score : ~record.score, achievedAt: record.achievedAt, slot: slot)
+        Key(order: ascending ? record.score : ~record.score, achievedAt: record.achievedAt, slot: slot)
     }
 
     private func isBetter(_ score: Int64, _ achievedAt: Int64, than record: UserRecord) -> Bool {
@@ -212,10 +227,16 @@ package struct RankIndex {
     }
 
     private func precedes(_ left: Key, _ right: Key) -> Bool {
+        Self.precedes(left, right) { users[$0].id }
+    }
+
+    /// The rank order of keys; `id` names a slot's player, for the rare tie on score and time.
+    @inline(__always)
+    static func precedes(_ left: Key, _ right: Key, id: (UInt32) -> RaveID) -> Bool {
         if left.order != right.order { return left.order < right.order }
         if left.achievedAt != right.achievedAt { return left.achievedAt < right.achievedAt }
         if left.slot == right.slot { return false }
-        return users[left.slot].id < users[right.slot].id
+        return id(left.slot) < id(right.slot)
     }
 
     /// The block that holds (or would hold) `key`: the last one whose first key does not follow it.
