@@ -79,30 +79,38 @@ package struct RankIndex {
         fillBlocks(keys)
     }
 
-    /// An index over `users` whose present entries are `keys`, already in rank order (`RankIndexBuilder`).
-    init(ascending: Bool, users: UserTable, sortedKeys keys: [Key]) {
+    /// An index over `users` whose `count` present entries come from `keys` in rank order (`RankIndexBuilder`).
+    init(ascending: Bool, users: UserTable, count: Int, sortedKeys keys: some IteratorProtocol<Key>) {
         self.ascending = ascending
         self.users = users
-        fillBlocks(keys)
+        fillBlocks(count: count, keys)
     }
 
-    /// Cuts the sorted `keys` into blocks, filled in order (bottom-up, no inserts).
     private mutating func fillBlocks(_ keys: [Key]) {
+        fillBlocks(count: keys.count, keys.makeIterator())
+    }
+
+    /// Cuts `count` sorted keys into blocks, filled in order (bottom-up, no inserts).
+    private mutating func fillBlocks(count: Int, _ keys: some IteratorProtocol<Key>) {
+        var keys = keys
         // Blocks start three-quarters full: room for inserts before the first splits.
         let fill = Self.maximumBlockSize * 3 / 4
-        blocks.reserveCapacity(keys.count / fill + 1)
-        firstKeys.reserveCapacity(keys.count / fill + 1)
-        var start = 0
-        while start < keys.count {
-            let end = min(start + fill, keys.count)
-            var block: [UInt32] = []
-            block.reserveCapacity(Self.maximumBlockSize)
-            for position in start..<end { block.append(keys[position].slot) }
-            blocks.append(block)
-            firstKeys.append(keys[start])
-            start = end
+        blocks.reserveCapacity(count / fill + 1)
+        firstKeys.reserveCapacity(count / fill + 1)
+        var block: [UInt32] = []
+        while let key = keys.next() {
+            if block.isEmpty {
+                block.reserveCapacity(Self.maximumBlockSize)
+                firstKeys.append(key)
+            }
+            block.append(key.slot)
+            if block.count == fill {
+                blocks.append(block)
+                block = []
+            }
         }
-        count = keys.count
+        if !block.isEmpty { blocks.append(block) }
+        self.count = blocks.reduce(0) { $0 + $1.count }
         blockCounts.rebuild(blocks.map(\.count))
     }
 
