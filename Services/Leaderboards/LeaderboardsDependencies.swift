@@ -72,6 +72,10 @@ final class LeaderboardsDependencies: Sendable {
                     ])
             }
         }
+        // The leases were taken before the loads, which can outlast a lease (10M entries take longer than the
+        // default 15 s on a busy machine), and the lease keeper starts only after this: without a renewal here the
+        // instance would serve its first calls on lapsing leases, answering reads from the table instead.
+        try await ownership.renewAll()
         logger.info(
             "indexes loaded",
             [
