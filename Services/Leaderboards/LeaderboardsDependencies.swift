@@ -60,8 +60,22 @@ final class LeaderboardsDependencies: Sendable {
                 elsewhere += 1
                 continue
             }
-            entries += try await engine.currentIndex(of: board).read { $0.count }
+            let index = try await engine.currentIndex(of: board)
+            let count = index.read { $0.count }
+            entries += count
+            if let (read, rest) = index.loadTimes {
+                logger.info(
+                    "index loaded",
+                    [
+                        ("board", board.key), ("entries", "\(count)"), ("reading", "\(read)"),
+                        ("building after the reading", "\(rest)"),
+                    ])
+            }
         }
+        // The leases were taken before the loads, which can outlast a lease (10M entries take longer than the
+        // default 15 s on a busy machine), and the lease keeper starts only after this: without a renewal here the
+        // instance would serve its first calls on lapsing leases, answering reads from the table instead.
+        try await ownership.renewAll()
         logger.info(
             "indexes loaded",
             [

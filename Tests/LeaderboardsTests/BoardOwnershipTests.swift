@@ -4,6 +4,7 @@ import RavePostgres
 import RaveRPC
 import RaveRuntime
 import RaveServices
+import RaveTelemetry
 import RaveTransport
 import Synchronization
 import Testing
@@ -104,6 +105,23 @@ struct BoardOwnershipTests {
             let rows = try await cluster.pool.query(
                 PostgresQuery("SELECT owner_address FROM board_leases WHERE app_id = $1", [app]))
             #expect(try rows.map { try $0.decode(String.self, at: 0) } == [instance.address])
+        }
+    }
+
+    @Test("start-up renews the leases after loading the indexes, so serving begins on fresh leases")
+    func startUpRenewsLeasesAfterLoading() async throws {
+        try await TestDatabase.withPool { pool in
+            let engine = LeaderboardEngine(pool: pool)
+            let board = try await engine.defineBoard(
+                BoardDefinition(appID: uniqueApp(), message: LeaderboardsV1.LeaderboardDefinition(key: "k", name: "K")))
+            let ownership = BoardOwnership(
+                pool: pool, address: "10.0.0.3:7503", leaseDuration: .seconds(30), evict: { _ in })
+            let dependencies = LeaderboardsDependencies(engine: engine, ownership: ownership)
+            try await ownership.acquire(board)
+            let taken = try #require(ownership.expiry(of: board))
+            try await dependencies.loadIndexes(logger: Logger(label: "test"))
+            let renewed = try #require(ownership.expiry(of: board))
+            #expect(renewed > taken)
         }
     }
 

@@ -50,6 +50,58 @@ struct IndexLoadTests {
             #expect(ranked.map(\.userID) == expected.map(\.0))
             #expect(ranked.map(\.score) == expected.map(\.1))
             #expect(ranked.map(\.achievedAt) == expected.map(\.2))
+
+            // The same chunks streamed into a builder while they are read, as the service loads a board.
+            var builder = RankIndexBuilder(ascending: false)
+            for try await chunk in ScoreStore(pool: pool).chunks(
+                boardID: loaded.boardID, version: 1, ranges: 4, chunkSize: 250)
+            {
+                builder.add(chunk)
+            }
+            let streamed = await builder.build().scores(from: 1, limit: 3001)
+            #expect(streamed == ranked)
+        }
+    }
+
+    @Test("a restarted engine loads exactly the index the live one held: ties, improvements, both directions")
+    func restartedEngineLoadsTheSameIndex() async throws {
+        try await TestDatabase.withPool { pool in
+            let service = ServiceFixture(pool: pool)
+            try await service.define("high")
+            try await service.define("low", ascending: true)
+            let users = (0..<400).map { _ in RaveID.random() }
+            for round in 0..<3 {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (offset, user) in users.enumerated() {
+                        // Few distinct scores and shared instants: ties on score and on time.
+                        let score = Int64((offset * 7 + round * 3) % 23) - 11
+                        group.addTask {
+                            try await service.submit(score, by: user, to: "high")
+                            try await service.submit(score, by: user, to: "low")
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                service.clock.advance(by: 1000)
+            }
+            try await pool.query("ANALYZE scores")
+            let restarted = LeaderboardEngine(pool: pool, clock: service.clock.wallClock)
+            for key in ["high", "low"] {
+                let board = try await service.engine.board(appID: service.app, key: key)
+                let live = try await service.engine.currentIndex(of: board).read {
+                    $0.scores(from: 1, limit: users.count + 1)
+                }
+                let loaded = try await restarted.currentIndex(of: board).read {
+                    $0.scores(from: 1, limit: users.count + 1)
+                }
+                #expect(live.count == users.count)
+                #expect(loaded == live)
+                for user in users.prefix(50) {
+                    #expect(
+                        try await restarted.standing(of: user, in: board)
+                            == (try await service.engine.standing(of: user, in: board)))
+                }
+            }
         }
     }
 }

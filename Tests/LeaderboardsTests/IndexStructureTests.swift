@@ -82,6 +82,74 @@ struct IndexStructureTests {
         }
     }
 
+    @Test(
+        "a builder fed chunk by chunk builds the index one sort builds, and keeps taking scores after",
+        arguments: [true, false])
+    func builderMatchesOneSort(ascending: Bool) async {
+        var generator = SeededGenerator(state: ascending ? 51 : 52)
+        // Distinct players (as a version's rows are); few scores and times, so ties on both are common; the
+        // extreme scores too.
+        var records: [ScoreEntry] = []
+        for step in 0..<40_000 {
+            let user =
+                step % 3 == 0
+                ? RaveID(high: 0, low: UInt64(step)) : RaveID(high: generator.next(), low: generator.next())
+            let extremes: [Int64] = [.min, .max, 0, -1]
+            let score =
+                step % 97 == 0 ? extremes[step % 4] : Int64.random(in: -20..<20, using: &generator)
+            records.append((user, score, Int64.random(in: 0..<5, using: &generator)))
+        }
+        var builder = RankIndexBuilder(ascending: ascending)
+        var start = 0
+        // Chunks of uneven sizes, so runs of different lengths meet in the merges.
+        for size in [1, 7, 300, 5000, 5000, 2, 9000, 4096, 4096, 4096] + Array(repeating: 1000, count: 100) {
+            guard start < records.count else { break }
+            let end = min(records.count, start + size)
+            builder.add(Array(records[start..<end]))
+            start = end
+        }
+        #expect(start == records.count)
+        var built = await builder.build()
+        var sorted = RankIndex(ascending: ascending, chunks: [records])
+        #expect(built.count == records.count)
+        #expect(built.residentBytes <= 48 * built.count)
+        #expect(built.scores(from: 1, limit: records.count) == sorted.scores(from: 1, limit: records.count))
+        for entry in records.prefix(2000) {
+            #expect(built.standing(of: entry.userID) == sorted.standing(of: entry.userID))
+        }
+        // The built table takes new players, better scores and removals as the sorted one does.
+        for step in 0..<3000 {
+            let user =
+                step % 2 == 0 ? records[Int.random(in: 0..<records.count, using: &generator)].userID : RaveID.random()
+            let score = Int64.random(in: -25..<25, using: &generator)
+            #expect(
+                built.recordStanding(userID: user, score: score, achievedAt: Int64(step))
+                    == sorted.recordStanding(userID: user, score: score, achievedAt: Int64(step)))
+            if step % 10 == 0 { #expect(built.remove(userID: user) == sorted.remove(userID: user)) }
+        }
+        #expect(built.scores(from: 1, limit: built.count + 1) == sorted.scores(from: 1, limit: sorted.count + 1))
+    }
+
+    @Test("a table hashed in one pass over distinct records finds every id, then grows as one built by inserts")
+    func distinctRecordsTableMatchesInserts() {
+        var generator = SeededGenerator(state: 61)
+        let ids = (0..<30_000).map { step in
+            step % 2 == 0 ? RaveID(high: 0, low: UInt64(step)) : RaveID(high: generator.next(), low: generator.next())
+        }
+        var table = UserTable(
+            distinctRecords: ids.map { UserRecord(id: $0, score: 0, achievedAt: UserRecord.absent) })
+        for (slot, id) in ids.enumerated() { #expect(table.slot(of: id) == UInt32(slot)) }
+        #expect(table.slot(of: RaveID(high: 1, low: 1)) == nil)
+        #expect(table.residentBytes <= ids.count * 48)
+        // New players after the bulk build, through several growths of the buckets.
+        for step in 0..<40_000 {
+            let id = RaveID(high: 2, low: UInt64(step))
+            #expect(table.insertSlot(for: id) == UInt32(ids.count + step))
+        }
+        for (slot, id) in ids.enumerated() where slot % 7 == 0 { #expect(table.insertSlot(for: id) == UInt32(slot)) }
+        #expect(table.slot(of: RaveID(high: 2, low: 39_999)) == UInt32(ids.count + 39_999))
+    }
+
     private func expectMatches(
         _ index: RankIndex, _ model: BruteForceBoard, users: [RaveID], sourceLocation: SourceLocation = #_sourceLocation
     ) {

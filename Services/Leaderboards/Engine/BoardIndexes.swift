@@ -6,11 +6,14 @@ import Synchronization
 final class BoardIndex: Sendable {
     let boardID: Int64
     let version: Int
+    /// How long loading took: reading the last chunk from the table, and the build left after it.
+    let loadTimes: (read: Duration, rest: Duration)?
     private let index: Mutex<RankIndex>
 
-    init(boardID: Int64, version: Int, index: consuming RankIndex) {
+    init(boardID: Int64, version: Int, index: consuming RankIndex, loadTimes: (read: Duration, rest: Duration)? = nil) {
         self.boardID = boardID
         self.version = version
+        self.loadTimes = loadTimes
         self.index = Mutex(index)
     }
 
@@ -65,10 +68,15 @@ final class BoardIndexes: Sendable {
             if let task = state.loading[key] { return .loading(task) }
             state.remove { $0.boardID == board.boardID && $0.version < version }
             let task = Task {
-                let chunks = try await scores.entries(boardID: board.boardID, version: version)
+                // The index is built while the table is read; only the last merges and the hash table wait for it.
+                let started = ContinuousClock.now
+                var builder = RankIndexBuilder(ascending: board.ascending)
+                for try await chunk in scores.chunks(boardID: board.boardID, version: version) { builder.add(chunk) }
+                let read = ContinuousClock.now
+                let index = await builder.build()
                 return BoardIndex(
-                    boardID: board.boardID, version: version,
-                    index: RankIndex(ascending: board.ascending, chunks: chunks))
+                    boardID: board.boardID, version: version, index: index,
+                    loadTimes: (read - started, ContinuousClock.now - read))
             }
             state.loading[key] = task
             return .loading(task)

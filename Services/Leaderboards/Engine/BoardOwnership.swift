@@ -113,6 +113,11 @@ final class BoardOwnership: Sendable {
         }
     }
 
+    /// When this instance stops serving `board` unless renewed (its local expiry), or nil when it does not hold it.
+    func expiry(of board: BoardDefinition) -> ContinuousClock.Instant? {
+        state.withLock { $0.held[BoardName(appID: board.appID, key: board.key)]?.expires }
+    }
+
     /// Renews every held lease in one statement; boards missing from the answer were taken over and are evicted.
     func renewAll() async throws {
         guard let store, !state.withLock({ $0.released }) else { return }

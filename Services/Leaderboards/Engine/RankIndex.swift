@@ -37,7 +37,7 @@ package struct RankIndex {
     static let maximumBlockSize = 512
 
     /// An entry's place in the order: `order` is the score turned so that smaller always sorts first.
-    private struct Key {
+    struct Key {
         var order: Int64
         var achievedAt: Int64
         var slot: UInt32
@@ -76,21 +76,41 @@ package struct RankIndex {
         var keys = slots.map { key(for: $0) }
         slots = []
         keys.sort { precedes($0, $1) }
+        fillBlocks(keys)
+    }
+
+    /// An index over `users` whose `count` present entries come from `keys` in rank order (`RankIndexBuilder`).
+    init(ascending: Bool, users: UserTable, count: Int, sortedKeys keys: some IteratorProtocol<Key>) {
+        self.ascending = ascending
+        self.users = users
+        fillBlocks(count: count, keys)
+    }
+
+    private mutating func fillBlocks(_ keys: [Key]) {
+        fillBlocks(count: keys.count, keys.makeIterator())
+    }
+
+    /// Cuts `count` sorted keys into blocks, filled in order (bottom-up, no inserts).
+    private mutating func fillBlocks(count: Int, _ keys: some IteratorProtocol<Key>) {
+        var keys = keys
         // Blocks start three-quarters full: room for inserts before the first splits.
         let fill = Self.maximumBlockSize * 3 / 4
-        blocks.reserveCapacity(keys.count / fill + 1)
-        firstKeys.reserveCapacity(keys.count / fill + 1)
-        var start = 0
-        while start < keys.count {
-            let end = min(start + fill, keys.count)
-            var block: [UInt32] = []
-            block.reserveCapacity(Self.maximumBlockSize)
-            for position in start..<end { block.append(keys[position].slot) }
-            blocks.append(block)
-            firstKeys.append(keys[start])
-            start = end
+        blocks.reserveCapacity(count / fill + 1)
+        firstKeys.reserveCapacity(count / fill + 1)
+        var block: [UInt32] = []
+        while let key = keys.next() {
+            if block.isEmpty {
+                block.reserveCapacity(Self.maximumBlockSize)
+                firstKeys.append(key)
+            }
+            block.append(key.slot)
+            if block.count == fill {
+                blocks.append(block)
+                block = []
+            }
         }
-        count = keys.count
+        if !block.isEmpty { blocks.append(block) }
+        self.count = blocks.reduce(0) { $0 + $1.count }
         blockCounts.rebuild(blocks.map(\.count))
     }
 
@@ -201,9 +221,12 @@ package struct RankIndex {
     // MARK: - Blocks
 
     private func key(for slot: UInt32) -> Key {
-        let record = users[slot]
+        Self.key(for: users[slot], slot: slot, ascending: ascending)
+    }
+
+    static func key(for record: UserRecord, slot: UInt32, ascending: Bool) -> Key {
         // `~` reverses the order without the overflow negation has at Int64.min.
-        return Key(order: ascending ? record.score : ~record.score, achievedAt: record.achievedAt, slot: slot)
+        Key(order: ascending ? record.score : ~record.score, achievedAt: record.achievedAt, slot: slot)
     }
 
     private func isBetter(_ score: Int64, _ achievedAt: Int64, than record: UserRecord) -> Bool {
@@ -212,10 +235,16 @@ package struct RankIndex {
     }
 
     private func precedes(_ left: Key, _ right: Key) -> Bool {
+        Self.precedes(left, right) { users[$0].id }
+    }
+
+    /// The rank order of keys; `id` names a slot's player, for the rare tie on score and time.
+    @inline(__always)
+    static func precedes(_ left: Key, _ right: Key, id: (UInt32) -> RaveID) -> Bool {
         if left.order != right.order { return left.order < right.order }
         if left.achievedAt != right.achievedAt { return left.achievedAt < right.achievedAt }
         if left.slot == right.slot { return false }
-        return users[left.slot].id < users[right.slot].id
+        return id(left.slot) < id(right.slot)
     }
 
     /// The block that holds (or would hold) `key`: the last one whose first key does not follow it.

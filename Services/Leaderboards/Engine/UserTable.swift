@@ -31,6 +31,40 @@ struct UserTable {
         records.reserveCapacity(expectedCount)
     }
 
+    /// A table over `records`, which name distinct players (a version's rows, one per player), hashed in one pass.
+    ///
+    /// Placing 10 million records in arrival order is one cache miss each (the buckets are far larger than the
+    /// caches); here they are placed grouped by the part of the bucket array their home falls in, so each group's
+    /// probes stay within a few kilobytes of buckets. With linear probing the order of placement does not change
+    /// what a look-up finds.
+    init(distinctRecords: [UserRecord]) {
+        records = distinctRecords
+        buckets = Array(repeating: 0, count: max(16, distinctRecords.count * 5 / 3 + 1))
+        let groups = 4096
+        let bucketCount = UInt64(buckets.count)
+        var starts = [Int](repeating: 0, count: groups + 1)
+        var placement = [UInt64](repeating: 0, count: records.count)
+        records.withUnsafeBufferPointer { records in
+            func group(_ home: Int) -> Int { Int(UInt64(home) * UInt64(groups) / bucketCount) }
+            for record in records { starts[group(home(of: record.id)) + 1] += 1 }
+            for group in 0..<groups { starts[group + 1] += starts[group] }
+            // (home, slot) pairs grouped by home, so the placing pass below reads them in order.
+            var next = starts
+            for slot in records.indices {
+                let home = home(of: records[slot].id)
+                placement[next[group(home)]] = UInt64(home) << 32 | UInt64(slot)
+                next[group(home)] += 1
+            }
+        }
+        buckets.withUnsafeMutableBufferPointer { buckets in
+            for pair in placement {
+                var bucket = Int(pair >> 32)
+                while buckets[bucket] != 0 { bucket = bucket + 1 == buckets.count ? 0 : bucket + 1 }
+                buckets[bucket] = UInt32(truncatingIfNeeded: pair) + 1
+            }
+        }
+    }
+
     /// The slot of `id`, if the table has seen it.
     func slot(of id: RaveID) -> UInt32? {
         var bucket = home(of: id)

@@ -19,6 +19,19 @@ struct ScoreWrite: Sendable, Hashable {
 /// One stored best score: the player, the score, and when it was reached (microseconds since the Unix epoch).
 package typealias ScoreEntry = (userID: RaveID, score: Int64, achievedAt: Int64)
 
+/// Entries of a board version as one query returned them: three aligned binary arrays, read in place.
+struct ScoreChunk: Sendable {
+    let users: FixedWidthArray
+    let scores: FixedWidthArray
+    let times: FixedWidthArray
+
+    var count: Int { users.count }
+    func userID(_ index: Int) -> RaveID { users.raveID(index) }
+    func score(_ index: Int) -> Int64 { scores.int64(index) }
+    /// Microseconds since the Unix epoch.
+    func achievedAt(_ index: Int) -> Int64 { times.int64(index) + ScoreStore.postgresEpochMicroseconds }
+}
+
 /// Best scores per board version in PostgreSQL: the durable truth the in-memory indexes mirror.
 struct ScoreStore: Sendable {
     let pool: PostgresPool
@@ -140,26 +153,48 @@ struct ScoreStore: Sendable {
         _ = try await pool.execute(statement, parameters)
     }
 
-    /// Every entry of a board version, in no particular order, as chunks.
+    /// Every entry of a board version, in no particular order, as chunks (`chunks` collected).
+    func entries(boardID: Int64, version: Int, ranges: Int = 4, chunkSize: Int = 100_000) async throws -> [[ScoreEntry]]
+    {
+        var entries: [[ScoreEntry]] = []
+        for try await chunk in chunks(boardID: boardID, version: version, ranges: ranges, chunkSize: chunkSize) {
+            entries.append((0..<chunk.count).map { (chunk.userID($0), chunk.score($0), chunk.achievedAt($0)) })
+        }
+        return entries
+    }
+
+    /// Every entry of a board version, in no particular order, as chunks delivered while the rest are read.
     ///
     /// The key space is cut into `ranges` ranges by the planner's histogram of user ids, and the ranges are read
     /// concurrently, each on its own connection with keyset paging (`chunkSize` entries a query, so no query holds
-    /// a huge result): PostgreSQL's scans and this process's decoding then overlap on several cores.
-    func entries(boardID: Int64, version: Int, ranges: Int = 4, chunkSize: Int = 100_000) async throws -> [[ScoreEntry]]
-    {
-        let bounds = try await rangeBounds(count: ranges)
-        return try await withThrowingTaskGroup(of: [[ScoreEntry]].self) { group in
-            for range in 0..<bounds.count - 1 {
-                group.addTask {
-                    try await self.entries(
-                        boardID: boardID, version: version, after: bounds[range], through: bounds[range + 1],
-                        chunkSize: chunkSize)
+    /// a huge result): PostgreSQL's scans, this process's decoding and the consumer's work on earlier chunks then
+    /// overlap on several cores. Each player appears once (the table's key is board, version, player). Ending the
+    /// iteration early cancels the reads.
+    func chunks(
+        boardID: Int64, version: Int, ranges: Int = 4, chunkSize: Int = 100_000
+    ) -> AsyncThrowingStream<ScoreChunk, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ScoreChunk.self)
+        let reader = Task {
+            do {
+                let bounds = try await rangeBounds(count: ranges)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for range in 0..<bounds.count - 1 {
+                        group.addTask {
+                            try await self.read(
+                                boardID: boardID, version: version, after: bounds[range], through: bounds[range + 1],
+                                chunkSize: chunkSize
+                            ) { continuation.yield($0) }
+                        }
+                    }
+                    try await group.waitForAll()
                 }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
             }
-            var chunks: [[ScoreEntry]] = []
-            for try await rangeChunks in group { chunks += rangeChunks }
-            return chunks
         }
+        continuation.onTermination = { _ in reader.cancel() }
+        return stream
     }
 
     /// `count` + 1 bounds from the lowest to the highest Rave ID; fewer ranges when the table has no statistics.
@@ -173,32 +208,32 @@ struct ScoreStore: Sendable {
         return [lowest] + inner + [highest]
     }
 
-    /// The entries with `after` < user id ≤ `last`, in chunks of `chunkSize` read in key order.
-    private func entries(
-        boardID: Int64, version: Int, after first: RaveID, through last: RaveID, chunkSize: Int
-    ) async throws -> [[ScoreEntry]] {
-        var chunks: [[ScoreEntry]] = []
+    /// Reads the entries with `after` < user id ≤ `last` in chunks of `chunkSize`, in key order, handing each on.
+    private func read(
+        boardID: Int64, version: Int, after first: RaveID, through last: RaveID, chunkSize: Int,
+        each: (ScoreChunk) -> Void
+    ) async throws {
         var after = first
         while true {
+            try Task.checkCancellation()
             let rows = try await pool.execute(
                 Self.selectRangeChunk, [boardID, Int32(version), after, last, Int64(chunkSize)])
-            guard let row = rows.first else { return chunks }
-            let users = try row.decode(FixedWidthArray.self, column: "users")
-            let scores = try row.decode(FixedWidthArray.self, column: "scores")
-            let times = try row.decode(FixedWidthArray.self, column: "times")
-            guard scores.count == users.count, times.count == users.count else {
+            guard let row = rows.first else { return }
+            let chunk = ScoreChunk(
+                users: try row.decode(FixedWidthArray.self, column: "users"),
+                scores: try row.decode(FixedWidthArray.self, column: "scores"),
+                times: try row.decode(FixedWidthArray.self, column: "times"))
+            guard chunk.scores.count == chunk.count, chunk.times.count == chunk.count else {
                 throw LeaderboardsError.unavailable("a chunk of board \(boardID) came back with uneven columns")
             }
-            var chunk: [ScoreEntry] = []
-            chunk.reserveCapacity(users.count)
+            guard chunk.count > 0 else { return }
             var highestUser = after
-            for index in 0..<users.count {
-                let userID = users.raveID(index)
+            for index in 0..<chunk.count {
+                let userID = chunk.userID(index)
                 if highestUser < userID { highestUser = userID }
-                chunk.append((userID, scores.int64(index), times.int64(index) + Self.postgresEpochMicroseconds))
             }
-            if !chunk.isEmpty { chunks.append(chunk) }
-            guard users.count == chunkSize else { return chunks }
+            each(chunk)
+            guard chunk.count == chunkSize else { return }
             after = highestUser
         }
     }
