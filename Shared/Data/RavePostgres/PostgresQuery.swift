@@ -177,13 +177,12 @@ enum CopyTextEncoder {
     }
 }
 
-/// Civil-date formatting for UTC instants, without Foundation's formatters on the bulk-load path.
-enum ISODate {
-    /// Appends "YYYY-MM-DD HH:MM:SS" for seconds since 1970-01-01T00:00:00Z.
-    static func append(secondsSinceEpoch: Int64, to output: inout [UInt8]) {
-        let days = secondsSinceEpoch >= 0 ? secondsSinceEpoch / 86_400 : (secondsSinceEpoch - 86_399) / 86_400
-        let secondOfDay = secondsSinceEpoch - days * 86_400
-        // Howard Hinnant's days-to-civil algorithm.
+/// Civil-date formatting for UTC instants, without Foundation's formatters on the bulk-load path (and the export
+/// records' RFC 3339 times).
+public enum ISODate {
+    /// The proleptic Gregorian date of a day counted from 1970-01-01 (negative before), by Howard Hinnant's
+    /// days-to-civil algorithm.
+    public static func civil(daysSinceEpoch days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let shifted = days + 719_468
         let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
         let dayOfEra = shifted - era * 146_097
@@ -192,7 +191,14 @@ enum ISODate {
         let monthPrime = (5 * dayOfYear + 2) / 153
         let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
         let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    /// Appends "YYYY-MM-DD HH:MM:SS" for seconds since 1970-01-01T00:00:00Z.
+    static func append(secondsSinceEpoch: Int64, to output: inout [UInt8]) {
+        let days = secondsSinceEpoch >= 0 ? secondsSinceEpoch / 86_400 : (secondsSinceEpoch - 86_399) / 86_400
+        let secondOfDay = secondsSinceEpoch - days * 86_400
+        let (year, month, day) = civil(daysSinceEpoch: days)
         let pad = CopyTextEncoder.appendPadded
         pad(year, 4, &output)
         output.append(UInt8(ascii: "-"))

@@ -64,14 +64,14 @@ extension RequestContext {
 /// service's own mTLS client) and is kept for `lifetime`; an application never changes publisher, so the limit only
 /// bounds what a process remembers.
 public final class AdminScope: Sendable {
-    /// The most applications remembered; past it the cache starts again empty.
+    /// The most applications remembered (`ExpiringMap`: past it, expired entries go, then all).
     public static let capacity = 10_000
 
     private let identity: IdentityV1.IdentityInternalClient?
     private let peerName: String
     private let timeout: Duration
     private let lifetime: Duration
-    private let publishers = Mutex<[RaveID: (publisher: String, until: ContinuousClock.Instant)]>([:])
+    private let publishers = Mutex(ExpiringMap<RaveID, String>(capacity: AdminScope.capacity))
 
     /// A scope that asks `identity`, a client of the identity service, for applications' publishers.
     ///
@@ -125,7 +125,7 @@ public final class AdminScope: Sendable {
     /// The publisher of `app` (32 hex digits), from memory or identity; NOT_FOUND for an unknown application.
     public func publisher(of app: RaveID) async throws -> String {
         let now = ContinuousClock.now
-        if let known = publishers.withLock({ $0[app] }), known.until > now { return known.publisher }
+        if let known = publishers.withLock({ $0.value(for: app, at: now) }) { return known }
         guard let identity else {
             throw RPCError.unavailable(
                 "an operator's publisher scope cannot be checked: this service has no identity service configured "
@@ -139,10 +139,7 @@ public final class AdminScope: Sendable {
         guard RaveID(wire: application.publisherId) != nil else {
             throw RPCError.unavailable("identity returned no publisher for application \(app.hex)")
         }
-        publishers.withLock { known in
-            if known.count >= Self.capacity { known.removeAll(keepingCapacity: true) }
-            known[app] = (application.publisherId, now + lifetime)
-        }
+        publishers.withLock { $0.insert(application.publisherId, for: app, until: now + lifetime, now: now) }
         return application.publisherId
     }
 }
