@@ -213,23 +213,42 @@ const push = {
         const sendForm = form({
             id: "send-form", submit: "Send…", className: "grid",
             fields: [
-                { name: "user", label: "Player (Rave ID)", required: true, pattern: raveIdPattern },
+                { name: "user", label: "Players (Rave IDs, separated by spaces or commas; 1…1000)", type: "textarea",
+                    rows: 2, required: true },
                 { name: "title", label: "Title", required: true, value: "Test" },
                 { name: "body", label: "Body", type: "textarea", required: true, value: "A test notification." },
+                { name: "more", label: "More of the notification (optional JSON)", type: "textarea", rows: 3,
+                    maxlength: 100000,
+                    hint: "Any other field of Notification: data, category, collapseKey, ttlSeconds, nightPolicy, "
+                        + "localizations, e.g. {\"data\": [{\"key\": \"level\", \"value\": \"7\"}], \"ttlSeconds\": 600}." },
             ],
             onSubmit: async (values) => {
-                const reason = await confirmWithReason({ title: "Send a test notification?", text: `To ${values.user}.` });
+                let more = {};
+                if (values.more.trim()) {
+                    try {
+                        more = JSON.parse(values.more);
+                        if (typeof more !== "object" || more === null || Array.isArray(more)) throw new Error("not an object");
+                    } catch (error) {
+                        sendStatus.className = "status error";
+                        sendStatus.dataset.state = "error";
+                        sendStatus.textContent = `More of the notification must be a JSON object: ${error.message}`;
+                        return;
+                    }
+                }
+                const userIds = values.user.split(/[\s,]+/).filter((id) => id);
+                const to = userIds.length === 1 ? userIds[0] : `${userIds.length} players`;
+                const reason = await confirmWithReason({ title: "Send this notification?", text: `To ${to}.` });
                 if (!reason) return;
                 const notificationId = newId();
                 const sent = await run(sendStatus, () => session.call("rave.push.v1.PushAdmin/SendNotification", {
-                    appId, userIds: [values.user], notificationId,
-                    notification: { title: values.title, body: values.body },
+                    appId, userIds, notificationId,
+                    notification: { ...more, title: values.title, body: values.body },
                 }, { reason }), (answer) => `Queued ${answer.queued ?? 0}, held ${answer.held ?? 0}, skipped ${answer.skipped ?? 0}.`);
                 if (sent) await deliveries.show(notificationId);
             },
         });
         container.append(card("Templates", status, body), card("Create or edit a template", templateForm, formStatus),
-            defaultLanguage.element, card("Test notification", sendForm, sendStatus), deliveries.element);
+            defaultLanguage.element, card("Send a notification", sendForm, sendStatus), deliveries.element);
         await load();
     },
 };

@@ -14,6 +14,7 @@ import hmac
 import json
 import os
 import pathlib
+import re
 import shutil
 import struct
 import time
@@ -777,9 +778,23 @@ class ConsoleTests(unittest.TestCase):
             "data-language") == "fr", "the page shows the new default language")
         templates = admin_call(self.stack, "rave.push.v1.PushAdmin/ListTemplates", {"appId": self.stack.app_id})
         self.assertEqual(templates.get("defaultLanguage"), "fr")
-        fill(driver, "send-form", {"user": player})
+        # The rest of the notification goes as JSON: the server reads it (a time to live over 28 days is refused in
+        # its words), and a page-side JSON error makes no call.
+        fill(driver, "send-form", {"user": player, "more": '{"ttlSeconds": 99999999}'})
+        state, text = submit_with_reason(driver, "send-form", f"too long a life {suffix}", "send-status")
+        self.assertEqual(state, "error", text)
+        self.assertIn("ttl_seconds must be 0", text)
+        fill(driver, "send-form", {"user": player, "more": '{"data": '})
+        driver.execute_script('delete document.getElementById("send-status").dataset.state')
+        driver.find_element(By.ID, "send-form-submit").click()
+        self.assertEqual(settled(driver, "send-status")[0], "error")
+        self.assertIn("must be a JSON object", text_of(driver, "send-status"))
+        fill(driver, "send-form", {"user": f"{player}, {player}", "more": json.dumps(
+            {"data": [{"key": "level", "value": "7"}], "collapseKey": f"c-{suffix}", "ttlSeconds": 600})})
         state, text = submit_with_reason(driver, "send-form", f"testing deliveries {suffix}", "send-status")
         self.assertEqual(state, "ok", text)
+        queued, held = (int(n) for n in re.findall(r"\d+", text)[:2])
+        self.assertEqual(queued + held, 1, f"the device of the player named twice is notified once: {text}")
         state, text = settled(driver, "deliveries-status")
         self.assertEqual(state, "ok", text)
         deliveries = text_of(driver, "deliveries")
