@@ -133,7 +133,7 @@ let package = Package(
             name: "Ravectl",
             dependencies: [
                 "RaveRPC", "RaveServices", "RaveMessages", "RaveTransport", "RaveTelemetry", "RavePostgres",
-                "RaveDynamic", "RaveProtobuf",
+                "RaveDynamic", "RaveProtobuf", "RaveCrypto",
             ],
             path: "Services/Ravectl"
         ),
@@ -249,7 +249,7 @@ let package = Package(
             path: "Benchmarks/Identity"
         ),
         .target(
-            name: "LeaderboardsBenchmarks", dependencies: ["Leaderboards", "RavePostgres"],
+            name: "LeaderboardsBenchmarks", dependencies: ["Leaderboards", "RavePostgres", "RaveCrypto"],
             path: "Benchmarks/Leaderboards"),
         .target(
             name: "PushBenchmarks",
@@ -325,7 +325,7 @@ let package = Package(
             name: "RaveDynamicTests", dependencies: ["RaveDynamic", "RaveMessages", "RaveProtobuf"],
             path: "Tests/RaveDynamicTests"
         ),
-        .testTarget(name: "RaveWireTests", dependencies: ["RaveWire"], path: "Tests/RaveWireTests"),
+        .testTarget(name: "RaveWireTests", dependencies: ["RaveWire", "RaveCrypto"], path: "Tests/RaveWireTests"),
         .testTarget(
             name: "RaveMergesTests",
             dependencies: [
@@ -336,7 +336,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RaveRPCTests",
-            dependencies: ["RaveRPC", "RaveServices", "RaveMessages", "RaveWire", "RaveTransport", "RaveTestSupport"],
+            dependencies: [
+                "RaveRPC", "RaveServices", "RaveMessages", "RaveWire", "RaveTransport", "RaveTestSupport", "RaveCrypto",
+            ],
             path: "Tests/RaveRPCTests"
         ),
         .testTarget(
@@ -390,7 +392,7 @@ let package = Package(
                 "RaveMerges", "Identity",
                 "RaveTestSupport",
                 "Leaderboards", "RaveRuntime", "RaveRPC", "RaveServices", "RaveMessages", "RaveProtobuf",
-                "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveEvents",
+                "RavePostgres", "RaveTelemetry", "RaveTransport", "RaveEvents", "RaveCrypto",
             ],
             path: "Tests/LeaderboardsTests"
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import Leaderboards
+import RaveCrypto
 import RavePostgres
 
 /// Measures the in-memory index alone: bulk build, inserts, rank and select rates, and memory per entry.
@@ -33,7 +34,7 @@ enum IndexBenchmark {
 
     /// Builds an index of `entries` random scores, then times `operations` of each kind against it.
     static func run(entries: Int, operations: Int, seed: UInt64 = 42) -> Result {
-        var random = SplitMix(state: seed)
+        var random = SplitMix64(seed: seed)
         let records = (0..<entries).map { offset in
             (
                 userID: RaveID(high: random.next(), low: random.next()), score: Int64(random.next() % 1_000_000),
@@ -93,16 +94,4 @@ enum IndexBenchmark {
         return max(Double(whole) + Double(fraction) * 1e-18, 1e-9)
     }
 
-    /// A small deterministic generator, so runs are comparable.
-    private struct SplitMix {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var value = state
-            value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-            return value ^ (value >> 31)
-        }
-    }
 }

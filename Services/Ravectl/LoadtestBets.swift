@@ -1,4 +1,5 @@
 import Foundation
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 import RaveRPC

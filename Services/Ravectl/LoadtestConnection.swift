@@ -1,4 +1,5 @@
 import Foundation
+import RaveCrypto
 import RaveMessages
 import RaveRPC
 import RaveTransport
@@ -64,7 +65,7 @@ final class LoadtestConnection: @unchecked Sendable {
         self.plan = plan
         self.progress = progress
         self.caller = caller
-        random = SplitMix64(state: seed)
+        random = SplitMix64(seed: seed)
     }
 
     /// Runs until the plan's end and every call has answered.

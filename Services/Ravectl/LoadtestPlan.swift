@@ -1,4 +1,5 @@
 import Foundation
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 
@@ -89,8 +90,9 @@ struct LoadtestPlan: Sendable {
 
     /// The score seeded for player `index` on board `board`: scattered, below anything a load-test submit sends.
     static func seededScore(user index: Int, board: Int) -> Int64 {
-        var state = UInt64(index) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(board) &* 0xBF58_476D_1CE4_E5B9
-        return Int64(SplitMix64.next(&state) % 1_000_000_000)
+        let seed = UInt64(index) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(board) &* 0xBF58_476D_1CE4_E5B9
+        var generator = SplitMix64(seed: seed)
+        return Int64(generator.next() % 1_000_000_000)
     }
 
     /// Parses "submit=1,position=4,…"; operations left out get weight 0.
@@ -112,24 +114,6 @@ struct LoadtestPlan: Sendable {
         guard total > 0 else { throw UsageError("--mix needs at least one positive weight") }
         return result
     }
-}
-
-/// SplitMix64: a tiny, fast generator, good enough to pick players and operations.
-struct SplitMix64 {
-    var state: UInt64
-
-    static func next(_ state: inout UInt64) -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-
-    mutating func next() -> UInt64 { Self.next(&state) }
-
-    /// A uniform double in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
 }
 
 /// Picks an index in 0..<count, uniformly or Zipf-distributed, without tables (so 10 million players cost

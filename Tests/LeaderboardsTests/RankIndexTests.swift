@@ -1,20 +1,8 @@
+import RaveCrypto
 import RavePostgres
 import Testing
 
 @testable import Leaderboards
-
-/// A deterministic generator (SplitMix64), so a failing property run can be replayed from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}
 
 /// The obviously-correct model: a dictionary of bests, sorted on every query.
 struct BruteForceBoard {
@@ -50,7 +38,7 @@ struct BruteForceBoard {
 struct RankIndexTests {
     @Test("ranks match a brute-force model over random operations", arguments: [true, false])
     func ranksMatchBruteForceModel(ascending: Bool) {
-        var generator = SeededGenerator(state: ascending ? 1 : 2)
+        var generator = SplitMix64(seed: ascending ? 1 : 2)
         var index = RankIndex(ascending: ascending)
         var model = BruteForceBoard(ascending: ascending)
         // Few users and a narrow score range force replacements and ties; many operations force block splits.
@@ -73,7 +61,7 @@ struct RankIndexTests {
 
     @Test("bulk build equals inserting one by one", arguments: [true, false])
     func bulkBuildEqualsIncrementalInserts(ascending: Bool) {
-        var generator = SeededGenerator(state: 7)
+        var generator = SplitMix64(seed: 7)
         var model = BruteForceBoard(ascending: ascending)
         var records: [(userID: RaveID, score: Int64, achievedAt: Int64)] = []
         for step in 0..<5000 {
@@ -111,7 +99,7 @@ struct RankIndexTests {
 
     @Test("recordStanding agrees with the model while players climb to the top", arguments: [true, false])
     func recordStandingMatchesModel(ascending: Bool) {
-        var generator = SeededGenerator(state: ascending ? 11 : 12)
+        var generator = SplitMix64(seed: ascending ? 11 : 12)
         var model = BruteForceBoard(ascending: ascending)
         var records: [(userID: RaveID, score: Int64, achievedAt: Int64)] = []
         let users = (0..<4000).map { _ in RaveID(high: generator.next(), low: generator.next()) }
@@ -137,7 +125,7 @@ struct RankIndexTests {
 
     @Test("block sums follow inserted and removed blocks")
     func fenwickInsertAndRemove() {
-        var generator = SeededGenerator(state: 5)
+        var generator = SplitMix64(seed: 5)
         var values = (0..<37).map { _ in Int.random(in: 0...512, using: &generator) }
         var tree = FenwickTree()
         tree.rebuild(values)

@@ -1,3 +1,4 @@
+import RaveCrypto
 import RavePostgres
 import Testing
 
@@ -51,7 +52,7 @@ struct ScoreBatchTests {
     @Test("recordStanding answers what record and then standing answer, for both directions")
     func recordStandingMatchesRecordThenStanding() {
         for ascending in [false, true] {
-            var random = SeededGenerator(state: ascending ? 7 : 11)
+            var random = SplitMix64(seed: ascending ? 7 : 11)
             let players = (0..<300).map { _ in RaveID.random() }
             var combined = RankIndex(ascending: ascending)
             var separate = RankIndex(ascending: ascending)

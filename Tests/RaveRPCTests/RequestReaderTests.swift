@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveMessages
 import RaveServices
 import RaveTelemetry
@@ -143,7 +144,7 @@ struct RequestReaderTests {
 
     /// Garbage never reads outside the body: whatever it is refused or found, the ranges are within it.
     @Test func garbageIsRefusedOrReadWithinItsBytes() {
-        var random = SeededRandom(seed: 0x5EED)
+        var random = SplitMix64(seed: 0x5EED)
         for _ in 0..<5000 {
             let count = Int.random(in: 0...48, using: &random)
             let tags: [UInt8] = [0x0A, 0x10, 0x1A, 0x22, 0x03, 0xFF]
@@ -172,21 +173,6 @@ struct RequestReaderTests {
         ] {
             #expect(Array(name.utf8).withUnsafeBytes { table.find($0) } == nil, "\(name) was found")
         }
-    }
-}
-
-/// A small deterministic generator, so a failing case can be replayed.
-private struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }
 

@@ -1,3 +1,4 @@
+import RaveCrypto
 import Testing
 
 @testable import RaveWire
@@ -42,7 +43,7 @@ struct FrameDecoderTests {
 
     @Test(arguments: [1, 2, 3, 42])
     func decodesFramesFedInRandomSplits(seed: UInt64) throws {
-        var generator = SplitMix(seed: seed)
+        var generator = SplitMix64(seed: seed)
         let bytes = Self.sampleBytes
         var decoder = FrameDecoder()
         var frames: [Frame] = []
@@ -152,21 +153,6 @@ struct FrameDecoderTests {
         decoder.append(Frame(type: .request, streamID: 1, body: Array(repeating: 0, count: 1 << 20)).encoded())
         #expect(try decoder.nextFrame() != nil)
         #expect(decoder.bufferCapacity <= FrameDecoder.retainedCapacity)
-    }
-}
-
-/// A small deterministic generator, so a failing split can be replayed from its seed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }
 

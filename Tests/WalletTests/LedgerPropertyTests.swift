@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -14,7 +15,7 @@ import Testing
             let acknowledged = try await withThrowingTaskGroup(of: [String].self) { group in
                 for (index, user) in users.enumerated() {
                     group.addTask {
-                        var generator = SeededGenerator(seed: UInt64(index + 1))
+                        var generator = SplitMix64(seed: UInt64(index + 1))
                         return try await Self.runClient(user: user, fixture: fixture, generator: &generator)
                     }
                 }
@@ -37,7 +38,7 @@ import Testing
 
     /// One client: a random mix of operations; returns the ids of settled bets it was told about.
     static func runClient(
-        user: RaveID, fixture: WalletFixture, generator: inout SeededGenerator
+        user: RaveID, fixture: WalletFixture, generator: inout SplitMix64
     ) async throws -> [String] {
         let context = WalletFixture.playerContext(user)
         try await fixture.deposit("20.00", to: user)
@@ -71,21 +72,6 @@ import Testing
             }
         }
         return Array(settled)
-    }
-}
-
-/// A small deterministic generator (SplitMix64) so a failing run can be repeated.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }
 

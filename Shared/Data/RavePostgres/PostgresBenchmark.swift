@@ -1,3 +1,4 @@
+import RaveCrypto
 import RaveTelemetry
 import RaveTransport
 import Synchronization
@@ -151,7 +152,7 @@ public struct PostgresBenchmark: Sendable {
                 group.addTask {
                     var samples: [UInt32] = []
                     samples.reserveCapacity(1 << 16)
-                    var generator = SplitMix(seed: UInt64(worker) &+ started)
+                    var generator = SplitMix64(seed: UInt64(worker) &+ started)
                     var now = monotonicNanoseconds()
                     while now < deadline {
                         let id = Int(generator.next() % UInt64(rowCount)) + 1
@@ -193,7 +194,7 @@ public struct PostgresBenchmark: Sendable {
         let base = PostgresTimestamp.now().microsecondsSinceEpoch
         return try await pool.withConnection { connection in
             let started = monotonicNanoseconds()
-            var generator = SplitMix(seed: started)
+            var generator = SplitMix64(seed: started)
             let copied = try await connection.copyFrom(table: table, columns: ["id", "points", "at"]) { writer in
                 for index in 0..<total {
                     let id = RaveID(high: generator.next(), low: generator.next())
@@ -215,20 +216,5 @@ public struct PostgresBenchmark: Sendable {
         let mean = Double(sorted.reduce(0) { $0 + UInt64($1) }) / Double(sorted.count)
         return Latency(
             p50: at(0.5), p90: at(0.9), p99: at(0.99), p999: at(0.999), max: Double(sorted.last ?? 0), mean: mean)
-    }
-}
-
-/// A small, fast pseudo-random generator; the benchmark needs spread, not cryptographic quality.
-struct SplitMix: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }
