@@ -15,11 +15,9 @@ struct GatewayStartOrderTests {
     @Test func aServiceStartingAfterTheGatewayIsUsedAsSoonAsItServes() async throws {
         let group = try EventLoopGroup(loopCount: 1)
         defer { group.shutdown() }
-        // A free port, then closed: the service will listen there later.
-        let probe = RPCServer(services: [], access: .open, tls: nil, group: group)
-        try probe.start()
-        let port = probe.localPort
-        await probe.shutdown()
+        // The service will listen there later: a port below the ephemeral range, so no outgoing connection of a
+        // test running meanwhile takes it as its local port first.
+        let port = try LoopbackPort.unused()
 
         // A backoff that would hold the backend's client for up to an hour: only the health check's probe of a
         // down backend (which ends the backoff) can bring the service into use while the test runs.

@@ -5,6 +5,7 @@ import RavePostgres
 import RaveRPC
 import RaveServices
 import RaveTelemetry
+import RaveTestSupport
 import RaveTransport
 import Testing
 
@@ -129,11 +130,9 @@ struct EventDeliveryTests {
         try await EventsHarness.withCertificates { certificates in
             try await EventsHarness.withDatabase { publisherPool in
                 try await EventsHarness.withDatabase { sinkPool in
-                    // Learn a free port, then leave it closed while the publisher tries.
-                    let probe = try EventsHarness.startSink(
-                        EventsHarness.recordingSink(pool: sinkPool), certificates: certificates)
-                    let port = probe.localPort
-                    await probe.shutdown()
+                    // A port nothing listens on while the publisher tries, below the ephemeral range so no outgoing
+                    // connection takes it meanwhile.
+                    let port = try LoopbackPort.unused()
                     try await publisherPool.transaction { transaction in
                         try await EventOutbox.publish(
                             in: transaction, topic: "test.delayed", key: RaveID.random().hex, payload: [1])
