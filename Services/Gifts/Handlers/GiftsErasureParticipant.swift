@@ -20,11 +20,9 @@ final class GiftsErasureParticipant: ErasureV1.ErasureParticipantHandler {
     func eraseUser(
         _ request: ErasureV1.EraseUserRequest, context: RequestContext
     ) async throws -> ErasureV1.EraseUserResponse {
-        let erasure = try UserErasure(
-            erasureID: request.erasureId, userID: request.userId, mergedUserIDs: request.mergedUserIds,
-            tombstoneID: request.tombstoneId)
-        try await dependencies.mergedUsers.refuse(erasure)
-        let rows = try await dependencies.erasures.erase(erasure, merges: dependencies.mergedUsers)
-        return ErasureV1.EraseUserResponse(alreadyApplied: rows == nil, rowsAffected: UInt64(rows ?? 0))
+        let merges = dependencies.mergedUsers
+        return try await UserErasure.answer(request, refusingIn: merges) { erasure in
+            try await dependencies.erasures.erase(erasure, merges: merges)
+        }
     }
 }

@@ -29,17 +29,15 @@ final class LeaderboardsErasureParticipant: ErasureV1.ErasureParticipantHandler 
     func eraseUser(
         _ request: ErasureV1.EraseUserRequest, context: RequestContext
     ) async throws -> ErasureV1.EraseUserResponse {
-        let erasure = try UserErasure(
-            erasureID: request.erasureId, userID: request.userId, mergedUserIDs: request.mergedUserIds,
-            tombstoneID: request.tombstoneId)
         let engine = dependencies.engine
-        try await engine.merges.refuse(erasure)
-        let applied = try await dependencies.erasureStore.erase(erasure, merges: engine.merges)
-        // Also when applied before: an index loaded from the table meanwhile holds nothing of them, and a repeat
-        // after a crash between the commit and this line finishes the work.
-        await Self.remove(applied?.erased.ids ?? [erasure.userID] + erasure.mergedIDs, from: engine)
-        return ErasureV1.EraseUserResponse(
-            alreadyApplied: applied == nil, rowsAffected: UInt64(applied?.rows ?? 0))
+        let store = dependencies.erasureStore
+        return try await UserErasure.answer(request, refusingIn: engine.merges) { erasure in
+            let applied = try await store.erase(erasure, merges: engine.merges)
+            // Also when applied before: an index loaded from the table meanwhile holds nothing of them, and a
+            // repeat after a crash between the commit and this line finishes the work.
+            await Self.remove(applied?.erased.ids ?? [erasure.userID] + erasure.mergedIDs, from: engine)
+            return applied?.rows
+        }
     }
 
     /// Drops `ids` from every loaded index (the table no longer holds them).

@@ -28,15 +28,12 @@ struct PushErasureParticipant: ErasureV1.ErasureParticipantHandler {
     func eraseUser(
         _ request: ErasureV1.EraseUserRequest, context: RequestContext
     ) async throws -> ErasureV1.EraseUserResponse {
-        let erasure = try UserErasure(
-            erasureID: request.erasureId, userID: request.userId, mergedUserIDs: request.mergedUserIds,
-            tombstoneID: request.tombstoneId)
         let merges = dependencies.merges
         let store = self.store
-        try await merges.refuse(erasure)
-        let rows = try await dependencies.pool.transaction { transaction in
-            try await store.erase(erasure, merges: merges, in: transaction)
+        return try await UserErasure.answer(request, refusingIn: merges) { erasure in
+            try await dependencies.pool.transaction { transaction in
+                try await store.erase(erasure, merges: merges, in: transaction)
+            }
         }
-        return ErasureV1.EraseUserResponse(alreadyApplied: rows == nil, rowsAffected: UInt64(rows ?? 0))
     }
 }

@@ -17,14 +17,12 @@ final class SocialErasureParticipant: ErasureV1.ErasureParticipantHandler {
     func eraseUser(
         _ request: ErasureV1.EraseUserRequest, context: RequestContext
     ) async throws -> ErasureV1.EraseUserResponse {
-        let erasure = try UserErasure(
-            erasureID: request.erasureId, userID: request.userId, mergedUserIDs: request.mergedUserIds,
-            tombstoneID: request.tombstoneId)
-        // From here calls naming the user are refused in this process; the rows go once every call that named it
-        // earlier has finished, so none of their relationships is left behind.
-        try await dependencies.mergedUsers.refuse(erasure)
-        let rows = try await dependencies.erasures.erase(erasure, merges: dependencies.mergedUsers)
-        dependencies.friendIDs.invalidateAll()
-        return ErasureV1.EraseUserResponse(alreadyApplied: rows == nil, rowsAffected: UInt64(rows ?? 0))
+        // Calls naming the user are refused from the start, so none of their relationships is left behind.
+        let merges = dependencies.mergedUsers
+        return try await UserErasure.answer(request, refusingIn: merges) { erasure in
+            let rows = try await dependencies.erasures.erase(erasure, merges: merges)
+            dependencies.friendIDs.invalidateAll()
+            return rows
+        }
     }
 }

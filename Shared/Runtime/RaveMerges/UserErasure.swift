@@ -1,3 +1,4 @@
+import RaveMessages
 import RavePostgres
 import RaveRPC
 
@@ -223,5 +224,22 @@ extension ErasedIDs {
             }
         }
         return rows
+    }
+}
+
+extension UserErasure {
+    /// A participant's `EraseUser`: checks the request, makes this process refuse calls naming the user (and wait
+    /// out those already running) before `erase` runs, so nothing is written under the ids after its transaction,
+    /// and answers with `erase`'s rows, nil meaning the erasure id was applied before.
+    public static func answer(
+        _ request: ErasureV1.EraseUserRequest, refusingIn merges: MergedUsers,
+        erase: (UserErasure) async throws -> Int?
+    ) async throws -> ErasureV1.EraseUserResponse {
+        let erasure = try UserErasure(
+            erasureID: request.erasureId, userID: request.userId, mergedUserIDs: request.mergedUserIds,
+            tombstoneID: request.tombstoneId)
+        try await merges.refuse(erasure)
+        let rows = try await erase(erasure)
+        return ErasureV1.EraseUserResponse(alreadyApplied: rows == nil, rowsAffected: UInt64(rows ?? 0))
     }
 }
