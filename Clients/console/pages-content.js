@@ -3,7 +3,7 @@
 import { balancesTable } from "./pages-people.js";
 import { achievementsPanel, boardsPanel, currenciesPanel, gamesPanel, ledgerPanel } from "./pages-reads.js";
 import { defaultLanguagePanel, deliveriesPanel, eligibilityPanel } from "./panels-writes.js";
-import { card, confirmWithReason, el, enumText, facts, form, newId, raveIdPattern, run, statusLine, table } from "./ui.js";
+import { card, confirmWithReason, el, enumText, facts, form, newId, raveIdPattern, run, showStatus, statusLine, table } from "./ui.js";
 
 export function needsApp(container, appId) {
     if (appId) return false;
@@ -229,9 +229,7 @@ const push = {
                         more = JSON.parse(values.more);
                         if (typeof more !== "object" || more === null || Array.isArray(more)) throw new Error("not an object");
                     } catch (error) {
-                        sendStatus.className = "status error";
-                        sendStatus.dataset.state = "error";
-                        sendStatus.textContent = `More of the notification must be a JSON object: ${error.message}`;
+                        showStatus(sendStatus, "error", `More of the notification must be a JSON object: ${error.message}`);
                         return;
                     }
                 }
@@ -359,9 +357,7 @@ const wallet = {
                 try {
                     game = JSON.parse(definition);
                 } catch (error) {
-                    definitionStatus.className = "status error";
-                    definitionStatus.dataset.state = "error";
-                    definitionStatus.textContent = `The definition is not JSON: ${error.message}`;
+                    showStatus(definitionStatus, "error", `The definition is not JSON: ${error.message}`);
                     return;
                 }
                 const reason = await confirmWithReason({ title: "Create this game?", text: `${game.gameId}: ${game.name}.` });

@@ -148,26 +148,27 @@ export function statusLine(id) {
     return el("p", { id, class: "status", role: "status", "aria-live": "polite" });
 }
 
+/** Shows `text` on a status line in `state` ("busy", "ok" or "error"). */
+export function showStatus(status, state, text) {
+    status.className = `status ${state}`;
+    status.dataset.state = state;
+    status.textContent = text;
+}
+
 /**
  * Runs `work` with `status` showing progress, then its outcome: `done(result)` text, or the error. Answers the
  * result, or undefined after an error.
  */
 export async function run(status, work, done = () => "Done.") {
-    status.className = "status busy";
-    status.dataset.state = "busy";
-    status.textContent = "Working…";
+    showStatus(status, "busy", "Working…");
     try {
         const result = await work();
-        status.className = "status ok";
-        status.dataset.state = "ok";
-        status.textContent = done(result);
+        showStatus(status, "ok", done(result));
         return result;
     } catch (error) {
-        status.className = "status error";
-        status.dataset.state = "error";
         status.dataset.code = error?.status ?? "";
         status.setAttribute("role", "alert");
-        status.textContent = describe(error);
+        showStatus(status, "error", describe(error));
         return undefined;
     } finally {
         if (status.dataset.state !== "error") status.setAttribute("role", "status");

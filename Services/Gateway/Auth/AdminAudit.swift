@@ -2,6 +2,7 @@ import Foundation
 import RaveDynamic
 import RaveMessages
 import RaveRPC
+import RaveRuntime
 import RaveServices
 import RaveTelemetry
 
@@ -94,8 +95,8 @@ struct AdminAudit: Sendable {
     /// Rave ID (a malformed one is the service's to refuse).
     static func targetUser(of request: [String: Any]) -> String? {
         func userID(_ object: [String: Any]) -> String? {
-            guard let text = object["userId"] as? String, text.utf8.count == 32,
-                text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+            guard let text = object["userId"] as? String,
+                (try? RequestChecks.raveID(text, field: "user_id")) != nil
             else { return nil }
             return text
         }
