@@ -345,7 +345,7 @@ let package = Package(
             name: "RaveRuntimeTests",
             dependencies: [
                 "RaveRuntime", "RaveTelemetry", "RaveTransport", "RaveRPC", "RavePostgres", "RaveMessages",
-                "RaveProtobuf",
+                "RaveProtobuf", "RaveTestSupport",
             ],
             path: "Tests/RaveRuntimeTests"
         ),

@@ -212,7 +212,7 @@ struct ConcurrentMissTests {
             // One read waits for the only connection, the misses that came after it wait for the next read
             // instead of a connection each.
             try await eventually {
-                pool.statistics.waiting == 1 && merges.misses.withLock { $0.reading + $0.ids.count } == ids.count
+                pool.statistics.waiting == 1 && merges.misses.unanswered == ids.count
             }
             gate.open()
             try await held.value

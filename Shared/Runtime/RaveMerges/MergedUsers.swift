@@ -59,19 +59,12 @@ public final class MergedUsers: Service {
     private let sweep = Mutex<Sweep?>(nil)
     let erasureSweep = Mutex<ErasureSweep?>(nil)
     private let listener = Mutex<PostgresListener?>(nil)
-    /// Single-id resolutions waiting for a shared read (`resolveWithOthers`).
-    let misses = Mutex(Misses())
+    /// Single-id resolutions waiting for a shared read (`misses`).
+    private let missReads = Mutex<WorkGrouper<RaveID, RaveID>?>(nil)
     /// Sources (and erased users) whose writes this process has accounted for (merged, erased here or swept);
     /// bounded, oldest dropped first.
     let settled = Mutex(RecentSet(capacity: 10_000))
     let stopped = ShutdownLatch()
-
-    struct Misses {
-        var ids: [RaveID] = []
-        var waiters: [CheckedContinuation<RaveID, any Error>] = []
-        /// Ids in the read that runs; 0 when none does.
-        var reading = 0
-    }
 
     public var name: String { "merged-users" }
 
@@ -124,39 +117,23 @@ public final class MergedUsers: Service {
     /// those that arrive while it runs share the next one (one statement for a burst of new players instead of one
     /// each).
     private func resolveWithOthers(_ id: RaveID) async throws -> RaveID {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<RaveID, any Error>) in
-            let startsRead = misses.withLock { misses -> Bool in
-                misses.ids.append(id)
-                misses.waiters.append(continuation)
-                guard misses.reading == 0 else { return false }
-                misses.reading = 1
-                return true
+        try await misses.submit(id)
+    }
+
+    /// The shared reads of single-id misses, made at the first miss.
+    var misses: WorkGrouper<RaveID, RaveID> {
+        missReads.withLock { reads in
+            if let reads { return reads }
+            let made = WorkGrouper<RaveID, RaveID>(maximumGroup: Self.maximumIDsPerRead) { [unowned self] ids in
+                try await resolve(ids)
             }
-            // Unowned on purpose, and bounded: it runs only while callers wait on it and ends when none is queued.
-            if startsRead { Task { await self.readMissesUntilIdle() } }
+            reads = made
+            return made
         }
     }
 
-    private func readMissesUntilIdle() async {
-        while true {
-            let (ids, waiters) = misses.withLock { misses -> ([RaveID], [CheckedContinuation<RaveID, any Error>]) in
-                misses.reading = misses.ids.count
-                guard !misses.ids.isEmpty else { return ([], []) }
-                defer {
-                    misses.ids = []
-                    misses.waiters = []
-                }
-                return (misses.ids, misses.waiters)
-            }
-            guard !waiters.isEmpty else { return }
-            do {
-                let resolved = try await resolve(ids)
-                for (waiter, target) in zip(waiters, resolved) { waiter.resume(returning: target) }
-            } catch {
-                for waiter in waiters { waiter.resume(throwing: error) }
-            }
-        }
-    }
+    /// The most ids one shared read of misses asks for.
+    static let maximumIDsPerRead = 10_000
 
     /// `resolve` for each id, in order, with at most one database read per hop for all of them; erased ids stay
     /// as they are (`withoutErased` drops them).
