@@ -2,6 +2,7 @@ import Foundation
 import RaveMessages
 import RavePostgres
 import RaveRPC
+import RaveRuntime
 import RaveTelemetry
 
 /// What every identity handler shares: the database, the token signer and the settings.
@@ -27,6 +28,9 @@ package final class IdentityDependencies: Sendable {
     let blocks: (any BlockRegistry)?
     /// Bounds FindUser lookups by email or username per caller and client address.
     let lookups: LookupLimiter
+    /// Refreshes of the common case, rotated many in one statement: the refreshes that arrive while one runs wait
+    /// for the next (`SessionStore.rotateMany`), so PostgreSQL pays one statement and one commit per group.
+    let rotations: WorkGrouper<String, RotatedSession?>
     /// Seals and opens signing keys and TOTP secrets (`SecretSealing`).
     var secretKeys: SecretKeyRing { configuration.secretKeys }
     /// The clock the time rules read.
@@ -44,6 +48,10 @@ package final class IdentityDependencies: Sendable {
         }
     }
 
+    /// The most refreshes one rotation statement takes; one statement runs at a time (a second one only for a full
+    /// group), so two never wait for each other's session locks in the common case.
+    static let maximumRotationsPerStatement = 1024
+
     private init(
         pool: PostgresPool, configuration: IdentityConfiguration, signer: AccessTokenSigner,
         passwordHashers: PasswordHasherPool, blocks: (any BlockRegistry)?, clock: @escaping @Sendable () -> Date
@@ -59,6 +67,10 @@ package final class IdentityDependencies: Sendable {
             perAddressPerMinute: 5 * configuration.findUserLookupsPerMinute)
         self.configuration = configuration
         self.signer = signer
+        let lifetime = configuration.sessionLifetime
+        rotations = WorkGrouper(maximumGroup: Self.maximumRotationsPerStatement) { tokens in
+            try await SessionStore(database: pool).rotate(refreshTokens: tokens, lifetime: lifetime)
+        }
         providerVerifier = OIDCVerifier(configurations: configuration.providers)
         mergeSaga = MergeSaga(participants: configuration.mergeParticipants.map(\.name), clock: clock)
         deletions = AccountDeletions(

@@ -12,8 +12,7 @@ extension PlayerHandlers {
         let token = try Validation.text(request.refreshToken, field: "refresh_token", maximum: 256)
         let store = SessionStore(database: dependencies.pool)
         // The common case in one cheap statement; anything else is classified by `refresh` below.
-        if let rotated = try await store.rotate(
-            refreshToken: token, lifetime: dependencies.configuration.sessionLifetime),
+        if let rotated = try await dependencies.rotations.submit(token),
             let accountState = rotated.session.accountState
         {
             let session = rotated.session

@@ -17,11 +17,19 @@ struct RefreshTokenLookup: Sendable {
     var accountState: IdentityV1.AccountState?
 }
 
+/// A session a refresh rotated, and its new refresh token.
+struct RotatedSession: Sendable {
+    var session: RefreshTokenLookup
+    var refreshToken: String
+}
+
 /// Sessions (refresh-token families), refresh tokens, devices and which user a device plays as per app.
 struct SessionStore: Sendable {
     let database: any PostgresQueryable
 
-    /// The common case alone: rotates the session of a token that is the latest of a live session.
+    /// The common case alone: rotates the sessions of tokens that are the latest of live sessions, many in one
+    /// statement (`IdentityDependencies.rotations`); `$1` the presented tokens' hashes and `$4` the new ones, as hex,
+    /// in pairs, and a row back per rotated session with the pair's 1-based `position`.
     ///
     /// Applies when the session is unexpired and its user live, and returns what the access token needs. No
     /// explicit row lock and nothing to classify, so it costs PostgreSQL less than `refresh`; when it rotates
@@ -30,23 +38,30 @@ struct SessionStore: Sendable {
     /// The token is looked up in a subquery, so the session is found by its key whatever the statistics say (a
     /// join let a fresh database's planner start from a scan of users).
     ///
-    /// Two refreshes of one token cannot both rotate: the second `UPDATE` waits for the first's row lock, then
-    /// rechecks the session's generation against the committed row, matches nothing, and `refresh` finds the
-    /// old token and revokes the family.
-    static let rotate = PostgresStatement(
-        name: "identity_rotate_session",
+    /// Two refreshes of one token cannot both rotate: in one statement, `UPDATE … FROM` changes a row once whatever
+    /// number of pairs join it; in two, the second `UPDATE` waits for the first's row lock, then rechecks the
+    /// session's generation against the committed row. Either way the other pair gets no row, and `refresh` finds
+    /// the old token and revokes the family.
+    static let rotateMany = PostgresStatement(
+        name: "identity_rotate_sessions",
         sql: """
-            WITH rotated AS (
+            WITH asked AS (
+                SELECT t.position, decode(t.next_hex, 'hex') AS next_hash, r.session_id, r.generation
+                FROM unnest($1::text[], $4::text[]) WITH ORDINALITY AS t(token_hex, next_hex, position)
+                JOIN refresh_tokens r ON r.token_hash = decode(t.token_hex, 'hex')
+            ), rotated AS (
                 UPDATE sessions s SET generation = s.generation + 1, last_used_at = now(), expires_at = $3
-                FROM users u
-                WHERE (s.id, s.generation) = (SELECT session_id, generation FROM refresh_tokens WHERE token_hash = $1)
+                FROM asked a, users u
+                WHERE s.id = a.session_id AND s.generation = a.generation
                     AND s.revoked_at IS NULL AND s.expires_at >= $2 AND u.id = s.user_id AND u.merged_into IS NULL
                     AND u.deleted_at IS NULL
-                RETURNING s.id, s.user_id, s.app_id, s.generation, \(UserStore.accountStateColumns)
+                RETURNING a.position, a.next_hash, s.id, s.user_id, s.app_id, s.generation,
+                    \(UserStore.accountStateColumns)
             ), stored AS (
-                INSERT INTO refresh_tokens (token_hash, session_id, generation) SELECT $4, id, generation FROM rotated
+                INSERT INTO refresh_tokens (token_hash, session_id, generation)
+                SELECT next_hash, id, generation FROM rotated
             )
-            SELECT * FROM rotated
+            SELECT position, id, user_id, app_id, generation, has_credential, has_personal_data FROM rotated
             """)
     /// Looks a refresh token up and, in the same statement, rotates its session when the token is the latest of a
     /// live session, or revokes the session when an older token came back; one round trip and no transaction.
@@ -187,23 +202,30 @@ struct SessionStore: Sendable {
         return (sessionID, token)
     }
 
-    /// Rotates the session of the latest token of a live session; nil when it did not (then `refresh` tells why).
-    func rotate(
-        refreshToken: String, lifetime: TimeInterval
-    ) async throws -> (session: RefreshTokenLookup, refreshToken: String)? {
-        let next = try OpaqueToken.generate()
+    /// Rotates the session of each of `refreshTokens` that is the latest token of a live session, in one statement:
+    /// one answer per token, in order, nil where it rotated nothing (then `refresh` tells why).
+    func rotate(refreshTokens: [String], lifetime: TimeInterval) async throws -> [RotatedSession?] {
+        let next = try refreshTokens.map { _ in try OpaqueToken.generate() }
         let now = Date()
         let rows = try await database.execute(
-            Self.rotate,
-            [OpaqueToken.hash(refreshToken), now, now.addingTimeInterval(lifetime), OpaqueToken.hash(next)])
-        guard let row = rows.first else { return nil }
-        let generation = try row.decode(Int32.self, column: "generation")
-        let session = RefreshTokenLookup(
-            sessionID: try row.decode(column: "id"), userID: try row.decode(column: "user_id"),
-            appID: try row.decode(column: "app_id"), tokenGeneration: generation, sessionGeneration: generation,
-            revoked: false, expiresAt: now.addingTimeInterval(lifetime),
-            accountState: try UserStore.globalAccountState(row))
-        return (session, next)
+            Self.rotateMany,
+            [
+                refreshTokens.map { Hex.encode(OpaqueToken.hash($0)) }, now, now.addingTimeInterval(lifetime),
+                next.map { Hex.encode(OpaqueToken.hash($0)) },
+            ])
+        var answers = [RotatedSession?](repeating: nil, count: refreshTokens.count)
+        for row in rows {
+            let index = Int(try row.decode(Int64.self, column: "position")) - 1
+            guard answers.indices.contains(index) else { continue }
+            let generation = try row.decode(Int32.self, column: "generation")
+            let session = RefreshTokenLookup(
+                sessionID: try row.decode(column: "id"), userID: try row.decode(column: "user_id"),
+                appID: try row.decode(column: "app_id"), tokenGeneration: generation, sessionGeneration: generation,
+                revoked: false, expiresAt: now.addingTimeInterval(lifetime),
+                accountState: try UserStore.globalAccountState(row))
+            answers[index] = RotatedSession(session: session, refreshToken: next[index])
+        }
+        return answers
     }
 
     /// What the refresh token led to, and the session's new refresh token when it was rotated.
