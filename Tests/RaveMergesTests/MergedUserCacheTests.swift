@@ -81,6 +81,83 @@ struct MergedUserCacheTests {
         #expect(!cache.isKnownUnmerged(source, listening: 1, now: start))
     }
 
+    @Test func theWholeTableAnswersEveryOtherIdWithoutARead() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        let stranger = RaveID.random()
+        let ticket = cache.beginTableRead(listening: 1, now: start)
+        cache.storeTable([(source, target)], for: ticket, listening: 1, now: start)
+        #expect(cache.lookup(stranger, listening: 1, now: start) == .hit(.notMerged))
+        #expect(cache.lookup(source, listening: 1, now: start) == .hit(.merged(into: target)))
+        #expect(cache.isKnownUnmerged(stranger, listening: 1, now: start))
+        #expect(cache.resolveFromMemory(stranger, listening: 1, now: start, maximumHops: 8) == stranger)
+        #expect(cache.resolveFromMemory(source, listening: 1, now: start, maximumHops: 8) == target)
+        #expect(cache.count == 1, "no entry is kept for ids that are not merged")
+        // Another connection, or too old: merges may have gone unannounced.
+        #expect(cache.resolveFromMemory(stranger, listening: 2, now: start, maximumHops: 8) == nil)
+        guard case .miss = cache.lookup(stranger, listening: 2, now: start) else {
+            Issue.record("a new connection must not trust a table read under the old one")
+            return
+        }
+        let fresh = cache.beginTableRead(listening: 2, now: start)
+        cache.storeTable([], for: fresh, listening: 2, now: start)
+        #expect(cache.isKnownUnmerged(stranger, listening: 2, now: start))
+        #expect(!cache.isKnownUnmerged(stranger, listening: 2, now: start + .seconds(61)), "too old")
+        #expect(cache.lookup(source, listening: 2, now: start) == .hit(.merged(into: target)), "merges stay true")
+    }
+
+    @Test func aTableReadUnderAnEarlierConnectionKeepsItsMergesButIsNotWhole() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        let ticket = cache.beginTableRead(listening: 1, now: start)
+        cache.storeTable([(source, target)], for: ticket, listening: 2, now: start)
+        #expect(cache.lookup(source, listening: 2, now: start) == .hit(.merged(into: target)))
+        // Whether the target was merged in turn, memory cannot tell.
+        #expect(cache.resolveFromMemory(source, listening: 2, now: start, maximumHops: 8) == nil)
+        #expect(!cache.isKnownUnmerged(RaveID.random(), listening: 2, now: start))
+        #expect(cache.completeAge(listening: 2, now: start) == nil)
+    }
+
+    @Test func aMergeAnnouncedDuringTheTableReadIsKept() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        let ticket = cache.beginTableRead(listening: 1, now: start)
+        cache.learn(source: source, target: target, now: start)
+        cache.storeTable([], for: ticket, listening: 1, now: start)
+        #expect(cache.resolveFromMemory(source, listening: 1, now: start, maximumHops: 8) == target)
+    }
+
+    @Test func aTableBiggerThanTheCacheIsNotHeldWhole() {
+        var cache = MergedUserCache(capacity: 2, maxAge: .seconds(60))
+        let merges = (0..<3).map { _ in (source: RaveID.random(), target: RaveID.random()) }
+        let ticket = cache.beginTableRead(listening: 1, now: start)
+        cache.storeTable(merges, for: ticket, listening: 1, now: start)
+        #expect(!cache.isKnownUnmerged(RaveID.random(), listening: 1, now: start))
+        #expect(cache.resolveFromMemory(merges[0].source, listening: 1, now: start, maximumHops: 8) == nil)
+    }
+
+    @Test func forgettingAMergedIdEndsWholeness() {
+        var cache = MergedUserCache(capacity: 2, maxAge: .seconds(60))
+        let ticket = cache.beginTableRead(listening: 1, now: start)
+        cache.storeTable([(source, target)], for: ticket, listening: 1, now: start)
+        cache.learn(source: RaveID.random(), target: target, now: start)
+        #expect(cache.isKnownUnmerged(RaveID.random(), listening: 1, now: start))
+        // A third merge does not fit: one merged id is dropped, so absence no longer proves anything.
+        cache.learn(source: RaveID.random(), target: target, now: start)
+        #expect(!cache.isKnownUnmerged(RaveID.random(), listening: 1, now: start))
+    }
+
+    @Test func memoryFollowsChainsAndRefusesErasedIds() {
+        var cache = MergedUserCache(capacity: 100, maxAge: .seconds(60))
+        let end = RaveID.random()
+        let ticket = cache.beginTableRead(listening: 1, now: start)
+        cache.storeTable([(source, target)], for: ticket, listening: 1, now: start)
+        cache.learn(source: target, target: end, now: start)
+        #expect(cache.resolveFromMemory(source, listening: 1, now: start, maximumHops: 8) == end)
+        #expect(cache.resolveFromMemory(source, listening: 1, now: start, maximumHops: 0) == nil, "too many hops")
+        cache.markErased(end)
+        #expect(cache.resolveFromMemory(source, listening: 1, now: start, maximumHops: 8) == nil)
+        #expect(cache.resolveFromMemory(end, listening: 1, now: start, maximumHops: 8) == nil)
+        #expect(!cache.isKnownUnmerged(end, listening: 1, now: start))
+    }
+
     @Test func aFullCacheDropsNotMergedFirst() {
         var cache = MergedUserCache(capacity: 4, maxAge: .seconds(60))
         cache.learn(source: source, target: target, now: start)

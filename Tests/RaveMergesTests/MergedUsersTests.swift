@@ -107,6 +107,32 @@ struct MergedUsersTests {
         }
     }
 
+    @Test func aListeningProcessHoldsEveryMergeAndAnswersFromMemory() async throws {
+        try await MergedUsersTable.with { pool in
+            let (earlier, earlierTarget) = (RaveID.random(), RaveID.random())
+            let before = MergedUsers(pool: pool, loop: nil, logger: MergedUsersTable.logger)
+            try await MergedUsersTable.merge(earlier, into: earlierTarget, by: before, pool: pool)
+            // Recorded long ago: beyond the catch-up window, so only the whole-table read can know it.
+            _ = try await pool.query(
+                "UPDATE merged_users SET merged_at = now() - interval '1 day' WHERE source_id = $1", [earlier])
+            try await MergedUsersTable.listening(pool) { here in
+                try await eventually { here.holdsEveryMerge }
+                let stranger = RaveID.random()
+                #expect(here.resolveKnown(stranger) == stranger)
+                #expect(here.resolveKnown(earlier) == earlierTarget)
+                #expect(try await here.resolve(earlier) == earlierTarget)
+                // A merge recorded elsewhere afterwards reaches memory through its announcement.
+                let (later, laterTarget) = (RaveID.random(), RaveID.random())
+                let elsewhere = MergedUsers(pool: pool, loop: nil, logger: MergedUsersTable.logger)
+                try await MergedUsersTable.merge(later, into: laterTarget, by: elsewhere, pool: pool)
+                try await eventually { here.resolveKnown(later) == laterTarget }
+            }
+            // Not listening: memory cannot say an id is not merged.
+            let deaf = MergedUsers(pool: pool, loop: nil, logger: MergedUsersTable.logger)
+            #expect(deaf.resolveKnown(RaveID.random()) == nil)
+        }
+    }
+
     @Test func anotherReplicaSweepsAfterItsOwnEarlierCallsFinished() async throws {
         try await MergedUsersTable.with { pool in
             try await MergedUsersTable.listening(pool) { replica in

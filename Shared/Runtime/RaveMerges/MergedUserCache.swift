@@ -15,6 +15,12 @@ import RavePostgres
 /// A database read that a merge of the same id overtakes must not store its "not merged": each read takes a ticket,
 /// and learning of a merge voids the tickets of its source.
 ///
+/// **The whole table.** Merges are rare next to players, so a process normally holds every merged id: a read of the
+/// whole table under the listener's connection (`beginTableRead`, `storeTable`) makes the cache *complete*, and then
+/// any id it does not hold as merged is not merged, with no read and no entry. Completeness follows the rules of a
+/// "not merged" answer: it lasts while the same connection listens and for `maxAge`, and a table larger than
+/// `capacity` is not held whole.
+///
 /// It also holds the ids this process knows were erased (account deletions), so calls naming them are refused;
 /// bounded like the rest, the oldest forgotten first.
 struct MergedUserCache {
@@ -40,6 +46,18 @@ struct MergedUserCache {
         fileprivate var generation: UInt64
     }
 
+    /// Identifies one read of the whole table: what it finds is complete only for the connection it started under.
+    struct TableTicket: Equatable {
+        fileprivate var generation: UInt64
+        fileprivate(set) var startedAt: ContinuousClock.Instant
+    }
+
+    /// When the cache holds every merged id: the listener generation and the start of the read that made it so.
+    private struct Completeness {
+        var generation: UInt64
+        var since: ContinuousClock.Instant
+    }
+
     private struct Entry {
         var answer: Answer
         var storedAt: ContinuousClock.Instant
@@ -53,6 +71,7 @@ struct MergedUserCache {
     /// The listener generation the "not merged" answers were read under.
     private var generation: UInt64?
     private var erased = RecentSet(capacity: 10_000)
+    private var completeness: Completeness?
 
     init(capacity: Int, maxAge: Duration) {
         self.capacity = capacity
@@ -78,6 +97,7 @@ struct MergedUserCache {
             }
         }
         guard let listening else { return .bypass }
+        if isComplete(listening: listening, now: now) { return .hit(.notMerged) }
         nextTicket += 1
         pendingReads[id] = nextTicket
         return .miss(Ticket(id: id, number: nextTicket, generation: listening))
@@ -85,10 +105,68 @@ struct MergedUserCache {
 
     /// Whether `id` is held as not merged and may be served so (no ticket is taken when it is not).
     func isKnownUnmerged(_ id: RaveID, listening: UInt64, now: ContinuousClock.Instant) -> Bool {
-        guard generation == listening, !erased.contains(id), let entry = entries[id], entry.answer == .notMerged else {
-            return false
+        guard generation == listening, !erased.contains(id) else { return false }
+        guard let entry = entries[id] else { return isComplete(listening: listening, now: now) }
+        return entry.answer == .notMerged && now - entry.storedAt < maxAge
+    }
+
+    /// The account `id` is now, from memory alone.
+    ///
+    /// Nil when only the database can tell, or when `id` or the account it was merged into was erased. Follows at
+    /// most `maximumHops` merges.
+    func resolveFromMemory(
+        _ id: RaveID, listening: UInt64?, now: ContinuousClock.Instant, maximumHops: Int
+    ) -> RaveID? {
+        var current = id
+        for _ in 0...maximumHops {
+            guard !erased.contains(current) else { return nil }
+            if case .merged(let target) = entries[current]?.answer {
+                current = target
+                continue
+            }
+            guard let listening, isKnownUnmerged(current, listening: listening, now: now) else { return nil }
+            return current
         }
-        return now - entry.storedAt < maxAge
+        return nil
+    }
+
+    /// Whether every merged id is held, under the connection `listening` now.
+    private func isComplete(listening: UInt64, now: ContinuousClock.Instant) -> Bool {
+        guard let completeness, completeness.generation == listening, generation == listening else { return false }
+        return now - completeness.since < maxAge
+    }
+
+    /// How old the table read that made the cache complete is; nil when it is not complete under `listening`.
+    func completeAge(listening: UInt64?, now: ContinuousClock.Instant) -> Duration? {
+        guard let listening, isComplete(listening: listening, now: now), let completeness else { return nil }
+        return now - completeness.since
+    }
+
+    /// Starts a read of the whole table under the connection `listening` now.
+    mutating func beginTableRead(listening: UInt64, now: ContinuousClock.Instant) -> TableTicket {
+        if generation != listening {
+            forgetUnmerged()
+            generation = listening
+        }
+        return TableTicket(generation: listening, startedAt: now)
+    }
+
+    /// Keeps every merge a whole-table read found, and makes the cache complete unless the listener changed since
+    /// the read started or the table does not fit; `listening` is the listener's generation now.
+    mutating func storeTable(
+        _ merges: [(source: RaveID, target: RaveID)], for ticket: TableTicket, listening: UInt64?,
+        now: ContinuousClock.Instant
+    ) {
+        guard merges.count <= capacity else { return }
+        for merge in merges {
+            pendingReads[merge.source] = nil
+            insert(.merged(into: merge.target), for: merge.source, now: now)
+        }
+        guard listening == ticket.generation, generation == ticket.generation else { return }
+        if let completeness, completeness.generation == ticket.generation, completeness.since > ticket.startedAt {
+            return
+        }
+        completeness = Completeness(generation: ticket.generation, since: ticket.startedAt)
     }
 
     /// Keeps what a database read found, unless a merge of the id was learned (or the listener changed) since the
@@ -137,7 +215,11 @@ struct MergedUserCache {
             let unmerged = entries.lazy.filter { $0.value.answer == .notMerged }.prefix(max(1, capacity / 4))
                 .map(\.key)
             for key in Array(unmerged) { entries[key] = nil }
-            while entries.count >= capacity, let key = entries.keys.first { entries[key] = nil }
+            while entries.count >= capacity, let key = entries.keys.first {
+                // A merged id forgotten: absence no longer means "not merged".
+                completeness = nil
+                entries[key] = nil
+            }
         }
         entries[id] = Entry(answer: answer, storedAt: now)
     }

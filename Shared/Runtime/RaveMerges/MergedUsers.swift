@@ -13,9 +13,11 @@ import Synchronization
 /// to every replica of the service.
 ///
 /// **Resolving.** `resolve` answers from memory (`MergedUserCache`): a merge is true forever; "not merged" is held
-/// only while the listener is connected (a merge would have been announced) and read from the database on a
-/// miss, one statement for all the ids of a call and for the misses of calls running meanwhile. Without a listener
-/// every resolution reads the database.
+/// only while the listener is connected (a merge would have been announced). Once listening, the process reads the
+/// whole table (again before `maxAge` passes), and while it holds every merge any other id is not merged without a
+/// read; when the table is larger than `capacity`, ids are read from the database on a miss, one statement for all
+/// the ids of a call and for the misses of calls running meanwhile. Without a listener every resolution reads the
+/// database. `resolveKnown` is the same answer without suspending, for fast paths on the event loop.
 ///
 /// **Nothing written under an old id is lost.** A call may resolve the source just before the redirect and write
 /// under it just after the merge moved the source's rows. So:
@@ -33,7 +35,7 @@ public final class MergedUsers: Service {
 
     /// Tunables with the defaults the services use.
     public struct Configuration: Sendable {
-        /// Ids held in memory (merged and not merged answers together).
+        /// Ids held in memory (merged and not merged answers together); a table with more merges is not held whole.
         public var capacity = 500_000
         /// How long a "not merged" answer is served without reading the database again.
         public var maxAge: Duration = .seconds(600)
@@ -93,12 +95,29 @@ public final class MergedUsers: Service {
     /// The account `id` is now: its merge target (at the end of a chain), or itself; `ErasureError.erased` when
     /// this process erased it (or the account it was merged into).
     public func resolve(_ id: RaveID) async throws -> RaveID {
-        // The common case, without the arrays of the general path: a player known not to be merged.
-        let listening = listener.withLock { $0 }?.listeningGeneration
-        if let listening, cache.withLock({ $0.isKnownUnmerged(id, listening: listening, now: .now) }) { return id }
+        // The common case, without the arrays of the general path: an id memory answers.
+        if let known = resolveKnown(id) { return known }
         let resolved = try await resolveWithOthers(id)
         if cache.withLock({ $0.isErased(id) || $0.isErased(resolved) }) { throw ErasureError.erased }
         return resolved
+    }
+
+    /// What `resolve` would answer, from memory alone, without suspending.
+    ///
+    /// Nil when the database must be read or when the id (or the account it was merged into) was erased. Fast paths
+    /// that answer on the event loop use it and fall back to `resolve` on nil.
+    public func resolveKnown(_ id: RaveID) -> RaveID? {
+        let listening = listener.withLock { $0 }?.listeningGeneration
+        let now = ContinuousClock.now
+        return cache.withLock {
+            $0.resolveFromMemory(id, listening: listening, now: now, maximumHops: configuration.maximumHops)
+        }
+    }
+
+    /// Whether every merged id is held in memory (read whole under the listening connection), for tests.
+    public var holdsEveryMerge: Bool {
+        let listening = listener.withLock { $0 }?.listeningGeneration
+        return cache.withLock { $0.completeAge(listening: listening, now: .now) } != nil
     }
 
     /// `resolve([id])`, read together with the misses of concurrent calls: the first miss starts a read at once,
@@ -413,6 +432,7 @@ public final class MergedUsers: Service {
     private func catchUp(listener: PostgresListener, queue: AsyncStream<Announcement>.Continuation) async {
         var seen: UInt64?
         var lastListening = ContinuousClock.now
+        var nextTableRead = ContinuousClock.now
         while !Task.isCancelled {
             let generation = listener.listeningGeneration
             if let generation, generation != seen {
@@ -426,13 +446,41 @@ public final class MergedUsers: Service {
                             queue: queue)
                     }
                     seen = generation
+                    nextTableRead = .now
                 } catch {
                     logger.warning("reading recent merges failed; retrying", [("error", "\(error)")])
                 }
             }
             if generation != nil { lastListening = ContinuousClock.now }
+            if let generation, generation == seen, ContinuousClock.now >= nextTableRead {
+                nextTableRead = await readTable(generation: generation)
+            }
             try? await Task.sleep(for: .milliseconds(250))
         }
+    }
+
+    /// Reads every merge under the listening connection `generation`, so ids not among them are known not merged
+    /// (`MergedUserCache`, "The whole table"); returns when to read it again: before the answer ages out, later
+    /// when the table is too big to hold, soon after a failure.
+    private func readTable(generation: UInt64) async -> ContinuousClock.Instant {
+        let ticket = cache.withLock { $0.beginTableRead(listening: generation, now: .now) }
+        let merges: [(source: RaveID, target: RaveID)]
+        do {
+            merges = try await pool.execute(MergedUsersStore.all, [Int64(configuration.capacity + 1)]).map {
+                (try $0.decode(RaveID.self, at: 0), try $0.decode(RaveID.self, at: 1))
+            }
+        } catch {
+            logger.warning("reading every merge failed; retrying", [("error", "\(error)")])
+            return .now + .seconds(1)
+        }
+        let listening = listener.withLock { $0 }?.listeningGeneration
+        cache.withLock { $0.storeTable(merges, for: ticket, listening: listening, now: .now) }
+        if merges.count > configuration.capacity {
+            logger.info(
+                "more merges than the cache holds; ids are resolved from the database",
+                [("capacity", "\(configuration.capacity)")])
+        }
+        return ticket.startedAt + configuration.maxAge / 2
     }
 
     /// Drain timeouts a sweep waits through before moving the rows without the calls still running.

@@ -38,6 +38,10 @@ enum MergedUsersStore {
         name: "merged_users_lookup",
         sql: "SELECT source_id, target_id FROM merged_users WHERE source_id = ANY($1::uuid[])")
 
+    /// Every merge, at most `$1` of them: a process that holds them all knows every other id is not merged.
+    static let all = PostgresStatement(
+        name: "merged_users_all", sql: "SELECT source_id, target_id FROM merged_users LIMIT $1")
+
     /// Merges recorded in the last `$1` milliseconds (by the database's clock), oldest first.
     static let recent = PostgresStatement(
         name: "merged_users_recent",
