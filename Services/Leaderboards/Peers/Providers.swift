@@ -27,7 +27,7 @@ final class StaticFriendsProvider: FriendsProvider {
     }
 
     func friendIDs(of userID: RaveID, appID: String) async throws -> [RaveID] {
-        friends.withLock { $0[userID].map(Array.init) ?? [] }
+        knownFriendIDs(of: userID, appID: appID) ?? []
     }
 
     func knownFriendIDs(of userID: RaveID, appID: String) -> [RaveID]? {
