@@ -40,8 +40,9 @@ final class LeaderboardsDependencies: Sendable {
     /// Every RPC service leaderboards serves; player calls (the ones naming players) count for merges' and
     /// erasures' drains, the participants' must not.
     var rpcServices: [any RPCService] {
-        [
-            engine.merges.track(PlayerHandlers(dependencies: self)), AdminHandlers(dependencies: self),
+        let players = PlayerHandlers(dependencies: self)
+        return [
+            players.served(tracked: engine.merges.track(players)), AdminHandlers(dependencies: self),
             LeaderboardsMergeParticipant(dependencies: self), InternalHandlers(dependencies: self),
             LeaderboardsErasureParticipant(dependencies: self), LeaderboardsExportParticipant(dependencies: self),
         ]

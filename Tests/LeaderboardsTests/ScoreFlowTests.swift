@@ -22,16 +22,18 @@ struct ServiceFixture {
     /// 2026-01-07 12:00 UTC, a Wednesday.
     static let start: Int64 = 1_767_787_200_000_000
 
-    /// `merges` stands for the instance's listening record of merges (default: one that reads the database).
+    /// `merges` stands for the instance's listening record of merges (default: one that reads the database);
+    /// `ownership` for the boards this instance serves (default: every board).
     init(
         pool: PostgresPool, start: Int64 = ServiceFixture.start, app: String = uniqueApp(),
-        merges: MergedUsers? = nil
+        merges: MergedUsers? = nil, ownership: BoardOwnership = .sole()
     ) {
         self.pool = pool
         self.app = app
         clock = ManualClock(start)
         engine = LeaderboardEngine(pool: pool, clock: clock.wallClock, merges: merges)
-        let dependencies = LeaderboardsDependencies(engine: engine, friends: friends, profiles: profiles)
+        let dependencies = LeaderboardsDependencies(
+            engine: engine, ownership: ownership, friends: friends, profiles: profiles)
         player = PlayerHandlers(dependencies: dependencies)
         admin = AdminHandlers(dependencies: dependencies)
         merge = LeaderboardsMergeParticipant(dependencies: dependencies)

@@ -223,6 +223,18 @@ struct InPlaceRequestTests {
                 .synchronous(name: "\(Self.serviceName)/Refuse") { _, _ in
                     throw RPCError(.failedPrecondition, "refused in place")
                 },
+                // Answers requests that start with 1 in place, and leaves the others to its async handler.
+                RPCMethod(
+                    name: "\(Self.serviceName)/Sometimes",
+                    handler: { request, _ in
+                        observed.ranInTask.withLock { $0.append(withUnsafeCurrentTask { $0 != nil }) }
+                        return [2] + request
+                    },
+                    fastPath: { request, _ in
+                        guard request.first == 1 else { return nil }
+                        observed.ranInTask.withLock { $0.append(withUnsafeCurrentTask { $0 != nil }) }
+                        return [1] + request
+                    }),
             ]
         }
     }
@@ -265,13 +277,27 @@ struct InPlaceRequestTests {
         }
     }
 
+    @Test func aFastPathThatDeclinesLeavesTheCallToItsAsyncHandler() async throws {
+        try await withServer(onLoop: true) { connection, observed in
+            let method = "\(InPlaceService.serviceName)/Sometimes"
+            let inPlace = try await connection.call(method: method, request: [1, 7], options: CallOptions())
+            let declined = try await connection.call(method: method, request: [3, 7], options: CallOptions())
+            #expect(inPlace == [1, 1, 7] && declined == [2, 3, 7])
+            #expect(observed.ranInTask.withLock { $0 } == [false, true])
+        }
+    }
+
     /// A server whose handlers run on Swift's pool runs synchronous handlers there too, on a Task.
     @Test func onThePoolASynchronousHandlerRunsOnATask() async throws {
         try await withServer(onLoop: false) { connection, observed in
             let method = "\(InPlaceService.serviceName)/Reverse"
             let reversed = try await connection.call(method: method, request: [1, 2], options: CallOptions())
             #expect(reversed == [2, 1])
-            #expect(observed.ranInTask.withLock { $0 } == [true])
+            // A fast path is not tried there: the async handler serves every call.
+            let sometimes = try await connection.call(
+                method: "\(InPlaceService.serviceName)/Sometimes", request: [1], options: CallOptions())
+            #expect(sometimes == [2, 1])
+            #expect(observed.ranInTask.withLock { $0 } == [true, true])
         }
     }
 }

@@ -102,6 +102,13 @@ final class BoardIndexes: Sendable {
         }
     }
 
+    /// The index of `version` of `boardID` once loaded, without starting a load or evicting anything; nil while it
+    /// is not (yet) in memory.
+    func loadedIndex(boardID: Int64, version: Int) -> BoardIndex? {
+        let key = Key(boardID: boardID, version: version)
+        return state.withLock { $0.ready[key] }
+    }
+
     /// Whether `version` of `boardID` is in memory (and so served from it).
     func isLoaded(boardID: Int64, version: Int) -> Bool {
         let key = Key(boardID: boardID, version: version)

@@ -66,14 +66,23 @@ final class LeaderboardEngine: Sendable {
 
     /// The board, or NOT_FOUND.
     func board(appID: String, key: String) async throws -> BoardDefinition {
+        if let board = cachedBoard(appID: appID, key: key) { return board }
         let name = BoardName(appID: appID, key: key)
         let now = ContinuousClock.now
-        if let cached = boardCache.withLock({ $0[name] }), cached.expires > now { return cached.board }
         guard let board = try await definitions.board(appID: appID, key: key) else {
             throw LeaderboardsError.unknownLeaderboard(key)
         }
         boardCache.withLock { $0[name] = CachedBoard(board: board, expires: now + Self.definitionTimeToLive) }
         return board
+    }
+
+    /// The board while its cached definition is fresh, else nil (`board(appID:key:)` reads it then).
+    func cachedBoard(appID: String, key: String) -> BoardDefinition? {
+        let now = ContinuousClock.now
+        guard let cached = boardCache.withLock({ $0[BoardName(appID: appID, key: key)] }), cached.expires > now else {
+            return nil
+        }
+        return cached.board
     }
 
     /// Stores a definition; a changed sort direction invalidates the board's loaded indexes.
@@ -122,6 +131,11 @@ final class LeaderboardEngine: Sendable {
 
     func currentIndex(of board: BoardDefinition, at now: Int64? = nil) async throws -> BoardIndex {
         try await indexes.index(of: board, version: board.currentVersion(at: now ?? clock.now()))
+    }
+
+    /// The index of the board's current version when it is in memory, else nil (`currentIndex(of:)` loads it).
+    func loadedCurrentIndex(of board: BoardDefinition) -> BoardIndex? {
+        indexes.loadedIndex(boardID: board.boardID, version: board.currentVersion(at: clock.now()))
     }
 
     /// The player's best and global position in the current version.

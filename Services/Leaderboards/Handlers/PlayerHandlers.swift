@@ -64,6 +64,25 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
             leaderboard: try await describe(board, userID: userID, friendIDs: friendIDs))
     }
 
+    /// `getLeaderboard` answered from memory, in place on the event loop (`served(tracked:)`); nil leaves the call
+    /// to `getLeaderboard`.
+    ///
+    /// The same steps, each without waiting; nil when one of them would wait: the board's definition is not
+    /// cached, this instance does not hold its lease, the caller's or a friend's id does not resolve from memory,
+    /// the friends must be asked for, or the index is not loaded.
+    func getLeaderboardFromMemory(
+        _ request: LeaderboardsV1.GetLeaderboardRequest, context: RequestContext
+    ) throws -> LeaderboardsV1.GetLeaderboardResponse? {
+        let caller = try context.requireCaller()
+        guard let board = try boardFromMemory(request.leaderboardKey, caller: caller),
+            let userID = knownPlayerID(of: caller),
+            let friendIDs = knownFriendIDs(of: userID, caller: caller),
+            let index = dependencies.engine.loadedCurrentIndex(of: board)
+        else { return nil }
+        return LeaderboardsV1.GetLeaderboardResponse(
+            leaderboard: Self.describe(board, index: index, userID: userID, friendIDs: friendIDs))
+    }
+
     // MARK: - Global scores
 
     func getGlobalScores(
@@ -161,8 +180,21 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
 
     /// `playerID(of:)` for callers that may have no user (a guest reading a board).
     func optionalPlayerID(of caller: Caller) async throws -> RaveID? {
-        guard !caller.userID.isEmpty, let id = RaveID(wire: caller.userID) else { return nil }
+        guard let id = Self.claimedID(of: caller) else { return nil }
         return try await dependencies.engine.merges.resolve(id)
+    }
+
+    /// `optionalPlayerID(of:)` from memory: `.some(nil)` for a caller without a user, nil when the id's
+    /// resolution needs the database (or the id is erased, which `optionalPlayerID` reports).
+    private func knownPlayerID(of caller: Caller) -> RaveID?? {
+        guard let id = Self.claimedID(of: caller) else { return .some(nil) }
+        return dependencies.engine.merges.resolveKnown(id).map { .some($0) }
+    }
+
+    /// The id the caller's user claims before merges are resolved; nil without one (or one that does not parse).
+    private static func claimedID(of caller: Caller) -> RaveID? {
+        guard !caller.userID.isEmpty, let id = RaveID(wire: caller.userID) else { return nil }
+        return id
     }
 
     /// The board, once this instance holds its lease (taking it on first use).
@@ -173,11 +205,35 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
         return board
     }
 
+    /// `board(_:caller:)` from memory: nil when the definition is not cached or this instance does not hold the
+    /// board's lease now (`board` then reads, takes or refuses it).
+    private func boardFromMemory(_ key: String, caller: Caller) throws -> BoardDefinition? {
+        let key = try RequestLimits.key(key, field: "leaderboard_key")
+        guard let board = dependencies.engine.cachedBoard(appID: caller.appID, key: key),
+            dependencies.ownership.holds(board)
+        else { return nil }
+        return board
+    }
+
     private func friendIDs(of userID: RaveID?, caller: Caller) async throws -> [RaveID] {
         guard let userID else { return [] }
         // Social may name a friend merged away since: the friend's scores are under the target.
         return try await dependencies.engine.merges.resolve(
             try await dependencies.friends.friendIDs(of: userID, appID: caller.appID))
+    }
+
+    /// `friendIDs(of:caller:)` from memory: nil when the friends provider must be asked or a friend's id does not
+    /// resolve from memory.
+    private func knownFriendIDs(of userID: RaveID?, caller: Caller) -> [RaveID]? {
+        guard let userID else { return [] }
+        guard let friends = dependencies.friends.knownFriendIDs(of: userID, appID: caller.appID) else { return nil }
+        var resolved: [RaveID] = []
+        resolved.reserveCapacity(friends.count)
+        for friend in friends {
+            guard let id = dependencies.engine.merges.resolveKnown(friend) else { return nil }
+            resolved.append(id)
+        }
+        return resolved
     }
 
     private func friendsRanking(_ key: String, caller: Caller) async throws -> ([RankedScore], Int) {
@@ -198,17 +254,31 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
         guard dependencies.ownership.holds(board) else {
             return try await describeUnowned(board, userID: userID, friendIDs: friendIDs)
         }
-        let index = try await dependencies.engine.currentIndex(of: board)
-        var leaderboard = LeaderboardsV1.Leaderboard(
-            definition: board.message, currentVersion: Int64(index.version), entryCount: Int64(index.read { $0.count }))
-        if let userID, let best = index.read({ $0.standing(of: userID) }) {
-            let friends = try await dependencies.engine.friendsRanking(of: userID, friends: friendIDs, in: board)
-            let friendsPosition = friends.scores.first { $0.userID == userID }?.position ?? 0
-            leaderboard.standing = LeaderboardsV1.Standing(
-                highScore: best.score, globalPosition: Int64(best.position), friendsPosition: Int64(friendsPosition),
-                setAtUnixMs: best.achievedAt / 1000)
+        return Self.describe(
+            board, index: try await dependencies.engine.currentIndex(of: board), userID: userID, friendIDs: friendIDs)
+    }
+
+    /// An owned board as its loaded index shows it, in one read: the version, the entry count, and the player's
+    /// standing, whose friends position counts the distinct friends (the player aside) ranked above the player.
+    static func describe(
+        _ board: BoardDefinition, index: BoardIndex, userID: RaveID?, friendIDs: [RaveID]
+    ) -> LeaderboardsV1.Leaderboard {
+        index.read { ranks in
+            var leaderboard = LeaderboardsV1.Leaderboard(
+                definition: board.message, currentVersion: Int64(index.version), entryCount: Int64(ranks.count))
+            if let userID, let best = ranks.standing(of: userID) {
+                var above = Set<RaveID>()
+                for friend in friendIDs where friend != userID {
+                    if let standing = ranks.standing(of: friend), standing.position < best.position {
+                        above.insert(friend)
+                    }
+                }
+                leaderboard.standing = LeaderboardsV1.Standing(
+                    highScore: best.score, globalPosition: Int64(best.position),
+                    friendsPosition: Int64(above.count + 1), setAtUnixMs: best.achievedAt / 1000)
+            }
+            return leaderboard
         }
-        return leaderboard
     }
 
     /// A board another instance owns (or nobody yet), from the table: listing an app's boards takes no leases.
@@ -243,4 +313,34 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
             },
             version: Int64(page.version), page: Int32(page.page), total: Int64(page.total))
     }
+}
+
+// MARK: - Serving
+
+extension PlayerHandlers {
+    static let getLeaderboardMethod = "rave.leaderboards.v1.Leaderboards/GetLeaderboard"
+
+    /// The player methods as served: `tracked`, with GetLeaderboard answered in place from memory when it can.
+    ///
+    /// `tracked` is these handlers with every call counted for merges' and erasures' drains (`MergedUsers.track`);
+    /// GetLeaderboard's fast path is `getLeaderboardFromMemory`, and its tracked handler serves what that leaves.
+    /// The in-place answers are not counted: they write nothing, and a drain waits only for calls that could still
+    /// write under an id resolved before it.
+    func served(tracked: any RPCService) -> any RPCService {
+        ServedPlayerMethods(
+            methods: tracked.methods.map { method in
+                guard method.name == Self.getLeaderboardMethod else { return method }
+                return RPCMethod(name: method.name, handler: method.handler) { request, context in
+                    try self.getLeaderboardFromMemory(
+                        LeaderboardsV1.GetLeaderboardRequest(protobufBytes: request), context: context
+                    )?.protobufBytes()
+                }
+            })
+    }
+}
+
+/// `PlayerHandlers.served(tracked:)`: the player service's methods with their wrappers and fast paths.
+private struct ServedPlayerMethods: RPCService {
+    static var serviceName: String { PlayerHandlers.serviceName }
+    let methods: [RPCMethod]
 }

@@ -6,6 +6,10 @@ import Synchronization
 protocol FriendsProvider: Sendable {
     /// The Rave IDs of `userID`'s friends in `appID` (the player not included).
     func friendIDs(of userID: RaveID, appID: String) async throws -> [RaveID]
+
+    /// `friendIDs(of:appID:)` when the provider holds the answer in memory; nil when it must be asked (then a call
+    /// is served by `friendIDs` instead, and not in place on the event loop).
+    func knownFriendIDs(of userID: RaveID, appID: String) -> [RaveID]?
 }
 
 /// Friends held in memory: tests, and deployments that run without the social service.
@@ -23,7 +27,11 @@ final class StaticFriendsProvider: FriendsProvider {
     }
 
     func friendIDs(of userID: RaveID, appID: String) async throws -> [RaveID] {
-        friends.withLock { Array($0[userID] ?? []) }
+        knownFriendIDs(of: userID, appID: appID) ?? []
+    }
+
+    func knownFriendIDs(of userID: RaveID, appID: String) -> [RaveID]? {
+        friends.withLock { $0[userID].map(Array.init) ?? [] }
     }
 }
 

@@ -30,4 +30,7 @@ final class SocialFriendsProvider: FriendsProvider {
         // Social only returns valid ids; one it could not format is skipped rather than failing the board.
         return response.userIds.compactMap { RaveID($0) }.filter { $0 != userID }
     }
+
+    /// Never known without asking social (nothing is cached, see above).
+    func knownFriendIDs(of userID: RaveID, appID: String) -> [RaveID]? { nil }
 }

@@ -7,22 +7,29 @@ public struct RPCMethod: Sendable {
     public typealias Handler = @Sendable (_ request: [UInt8], _ context: RequestContext) async throws -> [UInt8]
     /// A handler that answers without waiting for anything (no I/O, no lock held for long): from memory.
     public typealias SynchronousHandler = @Sendable (_ request: [UInt8], _ context: RequestContext) throws -> [UInt8]
+    /// Answers a call from memory when it can, without waiting for anything; nil declines, and `handler` serves
+    /// the call (with the same request and context).
+    public typealias FastPath = @Sendable (_ request: [UInt8], _ context: RequestContext) throws -> [UInt8]?
 
     /// "rave.<area>.v1.<Service>/<Method>".
     public let name: String
     public let handler: Handler
-    /// The same handler as a plain function, when it never suspends: a server whose handlers run on the event
-    /// loop calls it in place, without a Task (`RPCServerConfiguration.runsHandlersOnEventLoop`).
-    public let synchronousHandler: SynchronousHandler?
+    /// A synchronous method's handler (which never declines), or a method's fast path.
+    ///
+    /// Tried first, in place on the connection's event loop without a Task, by a server whose handlers run there
+    /// (`RPCServerConfiguration.runsHandlersOnEventLoop`); elsewhere `handler` serves every call.
+    public let fastPath: FastPath?
 
     public init(name: String, handler: @escaping Handler) {
-        self.init(name: name, handler: handler, synchronousHandler: nil)
+        self.init(name: name, handler: handler, fastPath: nil)
     }
 
-    private init(name: String, handler: @escaping Handler, synchronousHandler: SynchronousHandler?) {
+    /// A method whose `fastPath` answers what it can from memory, and `handler` the rest; the two must give the
+    /// same answer to any call both can serve.
+    public init(name: String, handler: @escaping Handler, fastPath: FastPath?) {
         self.name = name
         self.handler = handler
-        self.synchronousHandler = synchronousHandler
+        self.fastPath = fastPath
     }
 
     /// A method answered in place on the connection's event loop; `handler` must not block the loop.
@@ -30,7 +37,8 @@ public struct RPCMethod: Sendable {
     /// (A factory rather than an initializer, so a trailing closure without `await` still makes an async method.)
     public static func synchronous(name: String, _ handler: @escaping SynchronousHandler) -> RPCMethod {
         RPCMethod(
-            name: name, handler: { request, context in try handler(request, context) }, synchronousHandler: handler)
+            name: name, handler: { request, context in try handler(request, context) },
+            fastPath: { request, context in try handler(request, context) })
     }
 }
 

@@ -7,8 +7,8 @@ import Synchronization
 /// Serves `RPCService`s over the Rave protocol on one listening port.
 ///
 /// Always serves `rave.rpc.v1.Health/Check` (SERVING, NOT_SERVING while draining). Each request runs as a
-/// Swift `Task`, except that a method with a synchronous handler is answered in place on the loop; the
-/// connection's protocol state lives on its event loop (see `ServerConnection`).
+/// Swift `Task`, except that a method with a synchronous handler, or a fast path that serves the call, is answered
+/// in place on the loop; the connection's protocol state lives on its event loop (see `ServerConnection`).
 public final class RPCServer: Sendable {
     public let configuration: RPCServerConfiguration
     let router: RPCRouter
@@ -113,8 +113,8 @@ final class RPCRouter: Sendable {
     struct Route: Sendable {
         /// Nil for a name the fallback serves (`RPCServerConfiguration.fallbackMethodNames`).
         let handler: RPCMethod.Handler?
-        /// The handler as a plain function, when it never suspends (`RPCMethod.synchronousHandler`).
-        let synchronousHandler: RPCMethod.SynchronousHandler?
+        /// Tried first on the loop: a synchronous handler, or a fast path that may decline (`RPCMethod.fastPath`).
+        let fastPath: RPCMethod.FastPath?
         /// Who may call it (`access`'s rule, decided once here).
         let rule: AccessPolicy.Peers
         /// Whether an OK answer is logged at debug (`RPCServerConfiguration.quietMethods`).
@@ -165,7 +165,7 @@ final class RPCRouter: Sendable {
         self.access = access
         func route(_ name: String, _ method: RPCMethod?) -> Route {
             Route(
-                handler: method?.handler, synchronousHandler: method?.synchronousHandler,
+                handler: method?.handler, fastPath: method?.fastPath,
                 rule: access.peers(forMethod: name), quietWhenOK: configuration.quietMethods.contains(name))
         }
         var routes = Dictionary(uniqueKeysWithValues: configuration.fallbackMethodNames.map { ($0, route($0, nil)) })

@@ -9,8 +9,9 @@ import RaveWire
 /// the input budget share); this class decodes frames and envelopes, routes calls, starts handlers, keeps
 /// metrics and logs, and owns the channel, the timers and the output buffer.
 ///
-/// All methods run on the channel's event loop (asserted). A synchronous handler (`RPCMethod.synchronousHandler`)
-/// is called in place; other handlers run as Tasks (on the loop, or elsewhere and back with `loop.execute`).
+/// All methods run on the channel's event loop (asserted). A synchronous handler or a fast path (`RPCMethod.fastPath`)
+/// is called in place; other handlers, and calls a fast path declines, run as Tasks (on the loop, or elsewhere and
+/// back with `loop.execute`).
 /// Responses are appended to `output` and leave in one flush at the end of the iteration.
 final class ServerConnection: ChannelHandler, @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `channel.loop`; other threads reach it via loop.execute.
@@ -309,25 +310,27 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let now = channel.loop.now()
         let deadline = machine.deadline(now: now, timeoutMilliseconds: request.timeoutMs)
         let requestID = router.nextRequestID()
-        if loopHandler == nil, runsHandlersOnEventLoop, let synchronous = route?.synchronousHandler {
-            // Answered before this returns: the call is never in flight, so no Task, no stream table entry and
-            // no deadline timer; the machine saw its admission and sees its answer.
-            let context = RequestContext(
-                requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
-                connection: facts, caller: caller, encodedMetadata: request.encodedMetadata)
-            let response: RpcV1.Response
+        let context = RequestContext(
+            requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
+            connection: facts, caller: caller, encodedMetadata: request.encodedMetadata)
+        if loopHandler == nil, runsHandlersOnEventLoop, let fastPath = route?.fastPath {
+            // Answered before this returns unless the fast path declines: the call is never in flight, so no Task,
+            // no stream table entry and no deadline timer; the machine saw its admission and sees its answer.
+            let response: RpcV1.Response?
             do {
-                response = Self.success(try synchronous(request.payload, context))
+                response = try fastPath(request.payload, context).map(Self.success)
             } catch {
                 response = Self.failure(error, context: context)
             }
-            answer(
-                streamID: streamID,
-                call: InFlightCall(
-                    method: request.method, label: label, requestID: requestID, startedAt: now,
-                    quietWhenOK: route?.quietWhenOK ?? false),
-                response: response)
-            return
+            if let response {
+                answer(
+                    streamID: streamID,
+                    call: InFlightCall(
+                        method: request.method, label: label, requestID: requestID, startedAt: now,
+                        quietWhenOK: route?.quietWhenOK ?? false),
+                    response: response)
+                return
+            }
         }
         let started = machine.callStarted(
             streamID: streamID, deadline: deadline,
@@ -337,9 +340,6 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let sequence = started.sequence
         if started.armDeadlineTimer { arm(.deadline, at: deadline) }
 
-        let context = RequestContext(
-            requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
-            connection: facts, caller: caller, encodedMetadata: request.encodedMetadata)
         let loop = channel.loop
         let payload = request.payload
         if let loopHandler {
