@@ -122,7 +122,7 @@ let package = Package(
             name: "RaveTestSupport",
             dependencies: [
                 "RavePostgres", "RaveRPC", "RaveRuntime", "RaveServices", "RaveTelemetry", "RaveTransport",
-                "RaveCrypto", "COpenSSL", "Identity",
+                "RaveCrypto", "COpenSSL", "RaveMerges", "Identity",
             ],
             path: "Tests/RaveTestSupport"),
 

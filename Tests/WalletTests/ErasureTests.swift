@@ -6,7 +6,6 @@ import RaveRPC
 import RaveServices
 import RaveTestSupport
 import RaveTransport
-import Synchronization
 import Testing
 
 @testable import Wallet
@@ -170,30 +169,15 @@ struct WalletErasureTests {
             let player = RaveID.random()
             let tombstone = RaveID.random()
             try await fixture.deposit("100.00", to: player)
-            let merges = fixture.dependencies.merges
-            let race = ErasureRace()
-            async let bets = ConcurrentCalls.run(8) { _ in
-                var refusedAfterAnswer = false
-                var attempts = 0
-                while !refusedAfterAnswer, attempts < 10_000 {
-                    attempts += 1
-                    let after = race.answered.load(ordering: .acquiring)
-                    do {
-                        _ = try await merges.tracking {
-                            try await fixture.placeBet(WalletFixture.bet("0.01"), by: player)
-                        }
-                    } catch let error as ErasureError where error == .erased {
-                        refusedAfterAnswer = after
-                    }
-                    #expect(!after || refusedAfterAnswer, "a bet after the answer is refused")
-                }
-                #expect(refusedAfterAnswer)
+            let (response, problems) = try await ErasureChecks.racing(
+                { _ = try await fixture.placeBet(WalletFixture.bet("0.01"), by: player) },
+                merges: fixture.dependencies.merges
+            ) {
+                try await fixture.erasure.eraseUser(
+                    .init(erasureId: "erasure-race", userId: player.hex, tombstoneId: tombstone.hex),
+                    context: WalletFixture.serviceContext())
             }
-            let response = try await fixture.erasure.eraseUser(
-                .init(erasureId: "erasure-race", userId: player.hex, tombstoneId: tombstone.hex),
-                context: WalletFixture.serviceContext())
-            race.answered.store(true, ordering: .releasing)
-            #expect(ConcurrentCalls.failures(await bets).isEmpty)
+            #expect(problems.isEmpty)
             #expect(!response.alreadyApplied)
             #expect(try await Self.leftovers([player], in: fixture.pool) == [])
             #expect(try await fixture.balance(of: player) == 0)
@@ -238,11 +222,6 @@ struct WalletErasureTests {
             await server.shutdown()
         }
     }
-}
-
-/// Whether the racing erasure has answered, shared by the bets and the test.
-private final class ErasureRace: Sendable {
-    let answered = Atomic<Bool>(false)
 }
 
 extension WalletFixture {
