@@ -116,12 +116,13 @@ let package = Package(
             path: "Shared/Runtime/RaveMerges"
         ),
 
-        // Helpers shared by the test targets (not shipped).
+        // Helpers shared by the test targets (not shipped); Identity for the real identity other services' tests
+        // start as their peer (OperatorScopeStack).
         .target(
             name: "RaveTestSupport",
             dependencies: [
                 "RavePostgres", "RaveRPC", "RaveRuntime", "RaveServices", "RaveTelemetry", "RaveTransport",
-                "RaveCrypto", "COpenSSL",
+                "RaveCrypto", "COpenSSL", "RaveMerges", "Identity",
             ],
             path: "Tests/RaveTestSupport"),
 

@@ -104,7 +104,7 @@ package final class IdentityDependencies: Sendable {
     }
 
     /// The three RPC services, ready for the server.
-    var rpcServices: [any RPCService] {
+    package var rpcServices: [any RPCService] {
         [PlayerHandlers(dependencies: self), AdminHandlers(dependencies: self), InternalHandlers(dependencies: self)]
     }
 

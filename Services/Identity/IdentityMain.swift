@@ -88,19 +88,10 @@ package enum IdentityMain {
         context: ServiceContext, _ configuration: IdentityConfiguration
     ) throws -> (any BlockRegistry)? {
         guard let address = configuration.socialAddress else { return nil }
-        let tls = try TLSContext(
-            .client(
-                trustRootsPath: context.configuration.tlsCertificateAuthorityPath,
-                certificateChainPath: context.configuration.tlsCertificatePath,
-                privateKeyPath: context.configuration.tlsPrivateKeyPath))
-        let client = RPCClient(
-            host: address.host, port: address.port, tls: tls, group: context.group,
-            logger: context.logger.with("peer", "social"))
+        let client = try context.peerClient(at: address, peer: "social")
         return SocialBlockRegistry(caller: client)
     }
 
-    /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.
-    package static var migrationsDirectory: String {
-        (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
-    }
+    /// The migrations this service ships (`MigrationSource.shippedDirectory`).
+    package static var migrationsDirectory: String { MigrationSource.shippedDirectory(in: .module) }
 }

@@ -14,6 +14,16 @@ extension IdentityDependencies {
             pool: pool, configuration: IdentityConfiguration(environment: environment, secretKeys: secretKeys))
     }
 
+    /// Starts the service on a migrated schema with the default settings but for password hashing (`parameters`):
+    /// the identity other services' tests start as their peer hashes with `PasswordHasher.Parameters.testing`.
+    package static func start(
+        pool: PostgresPool, secretKeys: SecretKeyRing, passwordParameters: PasswordHasher.Parameters
+    ) async throws -> IdentityDependencies {
+        var configuration = IdentityConfiguration(secretKeys: secretKeys)
+        configuration.passwordParameters = passwordParameters
+        return try await start(pool: pool, configuration: configuration)
+    }
+
     /// rave.identity.v1.Identity over this service.
     package var playerHandler: any IdentityV1.IdentityHandler { PlayerHandlers(dependencies: self) }
 

@@ -23,24 +23,14 @@ package enum LeaderboardsMain {
         context.logger.info("leaderboards settings", configuration.settings)
         // Achievement unlocks reach push (and any other sink of RAVE_EVENT_SINKS) through the outbox.
         context.addBackgroundService(try EventPublisher.forService(context: context, source: "leaderboards"))
-        let tls = try TLSContext(
-            .client(
-                trustRootsPath: context.configuration.tlsCertificateAuthorityPath,
-                certificateChainPath: context.configuration.tlsCertificatePath,
-                privateKeyPath: context.configuration.tlsPrivateKeyPath))
         var friends: any FriendsProvider = StaticFriendsProvider()
         if let address = configuration.socialAddress {
-            friends = SocialFriendsProvider(
-                caller: RPCClient(
-                    host: address.host, port: address.port, tls: tls, group: context.group,
-                    logger: context.logger.with("peer", "social")))
+            friends = SocialFriendsProvider(caller: try context.peerClient(at: address, peer: "social"))
         }
         var profiles: any ProfileProvider = StaticProfileProvider()
         var identity: RPCClient?
         if let address = configuration.identityAddress {
-            let client = RPCClient(
-                host: address.host, port: address.port, tls: tls, group: context.group,
-                logger: context.logger.with("peer", "identity"))
+            let client = try context.peerClient(at: address, peer: "identity")
             profiles = IdentityProfileProvider(caller: client, logger: context.logger.with("component", "profiles"))
             identity = client
         }
@@ -50,9 +40,7 @@ package enum LeaderboardsMain {
                     + "instance, or NotBoardOwner and ListBoardOwners name an address nobody can reach",
                 [("address", configuration.advertiseAddress)])
         }
-        // Merged-away players resolve to their targets; other instances' merges are announced and swept here.
-        let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
-        context.addBackgroundService(merges)
+        let merges = context.mergedUsers()
         let engine = LeaderboardEngine(
             pool: context.pool, concurrentCommits: configuration.concurrentCommits,
             concurrentBatch: configuration.concurrentBatch, merges: merges)
@@ -69,8 +57,6 @@ package enum LeaderboardsMain {
         return dependencies.rpcServices
     }
 
-    /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.
-    static var migrationsDirectory: String {
-        (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
-    }
+    /// The migrations this service ships (`MigrationSource.shippedDirectory`).
+    static var migrationsDirectory: String { MigrationSource.shippedDirectory(in: .module) }
 }

@@ -19,18 +19,13 @@ package enum PushMain {
         let clock = SystemClock()
         let worker = try configuration.makeWorker(pool: context.pool, clock: clock, logger: context.logger)
         context.addBackgroundService(worker)
-        // Merged-away players resolve to their targets; other processes' merges are announced and swept here.
-        let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
-        context.addBackgroundService(merges)
         let identity = try context.peerClient(at: configuration.identityAddress, peer: "identity")
         return PushDependencies(
-            pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }, merges: merges,
+            pool: context.pool, clock: clock, deliveriesQueued: { worker.wake() }, merges: context.mergedUsers(),
             adminScope: AdminScope(identity: identity, setting: "RAVE_PUSH_IDENTITY_ADDRESS"), logger: context.logger
         ).rpcServices
     }
 
-    /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.
-    package static var migrationsDirectory: String {
-        (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
-    }
+    /// The migrations this service ships (`MigrationSource.shippedDirectory`).
+    package static var migrationsDirectory: String { MigrationSource.shippedDirectory(in: .module) }
 }

@@ -23,13 +23,15 @@ package final class SocialDependencies: Sendable {
     let erasures: ErasureStore
     /// FriendIds from memory; `SocialMain` runs it as a background service (until then it reads the database).
     let friendIDs: FriendIDCache
-    /// Merged-away users and their targets, through which every caller and user id is resolved; `SocialMain` runs
-    /// it as a background service (until then every id is resolved from the database).
+    /// Merged-away users and their targets, through which every caller and user id is resolved: `SocialMain` passes
+    /// the process's (`ServiceContext.mergedUsers()`, a background service); without one, one on `loop`, which
+    /// resolves every id from the database unless its owner runs it.
     let mergedUsers: MergedUsers
 
     package init(
         pool: PostgresPool, directory: any UserDirectory, configuration: SocialConfiguration, loop: EventLoop,
-        logger: Logger, adminScope: AdminScope = AdminScope(identity: nil, setting: "RAVE_SOCIAL_IDENTITY_ADDRESS")
+        logger: Logger, mergedUsers: MergedUsers? = nil,
+        adminScope: AdminScope = AdminScope(identity: nil, setting: "RAVE_SOCIAL_IDENTITY_ADDRESS")
     ) {
         self.pool = pool
         self.directory = directory
@@ -45,12 +47,12 @@ package final class SocialDependencies: Sendable {
         contacts = ContactStore(pool: pool)
         merges = MergeStore(pool: pool)
         erasures = ErasureStore(pool: pool)
-        mergedUsers = MergedUsers(pool: pool, loop: loop, logger: logger)
+        self.mergedUsers = mergedUsers ?? MergedUsers(pool: pool, loop: loop, logger: logger)
         // Merges and erasures another social process applied: move or erase what calls here wrote meanwhile.
         let merges = self.merges
-        mergedUsers.onSweep { source, target in try await merges.sweep(source: source, target: target) }
+        self.mergedUsers.onSweep { source, target in try await merges.sweep(source: source, target: target) }
         let erasures = self.erasures
-        mergedUsers.onErasure { erased in try await erasures.sweep(erased) }
+        self.mergedUsers.onErasure { erased in try await erasures.sweep(erased) }
     }
 
     /// The RPC services; the calls of those that name users count for merges' and erasures' drains (the

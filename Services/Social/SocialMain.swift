@@ -17,28 +17,17 @@ package enum SocialMain {
     static func services(context: ServiceContext) async throws -> [any RPCService] {
         let configuration = try SocialConfiguration(environment: context.environment)
         context.logger.info("social settings", configuration.settings)
-        let tls = try TLSContext(
-            .client(
-                trustRootsPath: context.configuration.tlsCertificateAuthorityPath,
-                certificateChainPath: context.configuration.tlsCertificatePath,
-                privateKeyPath: context.configuration.tlsPrivateKeyPath))
-        let identity = RPCClient(
-            host: configuration.identityAddress.host, port: configuration.identityAddress.port, tls: tls,
-            group: context.group, logger: context.logger.with("peer", "identity"))
+        let identity = try context.peerClient(at: configuration.identityAddress, peer: "identity")
         let dependencies = SocialDependencies(
             pool: context.pool, directory: IdentityUserDirectory(caller: identity), configuration: configuration,
-            loop: context.group.next(), logger: context.logger,
+            loop: context.group.next(), logger: context.logger, mergedUsers: context.mergedUsers(),
             adminScope: AdminScope(identity: identity, setting: "RAVE_SOCIAL_IDENTITY_ADDRESS"))
         if configuration.friendCacheIDs > 0 { context.addBackgroundService(dependencies.friendIDs) }
-        // Merged-away users resolve to their targets; other processes' merges are announced and swept here.
-        context.addBackgroundService(dependencies.mergedUsers)
         // Friend request events, from the outbox to the sinks of RAVE_EVENT_SINKS (push shows them).
         context.addBackgroundService(try EventPublisher.forService(context: context, source: "social"))
         return dependencies.rpcServices
     }
 
-    /// The migrations ship as a SwiftPM resource, so an installed binary finds them next to itself.
-    package static var migrationsDirectory: String {
-        (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
-    }
+    /// The migrations this service ships (`MigrationSource.shippedDirectory`).
+    package static var migrationsDirectory: String { MigrationSource.shippedDirectory(in: .module) }
 }

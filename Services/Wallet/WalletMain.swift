@@ -18,17 +18,13 @@ package enum WalletMain {
         let configuration = try WalletConfiguration(environment: context.environment)
         context.logger.info("wallet settings", configuration.settings)
         let identity = try context.peerClient(at: configuration.identityAddress, peer: "identity")
-        let merges = MergedUsers(pool: context.pool, loop: context.group.next(), logger: context.logger)
-        context.addBackgroundService(merges)
         return WalletDependencies(
             pool: context.pool, users: IdentityUserDirectory(identity: identity),
-            laneCount: configuration.laneCount, merges: merges,
+            laneCount: configuration.laneCount, merges: context.mergedUsers(),
             adminScope: AdminScope(identity: identity, setting: "RAVE_WALLET_IDENTITY_ADDRESS")
         ).rpcServices
     }
 
-    /// The migrations ship as a SwiftPM resource so an installed binary finds them next to itself.
-    package static var migrationsDirectory: String {
-        (Bundle.module.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
-    }
+    /// The migrations this service ships (`MigrationSource.shippedDirectory`).
+    package static var migrationsDirectory: String { MigrationSource.shippedDirectory(in: .module) }
 }

@@ -6,7 +6,6 @@ import RaveTestSupport
 import Testing
 
 @testable import Gifts
-@testable import Identity
 
 /// Operators reach only their own publisher's gift types (docs/gifts.md, "Operator scope"): the real identity answers
 /// which publisher an application belongs to, and gifts runs with its production wiring.
@@ -14,14 +13,7 @@ import Testing
 struct OperatorScopeTests {
     static func with(_ body: (OperatorScopeStack) async throws -> Void) async throws {
         try await OperatorScopeStack.with(
-            "gifts", migrations: GiftsMain.migrationsDirectory, identityMigrations: IdentityMain.migrationsDirectory,
-            identityServices: { context in
-                var configuration = IdentityConfiguration(secretKeys: try SecretKeyFile.ring())
-                configuration.passwordParameters = .testing
-                return try await IdentityDependencies.start(pool: context.pool, configuration: configuration)
-                    .rpcServices
-            },
-            environment: { ["RAVE_GIFTS_IDENTITY_ADDRESS": $0, "RAVE_GIFTS_SOCIAL_ADDRESS": "127.0.0.1:1"] },
+            "gifts", migrations: GiftsMain.migrationsDirectory, settings: ["RAVE_GIFTS_SOCIAL_ADDRESS": "127.0.0.1:1"],
             services: { try await GiftsMain.services(context: $0) }, body)
     }
 

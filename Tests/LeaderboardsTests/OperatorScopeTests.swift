@@ -5,7 +5,6 @@ import RaveServices
 import RaveTestSupport
 import Testing
 
-@testable import Identity
 @testable import Leaderboards
 
 /// Operators reach only their own publisher's boards and achievements (docs/leaderboards.md, "Operator scope"): the
@@ -15,14 +14,7 @@ struct OperatorScopeTests {
     static func with(_ body: (OperatorScopeStack) async throws -> Void) async throws {
         try await OperatorScopeStack.with(
             "leaderboards", migrations: LeaderboardsMain.migrationsDirectory,
-            identityMigrations: repositoryPath("Services/Identity/Migrations"),
-            identityServices: { context in
-                var configuration = IdentityConfiguration(secretKeys: try SecretKeyFile.ring())
-                configuration.passwordParameters = .testing
-                return try await IdentityDependencies.start(pool: context.pool, configuration: configuration)
-                    .rpcServices
-            },
-            environment: { ["RAVE_LEADERBOARDS_IDENTITY_ADDRESS": $0, "RAVE_LEADERBOARDS_SOCIAL_ADDRESS": "off"] },
+            settings: ["RAVE_LEADERBOARDS_SOCIAL_ADDRESS": "off"],
             services: { try await LeaderboardsMain.services(context: $0) }, body)
     }
 

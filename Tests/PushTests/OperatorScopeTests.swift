@@ -5,7 +5,6 @@ import RaveServices
 import RaveTestSupport
 import Testing
 
-@testable import Identity
 @testable import Push
 
 /// Operators reach only their own publisher's notifications and templates (docs/push.md, "Operator scope"): push
@@ -14,14 +13,7 @@ import Testing
 struct OperatorScopeTests {
     static func with(_ body: (OperatorScopeStack) async throws -> Void) async throws {
         try await OperatorScopeStack.with(
-            "push", migrations: PushMain.migrationsDirectory, identityMigrations: IdentityMain.migrationsDirectory,
-            identityServices: { context in
-                var configuration = IdentityConfiguration(secretKeys: try SecretKeyFile.ring())
-                configuration.passwordParameters = .testing
-                return try await IdentityDependencies.start(pool: context.pool, configuration: configuration)
-                    .rpcServices
-            },
-            environment: { ["RAVE_PUSH_IDENTITY_ADDRESS": $0] },
+            "push", migrations: PushMain.migrationsDirectory,
             services: { try PushMain.services(context: $0) }, body)
     }
 

@@ -52,14 +52,7 @@ public enum ErasureChecks {
 
     /// The number of rows of every table in the database, to show that a repeated erasure changed nothing.
     public static func rowCounts(in database: some PostgresQueryable) async throws -> [String: Int] {
-        let tables = try await database.query(
-            "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
-        var counts: [String: Int] = [:]
-        for row in tables {
-            let table = try row.decode(String.self, at: 0)
-            counts[table] = try await database.query("SELECT count(*) FROM \"\(table)\"")[0].decode(Int.self, at: 0)
-        }
-        return counts
+        try await PublicTables.each(in: database) { "SELECT count(*) FROM \($0)" }
     }
 
     /// The status an error of `body` answers with as the RPC layer maps it, or nil when `body` succeeds.
@@ -72,32 +65,33 @@ public enum ErasureChecks {
         }
     }
 
-    /// Serves `participant` over mutual TLS as a service presenting `serviceName`'s certificate, with the trust
-    /// model every backend applies; `body` gets a client presenting identity's certificate (the one caller the
-    /// trust model allows) and one presenting the gateway's.
+    /// Serves `participant` as identity calls it (`StandInPeers.servingToIdentityAndGateway`); `body` gets a client
+    /// presenting identity's certificate and one presenting the gateway's.
     public static func serving(
         _ participant: some ErasureV1.ErasureParticipantHandler, as serviceName: String, group: EventLoopGroup,
         _ body: (_ identity: ErasureV1.ErasureParticipantClient, _ gateway: ErasureV1.ErasureParticipantClient)
             async throws -> Void
     ) async throws {
-        let asIdentity = try StandInPeers([participant], serverName: serviceName, clientName: "identity", group: group)
-        let asGateway: StandInPeers
-        do {
-            asGateway = try StandInPeers([participant], serverName: serviceName, clientName: "gateway", group: group)
-        } catch {
-            await asIdentity.shutdown()
-            throw error
-        }
-        do {
+        try await StandInPeers.servingToIdentityAndGateway(participant, as: serviceName, group: group) {
             try await body(
-                ErasureV1.ErasureParticipantClient(caller: asIdentity.client),
-                ErasureV1.ErasureParticipantClient(caller: asGateway.client))
-        } catch {
-            await asGateway.shutdown()
-            await asIdentity.shutdown()
-            throw error
+                ErasureV1.ErasureParticipantClient(caller: $0), ErasureV1.ErasureParticipantClient(caller: $1))
         }
-        await asGateway.shutdown()
-        await asIdentity.shutdown()
+    }
+}
+
+/// The tables of a test database's `public` schema.
+enum PublicTables {
+    /// `query(table)`, a query of one value (the table's name quoted), for every table, by table name.
+    static func each<Value: PostgresDecodable>(
+        in database: some PostgresQueryable, _ query: (_ table: String) -> String
+    ) async throws -> [String: Value] {
+        let tables = try await database.query(
+            "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
+        var values: [String: Value] = [:]
+        for row in tables {
+            let table = try row.decode(String.self, at: 0)
+            values[table] = try await database.query(query("\"\(table)\""))[0].decode(Value.self, at: 0)
+        }
+        return values
     }
 }

@@ -8,33 +8,16 @@ import RaveTransport
 /// What account-export tests check: the participant served as identity calls it, and every page of an export read
 /// and parsed.
 public enum ExportChecks {
-    /// Serves `participant` over mutual TLS as a service presenting `serviceName`'s certificate, with the trust
-    /// model every backend applies; `body` gets a client presenting identity's certificate (the one caller the
-    /// trust model allows) and one presenting the gateway's.
+    /// Serves `participant` as identity calls it (`StandInPeers.servingToIdentityAndGateway`); `body` gets a client
+    /// presenting identity's certificate and one presenting the gateway's.
     public static func serving(
         _ participant: some ExportV1.ExportParticipantHandler, as serviceName: String, group: EventLoopGroup,
         _ body: (_ identity: ExportV1.ExportParticipantClient, _ gateway: ExportV1.ExportParticipantClient)
             async throws -> Void
     ) async throws {
-        let asIdentity = try StandInPeers([participant], serverName: serviceName, clientName: "identity", group: group)
-        let asGateway: StandInPeers
-        do {
-            asGateway = try StandInPeers([participant], serverName: serviceName, clientName: "gateway", group: group)
-        } catch {
-            await asIdentity.shutdown()
-            throw error
+        try await StandInPeers.servingToIdentityAndGateway(participant, as: serviceName, group: group) {
+            try await body(ExportV1.ExportParticipantClient(caller: $0), ExportV1.ExportParticipantClient(caller: $1))
         }
-        do {
-            try await body(
-                ExportV1.ExportParticipantClient(caller: asIdentity.client),
-                ExportV1.ExportParticipantClient(caller: asGateway.client))
-        } catch {
-            await asGateway.shutdown()
-            await asIdentity.shutdown()
-            throw error
-        }
-        await asGateway.shutdown()
-        await asIdentity.shutdown()
     }
 
     /// A whole export, read page by page.
@@ -105,16 +88,9 @@ public enum ExportChecks {
     /// A digest of every row of every table, to show that an export changed nothing (counts alone would miss an
     /// update).
     public static func contents(of database: some PostgresQueryable) async throws -> [String: String] {
-        let tables = try await database.query(
-            "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
-        var digests: [String: String] = [:]
-        for row in tables {
-            let table = try row.decode(String.self, at: 0)
-            digests[table] = try await database.query(
-                "SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '') FROM \"\(table)\" t"
-            )[0].decode(String.self, at: 0)
+        try await PublicTables.each(in: database) {
+            "SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '') FROM \($0) t"
         }
-        return digests
     }
 
     /// True when `text` is a time as exports write it: "2026-12-02T03:45:00.123Z".

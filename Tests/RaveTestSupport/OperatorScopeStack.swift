@@ -1,4 +1,5 @@
 import Foundation
+import Identity
 import RavePostgres
 import RaveRPC
 import RaveRuntime
@@ -66,13 +67,11 @@ public struct OperatorScopeStack: Sendable {
     /// The admin certificate.
     public var certificate: CallOptions { AdminCallerMetadata.certificate.options }
 
-    /// Starts identity (`identityServices`, on `identityMigrations`) and then `name` (`services`, on `migrations`,
-    /// with `environment(identityAddress)` added to its settings), runs `body`, and stops both whether it threw or
+    /// Starts the real identity and then `name` (`services`, on `migrations`, with `RAVE_<NAME>_IDENTITY_ADDRESS`
+    /// naming identity and `settings` added to its environment), runs `body`, and stops both whether it threw or
     /// not.
     public static func with(
-        _ name: String, migrations: String, identityMigrations: String,
-        identityServices: @escaping @Sendable (ServiceContext) async throws -> [any RPCService],
-        environment: (String) -> [String: String],
+        _ name: String, migrations: String, settings: [String: String] = [:],
         services: @escaping @Sendable (ServiceContext) async throws -> [any RPCService],
         _ body: (OperatorScopeStack) async throws -> Void
     ) async throws {
@@ -81,12 +80,20 @@ public struct OperatorScopeStack: Sendable {
                 let certificates = try ServiceUnderTest.makeCertificates(for: name, peers: ["gateway", "identity"])
                 let identity = try await ServiceUnderTest.start(
                     "identity", certificates: certificates, databaseURL: identityURL,
-                    migrations: .directory(identityMigrations), services: identityServices)
+                    migrations: .directory(IdentityMain.migrationsDirectory)
+                ) { context in
+                    try await IdentityDependencies.start(
+                        pool: context.pool, secretKeys: try SecretKeyFile.ring(), passwordParameters: .testing
+                    ).rpcServices
+                }
                 var failure: (any Error)?
                 do {
                     let service = try await ServiceUnderTest.start(
                         name, certificates: certificates, databaseURL: serviceURL, migrations: .directory(migrations),
-                        environment: environment("127.0.0.1:\(identity.port)"), services: services)
+                        environment: settings.merging(
+                            ["RAVE_\(name.uppercased())_IDENTITY_ADDRESS": "127.0.0.1:\(identity.port)"]
+                        ) { _, identity in identity },
+                        services: services)
                     let client = try service.client(as: "gateway")
                     do {
                         try await body(try await make(identity: identity, service: service, client: client))

@@ -55,3 +55,31 @@ public final class StandInPeers: Sendable {
         if ownsCertificates { try? FileManager.default.removeItem(atPath: certificates) }
     }
 }
+
+extension StandInPeers {
+    /// Serves `participant` over mutual TLS as a service presenting `serviceName`'s certificate, with the trust
+    /// model every backend applies; `body` gets a client presenting identity's certificate (the one caller the
+    /// trust model allows a participant of identity's sagas) and one presenting the gateway's.
+    public static func servingToIdentityAndGateway(
+        _ participant: any RPCService, as serviceName: String, group: EventLoopGroup,
+        _ body: (_ identity: RPCClient, _ gateway: RPCClient) async throws -> Void
+    ) async throws {
+        let asIdentity = try StandInPeers([participant], serverName: serviceName, clientName: "identity", group: group)
+        let asGateway: StandInPeers
+        do {
+            asGateway = try StandInPeers([participant], serverName: serviceName, clientName: "gateway", group: group)
+        } catch {
+            await asIdentity.shutdown()
+            throw error
+        }
+        do {
+            try await body(asIdentity.client, asGateway.client)
+        } catch {
+            await asGateway.shutdown()
+            await asIdentity.shutdown()
+            throw error
+        }
+        await asGateway.shutdown()
+        await asIdentity.shutdown()
+    }
+}

@@ -5,7 +5,6 @@ import RaveServices
 import RaveTestSupport
 import Testing
 
-@testable import Identity
 @testable import Social
 
 /// Operators reach only their own publisher's lists (docs/social.md, "Operator scope"): the real identity answers
@@ -14,14 +13,7 @@ import Testing
 struct OperatorScopeTests {
     static func with(_ body: (OperatorScopeStack) async throws -> Void) async throws {
         try await OperatorScopeStack.with(
-            "social", migrations: SocialMain.migrationsDirectory, identityMigrations: IdentityMain.migrationsDirectory,
-            identityServices: { context in
-                var configuration = IdentityConfiguration(secretKeys: try SecretKeyFile.ring())
-                configuration.passwordParameters = .testing
-                return try await IdentityDependencies.start(pool: context.pool, configuration: configuration)
-                    .rpcServices
-            },
-            environment: { ["RAVE_SOCIAL_IDENTITY_ADDRESS": $0] },
+            "social", migrations: SocialMain.migrationsDirectory,
             services: { try await SocialMain.services(context: $0) }, body)
     }
 

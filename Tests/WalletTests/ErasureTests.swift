@@ -1,4 +1,5 @@
 import Foundation
+import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -65,7 +66,7 @@ struct WalletErasureTests {
             let kept = try await fixture.pool.query(
                 "SELECT count(*) FROM transfers WHERE user_id = $1", [tombstone])
             #expect(try kept[0].decode(Int64.self, at: 0) > 0)
-            let erasures = try await fixture.pool.query("SELECT erasure_id FROM erasures")
+            let erasures = try await fixture.pool.query("SELECT erasure_id FROM applied_erasures")
             #expect(try erasures.map { try $0.decode(String.self, at: 0) } == ["erasure-1"])
 
             // A repeat (the delivery retried after a lost answer) changes nothing.
@@ -102,24 +103,86 @@ struct WalletErasureTests {
         }
     }
 
+    /// The rule every erasure participant shares (`UserErasure`): erasure ids of 1…128 bytes (bytes, not
+    /// characters), ids in the wire form, a tombstone that is none of the erased ids.
     @Test func requestsAreChecked() async throws {
         try await WalletFixture.with { fixture in
             let user = RaveID.random()
-            await expectStatus(.invalidArgument) {
+            /// Whether the erasure was applied before.
+            func erase(
+                _ id: String, user: String = user.hex, tombstone: String = RaveID.random().hex
+            ) async throws -> Bool {
                 try await fixture.erasure.eraseUser(
-                    .init(erasureId: "e", userId: user.hex, tombstoneId: user.hex),
+                    .init(erasureId: id, userId: user, tombstoneId: tombstone), context: WalletFixture.serviceContext()
+                ).alreadyApplied
+            }
+            let tombstoneProblem = "tombstone_id must differ from user_id and every merged_user_ids entry"
+            await expectStatus(.invalidArgument, tombstoneProblem) { try await erase("e", tombstone: user.hex) }
+            await expectStatus(.invalidArgument, "erasure_id must be 1…128 bytes, got 0") { try await erase("") }
+            await expectStatus(.invalidArgument, "erasure_id must be 1…128 bytes, got 129") {
+                try await erase(String(repeating: "x", count: 129))
+            }
+            // 43 characters of 3 bytes each: within a limit of characters, over the limit of bytes.
+            await expectStatus(.invalidArgument, "erasure_id must be 1…128 bytes, got 129") {
+                try await erase(String(repeating: "€", count: 43))
+            }
+            await expectStatus(
+                .invalidArgument, "user_id must be a Rave ID (32 lowercase hex digits), got 9 bytes"
+            ) {
+                try await erase("e", user: "NOT-AN-ID")
+            }
+            #expect(try await fixture.pool.query("SELECT 1 FROM applied_erasures").isEmpty)
+
+            let longest = String(repeating: "x", count: 128)
+            #expect(try await !erase(longest))
+            #expect(try await erase(longest))
+            let recorded = try await fixture.pool.query("SELECT erasure_id FROM applied_erasures")
+            #expect(try recorded.map { try $0.decode(String.self, at: 0) } == [longest])
+        }
+    }
+
+    /// Once the erasure has started, this process refuses every call naming the user (NOT_FOUND), whether the
+    /// player calls or an operator names it.
+    @Test func callsNamingTheErasedUserAreRefused() async throws {
+        try await WalletFixture.with { fixture in
+            let player = RaveID.random()
+            try await fixture.deposit("1.00", to: player)
+            _ = try await fixture.erasure.eraseUser(
+                .init(erasureId: "erasure-refuse", userId: player.hex, tombstoneId: RaveID.random().hex),
+                context: WalletFixture.serviceContext())
+            await expectStatus(.notFound, "this account was deleted") {
+                try await fixture.service.getWallet(
+                    WalletV1.GetWalletRequest(), context: WalletFixture.playerContext(player))
+            }
+            await expectStatus(.notFound, "this account was deleted") {
+                try await fixture.placeBet(WalletFixture.bet("0.10"), by: player)
+            }
+            await expectStatus(.notFound, "this account was deleted") { try await fixture.deposit("1.00", to: player) }
+            #expect(try await Self.leftovers([player], in: fixture.pool) == [])
+        }
+    }
+
+    /// Bets racing the erasure, tracked as the service's RPC wiring tracks them: the erasure waits for those that
+    /// started before it, refuses the rest, and once it has answered no row names the player.
+    @Test func betsRacingTheErasureLeaveNoRowNamingThePlayer() async throws {
+        try await WalletFixture.with { fixture in
+            let player = RaveID.random()
+            let tombstone = RaveID.random()
+            try await fixture.deposit("100.00", to: player)
+            let (response, problems) = try await ErasureChecks.racing(
+                { _ = try await fixture.placeBet(WalletFixture.bet("0.01"), by: player) },
+                merges: fixture.dependencies.merges
+            ) {
+                try await fixture.erasure.eraseUser(
+                    .init(erasureId: "erasure-race", userId: player.hex, tombstoneId: tombstone.hex),
                     context: WalletFixture.serviceContext())
             }
-            await expectStatus(.invalidArgument) {
-                try await fixture.erasure.eraseUser(
-                    .init(erasureId: "", userId: user.hex, tombstoneId: RaveID.random().hex),
-                    context: WalletFixture.serviceContext())
-            }
-            await expectStatus(.invalidArgument) {
-                try await fixture.erasure.eraseUser(
-                    .init(erasureId: "e", userId: "NOT-AN-ID", tombstoneId: RaveID.random().hex),
-                    context: WalletFixture.serviceContext())
-            }
+            #expect(problems.isEmpty)
+            #expect(!response.alreadyApplied)
+            #expect(try await Self.leftovers([player], in: fixture.pool) == [])
+            #expect(try await fixture.balance(of: player) == 0)
+            #expect(try await fixture.balance(of: tombstone) > 0)
+            try await fixture.expectLedgerInvariants()
         }
     }
 

@@ -5,7 +5,6 @@ import RaveServices
 import RaveTestSupport
 import Testing
 
-@testable import Identity
 @testable import Wallet
 
 /// What operators reach in the wallet (docs/wallet.md, "Operator scope").
@@ -18,14 +17,7 @@ import Testing
 struct OperatorScopeTests {
     static func with(_ body: (OperatorScopeStack) async throws -> Void) async throws {
         try await OperatorScopeStack.with(
-            "wallet", migrations: WalletMain.migrationsDirectory, identityMigrations: IdentityMain.migrationsDirectory,
-            identityServices: { context in
-                var configuration = IdentityConfiguration(secretKeys: try SecretKeyFile.ring())
-                configuration.passwordParameters = .testing
-                return try await IdentityDependencies.start(pool: context.pool, configuration: configuration)
-                    .rpcServices
-            },
-            environment: { ["RAVE_WALLET_IDENTITY_ADDRESS": $0] },
+            "wallet", migrations: WalletMain.migrationsDirectory,
             services: { try WalletMain.services(context: $0) }, body)
     }
 

@@ -1,3 +1,4 @@
+import RaveMerges
 import RaveMessages
 import RavePostgres
 import RaveRPC
@@ -7,45 +8,48 @@ import RaveServices
 ///
 /// Money cannot vanish from a double-entry ledger, so the user's accounts, transfers, bets and seeds stay with the
 /// user id replaced by identity's tombstone id (each merged id by a random id of its own); the ledger sums to zero
-/// as before. The wallet's merge records of the ids are deleted. Idempotent by erasure id (`erasures`, which holds
-/// no user id).
+/// as before. The wallet's merge records of the ids are deleted. Idempotent by erasure id (`applied_erasures`, which
+/// holds no user id).
 struct WalletErasureParticipant: ErasureV1.ErasureParticipantHandler {
     let dependencies: WalletDependencies
 
+    init(dependencies: WalletDependencies) {
+        self.dependencies = dependencies
+        // Erasures another wallet process applied: replace the ids in what calls here wrote meanwhile.
+        let dependencies = self.dependencies
+        dependencies.merges.onErasure { erased in
+            _ = try await Self.erase(dependencies: dependencies) { _ in erased }
+        }
+    }
+
+    /// Replaces the user's and its merged ids' ids in the money rows; repeating an erasure id changes nothing.
+    ///
+    /// From the start of the call calls naming the user are refused in this process; the ids are replaced once
+    /// every call that named them earlier has finished, so no bet or deposit under them is left behind.
     func eraseUser(
         _ request: ErasureV1.EraseUserRequest, context: RequestContext
     ) async throws -> ErasureV1.EraseUserResponse {
-        let user = try WalletDependencies.userID(request.userId, field: "user_id")
-        let tombstone = try WalletDependencies.userID(request.tombstoneId, field: "tombstone_id")
-        var named: [RaveID] = []
-        for (index, text) in request.mergedUserIds.enumerated() {
-            named.append(try WalletDependencies.userID(text, field: "merged_user_ids[\(index)]"))
+        let merges = dependencies.merges
+        return try await UserErasure.answer(request, refusingIn: merges) { erasure in
+            try await Self.erase(dependencies: dependencies) { transaction in
+                try await merges.beginErasure(erasure, in: transaction)
+            }
         }
-        guard !request.erasureId.isEmpty, request.erasureId.count <= 64 else {
-            throw WalletError.invalidArgument("erasure_id must be 1…64 characters, got \(request.erasureId.count)")
-        }
-        guard tombstone != user, !named.contains(tombstone) else {
-            throw WalletError.invalidArgument("tombstone_id must differ from user_id and merged_user_ids")
-        }
+    }
+
+    /// Replaces the ids `begin` finds in its transaction (nil: nothing to do) and drops their cached account ids,
+    /// which now belong to the replacements; the rows changed, with the `merged_users` rows the erasure deleted.
+    private static func erase(
+        dependencies: WalletDependencies, begin: (PostgresTransaction) async throws -> ErasedIDs?
+    ) async throws -> Int? {
         let store = ErasureStore()
         let erased = try await dependencies.pool.transaction(retryOnSerializationFailure: true) {
-            transaction -> (ids: [RaveID], rows: UInt64)? in
-            guard try await store.record(request.erasureId, in: transaction) else { return nil }
-            var merged = named
-            for source in try await store.mergedSources(of: user, in: transaction) where !merged.contains(source) {
-                merged.append(source)
-            }
-            merged.removeAll { $0 == user }
-            let ids = [user] + merged
-            let replacements = [tombstone] + merged.map { _ in RaveID.random() }
-            return (ids, try await store.erase(ids, replacements: replacements, in: transaction))
+            transaction -> (ids: [RaveID], rows: Int)? in
+            guard let erased = try await begin(transaction) else { return nil }
+            return (erased.ids, try await store.erase(erased, in: transaction) + erased.mergedRows)
         }
-        guard let erased else { return ErasureV1.EraseUserResponse(alreadyApplied: true, rowsAffected: 0) }
-        // Cached account ids of the erased ids now belong to the replacements: a later call must not find them.
-        let ids = Set(erased.ids)
-        dependencies.ledger.accountIDs.withLock { cached in
-            cached = cached.filter { !ids.contains($0.key.userID) }
-        }
-        return ErasureV1.EraseUserResponse(alreadyApplied: false, rowsAffected: erased.rows)
+        guard let erased else { return nil }
+        dependencies.ledger.forgetAccounts(of: Set(erased.ids))
+        return erased.rows
     }
 }

@@ -102,6 +102,13 @@ final class LedgerStore: Sendable {
         throw PostgresError(.client, "account \(key) could not be created or found")
     }
 
+    /// Drops the cached account ids of `users`: after an erasure their accounts name other ids.
+    func forgetAccounts(of users: Set<RaveID>) {
+        accountIDs.withLock { cached in
+            cached = cached.filter { !users.contains($0.key.userID) }
+        }
+    }
+
     /// The id of an existing account, or nil.
     func findAccount(_ key: AccountKey, on database: some PostgresQueryable) async throws -> Int64? {
         if let id = accountIDs.withLock({ $0[key] }) { return id }

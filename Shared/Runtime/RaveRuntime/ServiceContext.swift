@@ -1,3 +1,4 @@
+import Foundation
 import RavePostgres
 import RaveTelemetry
 import RaveTransport
@@ -12,6 +13,14 @@ public enum MigrationSource: Sendable {
     case directory(String)
     /// Migrations compiled into the executable.
     case list([Migration])
+}
+
+extension MigrationSource {
+    /// The `Migrations` folder a service ships as a SwiftPM resource of `bundle` (its module's `Bundle.module`), so
+    /// an installed binary finds it next to itself.
+    public static func shippedDirectory(in bundle: Bundle) -> String {
+        (bundle.resourceURL ?? URL(fileURLWithPath: ".")).appendingPathComponent("Migrations").path
+    }
 }
 
 /// What a service's setup closure gets: its configuration and the shared resources the runtime created.
