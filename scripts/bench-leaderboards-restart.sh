@@ -23,7 +23,7 @@ runs=${RAVE_BENCH_RUNS:-3}
 first_bin=${bins%% *}
 work=$(mktemp -d /tmp/rave-bench-restart.XXXXXX)
 server=""
-trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'status=$?; [ "$status" = 0 ] || tail -n 20 "$work/server.log" >&2; [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 "$first_bin/ravectl" certs --out "$work/certs" >/dev/null
 psql -q -d postgres -c "CREATE DATABASE rave_bench_leaderboards"
 url="${RAVE_TEST_POSTGRES_URL%/*}/rave_bench_leaderboards"
@@ -74,7 +74,8 @@ for run in $(seq "$runs"); do
         started=$(date +%s.%N)
         start_server "$bin"
         seconds=$(python3 -c "print(f'{$(date +%s.%N) - $started:.2f}')")
-        rss=$(ps -o rss= -p "$server" | awk '{ printf "%d", $1 / 1024 }')
+        rss=$(ps -o rss= -p "$server" | awk '{ printf "%d", $1 / 1024 }') ||
+            { echo "leaderboards exited after it began to accept calls" >&2; exit 1; }
         cpu=$(cpu_ticks "$server")
         postgres=$(( $(postgres_ticks) - before_postgres ))
         echo "run $run $bin: restart with $users entries until accepting calls: $seconds s, RSS $rss MiB," \

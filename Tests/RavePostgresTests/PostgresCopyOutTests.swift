@@ -44,12 +44,16 @@ import Testing
                 for row in 0..<rows.count {
                     let want = expected[index]
                     #expect(try rows.int64(row: row, field: 0) == want.decode(Int64.self, at: 0))
-                    #expect(try rows.decode(RaveID?.self, row: row, field: 1, type: .uuid) == want.decode(RaveID?.self, at: 1))
+                    #expect(
+                        try rows.decode(RaveID?.self, row: row, field: 1, type: .uuid)
+                            == want.decode(RaveID?.self, at: 1))
                     #expect(rows.isNull(row: row, field: 1) == want.isNull(at: 1))
                     if !want.isNull(at: 1) {
                         #expect(try rows.raveID(row: row, field: 1) == want.decode(RaveID.self, at: 1))
                     }
-                    #expect(try rows.decode(Int64?.self, row: row, field: 2, type: .int8) == want.decode(Int64?.self, at: 2))
+                    #expect(
+                        try rows.decode(Int64?.self, row: row, field: 2, type: .int8) == want.decode(Int64?.self, at: 2)
+                    )
                     #expect(try rows.int16(row: row, field: 3) == Int16(want.decode(Int64.self, at: 3)))
                     #expect(try rows.bool(row: row, field: 4) == want.decode(Bool.self, at: 4))
                     #expect(try rows.double(row: row, field: 5) == want.decode(Double.self, at: 5))
@@ -57,8 +61,12 @@ import Testing
                     #expect(
                         try rows.postgresMicroseconds(row: row, field: 6) + PostgresTimestamp.postgresEpochOffset
                             == want.decode(PostgresTimestamp.self, at: 6).microsecondsSinceEpoch)
-                    #expect(try rows.decode(String?.self, row: row, field: 7, type: .text) == want.decode(String?.self, at: 7))
-                    #expect(try rows.decode([UInt8].self, row: row, field: 8, type: .bytea) == want.decode([UInt8].self, at: 8))
+                    #expect(
+                        try rows.decode(String?.self, row: row, field: 7, type: .text)
+                            == want.decode(String?.self, at: 7))
+                    #expect(
+                        try rows.decode([UInt8].self, row: row, field: 8, type: .bytea)
+                            == want.decode([UInt8].self, at: 8))
                     index += 1
                 }
             }
@@ -133,6 +141,17 @@ import Testing
         }
     }
 
+    @Test func aCopyOutSentAsAQueryFailsInsteadOfHanging() async throws {
+        try await TestDatabase.with { database in
+            let connection = try await database.connect()
+            defer { connection.close() }
+            let error = await #expect(throws: PostgresError.self) {
+                try await connection.query(PostgresQuery("COPY (SELECT 1) TO STDOUT"), timeout: .seconds(10))
+            }
+            #expect(error?.code == .client)
+        }
+    }
+
     @Test func aServerErrorMidCopyIsThrownAndTheConnectionStaysUsable() async throws {
         try await TestDatabase.with { database in
             let connection = try await database.connect()
@@ -184,7 +203,8 @@ import Testing
             var chunks = 0
             await #expect(throws: PostgresError.self) {
                 try await connection.copyOut(
-                    "SELECT i, repeat('x', 200) FROM (SELECT generate_series(1, 50000000) AS i) AS s", timeout: nil, chunkBytes: 65536
+                    "SELECT i, repeat('x', 200) FROM (SELECT generate_series(1, 50000000) AS i) AS s", timeout: nil,
+                    chunkBytes: 65536
                 ) { _ in
                     chunks += 1
                     if chunks == 1 { try await killer.query("SELECT pg_terminate_backend($1)", [pid]) }

@@ -178,7 +178,10 @@ final class LibPQConnection {
         var message: UnsafeMutablePointer<CChar>?
         let length = PQgetCopyData(connection, &message, 1)
         if length > 0, let message {
-            buffer.append(contentsOf: UnsafeRawBufferPointer(start: message, count: Int(length)))
+            // A typed buffer pointer, which appends with one memcpy (a raw one would go byte by byte).
+            message.withMemoryRebound(to: UInt8.self, capacity: Int(length)) {
+                buffer.append(contentsOf: UnsafeBufferPointer(start: $0, count: Int(length)))
+            }
             PQfreemem(message)
             return .data
         }

@@ -226,6 +226,11 @@ extension PostgresConnection {
             operation.copying = true
             continueCopy()
         case .copyOut:
+            guard case .copyOut = operation.work else {
+                // Only `copyOut` has somewhere to put the data; libpq would hand back this result forever.
+                fail(with: PostgresError(.client, "COPY … TO STDOUT runs through copyOut, not as a query"))
+                return
+            }
             operation.copying = true
             operation.copyOutBuffer.reserveCapacity(Self.copyOutBufferCapacity(operation))
             _ = continueCopyOut()

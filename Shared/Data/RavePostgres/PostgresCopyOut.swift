@@ -63,8 +63,10 @@ public struct PostgresCopyQuery: Sendable, ExpressibleByStringInterpolation {
             }
         }
 
-        /// A `text` literal, written as an escape string (`E'…'`) so its meaning does not depend on the server's
-        /// `standard_conforming_strings`: quotes and backslashes are doubled. A NUL character cannot be sent.
+        /// A `text` literal; a NUL character cannot be sent.
+        ///
+        /// Written as an escape string (`E'…'`) with quotes and backslashes doubled, so its meaning does not depend
+        /// on the server's `standard_conforming_strings`.
         public mutating func appendInterpolation(_ value: String) {
             guard !value.utf8.contains(0) else {
                 invalidValue = invalidValue ?? "a text value interpolated into a COPY query contains a NUL character"
