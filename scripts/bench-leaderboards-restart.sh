@@ -42,8 +42,9 @@ start_server() {
     exit 1
 }
 
+# A server that is gone already (killed from outside) is reported by the caller, not here.
 stop_server() {
-    kill -TERM "$server"
+    kill -TERM "$server" 2>/dev/null || true
     wait "$server" || true
     server=""
 }
@@ -74,9 +75,13 @@ for run in $(seq "$runs"); do
         started=$(date +%s.%N)
         start_server "$bin"
         seconds=$(python3 -c "print(f'{$(date +%s.%N) - $started:.2f}')")
-        rss=$(ps -o rss= -p "$server" | awk '{ printf "%d", $1 / 1024 }') ||
-            { echo "leaderboards exited after it began to accept calls" >&2; exit 1; }
-        cpu=$(cpu_ticks "$server")
+        if ! rss=$(ps -o rss= -p "$server" | awk '{ printf "%d", $1 / 1024 }') || [ -z "$rss" ] ||
+            ! cpu=$(cpu_ticks "$server" 2>/dev/null); then
+            echo "run $run $bin: leaderboards exited right after it began to accept calls (not counted)"
+            tail -n 5 "$work/server.log"
+            stop_server
+            continue
+        fi
         postgres=$(( $(postgres_ticks) - before_postgres ))
         echo "run $run $bin: restart with $users entries until accepting calls: $seconds s, RSS $rss MiB," \
             "service CPU $(python3 -c "print($cpu / 100)") s, PostgreSQL CPU $(python3 -c "print($postgres / 100)") s," \

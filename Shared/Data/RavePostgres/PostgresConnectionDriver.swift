@@ -298,24 +298,28 @@ extension PostgresConnection {
         guard let libpq, let operation = running, case .copyOut(_, let sink) = operation.work,
             !operation.copyOutPaused
         else { return false }
+        // A local buffer: appending to the operation's property would check exclusive access once per row.
+        var buffer = operation.copyOutBuffer
+        operation.copyOutBuffer = []
         while true {
-            switch libpq.getCopyData(appendingTo: &operation.copyOutBuffer) {
+            switch libpq.getCopyData(appendingTo: &buffer) {
             case .data:
-                guard operation.copyOutBuffer.count >= sink.chunkBytes else { continue }
-                let chunk = operation.copyOutBuffer
-                operation.copyOutBuffer = []
-                operation.copyOutBuffer.reserveCapacity(Self.copyOutBufferCapacity(operation))
+                guard buffer.count >= sink.chunkBytes else { continue }
+                let chunk = buffer
+                buffer = []
+                buffer.reserveCapacity(Self.copyOutBufferCapacity(operation))
                 guard sink.push(chunk) else {
                     // Unread data then waits in the socket, and the server waits for room.
+                    operation.copyOutBuffer = buffer
                     operation.copyOutPaused = true
                     watch([])
                     return false
                 }
             case .waitReadable:
+                operation.copyOutBuffer = buffer
                 return false
             case .ended:
-                if !operation.copyOutBuffer.isEmpty { _ = sink.push(operation.copyOutBuffer) }
-                operation.copyOutBuffer = []
+                if !buffer.isEmpty { _ = sink.push(buffer) }
                 operation.copying = false
                 return true
             case .failed(let message):
