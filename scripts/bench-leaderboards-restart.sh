@@ -29,10 +29,12 @@ psql -q -d postgres -c "CREATE DATABASE rave_bench_leaderboards"
 url="${RAVE_TEST_POSTGRES_URL%/*}/rave_bench_leaderboards"
 port=$(free_port)
 
+# In a session of its own (setsid): a signal to this script's process group, which also holds the PostgreSQL
+# wrapper, once ended a measurement when a server stopped.
 start_server() {
     RAVE_DATABASE_URL=$url RAVE_CERT_DIR=$work/certs RAVE_LISTEN=127.0.0.1:$port RAVE_ADMIN_LISTEN=127.0.0.1:0 \
         RAVE_LEADERBOARDS_SOCIAL_ADDRESS=off RAVE_LEADERBOARDS_IDENTITY_ADDRESS=off RAVE_LOG_LEVEL=info \
-        "$1/leaderboards" >"$work/server.log" 2>&1 &
+        setsid "$1/leaderboards" >"$work/server.log" 2>&1 &
     server=$!
     for _ in $(seq 6000); do
         (echo >/dev/tcp/127.0.0.1/"$port") 2>/dev/null && return 0
