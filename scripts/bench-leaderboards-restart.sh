@@ -4,7 +4,8 @@
 # throwaway PostgreSQL, then the release `leaderboards` of each directory in RAVE_BENCH_BINS (default
 # .build/release) started, timed until it accepts calls, its RSS read, and stopped with SIGTERM — the binaries
 # interleaved, RAVE_BENCH_RUNS rounds (default 3), so machine load falls on each alike. The first directory's
-# ravectl seeds. Prints one line per start, with the service's CPU time, PostgreSQL's, and the load average;
+# ravectl seeds. Prints one line per start, with the service's CPU time, PostgreSQL's (counted as its backends
+# are reaped, so part of one start's can land in the next: a rough figure), and the load average;
 # the per-board "index loaded" log line (reading and build phases) follows each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
