@@ -3,10 +3,10 @@ import Testing
 
 @testable import Leaderboards
 
-@Suite("Loading a board version in parallel ranges")
+@Suite("Loading a board version by binary COPY")
 struct IndexLoadTests {
-    @Test("ranges cut by the user-id histogram and read in small chunks return every entry exactly once")
-    func parallelRangesReturnEveryEntryOnce() async throws {
+    @Test("a version copied in small chunks returns every entry exactly once, and no other board's")
+    func copiedChunksReturnEveryEntryOnce() async throws {
         try await TestDatabase.withPool { pool in
             let service = ServiceFixture(pool: pool)
             try await service.define("loaded")
@@ -24,11 +24,8 @@ struct IndexLoadTests {
                         FROM generate_series(1, 3000)
                         """, [board]))
             }
-            // The histogram the ranges are cut by.
-            try await pool.query("ANALYZE scores")
-
-            let chunks = try await ScoreStore(pool: pool).entries(
-                boardID: loaded.boardID, version: 1, ranges: 4, chunkSize: 250)
+            // Chunks of at least 4096 bytes: about 90 entries of 46 bytes each.
+            let chunks = try await ScoreStore(pool: pool).entries(boardID: loaded.boardID, version: 1, chunkBytes: 4096)
             let entries = chunks.flatMap { $0 }
             #expect(chunks.count > 4)
             #expect(entries.count == 3000)
@@ -53,11 +50,10 @@ struct IndexLoadTests {
 
             // The same chunks streamed into a builder while they are read, as the service loads a board.
             var builder = RankIndexBuilder(ascending: false)
-            for try await chunk in ScoreStore(pool: pool).chunks(
-                boardID: loaded.boardID, version: 1, ranges: 4, chunkSize: 250)
-            {
-                builder.add(chunk)
+            let read = try await ScoreStore(pool: pool).read(boardID: loaded.boardID, version: 1, chunkBytes: 4096) {
+                builder.add($0)
             }
+            #expect(read == 3000)
             let streamed = await builder.build().scores(from: 1, limit: 3001)
             #expect(streamed == ranked)
         }
@@ -84,7 +80,6 @@ struct IndexLoadTests {
                 }
                 service.clock.advance(by: 1000)
             }
-            try await pool.query("ANALYZE scores")
             let restarted = LeaderboardEngine(pool: pool, clock: service.clock.wallClock)
             for key in ["high", "low"] {
                 let board = try await service.engine.board(appID: service.app, key: key)

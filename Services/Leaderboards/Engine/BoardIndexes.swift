@@ -71,7 +71,7 @@ final class BoardIndexes: Sendable {
                 // The index is built while the table is read; only the last merges and the hash table wait for it.
                 let started = ContinuousClock.now
                 var builder = RankIndexBuilder(ascending: board.ascending)
-                for try await chunk in scores.chunks(boardID: board.boardID, version: version) { builder.add(chunk) }
+                try await scores.read(boardID: board.boardID, version: version) { builder.add($0) }
                 let read = ContinuousClock.now
                 let index = await builder.build()
                 return BoardIndex(

@@ -19,17 +19,40 @@ struct ScoreWrite: Sendable, Hashable {
 /// One stored best score: the player, the score, and when it was reached (microseconds since the Unix epoch).
 package typealias ScoreEntry = (userID: RaveID, score: Int64, achievedAt: Int64)
 
-/// Entries of a board version as one query returned them: three aligned binary arrays, read in place.
+/// Entries of a board version as one chunk of a COPY delivered them: three aligned columns.
 struct ScoreChunk: Sendable {
-    let users: FixedWidthArray
-    let scores: FixedWidthArray
-    let times: FixedWidthArray
+    let users: [RaveID]
+    let scores: [Int64]
+    /// Microseconds since the Unix epoch.
+    let times: [Int64]
+
+    /// Reads the rows of `ScoreStore.copyVersion` (user_id, score, achieved_at); a NULL or a value of another
+    /// type throws.
+    init(_ rows: PostgresCopyRows) throws {
+        guard rows.fieldCount == 3 else {
+            throw PostgresError(.decoding, "a chunk of scores came with \(rows.fieldCount) fields instead of 3")
+        }
+        var users: [RaveID] = []
+        var scores: [Int64] = []
+        var times: [Int64] = []
+        users.reserveCapacity(rows.count)
+        scores.reserveCapacity(rows.count)
+        times.reserveCapacity(rows.count)
+        for row in 0..<rows.count {
+            users.append(try rows.raveID(row: row, field: 0))
+            scores.append(try rows.int64(row: row, field: 1))
+            times.append(try rows.postgresMicroseconds(row: row, field: 2) + ScoreStore.postgresEpochMicroseconds)
+        }
+        self.users = users
+        self.scores = scores
+        self.times = times
+    }
 
     var count: Int { users.count }
-    func userID(_ index: Int) -> RaveID { users.raveID(index) }
-    func score(_ index: Int) -> Int64 { scores.int64(index) }
+    func userID(_ index: Int) -> RaveID { users[index] }
+    func score(_ index: Int) -> Int64 { scores[index] }
     /// Microseconds since the Unix epoch.
-    func achievedAt(_ index: Int) -> Int64 { times.int64(index) + ScoreStore.postgresEpochMicroseconds }
+    func achievedAt(_ index: Int) -> Int64 { times[index] }
 }
 
 /// Best scores per board version in PostgreSQL: the durable truth the in-memory indexes mirror.
@@ -86,26 +109,11 @@ struct ScoreStore: Sendable {
                 WHERE EXCLUDED.score > s.score
                    OR (EXCLUDED.score = s.score AND EXCLUDED.achieved_at < s.achieved_at)
             """)
-    /// One chunk of a key range of a version as three parallel arrays (see `FixedWidthArray`).
-    ///
-    /// The range is `$3` < user_id ≤ `$4`, the chunk its first `$5` entries in key order. The arrays follow one
-    /// input order, so they line up, but no order is asked of them: an `ORDER BY` inside `array_agg` would sort
-    /// every chunk three times, and the index sorts the entries anyway.
-    static let selectRangeChunk = PostgresStatement(
-        name: "leaderboards_select_range_chunk_arrays",
-        sql: """
-            SELECT array_agg(user_id) AS users, array_agg(score) AS scores, array_agg(achieved_at) AS times
-            FROM (SELECT user_id, score, achieved_at FROM scores
-                  WHERE board_id = $1 AND version = $2 AND user_id > $3 AND user_id <= $4
-                  ORDER BY user_id LIMIT $5) AS chunk
-            """)
-    /// The planner's histogram of user ids: bounds that split the key space into ranges of similar size.
-    static let selectUserHistogram = PostgresStatement(
-        name: "leaderboards_select_user_histogram",
-        sql: """
-            SELECT histogram_bounds::text::uuid[] AS bounds FROM pg_stats
-            WHERE schemaname = current_schema() AND tablename = 'scores' AND attname = 'user_id'
-            """)
+    /// Every entry of a version, for a binary COPY: one sequential (or index) scan, no per-row result of libpq.
+    static func copyVersion(boardID: Int64, version: Int) -> PostgresCopyQuery {
+        "SELECT user_id, score, achieved_at FROM scores WHERE board_id = \(boardID) AND version = \(Int32(version))"
+    }
+
     static let countVersion = PostgresStatement(
         name: "leaderboards_count_version",
         sql: "SELECT count(*) AS total FROM scores WHERE board_id = $1 AND version = $2")
@@ -153,88 +161,33 @@ struct ScoreStore: Sendable {
         _ = try await pool.execute(statement, parameters)
     }
 
-    /// Every entry of a board version, in no particular order, as chunks (`chunks` collected).
-    func entries(boardID: Int64, version: Int, ranges: Int = 4, chunkSize: Int = 100_000) async throws -> [[ScoreEntry]]
-    {
+    /// Every entry of a board version, in no particular order, as chunks (`read` collected).
+    func entries(boardID: Int64, version: Int, chunkBytes: Int = 4 << 20) async throws -> [[ScoreEntry]] {
         var entries: [[ScoreEntry]] = []
-        for try await chunk in chunks(boardID: boardID, version: version, ranges: ranges, chunkSize: chunkSize) {
+        try await read(boardID: boardID, version: version, chunkBytes: chunkBytes) { chunk in
             entries.append((0..<chunk.count).map { (chunk.userID($0), chunk.score($0), chunk.achievedAt($0)) })
         }
         return entries
     }
 
-    /// Every entry of a board version, in no particular order, as chunks delivered while the rest are read.
+    /// Every entry of a board version, in no particular order, handed to `each` in chunks while the rest are read;
+    /// returns how many there were.
     ///
-    /// The key space is cut into `ranges` ranges by the planner's histogram of user ids, and the ranges are read
-    /// concurrently, each on its own connection with keyset paging (`chunkSize` entries a query, so no query holds
-    /// a huge result): PostgreSQL's scans, this process's decoding and the consumer's work on earlier chunks then
-    /// overlap on several cores. Each player appears once (the table's key is board, version, player). Ending the
-    /// iteration early cancels the reads.
-    func chunks(
-        boardID: Int64, version: Int, ranges: Int = 4, chunkSize: Int = 100_000
-    ) -> AsyncThrowingStream<ScoreChunk, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ScoreChunk.self)
-        let reader = Task {
-            do {
-                let bounds = try await rangeBounds(count: ranges)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for range in 0..<bounds.count - 1 {
-                        group.addTask {
-                            try await self.read(
-                                boardID: boardID, version: version, after: bounds[range], through: bounds[range + 1],
-                                chunkSize: chunkSize
-                            ) { continuation.yield($0) }
-                        }
-                    }
-                    try await group.waitForAll()
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
+    /// One binary `COPY … TO STDOUT` on one connection: PostgreSQL scans the version once and sends it without
+    /// building a result set, the connection's loop moves the data into chunks of about `chunkBytes`, and `each`
+    /// works on one chunk while the next arrive. Each player appears once (the table's key is board, version,
+    /// player). No statement timeout: the copy of a large board takes as long as its size needs; cancelling the
+    /// task cancels it.
+    @discardableResult
+    func read(
+        boardID: Int64, version: Int, chunkBytes: Int = 4 << 20, each: (ScoreChunk) async throws -> Void
+    ) async throws -> Int {
+        try await pool.withConnection { connection in
+            try await connection.copyOut(
+                Self.copyVersion(boardID: boardID, version: version), timeout: nil, chunkBytes: chunkBytes
+            ) { rows in
+                try await each(try ScoreChunk(rows))
             }
-        }
-        continuation.onTermination = { _ in reader.cancel() }
-        return stream
-    }
-
-    /// `count` + 1 bounds from the lowest to the highest Rave ID; fewer ranges when the table has no statistics.
-    private func rangeBounds(count: Int) async throws -> [RaveID] {
-        let lowest = RaveID(high: 0, low: 0)
-        let highest = RaveID(high: .max, low: .max)
-        let histogram =
-            try await pool.execute(Self.selectUserHistogram).first?.decode([RaveID]?.self, column: "bounds") ?? []
-        guard count > 1, histogram.count > count else { return [lowest, highest] }
-        let inner = (1..<count).map { histogram[$0 * (histogram.count - 1) / count] }
-        return [lowest] + inner + [highest]
-    }
-
-    /// Reads the entries with `after` < user id ≤ `last` in chunks of `chunkSize`, in key order, handing each on.
-    private func read(
-        boardID: Int64, version: Int, after first: RaveID, through last: RaveID, chunkSize: Int,
-        each: (ScoreChunk) -> Void
-    ) async throws {
-        var after = first
-        while true {
-            try Task.checkCancellation()
-            let rows = try await pool.execute(
-                Self.selectRangeChunk, [boardID, Int32(version), after, last, Int64(chunkSize)])
-            guard let row = rows.first else { return }
-            let chunk = ScoreChunk(
-                users: try row.decode(FixedWidthArray.self, column: "users"),
-                scores: try row.decode(FixedWidthArray.self, column: "scores"),
-                times: try row.decode(FixedWidthArray.self, column: "times"))
-            guard chunk.scores.count == chunk.count, chunk.times.count == chunk.count else {
-                throw LeaderboardsError.unavailable("a chunk of board \(boardID) came back with uneven columns")
-            }
-            guard chunk.count > 0 else { return }
-            var highestUser = after
-            for index in 0..<chunk.count {
-                let userID = chunk.userID(index)
-                if highestUser < userID { highestUser = userID }
-            }
-            each(chunk)
-            guard chunk.count == chunkSize else { return }
-            after = highestUser
         }
     }
 

@@ -9,6 +9,17 @@ enum ConnectProgress {
     case failed(String)
 }
 
+/// What `PQgetCopyData` did.
+enum CopyDataProgress {
+    /// A message of data was appended.
+    case data
+    /// No whole message is buffered: wait until the socket is readable.
+    case waitReadable
+    /// The data ended; the command's result follows (`nextResult`).
+    case ended
+    case failed(String)
+}
+
 /// What `PQflush` or `PQputCopyData` did.
 enum SendProgress {
     case done
@@ -23,6 +34,7 @@ enum LibPQResult {
     case command(affectedRows: Int)
     case error(PostgresError)
     case copyIn
+    case copyOut
     case pipelineSync
     case pipelineAborted
 }
@@ -161,6 +173,25 @@ final class LibPQConnection {
 
     // MARK: - Receiving
 
+    /// Appends the next message of a COPY OUT's data to `buffer` without blocking (`PQgetCopyData` in async mode).
+    func getCopyData(appendingTo buffer: inout [UInt8]) -> CopyDataProgress {
+        var message: UnsafeMutablePointer<CChar>?
+        let length = PQgetCopyData(connection, &message, 1)
+        if length > 0, let message {
+            // A typed buffer pointer, which appends with one memcpy (a raw one would go byte by byte).
+            message.withMemoryRebound(to: UInt8.self, capacity: Int(length)) {
+                buffer.append(contentsOf: UnsafeBufferPointer(start: $0, count: Int(length)))
+            }
+            PQfreemem(message)
+            return .data
+        }
+        switch length {
+        case 0: return .waitReadable
+        case -1: return .ended
+        default: return .failed(errorMessage)
+        }
+    }
+
     /// Reads what the socket has; false when the connection is broken.
     func consumeInput() -> Bool { PQconsumeInput(connection) == 1 }
 
@@ -175,6 +206,7 @@ final class LibPQConnection {
             guard keepingRows else { return .command(affectedRows: Self.affectedRows(result)) }
             return .rows(Self.rows(result))
         case PGRES_COPY_IN: return .copyIn
+        case PGRES_COPY_OUT: return .copyOut
         case PGRES_PIPELINE_SYNC: return .pipelineSync
         case PGRES_PIPELINE_ABORTED: return .pipelineAborted
         default: return .error(error(result))

@@ -113,7 +113,7 @@ extension PostgresConnection {
             noteHiddenResult(of: operation, succeeded: false)
         case .pipelineAborted:
             noteHiddenResult(of: operation, succeeded: false)
-        case .copyIn: break
+        case .copyIn, .copyOut: break
         case .pipelineSync:
             progress.syncsReceived += 1
             if !progress.currentBatchFailed { progress.committedRows += progress.currentBatchRows }

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Public methods may be called from any task; statements queue up and run one at a time, in order, on the
 /// connection's loop. No libpq call that can block runs on Swift's cooperative pool: connecting, sending,
-/// reading and COPY are non-blocking on the loop, and cancel requests use a thread of their own.
+/// reading and COPY (in either direction) are non-blocking on the loop, and cancel requests use a thread of their own.
 public final class PostgresConnection: PostgresQueryable, @unchecked Sendable {
     // @unchecked: all mutable state is confined to `loop` (asserted there); `closedFlag` is atomic.
 
@@ -17,7 +17,7 @@ public final class PostgresConnection: PostgresQueryable, @unchecked Sendable {
     public let defaultTimeout: Duration?
     let logger: Logger
     let closedFlag = Atomic<Bool>(false)
-    private let nextOperationID = Atomic<UInt64>(1)
+    private let operationIDs = Atomic<UInt64>(1)
 
     // Loop-confined state, driven by the extension in PostgresConnectionDriver.swift.
     var libpq: LibPQConnection?
@@ -148,8 +148,13 @@ public final class PostgresConnection: PostgresQueryable, @unchecked Sendable {
         name.split(separator: ".").map { quoteIdentifier(String($0)) }.joined(separator: ".")
     }
 
+    /// A fresh id for an operation, so a late cancel or timer can tell it from the ones after it.
+    func nextOperationID() -> UInt64 {
+        operationIDs.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
     func run(_ work: PostgresOperation.Work, timeout: Duration?) async throws -> [PostgresRows] {
-        let id = nextOperationID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let id = nextOperationID()
         let cancelled = PostgresOperation.CancelFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

@@ -91,6 +91,8 @@ extension PostgresConnection {
     func cancel(operationID: UInt64, reason: PostgresError) {
         assert(loop.isInLoop, "PostgresConnection.cancel must run on the connection's loop")
         if let running, running.id == operationID {
+            // Nobody takes a cancelled copy's data: read on (discarding it) to see the server's answer.
+            if case .copyOut(_, let sink) = running.work { sink.abandon() }
             guard running.cancelReason == nil else { return }
             running.cancelReason = reason
             cancelRequest?.sendInBackground()
@@ -128,6 +130,9 @@ extension PostgresConnection {
             return libpq.sendQuery(query.sql, query.parameters)
         case .script(let sql), .copy(let sql, _):
             return libpq.sendScript(sql)
+        case .copyOut(let sql, _):
+            // The extended protocol, which takes exactly one statement.
+            return libpq.sendQuery(sql, [])
         case .prepared(let statement, let values):
             if preparedStatements.lookUp(statement.name) {
                 return libpq.sendPrepared(name: statement.name, values)
@@ -190,6 +195,9 @@ extension PostgresConnection {
         if let notificationHandler {
             for notification in notifications { notificationHandler(notification) }
         }
+        if let running, running.copying, case .copyOut = running.work {
+            guard continueCopyOut() else { return }
+        }
         drainResults()
     }
 
@@ -217,6 +225,15 @@ extension PostgresConnection {
         case .copyIn:
             operation.copying = true
             continueCopy()
+        case .copyOut:
+            guard case .copyOut = operation.work else {
+                // Only `copyOut` has somewhere to put the data; libpq would hand back this result forever.
+                fail(with: PostgresError(.client, "COPY … TO STDOUT runs through copyOut, not as a query"))
+                return
+            }
+            operation.copying = true
+            operation.copyOutBuffer.reserveCapacity(Self.copyOutBufferCapacity(operation))
+            _ = continueCopyOut()
         case .pipelineSync, .pipelineAborted: break
         }
     }
@@ -232,7 +249,7 @@ extension PostgresConnection {
             // Say, a DEALLOCATE or PREPARE in an aborted transaction.
             noteHiddenResult(of: operation, succeeded: false)
         case .pipelineAborted: noteHiddenResult(of: operation, succeeded: false)
-        case .copyIn, .command: break
+        case .copyIn, .copyOut, .command: break
         case .pipelineSync:
             _ = libpq.exitPipelineMode()
             finishRunning(operation)
@@ -271,6 +288,61 @@ extension PostgresConnection {
         case .waitWritable: watch([.readable, .writable])
         case .failed(let message): fail(with: PostgresError(.connectionFailed, message))
         }
+    }
+
+    /// Moves a COPY OUT's data from libpq into chunks for its sink; true once the data has ended (the command's
+    /// result is then read like any other).
+    ///
+    /// Returns false to wait: for the socket to be readable, or, when the sink is full, for `resumeCopyOut`.
+    private func continueCopyOut() -> Bool {
+        guard let libpq, let operation = running, case .copyOut(_, let sink) = operation.work,
+            !operation.copyOutPaused
+        else { return false }
+        // A local buffer: appending to the operation's property would check exclusive access once per row.
+        var buffer = operation.copyOutBuffer
+        operation.copyOutBuffer = []
+        while true {
+            switch libpq.getCopyData(appendingTo: &buffer) {
+            case .data:
+                guard buffer.count >= sink.chunkBytes else { continue }
+                let chunk = buffer
+                buffer = []
+                buffer.reserveCapacity(Self.copyOutBufferCapacity(operation))
+                guard sink.push(chunk) else {
+                    // Unread data then waits in the socket, and the server waits for room.
+                    operation.copyOutBuffer = buffer
+                    operation.copyOutPaused = true
+                    watch([])
+                    return false
+                }
+            case .waitReadable:
+                operation.copyOutBuffer = buffer
+                return false
+            case .ended:
+                if !buffer.isEmpty { _ = sink.push(buffer) }
+                operation.copying = false
+                return true
+            case .failed(let message):
+                fail(with: PostgresError(.connectionFailed, "lost the database connection during COPY: \(message)"))
+                return false
+            }
+        }
+    }
+
+    /// Reads on after the sink of the running COPY OUT made room (or was abandoned).
+    func resumeCopyOut(operationID: UInt64) {
+        assert(loop.isInLoop, "PostgresConnection.resumeCopyOut must run on the connection's loop")
+        guard let operation = running, operation.id == operationID, operation.copyOutPaused else { return }
+        operation.copyOutPaused = false
+        watch(.readable)
+        // libpq may hold data already, which no readable event would announce.
+        if continueCopyOut() { drainResults() }
+    }
+
+    /// A chunk and the message that completes it: messages are about one row each, so rarely more than this.
+    private static func copyOutBufferCapacity(_ operation: PostgresOperation) -> Int {
+        guard case .copyOut(_, let sink) = operation.work else { return 0 }
+        return sink.chunkBytes + 8192
     }
 
     func finishRunning(_ operation: PostgresOperation) {
@@ -332,7 +404,9 @@ extension PostgresConnection: IOHandler {
             return
         }
         if events.contains(.writable) {
-            if running?.copying == true {
+            if let running, running.copying, case .copyOut = running.work {
+                // Everything was sent before the data began to come.
+            } else if running?.copying == true {
                 continueCopy()
             } else if running?.batchProgress != nil {
                 continueBatches()

@@ -43,6 +43,8 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let decoding = Code(name: "decoding")
         /// A migration could not be applied or no longer matches what was applied.
         public static let migration = Code(name: "migration")
+        /// The server's data was not in the format expected (a malformed or truncated binary COPY stream).
+        public static let malformedData = Code(name: "malformedData")
         /// libpq refused a request (for example a malformed connection string).
         public static let client = Code(name: "client")
     }

@@ -14,6 +14,8 @@ final class PostgresOperation: @unchecked Sendable {
         /// One execution per row, a pipeline sync (own transaction) every `batchSize` rows.
         case preparedBatches(PostgresStatement, PostgresParameterBatch, batchSize: Int)
         case copy(sql: String, chunks: [[UInt8]])
+        /// A `COPY … TO STDOUT`: its data goes to the sink as it arrives, and so does its end (no continuation).
+        case copyOut(sql: String, sink: PostgresCopyOutSink)
     }
 
     /// Where a `.preparedBatches` operation is: rows sent, batches in flight, rows committed.
@@ -59,13 +61,17 @@ final class PostgresOperation: @unchecked Sendable {
     var commandIndex = 0
     var copying = false
     var copyChunk = 0
+    /// COPY OUT data not yet handed to the sink.
+    var copyOutBuffer: [UInt8] = []
+    /// Whether the loop stopped reading because the sink is full.
+    var copyOutPaused = false
     var batchProgress: BatchProgress?
     var results: [PostgresRows] = []
     var error: PostgresError?
 
     init(
         id: UInt64, work: Work, timeout: Duration?, cancelFlag: CancelFlag,
-        continuation: CheckedContinuation<[PostgresRows], any Error>
+        continuation: CheckedContinuation<[PostgresRows], any Error>?
     ) {
         self.id = id
         self.work = work
@@ -75,6 +81,7 @@ final class PostgresOperation: @unchecked Sendable {
     }
 
     func finish(_ result: Result<[PostgresRows], any Error>) {
+        if case .copyOut(_, let sink) = work { sink.finish(result.map { $0.last?.affectedRowCount ?? 0 }) }
         continuation?.resume(with: result)
         continuation = nil
     }
