@@ -56,6 +56,14 @@ struct FastPathTests {
             #expect(fromMemory == awaited, sourceLocation: sourceLocation)
             return awaited
         }
+
+        /// `expectSameAnswer`, and the fast path answered (did not decline).
+        func expectAnsweredFromMemory(
+            _ key: String, _ context: RequestContext, sourceLocation: SourceLocation = #_sourceLocation
+        ) async {
+            _ = await expectSameAnswer(key, context, sourceLocation: sourceLocation)
+            #expect(fromMemory(key, context) != .declined, sourceLocation: sourceLocation)
+        }
     }
 
     /// Runs `body` with a service whose merges listen (so ids resolve from memory), owning boards by `ownership`
@@ -94,10 +102,8 @@ struct FastPathTests {
             #expect(standing?.globalPosition == 3 && standing?.friendsPosition == 3 && standing?.highScore == 10)
             #expect(fixture.fromMemory("points", service.context(for: alice)) != .declined)
             // A guest reading the board, and a player who has no score on it.
-            _ = await fixture.expectSameAnswer("points", service.context(for: nil))
-            #expect(fixture.fromMemory("points", service.context(for: nil)) != .declined)
-            _ = await fixture.expectSameAnswer("points", service.context(for: stranger))
-            #expect(fixture.fromMemory("points", service.context(for: stranger)) != .declined)
+            await fixture.expectAnsweredFromMemory("points", service.context(for: nil))
+            await fixture.expectAnsweredFromMemory("points", service.context(for: stranger))
         }
     }
 
@@ -169,8 +175,7 @@ struct FastPathTests {
             _ = try await service.engine.currentIndex(of: board)
             #expect(fixture.fromMemory("points", service.context(for: nil)) != .declined)
             // A listening process knows every merge, so a caller never seen before resolves from memory too.
-            _ = await fixture.expectSameAnswer("points", service.context(for: alice))
-            #expect(fixture.fromMemory("points", service.context(for: alice)) != .declined)
+            await fixture.expectAnsweredFromMemory("points", service.context(for: alice))
         }
     }
 
@@ -182,8 +187,7 @@ struct FastPathTests {
             let alice = RaveID.random()
             try await service.submit(10, by: alice, to: "points")
             let fixture = Fixture(service: service, merges: service.engine.merges)
-            _ = await fixture.expectSameAnswer("points", service.context(for: nil))
-            #expect(fixture.fromMemory("points", service.context(for: nil)) != .declined)
+            await fixture.expectAnsweredFromMemory("points", service.context(for: nil))
             _ = await fixture.awaited("points", service.context(for: alice))
             #expect(fixture.fromMemory("points", service.context(for: alice)) == .declined)
         }
