@@ -122,7 +122,7 @@ let package = Package(
             name: "RaveTestSupport",
             dependencies: [
                 "RavePostgres", "RaveRPC", "RaveRuntime", "RaveServices", "RaveTelemetry", "RaveTransport",
-                "RaveCrypto", "COpenSSL", "RaveMerges", "Identity",
+                "RaveCrypto", "COpenSSL", "CRaveSystem", "RaveMerges", "Identity",
             ],
             path: "Tests/RaveTestSupport"),
 
@@ -290,7 +290,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RaveTransportTests",
-            dependencies: ["RaveTransport", "CRaveSystem"],
+            dependencies: ["RaveTransport", "CRaveSystem", "RaveTestSupport"],
             path: "Tests/RaveTransportTests"
         ),
         .testTarget(
@@ -318,7 +318,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RaveProtobufTests",
-            dependencies: ["RaveProtobuf", "RaveMessages", "CRaveProto", "RaveServices", "RaveTelemetry"],
+            dependencies: [
+                "RaveProtobuf", "RaveMessages", "CRaveProto", "RaveServices", "RaveTelemetry", "RaveTestSupport",
+            ],
             path: "Tests/RaveProtobufTests",
             exclude: ["crosscheck"]
         ),

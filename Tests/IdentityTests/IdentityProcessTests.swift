@@ -83,19 +83,14 @@ struct IdentityProcessTests {
     ) throws -> (status: Int32, log: String) {
         let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         let logURL = FileManager.default.temporaryDirectory.appendingPathComponent("rave-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: logURL) }
-        let process = Process()
-        process.executableURL = directory.appendingPathComponent(name)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardError = try FileHandle(forWritingTo: logURL)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess.start(
+            directory.appendingPathComponent(name).path, arguments,
+            environment: ChildProcess.environment(adding: environment), errors: .file(logURL.path))
         let deadline = Date().addingTimeInterval(60)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return (process.terminationStatus, (try? String(contentsOf: logURL, encoding: .utf8)) ?? "")
+        process.signal(SIGTERM)
+        let ended = process.wait()
+        return (ended.status, (try? String(contentsOf: logURL, encoding: .utf8)) ?? "")
     }
 }

@@ -133,9 +133,8 @@ final class Acknowledgements: Sendable {
 }
 
 /// The `leaderboards` executable built next to the test bundle, on free ports, without social and identity.
-final class LeaderboardsProcess: @unchecked Sendable {
-    // @unchecked: `Process` is not Sendable; one test task owns each instance and calls it sequentially.
-    private let process: Process
+final class LeaderboardsProcess: Sendable {
+    private let process: ChildProcess
     let port: Int
     private let logPath: String
 
@@ -144,18 +143,15 @@ final class LeaderboardsProcess: @unchecked Sendable {
         port = try LoopbackPort.unused()
         logPath = FileManager.default.temporaryDirectory.appendingPathComponent("rave-lb-\(UUID()).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process = Process()
-        process.executableURL = directory.appendingPathComponent("leaderboards")
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "RAVE_DATABASE_URL": databaseURL, "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": "127.0.0.1:\(port)",
-            "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try LoopbackPort.unused())", "RAVE_LOG_LEVEL": "warning",
-            "RAVE_LEADERBOARDS_SOCIAL_ADDRESS": "off", "RAVE_LEADERBOARDS_IDENTITY_ADDRESS": "off",
-            // A stable address, as a StatefulSet pod's: the restarted process takes the killed one's boards at once.
-            "RAVE_LEADERBOARDS_ADVERTISE_ADDRESS": "leaderboards-0.leaderboards:7503",
-        ]) { $1 }
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess.start(
+            directory.appendingPathComponent("leaderboards").path,
+            environment: ChildProcess.environment(adding: [
+                "RAVE_DATABASE_URL": databaseURL, "RAVE_CERT_DIR": certificates, "RAVE_LISTEN": "127.0.0.1:\(port)",
+                "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try LoopbackPort.unused())", "RAVE_LOG_LEVEL": "warning",
+                "RAVE_LEADERBOARDS_SOCIAL_ADDRESS": "off", "RAVE_LEADERBOARDS_IDENTITY_ADDRESS": "off",
+                // A stable address, as a StatefulSet pod's: the restarted process takes the killed one's boards at once.
+                "RAVE_LEADERBOARDS_ADVERTISE_ADDRESS": "leaderboards-0.leaderboards:7503",
+            ]), errors: .file(logPath))
     }
 
     /// Connects once the process accepts calls (it loads its indexes first); fails after 60 s with its log.
@@ -176,14 +172,13 @@ final class LeaderboardsProcess: @unchecked Sendable {
 
     /// SIGKILL: no drain, no flush, exactly as a crash.
     func kill() {
-        _ = Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.kill()
         try? FileManager.default.removeItem(atPath: logPath)
     }
 
     /// SIGTERM and wait for the drain.
     func stop() async {
-        process.terminate()
+        process.signal(SIGTERM)
         while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
         try? FileManager.default.removeItem(atPath: logPath)
     }

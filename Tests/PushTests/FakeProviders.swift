@@ -2,6 +2,7 @@ import Foundation
 import RaveHTTPClient
 import RaveMessages
 import RaveTelemetry
+import RaveTestSupport
 import Testing
 
 @testable import Push
@@ -23,14 +24,8 @@ struct FakeProviders {
             "rave-push-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         func openssl(_ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = arguments
-            process.currentDirectoryURL = directory
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw PushError(.configuration, "openssl \(arguments) failed") }
+            let process = try ChildProcess.start("/usr/bin/openssl", arguments, directory: directory.path)
+            guard process.wait() == .exited(0) else { throw PushError(.configuration, "openssl \(arguments) failed") }
         }
         try openssl([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
@@ -56,26 +51,15 @@ struct FakeProviders {
             throw PushError(.configuration, "the Fixtures resource is missing")
         }
         let logFile = material.directory.appendingPathComponent("requests-\(UUID().uuidString).jsonl")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [
-            fixtures.appendingPathComponent("fake_provider.py").path, "--cert", material.certificate, "--key",
-            material.serverKey, "--log", logFile.path,
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        defer {
-            // SIGKILL: the test process may block SIGTERM (the service runtime does), and children inherit that.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        var line = ""
-        while !line.hasSuffix("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { throw PushError(.configuration, "the fake provider exited") }
-            line += String(decoding: chunk, as: UTF8.self)
-        }
+        let process = try ChildProcess.start(
+            "/usr/bin/python3",
+            [
+                fixtures.appendingPathComponent("fake_provider.py").path, "--cert", material.certificate, "--key",
+                material.serverKey, "--log", logFile.path,
+            ], output: .pipe)
+        // SIGKILL: the server has nothing to drain.
+        defer { process.kill() }
+        guard let line = process.readLine() else { throw PushError(.configuration, "the fake provider exited") }
         let port = line.trimmingCharacters(in: .whitespacesAndNewlines)
         return try await body(FakeProviders(material: material, baseURL: "https://127.0.0.1:\(port)", logFile: logFile))
     }

@@ -80,29 +80,17 @@ final class TemporaryCluster: Sendable {
 
     // MARK: - Process helpers
 
-    /// Runs `command` and waits for it with posix_spawn/waitpid: Foundation's `Process` reaps children through
-    /// a signal source that never fired here, leaving waits hanging on zombies.
+    /// Runs `command` and waits for it.
     private static func run(_ command: [String]) throws {
         // A file, not a pipe: the server pg_ctl starts would inherit a pipe and keep it open.
         let outputPath = NSTemporaryDirectory() + "rave-pg-tool-" + UUID().uuidString + ".log"
         defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, command[0], &actions, nil, &arguments, environ)
-        guard spawned == 0 else { throw ClusterError("cannot run \(command[0]): error \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exitCode = (status >> 8) & 0xff
-        guard status & 0x7f == 0, exitCode == 0 else {
+        let ended = try ChildProcess.start(
+            command[0], Array(command.dropFirst()), output: .file(outputPath), errors: .standardOutput
+        ).wait()
+        guard ended == .exited(0) else {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-            throw ClusterError("\(command.joined(separator: " ")) failed (status \(status)): \(text)")
+            throw ClusterError("\(command.joined(separator: " ")) failed (\(ended)): \(text)")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RaveMessages
+import RaveTestSupport
 import Testing
 
 /// Compares our protobuf-c based encoding with Google's Python implementation (python3-protobuf).
@@ -18,17 +19,13 @@ import Testing
         try Data(SampleMessages.container.protobufBytes()).write(to: ours)
 
         let script = Self.repositoryRoot.appendingPathComponent("Tests/RaveProtobufTests/crosscheck/crosscheck.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [script.path, Self.repositoryRoot.path, ours.path, theirs.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "crosscheck.py failed: \(report)")
-        guard process.terminationStatus == 0 else { return }
+        let process = try ChildProcess.start(
+            "/usr/bin/python3", [script.path, Self.repositoryRoot.path, ours.path, theirs.path], output: .pipe,
+            errors: .standardOutput)
+        let report = String(decoding: process.collectOutput().output, as: UTF8.self)
+        let ended = process.wait()
+        #expect(ended == .exited(0), "crosscheck.py failed (\(ended)): \(report)")
+        guard ended == .exited(0) else { return }
 
         let decoded = try TestingV1.Container(protobufBytes: [UInt8](Data(contentsOf: theirs)))
         #expect(decoded == SampleMessages.container)

@@ -1,5 +1,6 @@
 import Foundation
 import RaveTelemetry
+import RaveTestSupport
 import Testing
 
 @Suite struct MetricsTests {
@@ -130,25 +131,15 @@ import Testing
                     "samples": [{"name": s.name, "labels": s.labels, "value": s.value} for s in family.samples]}
             print(json.dumps(out))
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", script]
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        input.fileHandleForWriting.write(Data(text.utf8))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let diagnostics = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let process = try ChildProcess.start(
+            "/usr/bin/python3", ["-c", script], input: .pipe, output: .pipe, errors: .pipe)
+        try process.write(Array(text.utf8))
+        process.closeInput()
+        let (data, diagnostics) = process.collectOutput()
+        guard process.wait() == .exited(0) else {
             Issue.record("prometheus_client rejected the exposition: \(String(decoding: diagnostics, as: UTF8.self))")
             return [:]
         }
-        return try JSONDecoder().decode([String: Family].self, from: data)
+        return try JSONDecoder().decode([String: Family].self, from: Data(data))
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import RaveMessages
 import RaveRPC
 import RaveTelemetry
+import RaveTestSupport
 import RaveTransport
 import Testing
 
@@ -13,8 +14,8 @@ struct ProcessSignalTests {
         defer { try? FileManager.default.removeItem(atPath: certificates) }
         try DevelopmentCertificates.write(to: certificates, services: ["echo"])
         let port = try freeLoopbackPort()
-        let server = try ChildProcess.start(
-            executable: try ChildProcess.siblingExecutable("ravectl"),
+        let server = try LoggedChild.start(
+            executable: try LoggedChild.siblingExecutable("ravectl"),
             arguments: [
                 "serve-echo", "--listen", "127.0.0.1:\(port)", "--cert", "\(certificates)/echo.pem", "--key",
                 "\(certificates)/echo-key.pem",
@@ -33,7 +34,7 @@ struct ProcessSignalTests {
         #expect(try await echo(connection, payload: [7], delayMs: 0) == [7])
         let slowCall = Task { try await echo(connection, payload: [1, 2, 3], delayMs: 500) }
         try await Task.sleep(for: .milliseconds(100))
-        kill(server.processIdentifier, SIGTERM)
+        server.signal(SIGTERM)
 
         // The listener closes first, so a refused connection shows the drain has begun.
         var refused = false
@@ -72,11 +73,11 @@ struct ProcessSignalTests {
 }
 
 /// A child process whose standard error goes to a temporary file the test can read.
-final class ChildProcess: Sendable {
-    private let process: Process
+final class LoggedChild: Sendable {
+    private let process: ChildProcess
     private let logPath: String
 
-    private init(process: Process, logPath: String) {
+    private init(process: ChildProcess, logPath: String) {
         self.process = process
         self.logPath = logPath
     }
@@ -91,19 +92,13 @@ final class ChildProcess: Sendable {
         return path
     }
 
-    static func start(executable: String, arguments: [String]) throws -> ChildProcess {
+    static func start(executable: String, arguments: [String]) throws -> LoggedChild {
         let logPath = NSTemporaryDirectory() + "rave-child-\(UUID().uuidString).log"
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return ChildProcess(process: process, logPath: logPath)
+        let process = try ChildProcess.start(executable, arguments, errors: .file(logPath))
+        return LoggedChild(process: process, logPath: logPath)
     }
 
-    var processIdentifier: Int32 { process.processIdentifier }
+    func signal(_ signal: Int32) { process.signal(signal) }
 
     /// Everything the process wrote to standard error so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -121,16 +116,11 @@ final class ChildProcess: Sendable {
 
     /// The exit status, once the process ended.
     func waitForExit(within limit: Duration) async throws -> Int32 {
-        let deadline = ContinuousClock.now + limit
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else { throw TestFailure("the process still runs after \(limit)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return process.terminationStatus
+        try await process.wait(within: limit).status
     }
 
     func killIfRunning() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.kill()
         try? FileManager.default.removeItem(atPath: logPath)
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Runs a program a test drives from outside (curl, nghttp, bash), on a thread of its own so the cooperative pool
 /// never waits for it.
@@ -17,31 +16,14 @@ public enum ExternalCommand {
         _ executable: String, _ arguments: [String], in directory: String? = nil, environment: [String: String] = [:]
     ) async throws -> Outcome {
         try await onOwnThread {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            // Both pipes are drained while it runs (standard error on a thread of its own), so a chatty program
-            // never blocks on a full pipe.
-            let errorText = Mutex(Data())
-            let errorsRead = DispatchSemaphore(value: 0)
-            Thread.detachNewThread {
-                let data = errors.fileHandleForReading.readDataToEndOfFile()
-                errorText.withLock { $0 = data }
-                errorsRead.signal()
-            }
-            let out = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            errorsRead.wait()
+            let child = try ChildProcess.start(
+                executable, arguments, environment: ChildProcess.environment(adding: environment), directory: directory,
+                output: .pipe, errors: .pipe)
+            // Both pipes are drained together while it runs, so a chatty program never blocks on a full pipe.
+            let (output, errors) = child.collectOutput()
             return Outcome(
-                status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
-                errors: String(decoding: errorText.withLock { $0 }, as: UTF8.self))
+                status: child.wait().status, output: String(decoding: output, as: UTF8.self),
+                errors: String(decoding: errors, as: UTF8.self))
         }
     }
 

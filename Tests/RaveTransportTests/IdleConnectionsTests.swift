@@ -1,8 +1,9 @@
 import Foundation
+import RaveTransport
 import Synchronization
 import Testing
 
-@testable import RaveTransport
+@testable import RaveTestSupport
 
 /// Ten thousand TLS connections that handshake and then sit idle leave the server serving new connections.
 ///
@@ -99,8 +100,7 @@ private final class CountingEchoHandler: ChannelHandler {
 /// A Python process that opens `count` TLS connections, `concurrency` handshakes at a time, reports
 /// "open N failed M" on standard output, and holds the connections until its standard input closes.
 private final class IdleClientProcess: Sendable {
-    private let process: Process
-    private let input: Pipe
+    private let process: ChildProcess
     private let outputPath: String
 
     static let script = """
@@ -133,25 +133,17 @@ private final class IdleClientProcess: Sendable {
         asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]))
         """
 
-    private init(process: Process, input: Pipe, outputPath: String) {
+    private init(process: ChildProcess, outputPath: String) {
         self.process = process
-        self.input = input
         self.outputPath = outputPath
     }
 
     static func start(port: Int, count: Int, concurrency: Int, caPath: String) throws -> IdleClientProcess {
         let outputPath = NSTemporaryDirectory() + "rave-idle-clients-\(UUID().uuidString).out"
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        let input = Pipe()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, String(port), String(count), String(concurrency), caPath]
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        return IdleClientProcess(process: process, input: input, outputPath: outputPath)
+        let process = try ChildProcess.start(
+            "/usr/bin/python3", ["-c", script, String(port), String(count), String(concurrency), caPath],
+            input: .pipe, output: .file(outputPath), errors: .standardOutput)
+        return IdleClientProcess(process: process, outputPath: outputPath)
     }
 
     private var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
@@ -172,9 +164,9 @@ private final class IdleClientProcess: Sendable {
 
     /// Closes the clients' standard input so they exit, and waits briefly; kills them if they linger.
     func stop() {
-        try? input.fileHandleForWriting.close()
+        process.closeInput()
         for _ in 0..<200 where process.isRunning { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.kill()
         try? FileManager.default.removeItem(atPath: outputPath)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RaveTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -6,25 +7,18 @@ import Glibc
 
 /// A local APNs (PushTests' Fixtures/fake_provider.py, on Debian's python3-h2) that the stack's push service
 /// delivers to: its own certificate, which push trusts through RAVE_PUSH_CA_FILE, and a log of every request it answered.
-final class FakeAPNs: @unchecked Sendable {
-    // @unchecked: every property is set once in init; Process is only signalled and waited for afterwards.
+final class FakeAPNs: Sendable {
     let baseURL: String
     let certificate: String
     let signingKey: String
     private let logFile: URL
-    private let process: Process
+    private let process: ChildProcess
 
     /// Makes the server's certificate and an APNs signing key with the openssl command, then starts the server.
     init(directory: URL) throws {
         func openssl(_ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = arguments
-            process.currentDirectoryURL = directory
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw StackError("openssl \(arguments) failed") }
+            let process = try ChildProcess.start("/usr/bin/openssl", arguments, directory: directory.path)
+            guard process.wait() == .exited(0) else { throw StackError("openssl \(arguments) failed") }
         }
         try openssl([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
@@ -38,21 +32,13 @@ final class FakeAPNs: @unchecked Sendable {
         // PushTests' fake provider, from the source tree: one script plays APNs for both test targets.
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../PushTests/Fixtures/fake_provider.py").standardizedFileURL
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [
-            script.path, "--cert", certificate, "--key", directory.appendingPathComponent("apns-server-key.pem").path,
-            "--log", logFile.path,
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        var line = ""
-        while !line.hasSuffix("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { throw StackError("the fake APNs exited before listening") }
-            line += String(decoding: chunk, as: UTF8.self)
-        }
+        process = try ChildProcess.start(
+            "/usr/bin/python3",
+            [
+                script.path, "--cert", certificate, "--key",
+                directory.appendingPathComponent("apns-server-key.pem").path, "--log", logFile.path,
+            ], output: .pipe)
+        guard let line = process.readLine() else { throw StackError("the fake APNs exited before listening") }
         baseURL = "https://127.0.0.1:" + line.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -86,9 +72,8 @@ final class FakeAPNs: @unchecked Sendable {
         }
     }
 
-    /// SIGKILL: the test process may block SIGTERM (the service runtime does), and children inherit that.
+    /// SIGKILL: the server has nothing to drain.
     func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.kill()
     }
 }

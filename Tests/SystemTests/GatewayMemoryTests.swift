@@ -105,7 +105,7 @@ final class GatewayProcess {
     let directory: String
     let port: Int
     let adminPort: Int
-    let process: Process
+    let process: ChildProcess
 
     static func start() throws -> GatewayProcess {
         let build = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
@@ -128,16 +128,11 @@ final class GatewayProcess {
         for service in ["identity", "social", "leaderboards", "gifts", "push", "wallet"] {
             environment["RAVE_GATEWAY_\(service.uppercased())_ADDRESSES"] = "127.0.0.1:1"
         }
-        let process = Process()
-        process.executableURL = executable
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess.start(executable.path, environment: environment)
         return GatewayProcess(directory: directory, port: port, adminPort: adminPort, process: process)
     }
 
-    private init(directory: String, port: Int, adminPort: Int, process: Process) {
+    private init(directory: String, port: Int, adminPort: Int, process: ChildProcess) {
         self.directory = directory
         self.port = port
         self.adminPort = adminPort
@@ -167,8 +162,7 @@ final class GatewayProcess {
     }
 
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.kill()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import RaveMessages
+import RaveTestSupport
 import Testing
 
 /// The operator's story, told with the real `ravectl admin` executable.
@@ -115,26 +116,18 @@ struct Ravectl {
     func run(_ arguments: [String]) async throws -> (status: Int32, standardOutput: String, standardError: String) {
         let output = directory.appendingPathComponent("stdout-\(UUID().uuidString)")
         let errors = directory.appendingPathComponent("stderr-\(UUID().uuidString)")
-        for file in [output, errors] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments + (arguments.contains("--help") ? [] : target)
-        process.currentDirectoryURL = directory
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("RAVE_") }
         environment["XDG_CONFIG_HOME"] = directory.path
         environment["HOME"] = directory.path
-        process.environment = environment
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        process.standardInput = FileHandle.nullDevice
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
+        let process = try ChildProcess.start(
+            executable.path, arguments + (arguments.contains("--help") ? [] : target), environment: environment,
+            directory: directory.path, output: .file(output.path), errors: .file(errors.path))
+        let status: Int32
+        do {
+            status = try await process.wait(within: .seconds(120)).status
+        } catch {
+            process.kill()
+            throw error
         }
         return (
             status, try String(contentsOf: output, encoding: .utf8), try String(contentsOf: errors, encoding: .utf8)

@@ -1,4 +1,5 @@
 import Foundation
+import RaveTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,7 @@ final class StackProcess: @unchecked Sendable {
     let adminPort: Int
     let logFile: URL
     private let lock = NSLock()
-    private var process: Process?
+    private var process: ChildProcess?
 
     /// The directory the test bundle was built into, where SwiftPM also puts every executable product.
     static var buildDirectory: URL {
@@ -44,44 +45,29 @@ final class StackProcess: @unchecked Sendable {
 
     /// Starts the executable, appending its stdout and stderr to `logFile`.
     func start() throws {
-        if !FileManager.default.fileExists(atPath: logFile.path) {
-            _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        }
-        let log = try FileHandle(forWritingTo: logFile)
-        try log.seekToEnd()
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try log.close()
+        let process = try ChildProcess.start(
+            executable.path, arguments, environment: environment, output: .file(logFile.path),
+            errors: .standardOutput)
         lock.withLock { self.process = process }
     }
 
     /// SIGKILL, then waits for the exit: no drain, exactly what a crash looks like to the rest of the stack.
     func kill() {
-        guard let process = lock.withLock({ self.process }) else { return }
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        lock.withLock({ self.process })?.kill()
     }
 
     /// SIGTERM, then waits for the exit: the drain a deployment's rolling update gives a process.
     func terminate() {
         guard let process = lock.withLock({ self.process }) else { return }
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
+        process.signal(SIGTERM)
+        process.wait()
     }
 
     var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
 
     /// How the process ended ("status 78", "signal 11"), for failure messages.
     var exitDescription: String {
-        guard let process = lock.withLock({ self.process }), !process.isRunning else { return "still running" }
-        let kind = process.terminationReason == .uncaughtSignal ? "signal" : "status"
-        return "\(kind) \(process.terminationStatus)"
+        lock.withLock({ self.process })?.ended?.description ?? "still running"
     }
 
     /// The last `lines` lines of the log, for failure messages.

@@ -92,10 +92,10 @@ struct WalletCrashTests {
         _ wallet: WalletV1.WalletClient, _ players: [RaveID], _ process: WalletProcess
     ) async throws -> [SentBatch] {
         let acknowledged = AcknowledgedCount()
-        let pid = process.process.processIdentifier
+        let child = process.process
         let killer = Task {
             while acknowledged.value.load(ordering: .relaxed) < 20 { try await Task.sleep(for: .milliseconds(5)) }
-            kill(pid, SIGKILL)
+            child.signal(SIGKILL)
         }
         let sent = await withTaskGroup(of: [SentBatch].self) { group in
             for player in players {
@@ -129,7 +129,7 @@ struct WalletCrashTests {
             return all
         }
         try await killer.value
-        process.process.waitUntilExit()
+        try await process.process.wait(within: .seconds(30))
         return sent
     }
 

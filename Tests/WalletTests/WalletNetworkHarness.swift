@@ -85,7 +85,7 @@ enum WalletNetworkHarness {
 
 /// The real `wallet` executable, built next to the test bundle, run as a child process.
 final class WalletProcess {
-    let process = Process()
+    let process: ChildProcess
     let port: Int
     let logURL: URL
 
@@ -94,17 +94,14 @@ final class WalletProcess {
         let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         port = try LoopbackPort.unused()
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("rave-wallet-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
-        process.executableURL = directory.appendingPathComponent("wallet")
-        process.environment = ProcessInfo.processInfo.environment.merging(
-            environment.merging([
-                "RAVE_LISTEN": "127.0.0.1:\(port)",
-                "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try LoopbackPort.unused())",
-            ]) { $1 }
-        ) { $1 }
-        process.standardError = try FileHandle(forWritingTo: logURL)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess.start(
+            directory.appendingPathComponent("wallet").path,
+            environment: ChildProcess.environment(
+                adding: environment.merging([
+                    "RAVE_LISTEN": "127.0.0.1:\(port)",
+                    "RAVE_ADMIN_LISTEN": "127.0.0.1:\(try LoopbackPort.unused())",
+                ]) { $1 }),
+            errors: .file(logURL.path))
     }
 
     /// What the process wrote to standard error so far.
@@ -112,8 +109,8 @@ final class WalletProcess {
 
     /// SIGTERM, then waits for the exit.
     func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        process.signal(SIGTERM)
+        process.wait()
         try? FileManager.default.removeItem(at: logURL)
     }
 }

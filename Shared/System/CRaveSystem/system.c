@@ -244,3 +244,13 @@ size_t rave_resident_bytes(void) {
     if (fields != 2) return 0;
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
+
+int rave_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
+
+int rave_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *directory) {
+    return posix_spawn_file_actions_addchdir_np(actions, directory);
+}
+
+int rave_spawn_add_close_from(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}

@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <spawn.h>
 
 /// One readiness event with the packed kernel layout flattened out.
 typedef struct {
@@ -81,6 +82,15 @@ size_t rave_malloc_free_bytes(void);
 int rave_malloc_trim(void);
 /// The process's resident set size in bytes (from /proc/self/statm), or 0 when it cannot be read.
 size_t rave_resident_bytes(void);
+
+// MARK: Spawning (the GNU additions to posix_spawn that Swift's Glibc module hides)
+
+/// A pipe whose two ends are close-on-exec (pipe2 with O_CLOEXEC); 0, or -1 with errno.
+int rave_pipe_cloexec(int ends[2]);
+/// Adds "change to `directory`" to a spawn's file actions; 0 or an error number.
+int rave_spawn_add_chdir(posix_spawn_file_actions_t *actions, const char *directory);
+/// Adds "close every descriptor from `lowest` up" to a spawn's file actions; 0 or an error number.
+int rave_spawn_add_close_from(posix_spawn_file_actions_t *actions, int lowest);
 
 uint32_t rave_epollin(void);
 uint32_t rave_epollout(void);
