@@ -48,9 +48,14 @@ package final class IdentityDependencies: Sendable {
         }
     }
 
-    /// The most refreshes one rotation statement takes; one statement runs at a time (a second one only for a full
-    /// group), so two never wait for each other's session locks in the common case.
+    /// The most refreshes one rotation statement takes.
     static let maximumRotationsPerStatement = 1024
+    /// Rotation statements that may run at once: a second one overlaps the first's commit. The statement locks its
+    /// sessions in id order, so two never deadlock.
+    static let concurrentRotationStatements = 2
+    /// Refreshes that must be waiting before a second statement starts beside a running one; fewer wait for the
+    /// next group, since each statement pays a commit.
+    static let minimumSecondRotation = 8
 
     private init(
         pool: PostgresPool, configuration: IdentityConfiguration, signer: AccessTokenSigner,
@@ -68,7 +73,11 @@ package final class IdentityDependencies: Sendable {
         self.configuration = configuration
         self.signer = signer
         let lifetime = configuration.sessionLifetime
-        rotations = WorkGrouper(maximumGroup: Self.maximumRotationsPerStatement) { tokens in
+        rotations = WorkGrouper(
+            maximumGroup: Self.maximumRotationsPerStatement,
+            maximumConcurrentGroups: Self.concurrentRotationStatements,
+            minimumConcurrentGroup: Self.minimumSecondRotation
+        ) { tokens in
             try await SessionStore(database: pool).rotate(refreshTokens: tokens, lifetime: lifetime)
         }
         providerVerifier = OIDCVerifier(configurations: configuration.providers)

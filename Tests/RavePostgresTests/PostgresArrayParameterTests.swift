@@ -41,11 +41,19 @@ import Testing
             ([Int.max, -1], PostgresArrayParameter([Int.max, -1]).postgresValue),
             ([id, RaveID(high: 0, low: 1)], PostgresArrayParameter([id, RaveID(high: 0, low: 1)]).postgresValue),
             ([String](), PostgresArrayParameter([String]()).postgresValue),
+            ([[UInt8]([1, 2]), []], PostgresArrayParameter([[UInt8]([1, 2]), []]).postgresValue),
         ]
         for column in columns {
             #expect(column.plain.postgresValue == column.generic, "\(type(of: column.plain))")
         }
         #expect(([Int(3)] as any PostgresEncodable).postgresValue?.type == .int8Array)
+    }
+
+    @Test func byteStringsAreWrittenAsAByteaArray() {
+        let value = [[UInt8]([0xff, 0]), []].postgresValue
+        #expect(value == PostgresValue(type: .byteaArray, bytes: int32s(1, 0, 17, 2, 1, 2) + [0xff, 0] + int32s(0)))
+        // A lone [UInt8] stays a bytea.
+        #expect([UInt8]([7]).postgresValue == PostgresValue(type: .bytea, bytes: [7]))
     }
 
     @Test func aNullElementSetsTheHeadersNullFlag() {
@@ -61,17 +69,24 @@ import Testing
                 (RaveID.random(), "ünïcode ✓", Int64.min), (RaveID.random(), "", 42),
             ]
             let result = try await connection.query(
-                "SELECT $1::uuid[] AS ids, $2::text[] AS names, $3::int8[] AS scores, $4::int8[] AS tagged",
+                """
+                SELECT $1::uuid[] AS ids, $2::text[] AS names, $3::int8[] AS scores, $4::int8[] AS tagged,
+                    $5::bytea[] AS blobs, (SELECT array_agg(length(b) ORDER BY n) FROM unnest($5::bytea[])
+                        WITH ORDINALITY AS t(b, n)) AS lengths
+                """,
                 [
                     PostgresArrayParameter(rows.lazy.map(\.id)), PostgresArrayParameter(rows.lazy.map(\.name)),
                     PostgresArrayParameter(rows.lazy.map(\.score)),
                     PostgresArrayParameter([Tagged(number: nil), Tagged(number: 9)]),
+                    [[UInt8](0...255), [], [0]],
                 ])
             let row = try #require(result.first)
             #expect(try row.decode([RaveID].self, column: "ids") == rows.map(\.id))
             #expect(try row.decode([String].self, column: "names") == rows.map(\.name))
             #expect(try row.decode([Int64].self, column: "scores") == rows.map(\.score))
             #expect(try row.decode([Tagged].self, column: "tagged") == [Tagged(number: nil), Tagged(number: 9)])
+            #expect(try row.decode([[UInt8]].self, column: "blobs") == [[UInt8](0...255), [], [0]])
+            #expect(try row.decode([Int32].self, column: "lengths") == [256, 0, 1])
         }
     }
 }

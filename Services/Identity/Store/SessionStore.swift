@@ -28,31 +28,32 @@ struct SessionStore: Sendable {
     let database: any PostgresQueryable
 
     /// The common case alone: rotates the sessions of tokens that are the latest of live sessions, many in one
-    /// statement (`IdentityDependencies.rotations`); `$1` the presented tokens' hashes and `$4` the new ones, as hex,
-    /// in pairs, and a row back per rotated session with the pair's 1-based `position`.
+    /// statement (`IdentityDependencies.rotations`); `$1` the presented tokens' hashes and `$4` the new ones, in
+    /// pairs, and a row back per rotated session with the pair's 1-based `position`.
     ///
-    /// Applies when the session is unexpired and its user live, and returns what the access token needs. No
-    /// explicit row lock and nothing to classify, so it costs PostgreSQL less than `refresh`; when it rotates
-    /// nothing, `refresh` decides why.
+    /// Applies when the session is unexpired and its user live, and returns what the access token needs; nothing
+    /// to classify, so it costs PostgreSQL less than `refresh`. When it rotates nothing, `refresh` decides why.
     ///
-    /// The token is looked up in a subquery, so the session is found by its key whatever the statistics say (a
-    /// join let a fresh database's planner start from a scan of users).
+    /// The sessions are locked in id order before any is updated, so two of these statements running at once (two
+    /// groups, each with a token of the same two sessions) wait for each other in one order and never deadlock.
     ///
     /// Two refreshes of one token cannot both rotate: in one statement, `UPDATE … FROM` changes a row once whatever
-    /// number of pairs join it; in two, the second `UPDATE` waits for the first's row lock, then rechecks the
-    /// session's generation against the committed row. Either way the other pair gets no row, and `refresh` finds
-    /// the old token and revokes the family.
+    /// number of pairs join it; in two, the second waits for the first's row lock, then rechecks the session's
+    /// generation against the committed row. Either way the other pair gets no row, and `refresh` finds the old
+    /// token and revokes the family.
     static let rotateMany = PostgresStatement(
         name: "identity_rotate_sessions",
         sql: """
             WITH asked AS (
-                SELECT t.position, decode(t.next_hex, 'hex') AS next_hash, r.session_id, r.generation
-                FROM unnest($1::text[], $4::text[]) WITH ORDINALITY AS t(token_hex, next_hex, position)
-                JOIN refresh_tokens r ON r.token_hash = decode(t.token_hex, 'hex')
+                SELECT t.position, t.next_hash, r.session_id, r.generation
+                FROM unnest($1::bytea[], $4::bytea[]) WITH ORDINALITY AS t(token_hash, next_hash, position)
+                JOIN refresh_tokens r ON r.token_hash = t.token_hash
+            ), locked AS (
+                SELECT s.id FROM sessions s WHERE s.id IN (SELECT session_id FROM asked) ORDER BY s.id FOR UPDATE
             ), rotated AS (
                 UPDATE sessions s SET generation = s.generation + 1, last_used_at = now(), expires_at = $3
-                FROM asked a, users u
-                WHERE s.id = a.session_id AND s.generation = a.generation
+                FROM asked a, locked l, users u
+                WHERE s.id = l.id AND a.session_id = l.id AND s.generation = a.generation
                     AND s.revoked_at IS NULL AND s.expires_at >= $2 AND u.id = s.user_id AND u.merged_into IS NULL
                     AND u.deleted_at IS NULL
                 RETURNING a.position, a.next_hash, s.id, s.user_id, s.app_id, s.generation,
@@ -210,8 +211,7 @@ struct SessionStore: Sendable {
         let rows = try await database.execute(
             Self.rotateMany,
             [
-                refreshTokens.map { Hex.encode(OpaqueToken.hash($0)) }, now, now.addingTimeInterval(lifetime),
-                next.map { Hex.encode(OpaqueToken.hash($0)) },
+                refreshTokens.map(OpaqueToken.hash), now, now.addingTimeInterval(lifetime), next.map(OpaqueToken.hash),
             ])
         var answers = [RotatedSession?](repeating: nil, count: refreshTokens.count)
         for row in rows {

@@ -424,12 +424,23 @@ extension UInt8: PostgresArrayElement {
     }
 }
 
+extension Array: PostgresArrayElement where Element == UInt8 {
+    /// `[[UInt8]]` is sent as `bytea[]`.
+    public static var postgresElementType: PostgresType { .bytea }
+
+    public func appendPostgresArrayElement(to bytes: inout [UInt8]) -> Bool {
+        appendBigEndian(Int32(count), to: &bytes)
+        bytes.append(contentsOf: self)
+        return true
+    }
+}
+
 /// PostgreSQL's binary array format: dimensions, a null flag, the element type, then length-prefixed elements.
 @usableFromInline
 enum PostgresArrayCoding {
     @usableFromInline
     static let arrayTypes: [PostgresType: PostgresType] = [
-        .text: .textArray, .int8: .int8Array, .int4: .int4Array, .uuid: .uuidArray,
+        .text: .textArray, .int8: .int8Array, .int4: .int4Array, .uuid: .uuidArray, .bytea: .byteaArray,
     ]
 
     /// `elements` as one array value, written in one pass into one buffer.

@@ -25,6 +25,7 @@ public struct PostgresType: Hashable, Sendable, CustomStringConvertible {
     public static let textArray = PostgresType(oid: 1009)
     public static let int8Array = PostgresType(oid: 1016)
     public static let uuidArray = PostgresType(oid: 2951)
+    public static let byteaArray = PostgresType(oid: 1001)
 
     public var description: String { "oid \(oid)" }
 
@@ -197,6 +198,9 @@ extension Array: PostgresEncodable where Element: PostgresArrayElement {
         if Element.self == Int32.self { return PostgresArrayCoding.encode(unsafeBitCast(self, to: [Int32].self)) }
         if Element.self == Int.self { return PostgresArrayCoding.encode(unsafeBitCast(self, to: [Int].self)) }
         if Element.self == RaveID.self { return PostgresArrayCoding.encode(unsafeBitCast(self, to: [RaveID].self)) }
+        if Element.self == [UInt8].self {
+            return PostgresArrayCoding.encode(unsafeBitCast(self, to: [[UInt8]].self))
+        }
         return PostgresArrayCoding.encode(self)
     }
 }
