@@ -166,7 +166,8 @@ enum BenchCommand {
         do {
             try FileManager.default.createDirectory(
                 at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try json.write(to: url, atomically: true, encoding: .utf8)
+            // Written in place, not replaced by a rename: `--out /dev/null` must stay a device.
+            try Data(json.utf8).write(to: url)
             print("  results: \(path)")
         } catch {
             print("  cannot write \(path): \(error)")

@@ -138,7 +138,8 @@ struct LoadtestReport {
             let chart = LoadtestChart(
                 timeline: measurements.timeline, warmupSeconds: settings.warmupSeconds,
                 histograms: operations.map { ($0.rawValue, measurements.histograms[$0] ?? LatencyHistogram()) })
-            try chart.svg().write(toFile: svg, atomically: true, encoding: .utf8)
+            // In place, as the results: a rename would replace a device given as the path.
+            try Data(chart.svg().utf8).write(to: URL(fileURLWithPath: svg))
             Swift.print("  results: \(path), chart: \(svg)")
         } catch {
             Swift.print("  cannot write the results: \(error)")
