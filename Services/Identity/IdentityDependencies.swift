@@ -50,8 +50,9 @@ package final class IdentityDependencies: Sendable {
 
     /// The most refreshes one rotation statement takes.
     static let maximumRotationsPerStatement = 1024
-    /// Rotation statements that may run at once: a second one overlaps the first's commit. The statement locks its
-    /// sessions in id order, so two never deadlock.
+    /// Rotation statements that may run at once (a second one overlaps the first's commit).
+    ///
+    /// The statement locks its sessions in id order, so two never deadlock.
     static let concurrentRotationStatements = 2
     /// Refreshes that must be waiting before a second statement starts beside a running one; fewer wait for the
     /// next group, since each statement pays a commit.
