@@ -25,8 +25,9 @@ public enum MethodNames {
 ///
 /// Open addressing over a word-at-a-time hash; built once, read-only after. A lookup reads only plain words and
 /// bytes (the slots' hashes, the names' bytes) and copies out the name and value of the slot it finds, so a call
-/// costs no reference counting for the slots it passes.
-struct MethodTable<Value: Sendable>: Sendable {
+/// costs no reference counting for the slots it passes; a class, so reaching it through the router is one
+/// reference, not one per array.
+final class MethodTable<Value: Sendable>: Sendable {
     /// Per slot: the hash of its name (meaningful when `lengths` is not -1).
     private let hashes: [UInt64]
     /// Per slot: the UTF-8 length of its name, -1 for an empty slot.

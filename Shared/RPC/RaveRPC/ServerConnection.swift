@@ -54,6 +54,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// the next one, and how many are left.
     private var nextRequestNumber: UInt64 = 0
     private var requestNumbersLeft: UInt64 = 0
+    /// When the bytes being handled were read: the start of every call they carry, and what its deadline counts
+    /// from (one clock read per read, not one per call).
+    private var readTime: UInt64 = 0
     /// The last caller-scopes value and its parsed set: the gateway's calls for many players mostly carry the same
     /// scopes, so splitting the text and building a set is done when it changes, not per call.
     private var lastScopes: (text: String, scopes: Set<String>)?
@@ -133,6 +136,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
         assert(channel.loop.isInLoop, "ServerConnection runs on its channel's loop")
         guard !machine.isClosed else { return }
+        readTime = channel.loop.now()
         decoder.append(bytes)
         do {
             try handleBufferedFrames()
@@ -360,7 +364,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let route = request.route
         let label = route == nil ? RPCServerConfiguration.unknownMethodLabel : request.method
         observer.callStarted(method: label)
-        let now = channel.loop.now()
+        let now = readTime
         let deadline = machine.deadline(now: now, timeoutMilliseconds: request.timeoutMs)
         let requestID = nextRequestID()
         let context = RequestContext(
