@@ -68,8 +68,15 @@ struct TestFailure: Error, CustomStringConvertible {
 struct TestEchoService: EchoV1.EchoHandler {
     var calls = CallLog()
 
+    /// Echoes the payload; the payload "metadata" is answered with the metadata the handler read instead.
     func echo(_ request: EchoV1.EchoRequest, context: RequestContext) async throws -> EchoV1.EchoResponse {
-        EchoV1.EchoResponse(payload: request.payload)
+        guard request.payload == Array("metadata".utf8) else { return EchoV1.EchoResponse(payload: request.payload) }
+        return EchoV1.EchoResponse(payload: Array(Self.describeMetadata(context.metadata).utf8))
+    }
+
+    /// `metadata` as `echo` answers it: "key=value" pairs in key order, joined by ";".
+    static func describeMetadata(_ metadata: [String: String]) -> String {
+        metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ";")
     }
 
     func echoAfterDelay(

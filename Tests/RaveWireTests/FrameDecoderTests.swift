@@ -30,6 +30,14 @@ struct FrameDecoderTests {
         #expect(bytes == [0, 0, 0, 8, 2, 0, 1, 2, 3, 4, 0xAA, 0xBB])
     }
 
+    @Test func appendsTheHeaderAfterWhatTheBufferHolds() {
+        var buffer: [UInt8] = [0xEE]
+        Frame.appendHeader(type: .goAway, flags: 0x81, streamID: 0x0102_0304, bodyCount: 0x00AB_CDEF, to: &buffer)
+        #expect(buffer == [0xEE, 0x00, 0xAB, 0xCD, 0xF5, 0x07, 0x81, 0x01, 0x02, 0x03, 0x04])
+        Frame.appendHeader(type: .request, streamID: 0xFFFF_FFFF, bodyCount: 0, to: &buffer)
+        #expect(buffer.suffix(10) == [0x00, 0x00, 0x00, 0x06, 0x02, 0x00, 0xFF, 0xFF, 0xFF, 0xFF])
+    }
+
     @Test func decodesFramesFedOneByteAtATime() throws {
         var decoder = FrameDecoder()
         var frames: [Frame] = []

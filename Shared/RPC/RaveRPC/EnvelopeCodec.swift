@@ -142,6 +142,60 @@ enum EnvelopeCodec {
         return ([:], EncodedMetadata(), false)
     }
 
+    /// Checks encoded metadata entries (each a whole field 3) as decoding them into a dictionary would, with the
+    /// same error for the same fault, and reads the caller's entries; no other key or value becomes a string.
+    ///
+    /// A later entry wins, as in protobuf maps; within an entry, a later key or value field wins.
+    static func scanMetadata(_ entries: UnsafeRawBufferPointer) throws(EnvelopeError) -> CallerMetadata {
+        var summary = CallerMetadata()
+        var outer = ProtoWire.Reader(slice: entries)
+        while try outer.nextTag() != nil {
+            let entryRange = try outer.readLengthDelimitedRange()
+            var reader = ProtoWire.Reader(slice: UnsafeRawBufferPointer(rebasing: entries[entryRange]))
+            var key = 0..<0
+            var value = 0..<0
+            while let (field, wireType, _) = try reader.nextTag() {
+                switch (field, wireType) {
+                case (1, .lengthDelimited):
+                    key = try reader.readLengthDelimitedRange()
+                    try reader.checkText(in: key, field: "metadata key")
+                case (2, .lengthDelimited):
+                    value = try reader.readLengthDelimitedRange()
+                    try reader.checkText(in: value, field: "metadata value")
+                default: try reader.skip(wireType)
+                }
+            }
+            let keyBytes = UnsafeRawBufferPointer(rebasing: reader.bytes[key])
+            guard let assertion = callerAssertionKeys.firstIndex(where: { Self.equal($0, keyBytes) }) else { continue }
+            summary.assertsCaller = true
+            guard assertion < 4 else { continue }
+            let text = try reader.string(in: value, field: "metadata value")
+            switch assertion {
+            case 0: summary.userID = text
+            case 1: summary.appID = text
+            case 2: summary.sessionID = text
+            default: summary.scopes = text
+            }
+        }
+        return summary
+    }
+
+    /// The UTF-8 of `MetadataKey.callerAssertions`, the caller's user, app, session and scopes first.
+    private static let callerAssertionKeys: [[UInt8]] = {
+        let first = [
+            MetadataKey.callerUserID, MetadataKey.callerAppID, MetadataKey.callerSessionID, MetadataKey.callerScopes,
+        ]
+        return (first + MetadataKey.callerAssertions.filter { !first.contains($0) }).map { Array($0.utf8) }
+    }()
+
+    private static func equal(_ key: [UInt8], _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard key.count == bytes.count else { return false }
+        return key.withUnsafeBytes { key in
+            guard let start = key.baseAddress, let other = bytes.baseAddress else { return true }
+            return memcmp(start, other, bytes.count) == 0
+        }
+    }
+
     /// Decodes a REQUEST body; the message says what is wrong.
     ///
     /// When the metadata entries are the bytes of `known`, its dictionary is used instead of decoding them again.

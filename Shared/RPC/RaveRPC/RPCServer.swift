@@ -110,7 +110,10 @@ public final class RPCServer: Sendable {
 /// Routes method names to handlers and carries what every connection of a server shares.
 final class RPCRouter: Sendable {
     /// What the server knows of one method name it serves or its fallback routes, found with one lookup per call.
-    struct Route: Sendable {
+    ///
+    /// A class: a call holds its route while it is read and started, and one reference costs one retain where a
+    /// struct of two closures and a rule cost several.
+    final class Route: Sendable {
         /// Nil for a name the fallback serves (`RPCServerConfiguration.fallbackMethodNames`).
         let handler: RPCMethod.Handler?
         /// Tried first on the loop: a synchronous handler, or a fast path that may decline (`RPCMethod.fastPath`).
@@ -119,6 +122,13 @@ final class RPCRouter: Sendable {
         let rule: AccessPolicy.Peers
         /// Whether an OK answer is logged at debug (`RPCServerConfiguration.quietMethods`).
         let quietWhenOK: Bool
+
+        init(handler: RPCMethod.Handler?, fastPath: RPCMethod.FastPath?, rule: AccessPolicy.Peers, quietWhenOK: Bool) {
+            self.handler = handler
+            self.fastPath = fastPath
+            self.rule = rule
+            self.quietWhenOK = quietWhenOK
+        }
     }
 
     /// Every method served, and every name the fallback lists; any other name is unknown (and its metric label is
@@ -178,7 +188,18 @@ final class RPCRouter: Sendable {
 
     /// A process-unique, cheap request id: a random per-server prefix and a counter.
     func nextRequestID() -> String {
-        let number = requestCounter.wrappingAdd(1, ordering: .relaxed).newValue
+        requestID(number: requestCounter.wrappingAdd(1, ordering: .relaxed).newValue)
+    }
+
+    /// Reserves `count` request numbers for one connection, which numbers its calls from the first one returned
+    /// without touching the counter the server's loops share (an atomic add per call moved its cache line between
+    /// the loops' cores on every call).
+    func reserveRequestNumbers(_ count: UInt64) -> UInt64 {
+        requestCounter.wrappingAdd(count, ordering: .relaxed).newValue &- count &+ 1
+    }
+
+    /// The request id of `number`: the per-server prefix, "-", and the number in lowercase hex.
+    func requestID(number: UInt64) -> String {
         // Written by hand: concatenating `String(number, radix: 16)` (generic) cost about 1 % of a proxied
         // call's CPU, while this builds the id in place (and up to 15 bytes it is a small string, no allocation).
         var digits = 1

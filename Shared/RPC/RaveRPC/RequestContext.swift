@@ -81,7 +81,11 @@ public struct RequestContext: Sendable {
     public var method: String
     /// When the caller stops waiting (monotonic nanoseconds, see `monotonicNanoseconds()`).
     public var deadline: UInt64
-    public var metadata: [String: String]
+    /// Request metadata; a server call's is decoded from its entries the first time it is read.
+    public var metadata: [String: String] {
+        get { requestMetadata?.dictionary ?? [:] }
+        set { requestMetadata = newValue.isEmpty ? nil : RequestMetadata(dictionary: newValue) }
+    }
     public var peer: PeerIdentity {
         get { connection.peer }
         set { connection = ConnectionFacts(peer: newValue, logger: connection.logger) }
@@ -105,13 +109,16 @@ public struct RequestContext: Sendable {
     /// each time a handler asks for it: most calls never log, and adding it costs an allocation.
     private var connection: ConnectionFacts
     private var loggerAddsRequestID = false
+    /// Nil for no metadata.
+    private var requestMetadata: RequestMetadata?
 
     public init(
         requestID: String, method: String, deadline: UInt64, metadata: [String: String], peer: PeerIdentity,
         caller: Caller?, logger: Logger, encodedMetadata: EncodedMetadata = EncodedMetadata()
     ) {
         self.init(
-            requestID: requestID, method: method, deadline: deadline, metadata: metadata,
+            requestID: requestID, method: method, deadline: deadline,
+            metadata: metadata.isEmpty ? nil : RequestMetadata(dictionary: metadata),
             connection: ConnectionFacts(peer: peer, logger: logger), caller: caller, encodedMetadata: encodedMetadata)
         loggerAddsRequestID = false
     }
@@ -122,20 +129,21 @@ public struct RequestContext: Sendable {
         caller: Caller?, connectionLogger: Logger, encodedMetadata: EncodedMetadata = EncodedMetadata()
     ) {
         self.init(
-            requestID: requestID, method: method, deadline: deadline, metadata: metadata,
+            requestID: requestID, method: method, deadline: deadline,
+            metadata: metadata.isEmpty ? nil : RequestMetadata(dictionary: metadata),
             connection: ConnectionFacts(peer: peer, logger: connectionLogger), caller: caller,
             encodedMetadata: encodedMetadata)
     }
 
     /// A context of a call on a server connection, whose facts it shares; `logger` adds the request id.
     init(
-        requestID: String, method: String, deadline: UInt64, metadata: [String: String],
+        requestID: String, method: String, deadline: UInt64, metadata: RequestMetadata?,
         connection: ConnectionFacts, caller: Caller?, encodedMetadata: EncodedMetadata
     ) {
         self.requestID = requestID
         self.method = method
         self.deadline = deadline
-        self.metadata = metadata
+        self.requestMetadata = metadata
         self.connection = connection
         self.caller = caller
         self.encodedMetadata = encodedMetadata

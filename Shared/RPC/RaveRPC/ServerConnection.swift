@@ -1,3 +1,4 @@
+import Glibc
 import RaveMessages
 import RaveTelemetry
 import RaveTransport
@@ -47,9 +48,15 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private var output: [UInt8] = []
     private var flushScheduled = false
     /// The metadata of a recent request and the caller read from it: a gateway sends a player's calls (a batch,
-    /// a busy client) with the same entries, and comparing their bytes is much cheaper than decoding them.
-    private var knownMetadata: EnvelopeCodec.KnownMetadata?
-    private var knownCaller: Caller?
+    /// a busy client) with the same entries, and comparing their bytes is much cheaper than reading them.
+    private var knownMetadata: KnownMetadata?
+    /// Request numbers this connection reserved from the server's counter (`RPCRouter.reserveRequestNumbers`):
+    /// the next one, and how many are left.
+    private var nextRequestNumber: UInt64 = 0
+    private var requestNumbersLeft: UInt64 = 0
+    /// When the bytes being handled were read: the start of every call they carry, and what its deadline counts
+    /// from (one clock read per read, not one per call).
+    private var readTime: UInt64 = 0
     /// The last caller-scopes value and its parsed set: the gateway's calls for many players mostly carry the same
     /// scopes, so splitting the text and building a set is done when it changes, not per call.
     private var lastScopes: (text: String, scopes: Set<String>)?
@@ -69,8 +76,27 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private let observer: any RPCServerObserver
     private let requestLogLevel: Logger.Level
 
-    /// Metadata larger than this is decoded for every request rather than kept.
+    /// Metadata larger than this is read for every request rather than kept.
     private static let knownMetadataLimit = 4096
+    /// Request numbers reserved at a time.
+    private static let requestNumberBlock: UInt64 = 256
+
+    /// Metadata entries a connection read, kept for later requests that carry the same bytes.
+    private struct KnownMetadata {
+        /// The entries (their own copy: the request body they came from goes).
+        var bytes: [UInt8]
+        var metadata: RequestMetadata
+        var caller: Caller?
+
+        /// Whether `entries` are exactly these bytes.
+        func matches(_ entries: UnsafeRawBufferPointer) -> Bool {
+            guard entries.count == bytes.count else { return false }
+            return bytes.withUnsafeBytes { old in
+                guard let newStart = entries.baseAddress, let oldStart = old.baseAddress else { return old.isEmpty }
+                return memcmp(newStart, oldStart, old.count) == 0
+            }
+        }
+    }
 
     init(channel: Channel, router: RPCRouter, registry: ConnectionRegistry) {
         self.channel = channel
@@ -110,6 +136,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
         assert(channel.loop.isInLoop, "ServerConnection runs on its channel's loop")
         guard !machine.isClosed else { return }
+        readTime = channel.loop.now()
         decoder.append(bytes)
         do {
             try handleBufferedFrames()
@@ -208,10 +235,12 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         var method: String
         var route: RPCRouter.Route?
         var timeoutMs: UInt32
-        var metadata: [String: String]
-        var encodedMetadata: EncodedMetadata
+        /// Nil when the request has no metadata.
+        var metadata: RequestMetadata?
         var payload: [UInt8]
-        /// Whether `metadata` is `knownMetadata`'s dictionary (the same bytes arrived again).
+        /// What the server reads from the metadata; nil when it has none or `knownMetadata` matched.
+        var callerMetadata: CallerMetadata?
+        /// Whether the metadata is `knownMetadata`'s (the same bytes arrived again).
         var reusedKnownMetadata: Bool
     }
 
@@ -228,22 +257,37 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 } else {
                     (method, route) = (String(decoding: methodBytes, as: UTF8.self), nil)
                 }
-                guard fields.hasMetadata else {
-                    return IncomingRequest(
-                        method: method, route: route, timeoutMs: fields.timeoutMs, metadata: [:],
-                        encodedMetadata: EncodedMetadata(), payload: Array(body[fields.payload]),
-                        reusedKnownMetadata: false)
+                var request = IncomingRequest(
+                    method: method, route: route, timeoutMs: fields.timeoutMs, metadata: nil,
+                    payload: Array(body[fields.payload]), callerMetadata: nil, reusedKnownMetadata: false)
+                if let range = fields.metadata {
+                    try readMetadata(UnsafeRawBufferPointer(rebasing: body[range]), into: &request)
+                } else if let scattered = fields.scatteredMetadata {
+                    // withUnsafeBytes only rethrows untyped errors, so the typed error travels in a Result.
+                    try scattered.withUnsafeBytes { entries in
+                        Result { () throws(EnvelopeError) in try readMetadata(entries, into: &request) }
+                    }.get()
                 }
-                let (metadata, encoded, reused) = try EnvelopeCodec.metadata(
-                    of: fields, in: body, known: knownMetadata)
-                return IncomingRequest(
-                    method: method, route: route, timeoutMs: fields.timeoutMs, metadata: metadata,
-                    encodedMetadata: encoded, payload: Array(body[fields.payload]), reusedKnownMetadata: reused)
+                return request
             } catch {
                 failure = error
                 return nil
             }
         }
+    }
+
+    /// Checks a request's metadata entries and reads what the server needs from them, unless they are the bytes
+    /// of `knownMetadata`; the dictionary is decoded only if a handler reads it.
+    private func readMetadata(
+        _ entries: UnsafeRawBufferPointer, into request: inout IncomingRequest
+    ) throws(EnvelopeError) {
+        if let knownMetadata, knownMetadata.matches(entries) {
+            request.metadata = knownMetadata.metadata
+            request.reusedKnownMetadata = true
+            return
+        }
+        request.callerMetadata = try EnvelopeCodec.scanMetadata(entries)
+        request.metadata = RequestMetadata(validated: EncodedMetadata(validatedBytes: Array(entries)[...]))
     }
 
     private func receiveRequest(streamID: UInt32) throws(RPCError) {
@@ -258,22 +302,23 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         }
         let caller: Caller?
         if request.reusedKnownMetadata {
-            caller = knownCaller
-        } else {
+            caller = knownMetadata?.caller
+        } else if let callerMetadata = request.callerMetadata, let metadata = request.metadata {
             // Caller metadata from a peer not trusted to assert it refuses the call: serving it as anonymous
             // would hide an attack (or a misconfigured peer) behind a confusing answer.
-            if Self.carriesCallerMetadata(request.metadata) && !router.access.trustsCallerMetadata(from: peer.role) {
+            if callerMetadata.assertsCaller && !router.access.trustsCallerMetadata(from: peer.role) {
                 reject(
                     streamID: streamID, method: request.method,
                     router.access.callerMetadataRefusal(role: peer.role))
                 return
             }
-            caller = trustedCaller(request.metadata)
-            let entries = request.encodedMetadata.bytes
-            if !entries.isEmpty && entries.count <= Self.knownMetadataLimit {
-                knownMetadata = EnvelopeCodec.KnownMetadata(bytes: Array(entries), dictionary: request.metadata)
-                knownCaller = caller
+            caller = trustedCaller(callerMetadata)
+            let entries = metadata.encoded.bytes
+            if entries.count <= Self.knownMetadataLimit {
+                knownMetadata = KnownMetadata(bytes: Array(entries), metadata: metadata, caller: caller)
             }
+        } else {
+            caller = nil
         }
         if let refusal = machine.admission() {
             reject(streamID: streamID, method: request.method, refusal)
@@ -300,6 +345,18 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             loopHandler: request.method == HealthCheck.methodName ? nil : router.loopFallback)
     }
 
+    /// The next request id, from the numbers this connection reserved.
+    private func nextRequestID() -> String {
+        if requestNumbersLeft == 0 {
+            nextRequestNumber = router.reserveRequestNumbers(Self.requestNumberBlock)
+            requestNumbersLeft = Self.requestNumberBlock
+        }
+        let number = nextRequestNumber
+        nextRequestNumber &+= 1
+        requestNumbersLeft -= 1
+        return router.requestID(number: number)
+    }
+
     private func start(
         streamID: UInt32, request: IncomingRequest, caller: Caller?, handler: @escaping RPCMethod.Handler,
         loopHandler: RPCLoopHandler?
@@ -307,30 +364,20 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let route = request.route
         let label = route == nil ? RPCServerConfiguration.unknownMethodLabel : request.method
         observer.callStarted(method: label)
-        let now = channel.loop.now()
+        let now = readTime
         let deadline = machine.deadline(now: now, timeoutMilliseconds: request.timeoutMs)
-        let requestID = router.nextRequestID()
+        let requestID = nextRequestID()
         let context = RequestContext(
             requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
-            connection: facts, caller: caller, encodedMetadata: request.encodedMetadata)
-        if loopHandler == nil, runsHandlersOnEventLoop, let fastPath = route?.fastPath {
-            // Answered before this returns unless the fast path declines: the call is never in flight, so no Task,
-            // no stream table entry and no deadline timer; the machine saw its admission and sees its answer.
-            let response: RpcV1.Response?
-            do {
-                response = try fastPath(request.payload, context).map(Self.success)
-            } catch {
-                response = Self.failure(error, context: context)
-            }
-            if let response {
-                answer(
-                    streamID: streamID,
-                    call: InFlightCall(
-                        method: request.method, label: label, requestID: requestID, startedAt: now,
-                        quietWhenOK: route?.quietWhenOK ?? false),
-                    response: response)
-                return
-            }
+            connection: facts, caller: caller, encodedMetadata: request.metadata?.encoded ?? EncodedMetadata())
+        // Answered before this returns unless the fast path declines: the call is never in flight, so no Task,
+        // no stream table entry and no deadline timer; the machine saw its admission and sees its answer.
+        if loopHandler == nil, runsHandlersOnEventLoop, let route, let fastPath = route.fastPath,
+            answerInPlace(
+                fastPath, streamID: streamID, payload: request.payload, context: context, route: route, label: label,
+                startedAt: now)
+        {
+            return
         }
         let started = machine.callStarted(
             streamID: streamID, deadline: deadline,
@@ -385,6 +432,27 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         machine.updateCall(on: streamID, sequence: sequence) { $0.task = task }
     }
 
+    /// Serves a call with its route's fast path and answers it; false when the fast path declines.
+    private func answerInPlace(
+        _ fastPath: RPCMethod.FastPath, streamID: UInt32, payload: [UInt8], context: RequestContext,
+        route: RPCRouter.Route, label: String, startedAt: UInt64
+    ) -> Bool {
+        let code: StatusCode
+        do {
+            guard let answer = try fastPath(payload, context) else { return false }
+            code = .ok
+            sendOK(streamID: streamID, payload: answer)
+        } catch {
+            let response = Self.failure(error, context: context)
+            code = response.code
+            sendResponse(streamID: streamID, response)
+        }
+        recordAnswer(
+            method: context.method, label: label, requestID: context.requestID, startedAt: startedAt,
+            quietWhenOK: route.quietWhenOK, code: code)
+        return true
+    }
+
     private static func success(_ payload: [UInt8]) -> RpcV1.Response {
         RpcV1.Response(code: .ok, message: "", details: [], notProcessed: false, payload: payload)
     }
@@ -400,10 +468,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     }
 
     /// The caller from metadata; the caller was already refused when its peer may not assert one.
-    private func trustedCaller(_ metadata: [String: String]) -> Caller? {
-        guard let userID = metadata[MetadataKey.callerUserID] ?? metadata[MetadataKey.callerAppID].map({ _ in "" })
-        else { return nil }
-        let text = metadata[MetadataKey.callerScopes] ?? ""
+    private func trustedCaller(_ metadata: CallerMetadata) -> Caller? {
+        guard let userID = metadata.userID ?? metadata.appID.map({ _ in "" }) else { return nil }
+        let text = metadata.scopes ?? ""
         let scopes: Set<String>
         if let lastScopes, lastScopes.text == text {
             scopes = lastScopes.scopes
@@ -412,14 +479,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             lastScopes = (text, scopes)
         }
         return Caller(
-            userID: userID, appID: metadata[MetadataKey.callerAppID] ?? "",
-            sessionID: metadata[MetadataKey.callerSessionID] ?? "", scopes: scopes)
-    }
-
-    /// Whether `metadata` asserts anything only the gateway may assert.
-    private static func carriesCallerMetadata(_ metadata: [String: String]) -> Bool {
-        guard !metadata.isEmpty else { return false }
-        return MetadataKey.callerAssertions.contains { metadata[$0] != nil }
+            userID: userID, appID: metadata.appID ?? "", sessionID: metadata.sessionID ?? "", scopes: scopes)
     }
 
     // MARK: - Completion
@@ -432,18 +492,27 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     /// Records the call's end in metrics and the log, and sends its response while the connection is open.
     private func answer(streamID: UInt32, call: InFlightCall, response: RpcV1.Response) {
-        let elapsed = channel.loop.now() &- call.startedAt
-        observer.callFinished(method: call.label, code: response.code, nanoseconds: elapsed)
-        logger.log(
-            call.quietWhenOK && response.code == .ok ? .debug : requestLogLevel, "call finished",
-            [
-                ("method", MethodNames.printable(call.method)), ("status", "\(response.code)"),
-                ("latency_us", String(elapsed / 1000)), ("request_id", call.requestID),
-            ])
-        machine.callAnswered(method: call.method, code: response.code)
+        recordAnswer(
+            method: call.method, label: call.label, requestID: call.requestID, startedAt: call.startedAt,
+            quietWhenOK: call.quietWhenOK, code: response.code)
         // Only calls still in flight are answered: a closed connection has none (its `.close` comes after the
         // answers the machine decided on, and writes them).
         sendResponse(streamID: streamID, response)
+    }
+
+    /// Records a call's end, answered with `code`, in metrics, the log and the machine.
+    private func recordAnswer(
+        method: String, label: String, requestID: String, startedAt: UInt64, quietWhenOK: Bool, code: StatusCode
+    ) {
+        let elapsed = channel.loop.now() &- startedAt
+        observer.callFinished(method: label, code: code, nanoseconds: elapsed)
+        logger.log(
+            quietWhenOK && code == .ok ? .debug : requestLogLevel, "call finished",
+            [
+                ("method", MethodNames.printable(method)), ("status", "\(code)"),
+                ("latency_us", String(elapsed / 1000)), ("request_id", requestID),
+            ])
+        machine.callAnswered(method: method, code: code)
     }
 
     private func reject(streamID: UInt32, method: String, _ error: RPCError) {
@@ -480,6 +549,20 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
                 streamID: streamID, code: response.code, message: response.message, details: response.details,
                 notProcessed: response.notProcessed, payload: response.payload, to: &output)
         }
+        scheduleFlush()
+    }
+
+    /// Appends an OK RESPONSE carrying `payload` (`sendResponse` without building the response first).
+    private func sendOK(streamID: UInt32, payload: [UInt8]) {
+        let size = EnvelopeCodec.responseBodySize(
+            code: .ok, message: "", details: [], notProcessed: false, payload: payload)
+        guard Frame.headerSize + size <= machine.peerMaxFrameSize else {
+            sendResponse(streamID: streamID, Self.success(payload))
+            return
+        }
+        EnvelopeCodec.appendResponse(
+            streamID: streamID, code: .ok, message: "", details: [], notProcessed: false, payload: payload,
+            to: &output)
         scheduleFlush()
     }
 

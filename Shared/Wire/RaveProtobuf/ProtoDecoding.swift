@@ -1,4 +1,5 @@
 import CProtobufC
+import Glibc
 
 /// Conversions from the structs protobuf-c unpacks into Swift values; used by generated code only.
 public enum ProtoDecoding {
@@ -21,18 +22,31 @@ public enum ProtoDecoding {
     /// protobuf-c rejects truncated input, malformed varints, wrong wire types and lengths past the end;
     /// all of those become a `ProtoDecodingError`. When the message has string fields (`checksStrings`, at
     /// any depth), a string holding U+0000 is refused too: protobuf-c would hand it over cut at the NUL.
+    ///
+    /// The C struct and what it points to are built in scratch memory on the stack (`ScratchAllocator`), so a
+    /// typical request costs no malloc and no free; what does not fit there comes from malloc and is freed.
     @inlinable
     public static func unpack<CMessage, Message>(
         _ bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
         as type: CMessage.Type, messageName: String, checksStrings: Bool,
         _ convert: (UnsafePointer<CMessage>) throws(ProtoDecodingError) -> Message
     ) throws(ProtoDecodingError) -> Message {
-        guard let message = protobuf_c_message_unpack(descriptor, nil, bytes.count, start(of: bytes)) else {
-            throw ProtoDecodingError(messageName: messageName, reason: "\(bytes.count) bytes are not a valid encoding")
+        try withUnsafeTemporaryAllocation(
+            byteCount: ScratchAllocator.byteCount, alignment: ScratchAllocator.alignment
+        ) { scratch throws(ProtoDecodingError) -> Message in
+            var allocator = ScratchAllocator.start(in: scratch)
+            guard let message = protobuf_c_message_unpack(descriptor, &allocator, bytes.count, start(of: bytes))
+            else {
+                throw ProtoDecodingError(
+                    messageName: messageName, reason: "\(bytes.count) bytes are not a valid encoding")
+            }
+            defer {
+                // Memory from the scratch space goes with it; only an unpack that overflowed it has more to free.
+                if ScratchAllocator.overflowed(scratch) { protobuf_c_message_free_unpacked(message, &allocator) }
+            }
+            if checksStrings { try refuseNUL(in: bytes, descriptor: descriptor, messageName: messageName) }
+            return try convert(UnsafeRawPointer(message).assumingMemoryBound(to: CMessage.self))
         }
-        defer { protobuf_c_message_free_unpacked(message, nil) }
-        if checksStrings { try refuseNUL(in: bytes, descriptor: descriptor, messageName: messageName) }
-        return try convert(UnsafeRawPointer(message).assumingMemoryBound(to: CMessage.self))
     }
 
     /// Throws when a string field anywhere in `bytes` holds U+0000.
@@ -99,5 +113,59 @@ public enum ProtoDecoding {
             if let message = start[index] { result.append(try convert(message)) }
         }
         return result
+    }
+}
+
+/// A protobuf-c allocator over scratch memory the caller provides (on the stack): allocations are carved from it
+/// in order, and freeing them does nothing; once it is full, allocations come from malloc and are freed to it.
+///
+/// The scratch space starts with the allocator's state (`State`), then the memory it hands out.
+@usableFromInline
+enum ScratchAllocator {
+    @usableFromInline static let byteCount = 1024
+    @usableFromInline static let alignment = 16
+
+    struct State {
+        /// Where the next allocation starts, from the start of the scratch space.
+        var offset: Int
+        /// Whether an allocation came from malloc.
+        var overflowed: Bool
+    }
+
+    /// Where allocations start in the scratch space: after the state, aligned as malloc aligns.
+    private static let firstOffset = (MemoryLayout<State>.size + alignment - 1) & ~(alignment - 1)
+
+    /// An allocator over `scratch` (`byteCount` bytes aligned to `alignment`), its state reset.
+    @usableFromInline
+    static func start(in scratch: UnsafeMutableRawBufferPointer) -> ProtobufCAllocator {
+        let base = scratch.baseAddress!
+        base.initializeMemory(as: State.self, repeating: State(offset: firstOffset, overflowed: false), count: 1)
+        return ProtobufCAllocator(alloc: allocate, free: free, allocator_data: base)
+    }
+
+    /// Whether any allocation from the allocator over `scratch` came from malloc.
+    @usableFromInline
+    static func overflowed(_ scratch: UnsafeMutableRawBufferPointer) -> Bool {
+        scratch.baseAddress!.load(as: State.self).overflowed
+    }
+
+    private static let allocate: @convention(c) (UnsafeMutableRawPointer?, Int) -> UnsafeMutableRawPointer? = {
+        data, size in
+        let state = data!.assumingMemoryBound(to: State.self)
+        let rounded = (size + ScratchAllocator.alignment - 1) & ~(ScratchAllocator.alignment - 1)
+        let offset = state.pointee.offset
+        if rounded <= ScratchAllocator.byteCount - offset {
+            state.pointee.offset = offset + rounded
+            return data! + offset
+        }
+        state.pointee.overflowed = true
+        return malloc(max(size, 1))
+    }
+
+    private static let free: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = {
+        data, pointer in
+        guard let data, let pointer else { return }
+        if pointer >= data && pointer < data + ScratchAllocator.byteCount { return }
+        Glibc.free(pointer)
     }
 }

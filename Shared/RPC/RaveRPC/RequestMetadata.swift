@@ -1,0 +1,47 @@
+import Synchronization
+
+/// A request's metadata as `RequestContext.metadata` hands it out: entries a server received stay in their wire
+/// form until a handler first reads the dictionary, which is then decoded once and kept.
+///
+/// Most calls are never asked for their metadata: the server reads the caller's entries straight from the bytes
+/// (`EnvelopeCodec.scanMetadata`), so the dictionary, its key strings and its value strings are made only for
+/// the handlers that look. Shared by every copy of a context (and by the calls of a connection that carry the
+/// same entries); the decoded dictionary is a pure function of the bytes, so sharing it is safe.
+final class RequestMetadata: Sendable {
+    /// The entries as they arrived (empty for metadata given as a dictionary).
+    let encoded: EncodedMetadata
+    private let decoded: Mutex<[String: String]?>
+
+    /// Entries `EnvelopeCodec.scanMetadata` accepted, decoded when first read.
+    init(validated encoded: EncodedMetadata) {
+        self.encoded = encoded
+        self.decoded = Mutex(nil)
+    }
+
+    /// Metadata given as a dictionary.
+    init(dictionary: [String: String]) {
+        self.encoded = EncodedMetadata()
+        self.decoded = Mutex(dictionary)
+    }
+
+    /// The metadata as a dictionary (a later entry wins, as in protobuf maps).
+    var dictionary: [String: String] {
+        decoded.withLock { decoded in
+            if let decoded { return decoded }
+            let dictionary = encoded.dictionary
+            decoded = dictionary
+            return dictionary
+        }
+    }
+}
+
+/// What the server needs from a request's metadata entries, read from their bytes: whether they assert a caller,
+/// and the caller's entries.
+struct CallerMetadata: Equatable {
+    /// Whether any entry's key is one only the gateway may send (`MetadataKey.callerAssertions`).
+    var assertsCaller = false
+    var userID: String?
+    var appID: String?
+    var sessionID: String?
+    var scopes: String?
+}
