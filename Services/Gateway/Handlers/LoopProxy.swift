@@ -17,19 +17,32 @@ extension CallPipeline {
         if context.method == BatchPlan.batchMethod {
             return startBatch(request: request, context: context, loop: loop, completion: completion)
         }
-        guard let route = try? route(context.method), let token = cachedToken(for: route, context: context),
+        guard let route = try? route(context.method) else { return nil }
+        // A player's token resolved on this path before comes with its forwarded entries (`LoopCaller`).
+        let token: CallToken
+        var player: LoopCaller? = nil
+        if route.tokenNeed == .required, let authorization = context.metadata[MetadataKey.authorization] {
+            guard let resolved = authenticator.loopCaller(authorization: authorization) else { return nil }
+            token = .verified(resolved.caller)
+            player = resolved
+        } else {
+            guard let cached = cachedToken(for: route, context: context) else { return nil }
+            token = cached
+        }
+        guard
             case .success(let admitted) = admission.decide(
                 method: context.method, route: route, role: context.peer.role, token: token,
                 deadline: context.deadline, now: monotonicNanoseconds())
         else { return nil }
         let board = boardRouting(service: admitted.service, request: request, caller: admitted.caller)
-        guard let (index, backend) = admitted.backend.choose(preferring: board?.owner, excluding: []),
+        guard let (index, backend) = admitted.backend.choose(for: board),
             let connection = backend.loopConnections?.connection(on: loop)
         else { return nil }
 
+        let host = Self.host(of: context.peer.address)
         do throws(RPCError) {
             try protection.admit(
-                context: context, requestSizes: CollectionOfOne((method: context.method, bytes: request.count)))
+                host: host, requestSizes: CollectionOfOne((method: context.method, bytes: request.count)))
         } catch {
             completion(.failure(error))
             return {}
@@ -41,10 +54,20 @@ extension CallPipeline {
             completion(.failure(error))
             return {}
         }
+        // Without the admin certificate, `decide` admits a player as `LoopCaller.forwardedEntries` describes it.
+        assert(
+            player == nil || context.peer.role == .admin
+                || admitted.caller == CallAdmission<BackendPool>.playerCaller(player!.caller, isAdmin: false))
+        let metadata =
+            if let player, context.peer.role != .admin {
+                forwardedMetadata(context, player: player, host: host)
+            } else {
+                forwardedMetadata(context, caller: admitted.caller, host: host)
+            }
         let call = ProxiedCall(
             pool: admitted.backend, protection: protection, loop: loop, method: context.method, request: request,
-            metadata: forwardedMetadata(context, caller: admitted.caller), deadline: admitted.backendDeadline,
-            board: board, traffic: traffic, completion: completion)
+            metadata: metadata, deadline: admitted.backendDeadline, board: board, traffic: traffic,
+            completion: completion)
         loopProxiedCalls.wrappingAdd(1, ordering: .relaxed)
         call.start(on: connection, backendIndex: index, backend: backend)
         return { call.cancel() }
@@ -99,7 +122,7 @@ final class ProxiedCall: @unchecked Sendable {
 
     /// Starts on the loop's connection of a healthy backend when there is one, else through `ServiceCaller`.
     func start() {
-        if let (index, backend) = pool.choose(preferring: board?.owner, excluding: []),
+        if let (index, backend) = pool.choose(for: board),
             let connection = backend.loopConnections?.connection(on: loop)
         {
             start(on: connection, backendIndex: index, backend: backend)
