@@ -13,28 +13,42 @@ struct LoopCallerTests {
     static let whoami = EchoV1.EchoRequest(payload: Array("whoami".utf8)).protobufBytes()
 
     /// The metadata forwarded with a `LoopCaller`'s precomputed entries is byte for byte what the general
-    /// encoding of the admitted caller gives, for a token whose scopes the gateway strips or keeps.
+    /// encoding of the admitted caller gives, for a token whose scopes the gateway strips or keeps, and stays so
+    /// when the client's entries or host change between calls (the last result is reused only for the same).
     @Test func forwardedBytesEqualTheGeneralEncoding() async throws {
         let harness = try await GatewayHarness.start()
         let pipeline = harness.runtime.pipeline
+        func context(_ metadata: [String: String], address: String) -> RequestContext {
+            RequestContext(
+                requestID: "r", method: "rave.echo.v1.Echo/Echo", deadline: .max, metadata: metadata,
+                peer: PeerIdentity(address: address, certificateCommonName: nil), caller: nil,
+                logger: harness.runtime.logger, encodedMetadata: EncodedMetadata(metadata))
+        }
         for scopes in [["player"], ["player", "guest"], ["player", "admin", "service", "authenticated"]] {
             let authorization = "Bearer \(try harness.token(for: "user-1", scopes: scopes))"
             _ = try await pipeline.authenticator.caller(authorization: authorization)
             let player = try #require(pipeline.authenticator.loopCaller(authorization: authorization))
-            let metadata = [MetadataKey.authorization: authorization, MetadataKey.traceID: "trace-1", "x-app": "7"]
-            let context = RequestContext(
-                requestID: "r", method: "rave.echo.v1.Echo/Echo", deadline: .max, metadata: metadata,
-                peer: PeerIdentity(address: "[::1]:4242", certificateCommonName: nil), caller: nil,
-                logger: harness.runtime.logger, encodedMetadata: EncodedMetadata(metadata))
             let admitted = try CallAdmission<BackendPool>.credential(
                 method: "rave.echo.v1.Echo/Echo", route: try MethodRoute(method: "rave.echo.v1.Echo/Echo"),
                 role: nil, token: .verified(player.caller), reason: nil
             ).get().caller
-            let general = pipeline.forwardedMetadata(context, caller: admitted)
-            let loop = pipeline.forwardedMetadata(
-                context, player: player, host: CallPipeline.host(of: context.peer.address))
-            #expect(loop == general, "\(scopes)")
-            let forwarded = loop.dictionary
+            let metadata = [MetadataKey.authorization: authorization, MetadataKey.traceID: "trace-1", "x-app": "7"]
+            var calls = [context(metadata, address: "[::1]:4242"), context(metadata, address: "[::1]:4242")]
+            calls.append(context(metadata.merging([MetadataKey.traceID: "trace-2"]) { $1 }, address: "[::1]:4242"))
+            calls.append(context(metadata.merging([MetadataKey.traceID: "trace-2"]) { $1 }, address: "10.0.0.9:1"))
+            calls.append(context([MetadataKey.authorization: authorization], address: "10.0.0.9:1"))
+            calls.append(context(metadata, address: "[::1]:4242"))
+            var seen: [EncodedMetadata] = []
+            for call in calls {
+                let general = pipeline.forwardedMetadata(call, caller: admitted)
+                let loop = pipeline.forwardedMetadata(
+                    call, player: player, host: CallPipeline.host(of: call.peer.address))
+                #expect(loop == general, "\(scopes), \(call.peer.address), \(call.metadata)")
+                seen.append(loop)
+            }
+            #expect(seen[0] == seen[1] && seen[0] == seen[5])
+            #expect(Set(seen[1...4]).count == 4)
+            let forwarded = seen[0].dictionary
             #expect(forwarded[MetadataKey.authorization] == nil)
             #expect(forwarded[MetadataKey.callerUserID] == "user-1")
             #expect(

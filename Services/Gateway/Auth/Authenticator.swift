@@ -275,9 +275,11 @@ final class LoopCaller: Sendable {
     /// The `rave-caller-*` entries the gateway forwards for this caller on a call without the admin certificate:
     /// `CallPipeline.callerEntries` of the caller `CallAdmission` admits there, computed once.
     let forwardedEntries: [(key: String, value: String)]
-    /// The entries the gateway adds for the last client host it forwarded for (the client's address, then
-    /// `forwardedEntries`): a player calls from one host, so the list is made once, not per call.
-    private let lastAdded = Mutex<(host: String, entries: [(key: String, value: String)])?>(nil)
+    /// The last metadata forwarded for this caller and what it was made from: a player's client sends the same
+    /// entries from the same host call after call, so the forwarded bytes are reused instead of made again.
+    private let lastForwarded = Mutex<(host: String, incoming: [UInt8], forwarded: EncodedMetadata)?>(nil)
+    /// Client metadata longer than this is not kept in `lastForwarded` (a cached token's memory stays small).
+    static let rememberedMetadataBytes = 1024
 
     init(caller: Caller, claims: AccessTokenClaims, userExpiresAt: UInt64, epoch: UInt64) {
         self.caller = caller
@@ -288,14 +290,33 @@ final class LoopCaller: Sendable {
             of: CallAdmission<BackendPool>.playerCaller(caller, isAdmin: false))
     }
 
-    /// What the gateway adds to this caller's metadata for a client at `host`: its address, then
-    /// `forwardedEntries`.
-    func addedEntries(host: String) -> [(key: String, value: String)] {
-        if let last = lastAdded.withLock({ $0 }), last.host == host { return last.entries }
-        var entries: [(key: String, value: String)] = [(CallPipeline.clientAddressKey, host)]
-        entries.append(contentsOf: forwardedEntries)
-        lastAdded.withLock { $0 = (host, entries) }
-        return entries
+    /// The metadata forwarded for this caller from a client at `host` that sent `incoming` on a single call: the
+    /// entries of `incoming` not in `CallPipeline.strippedKeys`, the client's address, then `forwardedEntries`
+    /// (`CallPipeline.forwardedMetadata`).
+    ///
+    /// Reuses the last result when `host` and the bytes of `incoming` are the same as then.
+    func forwardedMetadata(incoming: EncodedMetadata, host: String) -> EncodedMetadata {
+        let bytes = incoming.bytes
+        if let last = lastForwarded.withLock({ $0 }), last.host == host, Self.same(last.incoming, bytes) {
+            return last.forwarded
+        }
+        var added: [(key: String, value: String)] = [(CallPipeline.clientAddressKey, host)]
+        added.append(contentsOf: forwardedEntries)
+        let forwarded = incoming.replacing(CallPipeline.strippedKeys, with: added)
+        if bytes.count <= Self.rememberedMetadataBytes {
+            let remembered = (host, Array(bytes), forwarded)
+            lastForwarded.withLock { $0 = remembered }
+        }
+        return forwarded
+    }
+
+    /// Whether `remembered` and `bytes` hold the same bytes (one `memcmp`).
+    private static func same(_ remembered: [UInt8], _ bytes: ArraySlice<UInt8>) -> Bool {
+        guard remembered.count == bytes.count else { return false }
+        guard !bytes.isEmpty else { return true }
+        return remembered.withUnsafeBytes { remembered in
+            bytes.withUnsafeBytes { memcmp(remembered.baseAddress!, $0.baseAddress!, $0.count) == 0 }
+        }
     }
 }
 

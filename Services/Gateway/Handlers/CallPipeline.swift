@@ -158,6 +158,12 @@ final class CallPipeline: Sendable {
         return boardOwners.routing(request: request, appID: caller?.appID ?? "")
     }
 
+    /// The board owners that route calls of `service` (leaderboards), for a `ProxiedCall` to find its board in
+    /// its request when a choice depends on it; nil for every other service.
+    func boardOwners(for service: String) -> BoardOwners? {
+        service == BoardOwners.service ? boardOwners : nil
+    }
+
     /// The route of `method`, from the cache when it was seen before.
     func route(_ method: String) throws(RPCError) -> MethodRoute {
         if let known = routes.withLock({ $0[method] }) { return known }
@@ -196,7 +202,7 @@ final class CallPipeline: Sendable {
     /// `forwardedMetadata` of a player call admitted on the loop path without the admin certificate, with the
     /// caller's entries computed when its token was resolved (`LoopCaller.forwardedEntries`): the same bytes.
     func forwardedMetadata(_ context: RequestContext, player: LoopCaller, host: String) -> EncodedMetadata {
-        Self.incoming(context).replacing(Self.strippedKeys, with: player.addedEntries(host: host))
+        player.forwardedMetadata(incoming: Self.incoming(context), host: host)
     }
 
     /// The client's metadata as bytes; a call that did not come from the network (tests calling the pipeline

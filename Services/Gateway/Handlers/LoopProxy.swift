@@ -34,8 +34,11 @@ extension CallPipeline {
                 method: context.method, route: route, role: context.peer.role, token: token,
                 deadline: context.deadline, now: monotonicNanoseconds())
         else { return nil }
-        let board = boardRouting(service: admitted.service, request: request, caller: admitted.caller)
-        guard let (index, backend) = admitted.backend.choose(for: board),
+        let owners = boardOwners(for: admitted.service)
+        let appID = admitted.caller?.appID ?? ""
+        guard
+            let (index, backend) = admitted.backend.choose(
+                for: owners?.routing(request: request, appID: appID)),
             let connection = backend.loopConnections?.connection(on: loop)
         else { return nil }
 
@@ -66,8 +69,8 @@ extension CallPipeline {
             }
         let call = ProxiedCall(
             pool: admitted.backend, protection: protection, loop: loop, method: context.method, request: request,
-            metadata: metadata, deadline: admitted.backendDeadline, board: board, traffic: traffic,
-            completion: completion)
+            metadata: metadata, deadline: admitted.backendDeadline, boardOwners: owners, appID: appID,
+            traffic: traffic, completion: completion)
         loopProxiedCalls.wrappingAdd(1, ordering: .relaxed)
         call.start(on: connection, backendIndex: index, backend: backend)
         return { call.cancel() }
@@ -91,7 +94,10 @@ final class ProxiedCall: @unchecked Sendable {
     private let completion: (Result<[UInt8], RPCError>) -> Void
     /// Whether finishing or cancelling ends the call's admission (a batch's calls share the batch's).
     private let releasesProtection: Bool
-    private let board: BoardRouting?
+    /// The board owners when the call is one the gateway routes by board (leaderboards), and the caller's
+    /// application: the call's board (`board`) is found in its request only when a choice depends on it.
+    private let boardOwners: BoardOwners?
+    private let appID: String
     /// Where the call's outcome is counted (`GatewayAdmin/GetSystemStatus`), from when it was made.
     private let traffic: ServiceTraffic?
     private let started = monotonicNanoseconds()
@@ -104,10 +110,11 @@ final class ProxiedCall: @unchecked Sendable {
 
     init(
         pool: BackendPool, protection: Protection, loop: EventLoop, method: String, request: [UInt8],
-        metadata: EncodedMetadata, deadline: UInt64, releasesProtection: Bool = true, board: BoardRouting?,
-        traffic: ServiceTraffic? = nil, completion: @escaping (Result<[UInt8], RPCError>) -> Void
+        metadata: EncodedMetadata, deadline: UInt64, releasesProtection: Bool = true, boardOwners: BoardOwners?,
+        appID: String, traffic: ServiceTraffic? = nil, completion: @escaping (Result<[UInt8], RPCError>) -> Void
     ) {
-        self.board = board
+        self.boardOwners = boardOwners
+        self.appID = appID
         self.traffic = traffic
         self.pool = pool
         self.protection = protection
@@ -119,6 +126,9 @@ final class ProxiedCall: @unchecked Sendable {
         self.completion = completion
         self.releasesProtection = releasesProtection
     }
+
+    /// The call's board, for routing to its owner (`BoardOwners.routing`); nil for calls not routed by board.
+    private var board: BoardRouting? { boardOwners?.routing(request: request, appID: appID) }
 
     /// Starts on the loop's connection of a healthy backend when there is one, else through `ServiceCaller`.
     func start() {

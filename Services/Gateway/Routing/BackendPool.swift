@@ -71,12 +71,12 @@ final class BackendPool: Sendable {
 
     /// The backend for a call of `board` (its owner when known and healthy), else the next healthy one.
     ///
-    /// With one member the owner cannot change the choice, so it is not looked up (a lock, a hash of the board
-    /// and a clock read per call).
-    func choose(for board: BoardRouting?) -> (index: Int, backend: Backend)? {
+    /// With one member the owner cannot change the choice, so neither the board (a scan of the request) nor its
+    /// owner (a lock, a hash and a clock read) is looked up.
+    func choose(for board: @autoclosure () -> BoardRouting?) -> (index: Int, backend: Backend)? {
         let backends = self.backends
         if backends.count == 1 { return backends[0].isHealthy ? (0, backends[0]) : nil }
-        return choose(preferring: board?.owner, excluding: [])
+        return choose(preferring: board()?.owner, excluding: [])
     }
 
     /// `preferred` when it is one of this pool's backends, healthy and not excluded, else the next healthy one.
