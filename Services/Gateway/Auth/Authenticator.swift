@@ -15,9 +15,14 @@ import Synchronization
 /// subject is then resolved through identity's merge records (cached for `mergeCacheLifetime`): the token of
 /// a merged-away user acts as the merge target.
 ///
-/// Both ways in (`caller`, and `cachedCaller` for the loop paths) decide the same way: expiry by
+/// Both ways in (`caller`, and `cachedCaller`/`loopCaller` for the loop paths) decide the same way: expiry by
 /// `AccessTokenClaims.isExpired` with the verifier's clock skew, and the session against the revocation feed's
 /// deny-set, on every call.
+///
+/// The loop paths keep a third cache, by `authorization` value: the caller resolved once (`LoopCaller`), so a warm
+/// call makes one lookup and the per-call checks (expiry, the deny-set, the merge resolution's lifetime and whether
+/// a merge was announced since) instead of parsing the header, looking the token and its user up and building the
+/// caller and its forwarded metadata again.
 final class Authenticator: Sendable {
     private let keys: SigningKeyStore
     private let revocations: RevocationFeed
@@ -29,6 +34,10 @@ final class Authenticator: Sendable {
     /// kind is never served as the other.
     private let operatorTokens: Mutex<LeastRecentlyUsed<String, AccessTokenClaims>>
     private let canonicalUsers: Mutex<LeastRecentlyUsed<String, (userID: String, expiresAt: UInt64)>>
+    /// Players' tokens resolved for the loop paths, by the whole `authorization` value (`loopCaller`).
+    private let loopCallers: Mutex<LeastRecentlyUsed<String, LoopCaller>>
+    /// Counts the merges announced (`forgetResolutions`): a `LoopCaller` resolved before one is not served.
+    private let resolutionEpoch = Atomic<UInt64>(0)
 
     init(
         keys: SigningKeyStore, revocations: RevocationFeed, identity: any RPCCaller, tokenCacheCapacity: Int,
@@ -42,6 +51,7 @@ final class Authenticator: Sendable {
         self.tokens = Mutex(LeastRecentlyUsed(capacity: tokenCacheCapacity))
         self.operatorTokens = Mutex(LeastRecentlyUsed(capacity: max(1, tokenCacheCapacity / 16)))
         self.canonicalUsers = Mutex(LeastRecentlyUsed(capacity: tokenCacheCapacity))
+        self.loopCallers = Mutex(LeastRecentlyUsed(capacity: tokenCacheCapacity))
         revocations.observeMerges { [weak self] users in self?.forgetResolutions(of: users) }
     }
 
@@ -54,6 +64,8 @@ final class Authenticator: Sendable {
         canonicalUsers.withLock { cache in
             cache.removeAll { user, resolved in users.contains(user) || users.contains(resolved.userID) }
         }
+        // After the removal: a `LoopCaller` built from a resolution read before it carries an older epoch.
+        resolutionEpoch.wrappingAdd(1, ordering: .sequentiallyConsistent)
     }
 
     /// The caller a bearer credential stands for, or UNAUTHENTICATED.
@@ -99,16 +111,42 @@ final class Authenticator: Sendable {
     /// decides, with the same caches and rules), and for a token restricted to some methods (`ScopePolicy`),
     /// which only the general path admits.
     func cachedCaller(authorization: String, now: Date = Date()) -> Caller? {
+        loopCaller(authorization: authorization, now: now)?.caller
+    }
+
+    /// `cachedCaller` with what the loop paths forward for it: one lookup by the `authorization` value when the
+    /// token was resolved on this path before, else the token and user caches (and the result kept for next time).
+    ///
+    /// Every call checks, as `cachedCaller` always did: the token's expiry, its session against the deny-set, and
+    /// the user's resolution (its lifetime, and that no merge was announced since it was read).
+    func loopCaller(authorization: String, now: Date = Date()) -> LoopCaller? {
+        let monotonicNow = monotonicNanoseconds()
+        if let known = loopCallers.withLock({ $0.value(for: authorization) }),
+            known.epoch == resolutionEpoch.load(ordering: .sequentiallyConsistent),
+            known.userExpiresAt > monotonicNow
+        {
+            guard !known.claims.isExpired(at: now, clockSkew: keys.clockSkew),
+                revocations.verdict(sessionID: known.claims.sessionID) == .live
+            else { return nil }
+            return known
+        }
+        // Read before the resolution, so a merge announced in between leaves the new entry stale, not wrong.
+        let epoch = resolutionEpoch.load(ordering: .sequentiallyConsistent)
         guard let token = try? Self.bearerToken(authorization),
             let claims = tokens.withLock({ $0.value(for: token) }),
             !claims.isExpired(at: now, clockSkew: keys.clockSkew),
             revocations.verdict(sessionID: claims.sessionID) == .live,
             let user = canonicalUsers.withLock({ $0.value(for: claims.subject) }),
-            user.expiresAt > monotonicNanoseconds()
+            user.expiresAt > monotonicNow
         else { return nil }
         let scopes = Set(claims.scopes)
         guard !ScopePolicy.isRestricted(scopes) else { return nil }
-        return Caller(userID: user.userID, appID: claims.applicationID, sessionID: claims.sessionID, scopes: scopes)
+        let resolved = LoopCaller(
+            caller: Caller(
+                userID: user.userID, appID: claims.applicationID, sessionID: claims.sessionID, scopes: scopes),
+            claims: claims, userExpiresAt: user.expiresAt, epoch: epoch)
+        loopCallers.withLock { $0.insert(resolved, for: authorization) }
+        return resolved
     }
 
     /// The token of an `authorization` value.
@@ -221,6 +259,64 @@ final class Authenticator: Sendable {
         guard !resolved.isEmpty else { throw .unauthenticated("the access token's user no longer exists") }
         canonicalUsers.withLock { $0.insert((resolved, now &+ mergeCacheLifetime), for: userID) }
         return resolved
+    }
+}
+
+/// A player's token as the loop paths serve it (`Authenticator.loopCaller`): resolved once, checked on every call.
+final class LoopCaller: Sendable {
+    /// The caller as `Authenticator.cachedCaller` gives it: the canonical user, the token's scopes.
+    let caller: Caller
+    /// The verified claims, for the expiry rule and the session's deny-set lookup on every call.
+    let claims: AccessTokenClaims
+    /// When the user's resolution through merges is to be read again (monotonic nanoseconds).
+    let userExpiresAt: UInt64
+    /// `Authenticator`'s merge count when the resolution was read.
+    let epoch: UInt64
+    /// The `rave-caller-*` entries the gateway forwards for this caller on a call without the admin certificate:
+    /// `CallPipeline.callerEntries` of the caller `CallAdmission` admits there, computed once.
+    let forwardedEntries: [(key: String, value: String)]
+    /// The last metadata forwarded for this caller and what it was made from: a player's client sends the same
+    /// entries from the same host call after call, so the forwarded bytes are reused instead of made again.
+    private let lastForwarded = Mutex<(host: String, incoming: [UInt8], forwarded: EncodedMetadata)?>(nil)
+    /// Client metadata longer than this is not kept in `lastForwarded` (a cached token's memory stays small).
+    static let rememberedMetadataBytes = 1024
+
+    init(caller: Caller, claims: AccessTokenClaims, userExpiresAt: UInt64, epoch: UInt64) {
+        self.caller = caller
+        self.claims = claims
+        self.userExpiresAt = userExpiresAt
+        self.epoch = epoch
+        self.forwardedEntries = CallPipeline.callerEntries(
+            of: CallAdmission<BackendPool>.playerCaller(caller, isAdmin: false))
+    }
+
+    /// The metadata forwarded for this caller from a client at `host` that sent `incoming` on a single call: the
+    /// entries of `incoming` not in `CallPipeline.strippedKeys`, the client's address, then `forwardedEntries`
+    /// (`CallPipeline.forwardedMetadata`).
+    ///
+    /// Reuses the last result when `host` and the bytes of `incoming` are the same as then.
+    func forwardedMetadata(incoming: EncodedMetadata, host: String) -> EncodedMetadata {
+        let bytes = incoming.bytes
+        if let last = lastForwarded.withLock({ $0 }), last.host == host, Self.same(last.incoming, bytes) {
+            return last.forwarded
+        }
+        var added: [(key: String, value: String)] = [(CallPipeline.clientAddressKey, host)]
+        added.append(contentsOf: forwardedEntries)
+        let forwarded = incoming.replacing(CallPipeline.strippedKeys, with: added)
+        if bytes.count <= Self.rememberedMetadataBytes {
+            let remembered = (host, Array(bytes), forwarded)
+            lastForwarded.withLock { $0 = remembered }
+        }
+        return forwarded
+    }
+
+    /// Whether `remembered` and `bytes` hold the same bytes (one `memcmp`).
+    private static func same(_ remembered: [UInt8], _ bytes: ArraySlice<UInt8>) -> Bool {
+        guard remembered.count == bytes.count else { return false }
+        guard !bytes.isEmpty else { return true }
+        return remembered.withUnsafeBytes { remembered in
+            bytes.withUnsafeBytes { memcmp(remembered.baseAddress!, $0.baseAddress!, $0.count) == 0 }
+        }
     }
 }
 

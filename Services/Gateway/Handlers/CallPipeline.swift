@@ -158,6 +158,12 @@ final class CallPipeline: Sendable {
         return boardOwners.routing(request: request, appID: caller?.appID ?? "")
     }
 
+    /// The board owners that route calls of `service` (leaderboards), for a `ProxiedCall` to find its board in
+    /// its request when a choice depends on it; nil for every other service.
+    func boardOwners(for service: String) -> BoardOwners? {
+        service == BoardOwners.service ? boardOwners : nil
+    }
+
     /// The route of `method`, from the cache when it was seen before.
     func route(_ method: String) throws(RPCError) -> MethodRoute {
         if let known = routes.withLock({ $0[method] }) { return known }
@@ -172,18 +178,13 @@ final class CallPipeline: Sendable {
     /// client's address and the caller.
     func forwardedMetadata(
         _ context: RequestContext, caller: Caller?, operatorCaller: OperatorCaller? = nil,
-        removing removed: MetadataKeys = CallPipeline.strippedKeys
+        removing removed: MetadataKeys = CallPipeline.strippedKeys, host: String? = nil
     ) -> EncodedMetadata {
-        // A call that did not come from the network (tests calling the pipeline directly) has no encoded form.
-        let incoming =
-            context.encodedMetadata.isEmpty && !context.metadata.isEmpty
-            ? EncodedMetadata(context.metadata) : context.encodedMetadata
-        var added: [(key: String, value: String)] = [(Self.clientAddressKey, Self.host(of: context.peer.address))]
+        var added: [(key: String, value: String)] = [
+            (Self.clientAddressKey, host ?? Self.host(of: context.peer.address))
+        ]
         if let caller {
-            added.append((MetadataKey.callerUserID, caller.userID))
-            added.append((MetadataKey.callerAppID, caller.appID))
-            added.append((MetadataKey.callerSessionID, caller.sessionID))
-            added.append((MetadataKey.callerScopes, caller.scopes.sorted().joined(separator: " ")))
+            added.append(contentsOf: Self.callerEntries(of: caller))
             // Who acted, for services that record operator actions: the admin certificate's name.
             if context.peer.role == .admin, caller.scopes.contains(Caller.adminScope) {
                 added.append((MetadataKey.callerAdmin, context.peer.certificateCommonName ?? ""))
@@ -195,13 +196,44 @@ final class CallPipeline: Sendable {
             added.append((MetadataKey.callerOperatorRole, operatorCaller.grant.role.description))
             added.append((MetadataKey.callerOperatorPublisher, operatorCaller.grant.publisherScope))
         }
-        return incoming.replacing(removed, with: added)
+        return Self.incoming(context).replacing(removed, with: added)
+    }
+
+    /// `forwardedMetadata` of a player call admitted on the loop path without the admin certificate, with the
+    /// caller's entries computed when its token was resolved (`LoopCaller.forwardedEntries`): the same bytes.
+    func forwardedMetadata(_ context: RequestContext, player: LoopCaller, host: String) -> EncodedMetadata {
+        player.forwardedMetadata(incoming: Self.incoming(context), host: host)
+    }
+
+    /// The client's metadata as bytes; a call that did not come from the network (tests calling the pipeline
+    /// directly) has no encoded form, so its dictionary is encoded.
+    private static func incoming(_ context: RequestContext) -> EncodedMetadata {
+        context.encodedMetadata.isEmpty && !context.metadata.isEmpty
+            ? EncodedMetadata(context.metadata) : context.encodedMetadata
+    }
+
+    /// The `rave-caller-*` entries a service gets for `caller` (scopes sorted, space-separated).
+    static func callerEntries(of caller: Caller) -> [(key: String, value: String)] {
+        [
+            (MetadataKey.callerUserID, caller.userID), (MetadataKey.callerAppID, caller.appID),
+            (MetadataKey.callerSessionID, caller.sessionID),
+            (MetadataKey.callerScopes, caller.scopes.sorted().joined(separator: " ")),
+        ]
     }
 
     /// The host part of "host:port" or "[v6]:port".
+    ///
+    /// Scans the UTF-8 bytes: it runs on every call (twice before), and `String.lastIndex(of:)` compares
+    /// characters, grapheme by grapheme.
     static func host(of address: String) -> String {
-        guard let colon = address.lastIndex(of: ":") else { return address }
-        let host = address[..<colon]
-        return host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : String(host)
+        let bytes = address.utf8
+        guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")) else { return address }
+        var start = bytes.startIndex
+        var end = colon
+        if bytes.first == UInt8(ascii: "["), colon > start, bytes[bytes.index(before: colon)] == UInt8(ascii: "]") {
+            start = bytes.index(after: start)
+            end = bytes.index(before: colon)
+        }
+        return String(Substring(bytes[start..<end]))
     }
 }

@@ -115,9 +115,8 @@ private final class LoopBatch: @unchecked Sendable {
             let call = ProxiedCall(
                 pool: admitted.backend, protection: pipeline.protection, loop: loop, method: step.method,
                 request: request, metadata: metadata(for: admitted.caller), deadline: admitted.backendDeadline,
-                releasesProtection: false,
-                board: pipeline.boardRouting(service: admitted.service, request: request, caller: admitted.caller),
-                traffic: pipeline.traffic
+                releasesProtection: false, boardOwners: pipeline.boardOwners(for: admitted.service),
+                appID: admitted.caller?.appID ?? "", traffic: pipeline.traffic
             ) { [self] result in
                 running[step.index] = nil
                 switch result {

@@ -17,19 +17,35 @@ extension CallPipeline {
         if context.method == BatchPlan.batchMethod {
             return startBatch(request: request, context: context, loop: loop, completion: completion)
         }
-        guard let route = try? route(context.method), let token = cachedToken(for: route, context: context),
+        guard let route = try? route(context.method) else { return nil }
+        // A player's token resolved on this path before comes with its forwarded entries (`LoopCaller`).
+        let token: CallToken
+        var player: LoopCaller? = nil
+        if route.tokenNeed == .required, let authorization = context.metadata[MetadataKey.authorization] {
+            guard let resolved = authenticator.loopCaller(authorization: authorization) else { return nil }
+            token = .verified(resolved.caller)
+            player = resolved
+        } else {
+            guard let cached = cachedToken(for: route, context: context) else { return nil }
+            token = cached
+        }
+        guard
             case .success(let admitted) = admission.decide(
                 method: context.method, route: route, role: context.peer.role, token: token,
                 deadline: context.deadline, now: monotonicNanoseconds())
         else { return nil }
-        let board = boardRouting(service: admitted.service, request: request, caller: admitted.caller)
-        guard let (index, backend) = admitted.backend.choose(preferring: board?.owner, excluding: []),
+        let owners = boardOwners(for: admitted.service)
+        let appID = admitted.caller?.appID ?? ""
+        guard
+            let (index, backend) = admitted.backend.choose(
+                for: owners?.routing(request: request, appID: appID)),
             let connection = backend.loopConnections?.connection(on: loop)
         else { return nil }
 
+        let host = Self.host(of: context.peer.address)
         do throws(RPCError) {
             try protection.admit(
-                context: context, requestSizes: CollectionOfOne((method: context.method, bytes: request.count)))
+                host: host, requestSizes: CollectionOfOne((method: context.method, bytes: request.count)))
         } catch {
             completion(.failure(error))
             return {}
@@ -41,10 +57,20 @@ extension CallPipeline {
             completion(.failure(error))
             return {}
         }
+        // Without the admin certificate, `decide` admits a player as `LoopCaller.forwardedEntries` describes it.
+        assert(
+            player == nil || context.peer.role == .admin
+                || admitted.caller == CallAdmission<BackendPool>.playerCaller(player!.caller, isAdmin: false))
+        let metadata =
+            if let player, context.peer.role != .admin {
+                forwardedMetadata(context, player: player, host: host)
+            } else {
+                forwardedMetadata(context, caller: admitted.caller, host: host)
+            }
         let call = ProxiedCall(
             pool: admitted.backend, protection: protection, loop: loop, method: context.method, request: request,
-            metadata: forwardedMetadata(context, caller: admitted.caller), deadline: admitted.backendDeadline,
-            board: board, traffic: traffic, completion: completion)
+            metadata: metadata, deadline: admitted.backendDeadline, boardOwners: owners, appID: appID,
+            traffic: traffic, completion: completion)
         loopProxiedCalls.wrappingAdd(1, ordering: .relaxed)
         call.start(on: connection, backendIndex: index, backend: backend)
         return { call.cancel() }
@@ -68,7 +94,10 @@ final class ProxiedCall: @unchecked Sendable {
     private let completion: (Result<[UInt8], RPCError>) -> Void
     /// Whether finishing or cancelling ends the call's admission (a batch's calls share the batch's).
     private let releasesProtection: Bool
-    private let board: BoardRouting?
+    /// The board owners when the call is one the gateway routes by board (leaderboards), and the caller's
+    /// application: the call's board (`board`) is found in its request only when a choice depends on it.
+    private let boardOwners: BoardOwners?
+    private let appID: String
     /// Where the call's outcome is counted (`GatewayAdmin/GetSystemStatus`), from when it was made.
     private let traffic: ServiceTraffic?
     private let started = monotonicNanoseconds()
@@ -81,10 +110,11 @@ final class ProxiedCall: @unchecked Sendable {
 
     init(
         pool: BackendPool, protection: Protection, loop: EventLoop, method: String, request: [UInt8],
-        metadata: EncodedMetadata, deadline: UInt64, releasesProtection: Bool = true, board: BoardRouting?,
-        traffic: ServiceTraffic? = nil, completion: @escaping (Result<[UInt8], RPCError>) -> Void
+        metadata: EncodedMetadata, deadline: UInt64, releasesProtection: Bool = true, boardOwners: BoardOwners?,
+        appID: String, traffic: ServiceTraffic? = nil, completion: @escaping (Result<[UInt8], RPCError>) -> Void
     ) {
-        self.board = board
+        self.boardOwners = boardOwners
+        self.appID = appID
         self.traffic = traffic
         self.pool = pool
         self.protection = protection
@@ -97,9 +127,12 @@ final class ProxiedCall: @unchecked Sendable {
         self.releasesProtection = releasesProtection
     }
 
+    /// The call's board, for routing to its owner (`BoardOwners.routing`); nil for calls not routed by board.
+    private var board: BoardRouting? { boardOwners?.routing(request: request, appID: appID) }
+
     /// Starts on the loop's connection of a healthy backend when there is one, else through `ServiceCaller`.
     func start() {
-        if let (index, backend) = pool.choose(preferring: board?.owner, excluding: []),
+        if let (index, backend) = pool.choose(for: board),
             let connection = backend.loopConnections?.connection(on: loop)
         {
             start(on: connection, backendIndex: index, backend: backend)

@@ -22,9 +22,17 @@ final class Protection: Sendable {
     func admit<Calls: Collection<(method: String, bytes: Int)>>(
         context: RequestContext, requestSizes calls: Calls
     ) throws(RPCError) {
+        try admit(host: CallPipeline.host(of: context.peer.address), requestSizes: calls)
+    }
+
+    /// `admit(context:requestSizes:)` for a client at `host` (`CallPipeline.host(of:)` of its address), for a path
+    /// that needs the host again.
+    func admit<Calls: Collection<(method: String, bytes: Int)>>(
+        host: String, requestSizes calls: Calls
+    ) throws(RPCError) {
         try inFlight.enter()
         do throws(RPCError) {
-            try addresses.charge(CallPipeline.host(of: context.peer.address), cost: calls.count)
+            try addresses.charge(host, cost: calls.count)
             for call in calls where call.bytes > maxRequestBytes {
                 throw .invalidArgument(
                     "the request of \(call.method) is \(call.bytes) bytes; the gateway accepts at most \(maxRequestBytes)"

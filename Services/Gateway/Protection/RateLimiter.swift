@@ -24,11 +24,13 @@ final class RateLimiter: Sendable {
     /// and a `rave.gateway.v1.RetryInfo` in the details.
     func charge(_ key: String, cost: Int = 1, now: UInt64 = monotonicNanoseconds()) throws(RPCError) {
         let wait = buckets.withLock { buckets -> UInt64? in
-            if buckets[key] == nil {
-                if buckets.count >= capacity { evict(from: &buckets, now: now) }
-                buckets[key] = TokenBucket(limit: limit, now: now)
-            }
-            return buckets[key]?.take(Double(cost), now: now)
+            // One hash of the key for a known bucket, the common case.
+            if let index = buckets.index(forKey: key) { return buckets.values[index].take(Double(cost), now: now) }
+            if buckets.count >= capacity { evict(from: &buckets, now: now) }
+            var bucket = TokenBucket(limit: limit, now: now)
+            let wait = bucket.take(Double(cost), now: now)
+            buckets[key] = bucket
+            return wait
         }
         guard let wait else { return }
         let milliseconds = max(1, (wait + 999_999) / 1_000_000)

@@ -69,6 +69,16 @@ final class BackendPool: Sendable {
         choose(preferring: nil, excluding: excluded)
     }
 
+    /// The backend for a call of `board` (its owner when known and healthy), else the next healthy one.
+    ///
+    /// With one member the owner cannot change the choice, so neither the board (a scan of the request) nor its
+    /// owner (a lock, a hash and a clock read) is looked up.
+    func choose(for board: @autoclosure () -> BoardRouting?) -> (index: Int, backend: Backend)? {
+        let backends = self.backends
+        if backends.count == 1 { return backends[0].isHealthy ? (0, backends[0]) : nil }
+        return choose(preferring: board()?.owner, excluding: [])
+    }
+
     /// `preferred` when it is one of this pool's backends, healthy and not excluded, else the next healthy one.
     func choose(
         preferring preferred: SocketAddress?, excluding excluded: Set<Int> = []
