@@ -42,7 +42,7 @@ final class LeaderboardsDependencies: Sendable {
     var rpcServices: [any RPCService] {
         let players = PlayerHandlers(dependencies: self)
         return [
-            players.served(tracked: engine.merges.track(players)), AdminHandlers(dependencies: self),
+            engine.merges.track(players.served), AdminHandlers(dependencies: self),
             LeaderboardsMergeParticipant(dependencies: self), InternalHandlers(dependencies: self),
             LeaderboardsErasureParticipant(dependencies: self), LeaderboardsExportParticipant(dependencies: self),
         ]

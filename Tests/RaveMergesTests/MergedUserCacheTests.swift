@@ -1,4 +1,6 @@
 import RavePostgres
+import RaveRPC
+import Synchronization
 import Testing
 
 @testable import RaveMerges
@@ -200,6 +202,42 @@ struct CallTrackerTests {
         calls.end(stuck)
     }
 
+    @Test func callsOfSeveralEpochsEndingInAnyOrderReleaseEachDrainOnce() async {
+        let calls = CallTracker()
+        let first = calls.begin()
+        let firstDrain = Task { await calls.drain(timeout: .seconds(30)) }
+        while calls.epoch < 1 { await Task.yield() }
+        let (second, third) = (calls.begin(), calls.begin())
+        let secondDrain = Task { await calls.drain(timeout: .seconds(30)) }
+        while calls.epoch < 2 { await Task.yield() }
+        #expect(calls.runningCalls == 3)
+        // A later epoch's call ends first: neither drain is released by it.
+        calls.end(second)
+        calls.end(first)
+        #expect(await firstDrain.value)
+        #expect(calls.runningCalls == 1)
+        calls.end(third)
+        #expect(await secondDrain.value)
+        #expect(calls.runningCalls == 0)
+        // Ending an epoch twice over (a defect of the caller) does not count below zero.
+        calls.end(third)
+        #expect(calls.runningCalls == 0)
+    }
+
+    @Test func trackedFastPathsCountLikeHandlers() async throws {
+        let calls = CallTracker()
+        let seen = Seen()
+        let tracked = TrackedService(CountingService(calls: calls, seen: seen), calls: calls)
+        #expect(tracked.methods.map { $0.fastPath != nil } == [true, false])
+        let answer = try tracked.methods[0].fastPath?([], SlowService.context)
+        #expect(answer == [1])
+        _ = try await tracked.methods[0].handler([], SlowService.context)
+        _ = try await tracked.methods[1].handler([], SlowService.context)
+        // Each path saw its own call running, and nothing is left running after them.
+        #expect(seen.counts.withLock { $0 } == [1, 1, 1])
+        #expect(calls.runningCalls == 0)
+    }
+
     @Test func recentSetKeepsOnlyTheNewest() {
         var set = RecentSet(capacity: 3)
         let ids = (0..<5).map { _ in RaveID.random() }
@@ -207,4 +245,29 @@ struct CallTrackerTests {
         #expect(!set.contains(ids[0]) && !set.contains(ids[1]))
         #expect(set.contains(ids[2]) && set.contains(ids[3]) && set.contains(ids[4]))
     }
+}
+
+/// A method with a fast path and one without; each records how many calls `calls` counts while it runs.
+private struct CountingService: RPCService {
+    static let serviceName = "rave.testing.v1.Counting"
+    let calls: CallTracker
+    let seen: Seen
+
+    var methods: [RPCMethod] {
+        let (calls, seen) = (self.calls, self.seen)
+        let record: @Sendable () -> [UInt8] = {
+            seen.counts.withLock { $0.append(calls.runningCalls) }
+            return [1]
+        }
+        return [
+            RPCMethod(
+                name: "\(Self.serviceName)/Fast", handler: { _, _ in record() }, fastPath: { _, _ in record() }),
+            RPCMethod(name: "\(Self.serviceName)/Slow") { _, _ in record() },
+        ]
+    }
+}
+
+/// The running-call counts `CountingService` saw.
+private final class Seen: Sendable {
+    let counts = Mutex<[Int]>([])
 }

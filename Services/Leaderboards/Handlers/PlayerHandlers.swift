@@ -25,7 +25,12 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
             throw LeaderboardsError.failedPrecondition("anonymous players cannot submit scores; sign in first")
         }
         let userID = try await playerID(of: caller)
-        let board = try await board(request.leaderboardKey, caller: caller)
+        let board: BoardDefinition
+        if let known = try boardFromMemory(request.leaderboardKey, caller: caller) {
+            board = known
+        } else {
+            board = try await self.board(request.leaderboardKey, caller: caller)
+        }
         let outcome = try await dependencies.engine.submit(score: request.score, userID: userID, to: board)
         // A lease that lapsed while the write committed may already have a successor whose index missed it: do not
         // acknowledge then (the score is in the table; a retry at the new owner is answered from its index).
@@ -64,7 +69,7 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
             leaderboard: try await describe(board, userID: userID, friendIDs: friendIDs))
     }
 
-    /// `getLeaderboard` answered from memory, in place on the event loop (`served(tracked:)`); nil leaves the call
+    /// `getLeaderboard` answered from memory, in place on the event loop (`served`); nil leaves the call
     /// to `getLeaderboard`.
     ///
     /// The same steps, each without waiting; nil when one of them would wait: the board's definition is not
@@ -320,15 +325,14 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
 extension PlayerHandlers {
     static let getLeaderboardMethod = "rave.leaderboards.v1.Leaderboards/GetLeaderboard"
 
-    /// The player methods as served: `tracked`, with GetLeaderboard answered in place from memory when it can.
+    /// The player methods as served: GetLeaderboard answered in place from memory when it can
+    /// (`getLeaderboardFromMemory` as its fast path, its handler serving what that leaves), the rest as generated.
     ///
-    /// `tracked` is these handlers with every call counted for merges' and erasures' drains (`MergedUsers.track`);
-    /// GetLeaderboard's fast path is `getLeaderboardFromMemory`, and its tracked handler serves what that leaves.
-    /// The in-place answers are not counted: they write nothing, and a drain waits only for calls that could still
-    /// write under an id resolved before it.
-    func served(tracked: any RPCService) -> any RPCService {
+    /// `LeaderboardsDependencies.rpcServices` passes this through `MergedUsers.track`, which counts every call for
+    /// merges' and erasures' drains, in-place answers included.
+    var served: some RPCService {
         ServedPlayerMethods(
-            methods: tracked.methods.map { method in
+            methods: methods.map { method in
                 guard method.name == Self.getLeaderboardMethod else { return method }
                 return RPCMethod(name: method.name, handler: method.handler) { request, context in
                     try self.getLeaderboardFromMemory(
@@ -339,8 +343,8 @@ extension PlayerHandlers {
     }
 }
 
-/// `PlayerHandlers.served(tracked:)`: the player service's methods with their wrappers and fast paths.
-private struct ServedPlayerMethods: RPCService {
+/// `PlayerHandlers.served`: the player service's methods with their fast paths.
+struct ServedPlayerMethods: RPCService {
     static var serviceName: String { PlayerHandlers.serviceName }
     let methods: [RPCMethod]
 }
