@@ -27,6 +27,9 @@ struct RotatedSession: Sendable {
 struct SessionStore: Sendable {
     let database: any PostgresQueryable
 
+    /// PostgreSQL's SQLSTATE for a statement rolled back to break a deadlock.
+    static let deadlockDetected = "40P01"
+
     /// The common case alone: rotates the sessions of tokens that are the latest of live sessions, many in one
     /// statement (`IdentityDependencies.rotations`); `$1` the presented tokens' hashes and `$4` the new ones, in
     /// pairs, and a row back per rotated session with the pair's 1-based `position`.
@@ -35,7 +38,10 @@ struct SessionStore: Sendable {
     /// to classify, so it costs PostgreSQL less than `refresh`. When it rotates nothing, `refresh` decides why.
     ///
     /// The sessions are locked in id order before any is updated, so two of these statements running at once (two
-    /// groups, each with a token of the same two sessions) wait for each other in one order and never deadlock.
+    /// groups, or two replicas, each with a token of the same two sessions) wait for each other in one order and
+    /// never deadlock. A statement that locks several sessions in another order (a user's sessions revoked at once)
+    /// can still meet one; PostgreSQL then rolls one back, and when it is this one `rotate` answers nil for every
+    /// token, so each falls back to `refresh`, which locks one session.
     ///
     /// Two refreshes of one token cannot both rotate: in one statement, `UPDATE … FROM` changes a row once whatever
     /// number of pairs join it; in two, the second waits for the first's row lock, then rechecks the session's
@@ -208,11 +214,18 @@ struct SessionStore: Sendable {
     func rotate(refreshTokens: [String], lifetime: TimeInterval) async throws -> [RotatedSession?] {
         let next = try refreshTokens.map { _ in try OpaqueToken.generate() }
         let now = Date()
-        let rows = try await database.execute(
-            Self.rotateMany,
-            [
-                refreshTokens.map(OpaqueToken.hash), now, now.addingTimeInterval(lifetime), next.map(OpaqueToken.hash),
-            ])
+        let rows: PostgresRows
+        do {
+            rows = try await database.execute(
+                Self.rotateMany,
+                [
+                    refreshTokens.map(OpaqueToken.hash), now, now.addingTimeInterval(lifetime),
+                    next.map(OpaqueToken.hash),
+                ])
+        } catch let error as PostgresError where error.sqlState == Self.deadlockDetected {
+            // Rolled back, so nothing rotated: `refresh` decides each token, one session at a time.
+            return Array(repeating: nil, count: refreshTokens.count)
+        }
         var answers = [RotatedSession?](repeating: nil, count: refreshTokens.count)
         for row in rows {
             let index = Int(try row.decode(Int64.self, column: "position")) - 1
