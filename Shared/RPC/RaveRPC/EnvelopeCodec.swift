@@ -52,13 +52,7 @@ enum EnvelopeCodec {
         var dictionary: [String: String]
 
         /// Whether `entries` are exactly these bytes.
-        func matches(_ entries: UnsafeRawBufferPointer) -> Bool {
-            guard entries.count == bytes.count else { return false }
-            return bytes.withUnsafeBytes { old in
-                guard let newStart = entries.baseAddress, let oldStart = old.baseAddress else { return old.isEmpty }
-                return memcmp(newStart, oldStart, old.count) == 0
-            }
-        }
+        func matches(_ entries: UnsafeRawBufferPointer) -> Bool { EnvelopeCodec.sameBytes(bytes, entries) }
     }
 
     /// Where the fields of a REQUEST body are, found in place: nothing is copied but metadata entries that other
@@ -166,7 +160,9 @@ enum EnvelopeCodec {
                 }
             }
             let keyBytes = UnsafeRawBufferPointer(rebasing: reader.bytes[key])
-            guard let assertion = callerAssertionKeys.firstIndex(where: { Self.equal($0, keyBytes) }) else { continue }
+            guard let assertion = callerAssertionKeys.firstIndex(where: { Self.sameBytes($0, keyBytes) }) else {
+                continue
+            }
             summary.assertsCaller = true
             guard assertion < 4 else { continue }
             let text = try reader.string(in: value, field: "metadata value")
@@ -188,11 +184,12 @@ enum EnvelopeCodec {
         return (first + MetadataKey.callerAssertions.filter { !first.contains($0) }).map { Array($0.utf8) }
     }()
 
-    private static func equal(_ key: [UInt8], _ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard key.count == bytes.count else { return false }
-        return key.withUnsafeBytes { key in
-            guard let start = key.baseAddress, let other = bytes.baseAddress else { return true }
-            return memcmp(start, other, bytes.count) == 0
+    /// Whether `bytes` holds exactly `other`'s bytes.
+    static func sameBytes(_ bytes: [UInt8], _ other: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count == other.count else { return false }
+        return bytes.withUnsafeBytes { bytes in
+            guard let start = bytes.baseAddress, let otherStart = other.baseAddress else { return true }
+            return memcmp(start, otherStart, other.count) == 0
         }
     }
 

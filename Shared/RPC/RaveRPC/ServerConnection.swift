@@ -1,4 +1,3 @@
-import Glibc
 import RaveMessages
 import RaveTelemetry
 import RaveTransport
@@ -89,13 +88,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         var caller: Caller?
 
         /// Whether `entries` are exactly these bytes.
-        func matches(_ entries: UnsafeRawBufferPointer) -> Bool {
-            guard entries.count == bytes.count else { return false }
-            return bytes.withUnsafeBytes { old in
-                guard let newStart = entries.baseAddress, let oldStart = old.baseAddress else { return old.isEmpty }
-                return memcmp(newStart, oldStart, old.count) == 0
-            }
-        }
+        func matches(_ entries: UnsafeRawBufferPointer) -> Bool { EnvelopeCodec.sameBytes(bytes, entries) }
     }
 
     init(channel: Channel, router: RPCRouter, registry: ConnectionRegistry) {
