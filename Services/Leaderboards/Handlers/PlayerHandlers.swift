@@ -25,12 +25,7 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
             throw LeaderboardsError.failedPrecondition("anonymous players cannot submit scores; sign in first")
         }
         let userID = try await playerID(of: caller)
-        let board: BoardDefinition
-        if let known = try boardFromMemory(request.leaderboardKey, caller: caller) {
-            board = known
-        } else {
-            board = try await self.board(request.leaderboardKey, caller: caller)
-        }
+        let board = try await board(request.leaderboardKey, caller: caller)
         let outcome = try await dependencies.engine.submit(score: request.score, userID: userID, to: board)
         // A lease that lapsed while the write committed may already have a successor whose index missed it: do not
         // acknowledge then (the score is in the table; a retry at the new owner is answered from its index).
@@ -203,7 +198,11 @@ final class PlayerHandlers: LeaderboardsV1.LeaderboardsHandler {
     }
 
     /// The board, once this instance holds its lease (taking it on first use).
+    ///
+    /// From memory when it can (`boardFromMemory`): a cached definition whose lease this instance holds needs no
+    /// wait.
     private func board(_ key: String, caller: Caller) async throws -> BoardDefinition {
+        if let known = try boardFromMemory(key, caller: caller) { return known }
         let board = try await dependencies.engine.board(
             appID: caller.appID, key: RequestLimits.key(key, field: "leaderboard_key"))
         try await dependencies.ownership.acquire(board)
