@@ -229,7 +229,7 @@ struct CallTrackerTests {
         let seen = Seen()
         let tracked = TrackedService(CountingService(calls: calls, seen: seen), calls: calls)
         #expect(tracked.methods.map { $0.fastPath != nil } == [true, false])
-        let answer = try tracked.methods[0].fastPath?([], SlowService.context)
+        let answer = try [UInt8]().withUnsafeBytes { try tracked.methods[0].fastPath?($0, SlowService.context) }
         #expect(answer == [1])
         _ = try await tracked.methods[0].handler([], SlowService.context)
         _ = try await tracked.methods[1].handler([], SlowService.context)

@@ -1,6 +1,7 @@
 import RaveMessages
 import RaveTelemetry
 import RaveTransport
+import RaveWire
 import Testing
 
 @testable import RaveRPC
@@ -13,35 +14,49 @@ struct KnownMetadataTests {
         RpcV1.Request(method: "m/x", timeoutMs: 0, metadata: metadata, payload: [1]).protobufBytes()
     }
 
-    private func known(_ metadata: [String: String]) throws -> EnvelopeCodec.KnownMetadata {
-        let decoded = try EnvelopeCodec.decodeRequest(request(metadata: metadata)).get()
-        return EnvelopeCodec.KnownMetadata(bytes: Array(decoded.encodedMetadata.bytes), dictionary: decoded.metadata)
+    /// The metadata entries of a request with `metadata`, as the connection reads them from the envelope.
+    private func entries(_ metadata: [String: String]) throws -> [UInt8] {
+        Array(try EnvelopeCodec.decodeRequest(request(metadata: metadata)).get().encodedMetadata.bytes)
     }
 
-    @Test func theSameEntriesReuseTheKnownDictionary() throws {
+    private func known(_ metadata: [String: String]) throws -> ServerConnection.KnownMetadata {
+        ServerConnection.KnownMetadata(
+            metadata: RequestMetadata(validated: EncodedMetadata(validatedBytes: try entries(metadata)[...])),
+            caller: nil)
+    }
+
+    @Test func theSameEntriesMatchTheKnownMetadata() throws {
         let metadata = ["rave-caller-user-id": "user-1", "trace-id": "t-1"]
-        let decoded = try EnvelopeCodec.decodeRequest(request(metadata: metadata), known: try known(metadata)).get()
-        #expect(decoded.reusedKnownMetadata)
-        #expect(decoded.metadata == metadata)
-        #expect(decoded.payload == [1])
+        let known = try known(metadata)
+        #expect(try entries(metadata).withUnsafeBytes { known.matches($0) })
+        #expect(known.metadata.dictionary == metadata)
     }
 
-    @Test func otherEntriesAreDecodedAfresh() throws {
+    @Test func otherEntriesDoNotMatch() throws {
         let known = try known(["rave-caller-user-id": "user-1"])
         for metadata in [["rave-caller-user-id": "user-2"], ["rave-caller-user-id": "user-1", "x": "y"], [:]] {
-            let decoded = try EnvelopeCodec.decodeRequest(request(metadata: metadata), known: known).get()
-            #expect(!decoded.reusedKnownMetadata)
-            #expect(decoded.metadata == metadata)
+            #expect(try !entries(metadata).withUnsafeBytes { known.matches($0) })
         }
     }
 
-    @Test func invalidEntriesAreRefusedWhateverIsKnown() throws {
+    /// Entries that do not decode are refused INVALID_ARGUMENT on their stream, right after valid ones were kept.
+    @Test func invalidEntriesAreRefusedWhateverIsKnown() async throws {
+        let server = try InMemoryServer()
+        let client = try await server.rawClient()
+        var events = client.events.makeAsyncIterator()
+        client.sendHandshake()
+        let valid = RpcV1.Request(
+            method: echoMethod, timeoutMs: 0, metadata: ["k": "v"],
+            payload: EchoV1.EchoRequest(payload: [4]).protobufBytes())
+        client.send(Frame(type: .request, streamID: 1, body: valid.protobufBytes()))
+        #expect(try #require(await events.nextFrame()).response?.code == .ok)
         // A metadata value that is not UTF-8: 0x1A entry, key "k", value 0xC3 0x28.
-        let bytes: [UInt8] = [0x1A, 0x07, 0x0A, 0x01, 0x6B, 0x12, 0x02, 0xC3, 0x28]
-        guard case .failure = EnvelopeCodec.decodeRequest(bytes, known: try known(["k": "v"])) else {
-            Issue.record("a metadata value that is not UTF-8 decoded")
-            return
-        }
+        let brokenEntry: [UInt8] = [0x1A, 0x07, 0x0A, 0x01, 0x6B, 0x12, 0x02, 0xC3, 0x28]
+        let invalid = [0x0A, UInt8(echoMethod.utf8.count)] + Array(echoMethod.utf8) + brokenEntry
+        client.send(Frame(type: .request, streamID: 3, body: invalid))
+        let refused = try #require(await events.nextFrame())
+        #expect(refused.streamID == 3 && refused.response?.code == .invalidArgument)
+        client.close()
     }
 
     @Test func nonASCIIStringsStillDecode() throws {

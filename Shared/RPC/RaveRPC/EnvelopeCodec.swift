@@ -41,18 +41,6 @@ enum EnvelopeCodec {
         /// The metadata entries as they arrived, for proxies that pass them on.
         var encodedMetadata = EncodedMetadata()
         var payload: [UInt8] = []
-        /// Whether `metadata` is the dictionary of the `known` metadata passed to the decoder (the same bytes).
-        var reusedKnownMetadata = false
-    }
-
-    /// Metadata entries decoded once, kept by a connection for later requests that carry the same bytes.
-    struct KnownMetadata {
-        /// The encoded entries (a copy, so the request body they came from can go).
-        var bytes: [UInt8]
-        var dictionary: [String: String]
-
-        /// Whether `entries` are exactly these bytes.
-        func matches(_ entries: UnsafeRawBufferPointer) -> Bool { EnvelopeCodec.sameBytes(bytes, entries) }
     }
 
     /// Where the fields of a REQUEST body are, found in place: nothing is copied but metadata entries that other
@@ -73,7 +61,7 @@ enum EnvelopeCodec {
 
     /// Finds the fields of a REQUEST body, checking every tag and length and the method's text.
     ///
-    /// The metadata entries are checked when decoded (`metadata(of:in:known:)`). Later occurrences of a field
+    /// The metadata entries are checked when decoded (`metadata(of:in:)`, `scanMetadata`). Later occurrences of a field
     /// win, as in protobuf; unknown fields are skipped.
     static func scanRequest<Bytes: RandomAccessCollection<UInt8>>(
         _ body: Bytes
@@ -114,26 +102,19 @@ enum EnvelopeCodec {
         return fields
     }
 
-    /// The decoded metadata of a scanned request, its entries as `EncodedMetadata`, and whether they are the
-    /// bytes of `known` (whose dictionary is then used instead of decoding them again: the calls a gateway
-    /// forwards for one player, a batch or a busy client, all carry the same entries).
+    /// The decoded metadata of a scanned request, and its entries as `EncodedMetadata`.
     static func metadata(
-        of fields: RequestFields, in body: UnsafeRawBufferPointer, known: KnownMetadata?
-    ) throws(EnvelopeError) -> (dictionary: [String: String], encoded: EncodedMetadata, reusedKnown: Bool) {
+        of fields: RequestFields, in body: UnsafeRawBufferPointer
+    ) throws(EnvelopeError) -> (dictionary: [String: String], encoded: EncodedMetadata) {
+        let entries: [UInt8]
         if let range = fields.metadata {
-            let entries = UnsafeRawBufferPointer(rebasing: body[range])
-            if let known, known.matches(entries) {
-                return (known.dictionary, EncodedMetadata(validatedBytes: known.bytes[...]), true)
-            }
-            let owned = Array(entries)
-            return (try decodeMetadata(owned[...]), EncodedMetadata(validatedBytes: owned[...]), false)
+            entries = Array(UnsafeRawBufferPointer(rebasing: body[range]))
+        } else if let scattered = fields.scatteredMetadata {
+            entries = scattered
+        } else {
+            return ([:], EncodedMetadata())
         }
-        if let scattered = fields.scatteredMetadata {
-            let reused = scattered.withUnsafeBytes { entries in known?.matches(entries) ?? false }
-            if reused, let known { return (known.dictionary, EncodedMetadata(validatedBytes: known.bytes[...]), true) }
-            return (try decodeMetadata(scattered[...]), EncodedMetadata(validatedBytes: scattered[...]), false)
-        }
-        return ([:], EncodedMetadata(), false)
+        return (try decodeMetadata(entries[...]), EncodedMetadata(validatedBytes: entries[...]))
     }
 
     /// Checks encoded metadata entries (each a whole field 3) as decoding them into a dictionary would, with the
@@ -187,24 +168,28 @@ enum EnvelopeCodec {
     /// Whether `bytes` holds exactly `other`'s bytes.
     static func sameBytes(_ bytes: [UInt8], _ other: UnsafeRawBufferPointer) -> Bool {
         guard bytes.count == other.count else { return false }
-        return bytes.withUnsafeBytes { bytes in
-            guard let start = bytes.baseAddress, let otherStart = other.baseAddress else { return true }
-            return memcmp(start, otherStart, other.count) == 0
-        }
+        return bytes.withUnsafeBytes { sameBytes($0, other) }
+    }
+
+    /// Whether `bytes` holds exactly `other`'s bytes.
+    static func sameBytes(_ bytes: UnsafeRawBufferPointer, _ other: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count == other.count else { return false }
+        guard let start = bytes.baseAddress, let otherStart = other.baseAddress else { return true }
+        return memcmp(start, otherStart, other.count) == 0
     }
 
     /// Decodes a REQUEST body; the message says what is wrong.
     ///
-    /// When the metadata entries are the bytes of `known`, its dictionary is used instead of decoding them again.
-    static func decodeRequest(_ body: [UInt8], known: KnownMetadata? = nil) -> Result<Request, EnvelopeError> {
+    /// A server reads requests in place instead (`scanRequest`, `scanMetadata`); this decodes one whole, for
+    /// tests and tools.
+    static func decodeRequest(_ body: [UInt8]) -> Result<Request, EnvelopeError> {
         body.withUnsafeBytes { body in
             do throws(EnvelopeError) {
                 let fields = try scanRequest(body)
                 var request = Request()
                 request.method = String(decoding: body[fields.method], as: UTF8.self)
                 request.timeoutMs = fields.timeoutMs
-                (request.metadata, request.encodedMetadata, request.reusedKnownMetadata) = try metadata(
-                    of: fields, in: body, known: known)
+                (request.metadata, request.encodedMetadata) = try metadata(of: fields, in: body)
                 request.payload = Array(body[fields.payload])
                 return .success(request)
             } catch {

@@ -71,8 +71,19 @@ final class MethodTable<Value: Sendable>: Sendable {
 
     /// The name (as the shared string it was stored with) and value of `name`, if present.
     func find(_ name: UnsafeRawBufferPointer) -> (name: String, value: Value)? {
+        guard let slot = slot(of: name), let value = values[slot] else { return nil }
+        return (names[slot], value)
+    }
+
+    /// The value of `name`, if present (`find` without the name's string).
+    func value(of name: UnsafeRawBufferPointer) -> Value? {
+        guard let slot = slot(of: name) else { return nil }
+        return values[slot]
+    }
+
+    private func slot(of name: UnsafeRawBufferPointer) -> Int? {
         let hash = Self.hash(name)
-        let found = hashes.withUnsafeBufferPointer { hashes in
+        return hashes.withUnsafeBufferPointer { hashes in
             lengths.withUnsafeBufferPointer { lengths in
                 nameBytes.withUnsafeBytes { stored -> Int? in
                     var index = Int(truncatingIfNeeded: hash) & mask
@@ -88,8 +99,6 @@ final class MethodTable<Value: Sendable>: Sendable {
                 }
             }
         }
-        guard let found, let value = values[found] else { return nil }
-        return (names[found], value)
     }
 
     private static func equal(_ stored: UnsafeRawBufferPointer, at offset: Int, _ bytes: UnsafeRawBufferPointer) -> Bool

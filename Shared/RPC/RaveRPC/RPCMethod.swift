@@ -6,10 +6,17 @@ import RaveTransport
 public struct RPCMethod: Sendable {
     public typealias Handler = @Sendable (_ request: [UInt8], _ context: RequestContext) async throws -> [UInt8]
     /// A handler that answers without waiting for anything (no I/O, no lock held for long): from memory.
-    public typealias SynchronousHandler = @Sendable (_ request: [UInt8], _ context: RequestContext) throws -> [UInt8]
+    ///
+    /// `request` is the message's bytes where they arrived (the server's read buffer), valid only during the call.
+    public typealias SynchronousHandler =
+        @Sendable (_ request: UnsafeRawBufferPointer, _ context: RequestContext) throws -> [UInt8]
     /// Answers a call from memory when it can, without waiting for anything; nil declines, and `handler` serves
     /// the call (with the same request and context).
-    public typealias FastPath = @Sendable (_ request: [UInt8], _ context: RequestContext) throws -> [UInt8]?
+    ///
+    /// `request` is the message's bytes where they arrived (the server's read buffer), valid only during the call:
+    /// a call answered in place copies nothing out but what the handler decodes.
+    public typealias FastPath =
+        @Sendable (_ request: UnsafeRawBufferPointer, _ context: RequestContext) throws -> [UInt8]?
 
     /// "rave.<area>.v1.<Service>/<Method>".
     public let name: String
@@ -37,7 +44,7 @@ public struct RPCMethod: Sendable {
     /// (A factory rather than an initializer, so a trailing closure without `await` still makes an async method.)
     public static func synchronous(name: String, _ handler: @escaping SynchronousHandler) -> RPCMethod {
         RPCMethod(
-            name: name, handler: { request, context in try handler(request, context) },
+            name: name, handler: { request, context in try request.withUnsafeBytes { try handler($0, context) } },
             fastPath: { request, context in try handler(request, context) })
     }
 }

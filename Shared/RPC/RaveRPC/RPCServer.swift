@@ -114,6 +114,8 @@ final class RPCRouter: Sendable {
     /// A class: a call holds its route while it is read and started, and one reference costs one retain where a
     /// struct of two closures and a rule cost several.
     final class Route: Sendable {
+        /// The method's full name (the string every call of it shares).
+        let name: String
         /// Nil for a name the fallback serves (`RPCServerConfiguration.fallbackMethodNames`).
         let handler: RPCMethod.Handler?
         /// Tried first on the loop: a synchronous handler, or a fast path that may decline (`RPCMethod.fastPath`).
@@ -122,12 +124,20 @@ final class RPCRouter: Sendable {
         let rule: AccessPolicy.Peers
         /// Whether an OK answer is logged at debug (`RPCServerConfiguration.quietMethods`).
         let quietWhenOK: Bool
+        /// Whether the router's `loopFallback` may serve it: every method but the built-in Health check, which
+        /// always runs as written.
+        let allowsLoopFallback: Bool
 
-        init(handler: RPCMethod.Handler?, fastPath: RPCMethod.FastPath?, rule: AccessPolicy.Peers, quietWhenOK: Bool) {
+        init(
+            name: String, handler: RPCMethod.Handler?, fastPath: RPCMethod.FastPath?, rule: AccessPolicy.Peers,
+            quietWhenOK: Bool
+        ) {
+            self.name = name
             self.handler = handler
             self.fastPath = fastPath
             self.rule = rule
             self.quietWhenOK = quietWhenOK
+            self.allowsLoopFallback = name != HealthCheck.methodName
         }
     }
 
@@ -149,7 +159,7 @@ final class RPCRouter: Sendable {
     let health: HealthState
     private let requestCounter = Atomic<UInt64>(0)
     /// The UTF-8 of the per-server prefix of request ids: 8 hex digits.
-    private let requestIDPrefix: [UInt8]
+    let requestIDPrefix: [UInt8]
 
     init(
         services: [any RPCService], access: AccessPolicy, configuration: RPCServerConfiguration, logger: Logger,
@@ -175,7 +185,7 @@ final class RPCRouter: Sendable {
         self.access = access
         func route(_ name: String, _ method: RPCMethod?) -> Route {
             Route(
-                handler: method?.handler, fastPath: method?.fastPath,
+                name: name, handler: method?.handler, fastPath: method?.fastPath,
                 rule: access.peers(forMethod: name), quietWhenOK: configuration.quietMethods.contains(name))
         }
         var routes = Dictionary(uniqueKeysWithValues: configuration.fallbackMethodNames.map { ($0, route($0, nil)) })
@@ -200,13 +210,21 @@ final class RPCRouter: Sendable {
 
     /// The request id of `number`: the per-server prefix, "-", and the number in lowercase hex.
     func requestID(number: UInt64) -> String {
+        RequestIDs.text(prefix: requestIDPrefix, number: number)
+    }
+}
+
+/// How a server spells its request ids.
+enum RequestIDs {
+    /// `prefix`, "-", and `number` in lowercase hex.
+    static func text(prefix: [UInt8], number: UInt64) -> String {
         // Written by hand: concatenating `String(number, radix: 16)` (generic) cost about 1 % of a proxied
         // call's CPU, while this builds the id in place (and up to 15 bytes it is a small string, no allocation).
         var digits = 1
         while digits < 16 && number >> (4 * UInt64(digits)) != 0 { digits += 1 }
-        return String(unsafeUninitializedCapacity: requestIDPrefix.count + 1 + digits) { buffer in
+        return String(unsafeUninitializedCapacity: prefix.count + 1 + digits) { buffer in
             var index = 0
-            for byte in requestIDPrefix {
+            for byte in prefix {
                 buffer[index] = byte
                 index += 1
             }

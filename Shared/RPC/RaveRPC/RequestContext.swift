@@ -74,9 +74,15 @@ public struct PeerIdentity: Hashable, Sendable {
 }
 
 /// Everything a handler knows about the call besides its request message.
+///
+/// Built for every call, and copied wherever a handler passes it on: its stored fields are few, and the ones
+/// nearly no call reads (the request id's text, the metadata dictionary) are made only when read.
 public struct RequestContext: Sendable {
     /// Unique per call; appears in every log line about it and in INTERNAL error messages.
-    public var requestID: String
+    public var requestID: String {
+        get { requestIDText ?? connection.requestID(number: requestNumber) }
+        set { requestIDText = newValue }
+    }
     /// The fully qualified method name.
     public var method: String
     /// When the caller stops waiting (monotonic nanoseconds, see `monotonicNanoseconds()`).
@@ -84,11 +90,11 @@ public struct RequestContext: Sendable {
     /// Request metadata; a server call's is decoded from its entries the first time it is read.
     public var metadata: [String: String] {
         get { requestMetadata?.dictionary ?? [:] }
-        set { requestMetadata = newValue.isEmpty ? nil : RequestMetadata(dictionary: newValue) }
+        set { requestMetadata = RequestMetadata(dictionary: newValue, encoded: encodedMetadata) }
     }
     public var peer: PeerIdentity {
         get { connection.peer }
-        set { connection = ConnectionFacts(peer: newValue, logger: connection.logger) }
+        set { connection = connection.with(peer: newValue) }
     }
     /// The authenticated caller, from metadata of a trusted peer; nil for anonymous calls.
     public var caller: Caller?
@@ -96,20 +102,28 @@ public struct RequestContext: Sendable {
     public var logger: Logger {
         get { loggerAddsRequestID ? connection.logger.with("request_id", requestID) : connection.logger }
         set {
-            connection = ConnectionFacts(peer: connection.peer, logger: newValue)
+            connection = connection.with(logger: newValue)
             loggerAddsRequestID = false
         }
     }
     /// `metadata` as it arrived on the wire, for proxies that pass it on (empty when the call did not come
     /// from the network).
-    public var encodedMetadata: EncodedMetadata
-    /// The peer and the logger, shared by every call of a connection: one reference per call, not their strings.
+    public var encodedMetadata: EncodedMetadata {
+        get { requestMetadata?.encoded ?? EncodedMetadata() }
+        set { requestMetadata = RequestMetadata(dictionary: metadata, encoded: newValue) }
+    }
+    /// The peer, the logger and the request ids' prefix, shared by every call of a connection: one reference per
+    /// call, not their strings.
     ///
     /// `logger` is the server's connection logger when `loggerAddsRequestID`, to which the request id is added
     /// each time a handler asks for it: most calls never log, and adding it costs an allocation.
     private var connection: ConnectionFacts
     private var loggerAddsRequestID = false
-    /// Nil for no metadata.
+    /// A server call's number, whose text (`ConnectionFacts.requestID(number:)`) is made when first read.
+    private var requestNumber: UInt64 = 0
+    /// The request id given as text (every context not made by a server connection, or one a handler set).
+    private var requestIDText: String?
+    /// The metadata, as the dictionary a handler gave and the entries as they arrived; nil for none.
     private var requestMetadata: RequestMetadata?
 
     public init(
@@ -117,10 +131,8 @@ public struct RequestContext: Sendable {
         caller: Caller?, logger: Logger, encodedMetadata: EncodedMetadata = EncodedMetadata()
     ) {
         self.init(
-            requestID: requestID, method: method, deadline: deadline,
-            metadata: metadata.isEmpty ? nil : RequestMetadata(dictionary: metadata),
+            requestID: requestID, method: method, deadline: deadline, metadata: metadata,
             connection: ConnectionFacts(peer: peer, logger: logger), caller: caller, encodedMetadata: encodedMetadata)
-        loggerAddsRequestID = false
     }
 
     /// A context whose `logger` is `connectionLogger` with the request id added when it is read.
@@ -129,24 +141,36 @@ public struct RequestContext: Sendable {
         caller: Caller?, connectionLogger: Logger, encodedMetadata: EncodedMetadata = EncodedMetadata()
     ) {
         self.init(
-            requestID: requestID, method: method, deadline: deadline,
-            metadata: metadata.isEmpty ? nil : RequestMetadata(dictionary: metadata),
+            requestID: requestID, method: method, deadline: deadline, metadata: metadata,
             connection: ConnectionFacts(peer: peer, logger: connectionLogger), caller: caller,
             encodedMetadata: encodedMetadata)
+        loggerAddsRequestID = true
     }
 
-    /// A context of a call on a server connection, whose facts it shares; `logger` adds the request id.
-    init(
-        requestID: String, method: String, deadline: UInt64, metadata: RequestMetadata?,
+    private init(
+        requestID: String, method: String, deadline: UInt64, metadata: [String: String],
         connection: ConnectionFacts, caller: Caller?, encodedMetadata: EncodedMetadata
     ) {
-        self.requestID = requestID
+        self.requestIDText = requestID
+        self.method = method
+        self.deadline = deadline
+        self.requestMetadata = RequestMetadata(dictionary: metadata, encoded: encodedMetadata)
+        self.connection = connection
+        self.caller = caller
+    }
+
+    /// A context of call `requestNumber` on a server connection, whose facts it shares; `logger` adds the request
+    /// id.
+    init(
+        requestNumber: UInt64, method: String, deadline: UInt64, metadata: RequestMetadata?,
+        connection: ConnectionFacts, caller: Caller?
+    ) {
+        self.requestNumber = requestNumber
         self.method = method
         self.deadline = deadline
         self.requestMetadata = metadata
         self.connection = connection
         self.caller = caller
-        self.encodedMetadata = encodedMetadata
         loggerAddsRequestID = true
     }
 
@@ -179,13 +203,30 @@ public struct RequestContext: Sendable {
     }
 }
 
-/// What every call of one connection shares in its `RequestContext`: who the peer is, and the connection's logger.
+/// What every call of one connection shares in its `RequestContext`: who the peer is, the connection's logger, and
+/// the server's request id prefix.
 final class ConnectionFacts: Sendable {
     let peer: PeerIdentity
     let logger: Logger
+    /// The UTF-8 of the server's request id prefix (`RequestIDs`); empty outside a server.
+    let requestIDPrefix: [UInt8]
 
-    init(peer: PeerIdentity, logger: Logger) {
+    init(peer: PeerIdentity, logger: Logger, requestIDPrefix: [UInt8] = []) {
         self.peer = peer
         self.logger = logger
+        self.requestIDPrefix = requestIDPrefix
+    }
+
+    func with(peer: PeerIdentity) -> ConnectionFacts {
+        ConnectionFacts(peer: peer, logger: logger, requestIDPrefix: requestIDPrefix)
+    }
+
+    func with(logger: Logger) -> ConnectionFacts {
+        ConnectionFacts(peer: peer, logger: logger, requestIDPrefix: requestIDPrefix)
+    }
+
+    /// The text of request `number` of this connection's server.
+    func requestID(number: UInt64) -> String {
+        RequestIDs.text(prefix: requestIDPrefix, number: number)
     }
 }

@@ -8,20 +8,25 @@ import Synchronization
 /// the handlers that look. Shared by every copy of a context (and by the calls of a connection that carry the
 /// same entries); the decoded dictionary is a pure function of the bytes, so sharing it is safe.
 final class RequestMetadata: Sendable {
-    /// The entries as they arrived (empty for metadata given as a dictionary).
+    /// The entries as they arrived (or as given).
     let encoded: EncodedMetadata
     private let decoded: Mutex<[String: String]?>
 
     /// Entries `EnvelopeCodec.scanMetadata` accepted, decoded when first read.
-    init(validated encoded: EncodedMetadata) {
-        self.encoded = encoded
-        self.decoded = Mutex(nil)
+    convenience init(validated encoded: EncodedMetadata) {
+        self.init(encoded: encoded, decoded: nil)
     }
 
-    /// Metadata given as a dictionary.
-    init(dictionary: [String: String]) {
-        self.encoded = EncodedMetadata()
-        self.decoded = Mutex(dictionary)
+    /// Metadata given as a dictionary, and as entries to pass on (which may differ: a context built by hand sets
+    /// each on its own); nil when both are empty.
+    convenience init?(dictionary: [String: String], encoded: EncodedMetadata) {
+        guard !dictionary.isEmpty || !encoded.isEmpty else { return nil }
+        self.init(encoded: encoded, decoded: dictionary)
+    }
+
+    private init(encoded: EncodedMetadata, decoded: [String: String]?) {
+        self.encoded = encoded
+        self.decoded = Mutex(decoded)
     }
 
     /// The metadata as a dictionary (a later entry wins, as in protobuf maps).

@@ -23,7 +23,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         var method: String
         /// `method` as metrics name it: from a closed set (see `RPCServerObserver`).
         var label: String
-        var requestID: String
+        /// Its request id's number (`ConnectionFacts.requestID(number:)` spells it).
+        var requestNumber: UInt64
         var startedAt: UInt64
         /// An OK answer is logged at debug (a method peers poll; `RPCServerConfiguration.quietMethods`).
         var quietWhenOK = false
@@ -61,9 +62,9 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private var lastScopes: (text: String, scopes: Set<String>)?
     /// Who the peer is, from its verified certificate; set once the channel is active.
     private var peer: PeerIdentity {
-        didSet { facts = ConnectionFacts(peer: peer, logger: logger) }
+        didSet { facts = facts.with(peer: peer) }
     }
-    /// The peer and the logger as every call's `RequestContext` shares them.
+    /// The peer, the logger and the request ids' prefix as every call's `RequestContext` shares them.
     private var facts: ConnectionFacts
     /// The server's input budget this connection takes its share of (docs/PROTOCOL.md §11).
     private let inputBudget: InputBudget
@@ -81,14 +82,15 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     private static let requestNumberBlock: UInt64 = 256
 
     /// Metadata entries a connection read, kept for later requests that carry the same bytes.
-    private struct KnownMetadata {
-        /// The entries (their own copy: the request body they came from goes).
-        var bytes: [UInt8]
+    struct KnownMetadata {
+        /// The entries (`metadata.encoded`: their own copy, as the request body they came from goes).
         var metadata: RequestMetadata
         var caller: Caller?
 
         /// Whether `entries` are exactly these bytes.
-        func matches(_ entries: UnsafeRawBufferPointer) -> Bool { EnvelopeCodec.sameBytes(bytes, entries) }
+        func matches(_ entries: UnsafeRawBufferPointer) -> Bool {
+            metadata.encoded.bytes.withUnsafeBytes { EnvelopeCodec.sameBytes($0, entries) }
+        }
     }
 
     init(channel: Channel, router: RPCRouter, registry: ConnectionRegistry) {
@@ -107,7 +109,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         self.inputBudget = registry.inputBudget
         let peer = PeerIdentity(address: channel.remoteAddress, certificateCommonName: nil)
         self.peer = peer
-        self.facts = ConnectionFacts(peer: peer, logger: logger)
+        self.facts = ConnectionFacts(peer: peer, logger: logger, requestIDPrefix: router.requestIDPrefix)
     }
 
     private var configuration: RPCServerConfiguration { router.configuration }
@@ -223,123 +225,103 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         }
     }
 
-    /// A request read from its frame body in place: only the payload (and changed metadata) is copied out.
-    private struct IncomingRequest {
-        var method: String
-        var route: RPCRouter.Route?
-        var timeoutMs: UInt32
-        /// Nil when the request has no metadata.
-        var metadata: RequestMetadata?
-        var payload: [UInt8]
-        /// What the server reads from the metadata; nil when it has none or `knownMetadata` matched.
-        var callerMetadata: CallerMetadata?
-        /// Whether the metadata is `knownMetadata`'s (the same bytes arrived again).
-        var reusedKnownMetadata: Bool
+    /// What a request's metadata entries gave.
+    private enum MetadataRead {
+        /// The request has none.
+        case none
+        /// They are `knownMetadata`'s bytes again: its metadata and caller serve.
+        case known
+        /// New entries (now checked), and what the server reads from them.
+        case read(RequestMetadata, CallerMetadata)
     }
 
-    /// Reads the REQUEST body in the decoder; nil and `failure` set when it does not parse.
-    private func readRequest(failure: inout EnvelopeError?) -> IncomingRequest? {
-        decoder.withBody { body -> IncomingRequest? in
-            do throws(EnvelopeError) {
-                let fields = try EnvelopeCodec.scanRequest(body)
-                let methodBytes = UnsafeRawBufferPointer(rebasing: body[fields.method])
-                let method: String
-                let route: RPCRouter.Route?
-                if let found = router.routesByName.find(methodBytes) {
-                    (method, route) = found
-                } else {
-                    (method, route) = (String(decoding: methodBytes, as: UTF8.self), nil)
-                }
-                var request = IncomingRequest(
-                    method: method, route: route, timeoutMs: fields.timeoutMs, metadata: nil,
-                    payload: Array(body[fields.payload]), callerMetadata: nil, reusedKnownMetadata: false)
-                if let range = fields.metadata {
-                    try readMetadata(UnsafeRawBufferPointer(rebasing: body[range]), into: &request)
-                } else if let scattered = fields.scatteredMetadata {
-                    // withUnsafeBytes only rethrows untyped errors, so the typed error travels in a Result.
-                    try scattered.withUnsafeBytes { entries in
-                        Result { () throws(EnvelopeError) in try readMetadata(entries, into: &request) }
-                    }.get()
-                }
-                return request
-            } catch {
-                failure = error
-                return nil
+    private func receiveRequest(streamID: UInt32) throws(RPCError) {
+        try machine.requestArrived(streamID: streamID)
+        // Read where it lies in the decoder's buffer: a call its fast path answers copies out only the metadata
+        // entries that changed, and what the handler decodes.
+        decoder.withBody { body in serveRequest(streamID: streamID, body: body) }
+    }
+
+    /// Reads a REQUEST body, finds its route, checks that the call may run, and starts it.
+    private func serveRequest(streamID: UInt32, body: UnsafeRawBufferPointer) {
+        let fields: EnvelopeCodec.RequestFields
+        let read: MetadataRead
+        do throws(EnvelopeError) {
+            fields = try EnvelopeCodec.scanRequest(body)
+            read = try readMetadata(of: fields, in: body)
+        } catch {
+            // The stream id is usable, so answer on the stream and keep the connection.
+            reject(
+                streamID: streamID, method: "",
+                RPCError(.invalidArgument, "the request envelope does not parse: \(error.message)"))
+            return
+        }
+        let methodBytes = UnsafeRawBufferPointer(rebasing: body[fields.method])
+        let route = router.routesByName.value(of: methodBytes)
+        let method = route?.name ?? String(decoding: methodBytes, as: UTF8.self)
+        let metadata: RequestMetadata?
+        let caller: Caller?
+        switch read {
+        case .none:
+            (metadata, caller) = (nil, nil)
+        case .known:
+            (metadata, caller) = (knownMetadata?.metadata, knownMetadata?.caller)
+        case .read(let entries, let callerMetadata):
+            // Caller metadata from a peer not trusted to assert it refuses the call: serving it as anonymous
+            // would hide an attack (or a misconfigured peer) behind a confusing answer.
+            if callerMetadata.assertsCaller && !router.access.trustsCallerMetadata(from: peer.role) {
+                reject(streamID: streamID, method: method, router.access.callerMetadataRefusal(role: peer.role))
+                return
+            }
+            (metadata, caller) = (entries, trustedCaller(callerMetadata))
+            if entries.encoded.bytes.count <= Self.knownMetadataLimit {
+                knownMetadata = KnownMetadata(metadata: entries, caller: caller)
             }
         }
+        if let refusal = machine.admission() {
+            reject(streamID: streamID, method: method, refusal)
+            return
+        }
+        guard let handler = route?.handler ?? router.fallback else {
+            reject(streamID: streamID, method: method, .unimplemented("method \"\(method)\" is not served here"))
+            return
+        }
+        // A name the fallback does not list has no route; its rule is worked out here (the fallback may refuse it).
+        let rule = route?.rule ?? router.access.peers(forMethod: method)
+        guard rule.admits(peer.role) else {
+            let refusal = router.access.refusal(method: method, role: peer.role, rule: rule)
+            reject(streamID: streamID, method: method, refusal)
+            return
+        }
+        start(
+            streamID: streamID, method: method, route: route, timeoutMs: fields.timeoutMs, metadata: metadata,
+            caller: caller, handler: handler, payload: UnsafeRawBufferPointer(rebasing: body[fields.payload]),
+            loopHandler: route?.allowsLoopFallback == false ? nil : router.loopFallback)
     }
 
     /// Checks a request's metadata entries and reads what the server needs from them, unless they are the bytes
     /// of `knownMetadata`; the dictionary is decoded only if a handler reads it.
     private func readMetadata(
-        _ entries: UnsafeRawBufferPointer, into request: inout IncomingRequest
-    ) throws(EnvelopeError) {
-        if let knownMetadata, knownMetadata.matches(entries) {
-            request.metadata = knownMetadata.metadata
-            request.reusedKnownMetadata = true
-            return
+        of fields: EnvelopeCodec.RequestFields, in body: UnsafeRawBufferPointer
+    ) throws(EnvelopeError) -> MetadataRead {
+        if let range = fields.metadata {
+            return try readMetadata(UnsafeRawBufferPointer(rebasing: body[range]))
         }
-        request.callerMetadata = try EnvelopeCodec.scanMetadata(entries)
-        request.metadata = RequestMetadata(validated: EncodedMetadata(validatedBytes: Array(entries)[...]))
+        guard let scattered = fields.scatteredMetadata else { return .none }
+        // withUnsafeBytes only rethrows untyped errors, so the typed error travels in a Result.
+        return try scattered.withUnsafeBytes { entries in
+            Result { () throws(EnvelopeError) in try readMetadata(entries) }
+        }.get()
     }
 
-    private func receiveRequest(streamID: UInt32) throws(RPCError) {
-        try machine.requestArrived(streamID: streamID)
-        var failure: EnvelopeError?
-        guard let request = readRequest(failure: &failure) else {
-            // The stream id is usable, so answer on the stream and keep the connection.
-            reject(
-                streamID: streamID, method: "",
-                RPCError(.invalidArgument, "the request envelope does not parse: \(failure?.message ?? "")"))
-            return
-        }
-        let caller: Caller?
-        if request.reusedKnownMetadata {
-            caller = knownMetadata?.caller
-        } else if let callerMetadata = request.callerMetadata, let metadata = request.metadata {
-            // Caller metadata from a peer not trusted to assert it refuses the call: serving it as anonymous
-            // would hide an attack (or a misconfigured peer) behind a confusing answer.
-            if callerMetadata.assertsCaller && !router.access.trustsCallerMetadata(from: peer.role) {
-                reject(
-                    streamID: streamID, method: request.method,
-                    router.access.callerMetadataRefusal(role: peer.role))
-                return
-            }
-            caller = trustedCaller(callerMetadata)
-            let entries = metadata.encoded.bytes
-            if entries.count <= Self.knownMetadataLimit {
-                knownMetadata = KnownMetadata(bytes: Array(entries), metadata: metadata, caller: caller)
-            }
-        } else {
-            caller = nil
-        }
-        if let refusal = machine.admission() {
-            reject(streamID: streamID, method: request.method, refusal)
-            return
-        }
-        let route = request.route
-        guard let handler = route?.handler ?? router.fallback else {
-            reject(
-                streamID: streamID, method: request.method,
-                .unimplemented("method \"\(request.method)\" is not served here"))
-            return
-        }
-        // A name the fallback does not list has no route; its rule is worked out here (the fallback may refuse it).
-        let rule = route?.rule ?? router.access.peers(forMethod: request.method)
-        guard rule.admits(peer.role) else {
-            reject(
-                streamID: streamID, method: request.method,
-                router.access.refusal(method: request.method, role: peer.role, rule: rule))
-            return
-        }
-        // The built-in Health check always runs as written; every other method may be served on the loop.
-        start(
-            streamID: streamID, request: request, caller: caller, handler: handler,
-            loopHandler: request.method == HealthCheck.methodName ? nil : router.loopFallback)
+    private func readMetadata(_ entries: UnsafeRawBufferPointer) throws(EnvelopeError) -> MetadataRead {
+        if let knownMetadata, knownMetadata.matches(entries) { return .known }
+        let callerMetadata = try EnvelopeCodec.scanMetadata(entries)
+        return .read(RequestMetadata(validated: EncodedMetadata(validatedBytes: Array(entries)[...])), callerMetadata)
     }
 
-    /// The next request id, from the numbers this connection reserved.
-    private func nextRequestID() -> String {
+    /// The next request number, from the numbers this connection reserved.
+    private func takeRequestNumber() -> UInt64 {
         if requestNumbersLeft == 0 {
             nextRequestNumber = router.reserveRequestNumbers(Self.requestNumberBlock)
             requestNumbersLeft = Self.requestNumberBlock
@@ -347,41 +329,43 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
         let number = nextRequestNumber
         nextRequestNumber &+= 1
         requestNumbersLeft -= 1
-        return router.requestID(number: number)
+        return number
     }
 
+    /// Starts a call: answers it in place when its fast path can, else runs its handler (a loop handler, or a
+    /// Task) with a copy of `payload`.
     private func start(
-        streamID: UInt32, request: IncomingRequest, caller: Caller?, handler: @escaping RPCMethod.Handler,
+        streamID: UInt32, method: String, route: RPCRouter.Route?, timeoutMs: UInt32, metadata: RequestMetadata?,
+        caller: Caller?, handler: @escaping RPCMethod.Handler, payload payloadBytes: UnsafeRawBufferPointer,
         loopHandler: RPCLoopHandler?
     ) {
-        let route = request.route
-        let label = route == nil ? RPCServerConfiguration.unknownMethodLabel : request.method
+        let label = route == nil ? RPCServerConfiguration.unknownMethodLabel : method
         observer.callStarted(method: label)
         let now = readTime
-        let deadline = machine.deadline(now: now, timeoutMilliseconds: request.timeoutMs)
-        let requestID = nextRequestID()
+        let deadline = machine.deadline(now: now, timeoutMilliseconds: timeoutMs)
+        let requestNumber = takeRequestNumber()
         let context = RequestContext(
-            requestID: requestID, method: request.method, deadline: deadline, metadata: request.metadata,
-            connection: facts, caller: caller, encodedMetadata: request.metadata?.encoded ?? EncodedMetadata())
+            requestNumber: requestNumber, method: method, deadline: deadline, metadata: metadata, connection: facts,
+            caller: caller)
         // Answered before this returns unless the fast path declines: the call is never in flight, so no Task,
         // no stream table entry and no deadline timer; the machine saw its admission and sees its answer.
         if loopHandler == nil, runsHandlersOnEventLoop, let route, let fastPath = route.fastPath,
             answerInPlace(
-                fastPath, streamID: streamID, payload: request.payload, context: context, route: route, label: label,
-                startedAt: now)
+                fastPath, streamID: streamID, payload: payloadBytes, context: context, requestNumber: requestNumber,
+                route: route, label: label, startedAt: now)
         {
             return
         }
         let started = machine.callStarted(
             streamID: streamID, deadline: deadline,
             call: InFlightCall(
-                method: request.method, label: label, requestID: requestID, startedAt: now,
+                method: method, label: label, requestNumber: requestNumber, startedAt: now,
                 quietWhenOK: route?.quietWhenOK ?? false))
         let sequence = started.sequence
         if started.armDeadlineTimer { arm(.deadline, at: deadline) }
 
         let loop = channel.loop
-        let payload = request.payload
+        let payload = Array(payloadBytes)
         if let loopHandler {
             let finish = { [self] (result: Result<[UInt8], RPCError>) in
                 let response: RpcV1.Response
@@ -427,8 +411,8 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     /// Serves a call with its route's fast path and answers it; false when the fast path declines.
     private func answerInPlace(
-        _ fastPath: RPCMethod.FastPath, streamID: UInt32, payload: [UInt8], context: RequestContext,
-        route: RPCRouter.Route, label: String, startedAt: UInt64
+        _ fastPath: RPCMethod.FastPath, streamID: UInt32, payload: UnsafeRawBufferPointer, context: RequestContext,
+        requestNumber: UInt64, route: RPCRouter.Route, label: String, startedAt: UInt64
     ) -> Bool {
         let code: StatusCode
         do {
@@ -441,7 +425,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             sendResponse(streamID: streamID, response)
         }
         recordAnswer(
-            method: context.method, label: label, requestID: context.requestID, startedAt: startedAt,
+            method: route.name, label: label, requestNumber: requestNumber, startedAt: startedAt,
             quietWhenOK: route.quietWhenOK, code: code)
         return true
     }
@@ -486,7 +470,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
     /// Records the call's end in metrics and the log, and sends its response while the connection is open.
     private func answer(streamID: UInt32, call: InFlightCall, response: RpcV1.Response) {
         recordAnswer(
-            method: call.method, label: call.label, requestID: call.requestID, startedAt: call.startedAt,
+            method: call.method, label: call.label, requestNumber: call.requestNumber, startedAt: call.startedAt,
             quietWhenOK: call.quietWhenOK, code: response.code)
         // Only calls still in flight are answered: a closed connection has none (its `.close` comes after the
         // answers the machine decided on, and writes them).
@@ -495,7 +479,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
 
     /// Records a call's end, answered with `code`, in metrics, the log and the machine.
     private func recordAnswer(
-        method: String, label: String, requestID: String, startedAt: UInt64, quietWhenOK: Bool, code: StatusCode
+        method: String, label: String, requestNumber: UInt64, startedAt: UInt64, quietWhenOK: Bool, code: StatusCode
     ) {
         let elapsed = channel.loop.now() &- startedAt
         observer.callFinished(method: label, code: code, nanoseconds: elapsed)
@@ -503,7 +487,7 @@ final class ServerConnection: ChannelHandler, @unchecked Sendable {
             quietWhenOK && code == .ok ? .debug : requestLogLevel, "call finished",
             [
                 ("method", MethodNames.printable(method)), ("status", "\(code)"),
-                ("latency_us", String(elapsed / 1000)), ("request_id", requestID),
+                ("latency_us", String(elapsed / 1000)), ("request_id", facts.requestID(number: requestNumber)),
             ])
         machine.callAnswered(method: method, code: code)
     }

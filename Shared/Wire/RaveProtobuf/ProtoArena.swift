@@ -142,8 +142,13 @@ public struct ProtoArena: ~Copyable {
     public func pack<Message>(_ message: UnsafePointer<Message>) -> [UInt8] {
         let base = UnsafeRawPointer(message).assumingMemoryBound(to: ProtobufCMessage.self)
         let size = protobuf_c_message_get_packed_size(base)
-        var bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            count = size == 0 ? 0 : protobuf_c_message_pack(base, buffer.baseAddress)
+        guard size > 0 else { return [] }
+        // Packed into temporary memory (the stack, for all but large messages) and copied into the array:
+        // `Array(unsafeUninitializedCapacity:)` allocates through the standard library's unspecialized generic
+        // code, which looked up the array's type metadata on every encode (3 % of the echo benchmark's CPU).
+        var bytes = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
+            let written = protobuf_c_message_pack(base, buffer.baseAddress)
+            return [UInt8](UnsafeBufferPointer(rebasing: buffer[..<written]))
         }
         if holdsNULStandIns { ProtoStringFields.restoreNULs(in: &bytes, descriptor: base.pointee.descriptor) }
         return bytes
