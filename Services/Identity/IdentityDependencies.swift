@@ -126,12 +126,13 @@ package final class IdentityDependencies: Sendable {
     func tokens(
         userID: RaveID, appID: RaveID, sessionID: RaveID, refreshToken: String, accountState: IdentityV1.AccountState
     ) throws -> IdentityV1.SessionTokens {
+        let session = sessionID.hex
         let issued = try signer.issue(
-            subject: userID.hex, applicationID: appID.hex, sessionID: sessionID.hex,
+            subject: userID.hex, applicationID: appID.hex, sessionID: session,
             scopes: Self.playerScopes(for: accountState), lifetime: configuration.accessTokenLifetime)
         return IdentityV1.SessionTokens(
             accessToken: issued.token, accessTokenExpiresAtUnixMs: issued.claims.expiresAt * 1000,
-            refreshToken: refreshToken, sessionId: sessionID.hex)
+            refreshToken: refreshToken, sessionId: session)
     }
 
     /// Seconds after a session ends during which one of its access tokens may still be accepted somewhere.

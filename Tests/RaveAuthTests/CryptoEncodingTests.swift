@@ -27,6 +27,25 @@ struct CryptoEncodingTests {
         }
     }
 
+    /// The encoder against Foundation's standard base64, translated to the URL-safe alphabet without padding: every
+    /// length of tail (none, one or two bytes), and an array slice (not contiguous from its start).
+    @Test func base64URLMatchesFoundationsBase64AtEveryLength() throws {
+        for length in 0..<70 {
+            let bytes = try SecureRandom.bytes(count: length)
+            let standard = Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == standard, "\(length) bytes")
+            var appended = Array("prefix.".utf8)
+            bytes.withUnsafeBytes { Base64URL.append($0, to: &appended) }
+            #expect(appended == Array("prefix.\(standard)".utf8), "\(length) bytes appended")
+            #expect(Base64URL.encodedCount(length) == standard.utf8.count)
+        }
+        let bytes = try SecureRandom.bytes(count: 40)
+        #expect(Base64URL.encode(bytes[3..<29]) == Base64URL.encode(Array(bytes[3..<29])))
+        #expect(Base64URL.encode(bytes.reversed()) == Base64URL.encode(Array(bytes.reversed())))
+    }
+
     @Test(arguments: ["Zg==", "Zm9v+", "Zm9v/", "Z", "Zm9vY", "Zh", "Zm9=", "Zm 9v", "é"])
     func base64URLRejectsPaddingStandardAlphabetAndNonCanonicalInput(text: String) {
         #expect(Base64URL.decode(text) == nil)

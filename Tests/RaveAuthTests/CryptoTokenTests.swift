@@ -48,6 +48,31 @@ struct CryptoTokenTests {
         #expect(claims.tokenID.count == 16)
     }
 
+    /// The claims' wire form (docs/identity.md): this field order, compact, times as integers, scopes joined by a
+    /// space, and strings escaped as JSON.
+    @Test func claimsJSONIsCompactInTheDocumentedOrder() throws {
+        let claims = AccessTokenClaims(
+            issuer: "rave \"identity\"\\\n", subject: "0123456789abcdef0123456789abcdef",
+            applicationID: "fedcba9876543210fedcba9876543210", sessionID: "00112233445566778899aabbccddeeff",
+            scopes: ["player", "authenticated"], issuedAt: 1_800_000_000, expiresAt: -5, tokenID: "AAECAwQFBgcICQoL")
+        let expected =
+            #"{"iss":"rave \"identity\"\\\n","sub":"0123456789abcdef0123456789abcdef","#
+            + #""app":"fedcba9876543210fedcba9876543210","sid":"00112233445566778899aabbccddeeff","#
+            + #""scp":"player authenticated","iat":1800000000,"exp":-5,"jti":"AAECAwQFBgcICQoL"}"#
+        #expect(String(decoding: claims.jsonBytes, as: UTF8.self) == expected)
+        #expect(try AccessTokenClaims(jsonBytes: claims.jsonBytes) == claims)
+    }
+
+    /// A token is exactly base64url(header) "." base64url(claims) "." base64url(Ed25519 signature of the first two
+    /// parts): Ed25519 is deterministic, so the one-buffer assembly must match the parts made one by one.
+    @Test func tokenIsTheSignedCompactSerialization() throws {
+        let issued = try issue()
+        let header = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"\(keyID)\"}"
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(issued.claims.jsonBytes)
+        let signature = try privateKey.signature(for: Array(input.utf8))
+        #expect(issued.token == input + "." + Base64URL.encode(signature))
+    }
+
     @Test func headerNamesEdDSAAndTheKey() throws {
         let token = try issue().token
         let header = try #require(Base64URL.decode(token.split(separator: ".")[0]))

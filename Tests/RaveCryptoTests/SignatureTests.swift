@@ -34,6 +34,25 @@ struct SignatureTests {
         #expect(!publicKey.isValidSignature(try #require(Hex.decode(signature)), for: message + [0]))
     }
 
+    /// One key signs from many threads at once (every access token is signed with the same key and its one started
+    /// context): each signature is RFC 8032's.
+    @Test func ed25519SignsConcurrentlyWithOneKey() async throws {
+        let privateKey = try Ed25519PrivateKey(
+            rawRepresentation: try #require(
+                Hex.decode("c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7")))
+        let expected =
+            "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac"
+            + "18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a"
+        let signatures = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<8 {
+                group.addTask { try (0..<50).map { _ in Hex.encode(try privateKey.signature(for: [0xaf, 0x82])) } }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(signatures.count == 400)
+        #expect(signatures.allSatisfy { $0 == expected })
+    }
+
     @Test func ed25519KeysSurvivePEMAndRefuseOtherKeyTypes() throws {
         let key = try Ed25519PrivateKey()
         let restored = try Ed25519PrivateKey(pem: try key.pemRepresentation())

@@ -57,14 +57,32 @@ public struct AccessTokenClaims: Sendable, Hashable {
 
     /// The claims as compact JSON.
     ///
-    /// Written by hand: signing is on the token-refresh hot path, and the field set
-    /// is fixed, so an encoder's generality buys nothing.
+    /// Written by hand, as bytes: signing is on the token-refresh hot path, and the field set is fixed, so an
+    /// encoder's generality buys nothing.
     public var jsonBytes: [UInt8] {
-        var json =
-            "{\"iss\":\(JSONString.quoted(issuer)),\"sub\":\(JSONString.quoted(subject)),\"app\":\(JSONString.quoted(applicationID))"
-        json += ",\"sid\":\(JSONString.quoted(sessionID)),\"scp\":\(JSONString.quoted(scopes.joined(separator: " ")))"
-        json += ",\"iat\":\(issuedAt),\"exp\":\(expiresAt),\"jti\":\(JSONString.quoted(tokenID))}"
-        return Array(json.utf8)
+        let scopeText = scopes.joined(separator: " ")
+        var json: [UInt8] = []
+        json.reserveCapacity(
+            96 + issuer.utf8.count + subject.utf8.count + applicationID.utf8.count
+                + sessionID.utf8.count + scopeText.utf8.count + tokenID.utf8.count)
+        json.append(contentsOf: #"{"iss":"#.utf8)
+        JSONString.append(issuer, to: &json)
+        json.append(contentsOf: #","sub":"#.utf8)
+        JSONString.append(subject, to: &json)
+        json.append(contentsOf: #","app":"#.utf8)
+        JSONString.append(applicationID, to: &json)
+        json.append(contentsOf: #","sid":"#.utf8)
+        JSONString.append(sessionID, to: &json)
+        json.append(contentsOf: #","scp":"#.utf8)
+        JSONString.append(scopeText, to: &json)
+        json.append(contentsOf: #","iat":"#.utf8)
+        json.append(contentsOf: String(issuedAt).utf8)
+        json.append(contentsOf: #","exp":"#.utf8)
+        json.append(contentsOf: String(expiresAt).utf8)
+        json.append(contentsOf: #","jti":"#.utf8)
+        JSONString.append(tokenID, to: &json)
+        json.append(UInt8(ascii: "}"))
+        return json
     }
 
     /// Parses the claims JSON of a token whose signature has already been checked.

@@ -8,7 +8,7 @@ public struct AccessTokenSigner: Sendable {
     /// The issuer written in `iss`.
     public let issuer: String
     private let privateKey: Ed25519PrivateKey
-    private let encodedHeader: String
+    private let encodedHeader: [UInt8]
 
     /// Creates a signer for the key `privateKey` published under `keyID`.
     public init(keyID: String, privateKey: Ed25519PrivateKey, issuer: String = AccessTokenClaims.defaultIssuer) {
@@ -17,7 +17,7 @@ public struct AccessTokenSigner: Sendable {
         self.privateKey = privateKey
         // The header never changes for a key, so it is encoded once.
         let header = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\(JSONString.quoted(keyID))}"
-        self.encodedHeader = Base64URL.encode(Array(header.utf8))
+        self.encodedHeader = Array(Base64URL.encode(Array(header.utf8)).utf8)
     }
 
     /// A signed token and the claims it carries.
@@ -42,9 +42,18 @@ public struct AccessTokenSigner: Sendable {
     }
 
     /// Signs `claims` as they are (the caller chooses every field, including `iss`).
+    ///
+    /// The token is assembled in one buffer, which is also the signing input until the signature is appended.
     public func sign(_ claims: AccessTokenClaims) throws(CryptoError) -> String {
-        let signingInput = encodedHeader + "." + Base64URL.encode(claims.jsonBytes)
-        let signature = try privateKey.signature(for: Array(signingInput.utf8))
-        return signingInput + "." + Base64URL.encode(signature)
+        let json = claims.jsonBytes
+        var token: [UInt8] = []
+        token.reserveCapacity(encodedHeader.count + Base64URL.encodedCount(json.count) + Base64URL.encodedCount(64) + 2)
+        token += encodedHeader
+        token.append(UInt8(ascii: "."))
+        json.withUnsafeBytes { Base64URL.append($0, to: &token) }
+        let signature = try privateKey.signature(for: token)
+        token.append(UInt8(ascii: "."))
+        signature.withUnsafeBytes { Base64URL.append($0, to: &token) }
+        return String(decoding: token, as: UTF8.self)
     }
 }

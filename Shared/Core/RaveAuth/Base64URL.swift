@@ -15,19 +15,34 @@ public enum Base64URL {
 
     /// Encodes bytes as base64url without padding.
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        var output = [UInt8]()
-        output.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var iterator = bytes.makeIterator()
-        while let first = iterator.next() {
-            let second = iterator.next()
-            let third = iterator.next()
-            let chunk = UInt32(first) << 16 | UInt32(second ?? 0) << 8 | UInt32(third ?? 0)
+        var output: [UInt8] = []
+        let encoded: Void? = bytes.withContiguousStorageIfAvailable { append(UnsafeRawBufferPointer($0), to: &output) }
+        if encoded == nil { Array(bytes).withUnsafeBytes { append($0, to: &output) } }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// The length of the encoding of `byteCount` bytes.
+    public static func encodedCount(_ byteCount: Int) -> Int { (byteCount * 4 + 2) / 3 }
+
+    /// Appends the base64url encoding (no padding) of `bytes` to `output`: tokens are assembled in one buffer.
+    public static func append(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+        output.reserveCapacity(output.count + encodedCount(bytes.count))
+        let whole = bytes.count - bytes.count % 3
+        var index = 0
+        while index < whole {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
             output.append(alphabet[Int(chunk >> 18 & 0x3F)])
             output.append(alphabet[Int(chunk >> 12 & 0x3F)])
-            if second != nil { output.append(alphabet[Int(chunk >> 6 & 0x3F)]) }
-            if third != nil { output.append(alphabet[Int(chunk & 0x3F)]) }
+            output.append(alphabet[Int(chunk >> 6 & 0x3F)])
+            output.append(alphabet[Int(chunk & 0x3F)])
+            index += 3
         }
-        return String(decoding: output, as: UTF8.self)
+        guard index < bytes.count else { return }
+        let second = index + 1 < bytes.count ? UInt32(bytes[index + 1]) : 0
+        let chunk = UInt32(bytes[index]) << 16 | second << 8
+        output.append(alphabet[Int(chunk >> 18 & 0x3F)])
+        output.append(alphabet[Int(chunk >> 12 & 0x3F)])
+        if index + 1 < bytes.count { output.append(alphabet[Int(chunk >> 6 & 0x3F)]) }
     }
 
     /// Decodes base64url; returns nil for characters outside the alphabet, padding, or an impossible length.

@@ -3,26 +3,29 @@
 /// Generation, PKCS#8 PEM, and the raw 32-byte seed (what identity stores, sealed).
 public final class Ed25519PrivateKey: Sendable {
     private let key: OpenSSLKey
+    /// Started once: every access token is signed with this key, and a copy of a started context costs less.
+    private let signing: PreparedSignature
 
-    private init(key: OpenSSLKey) {
+    private init(key: OpenSSLKey) throws(CryptoError) {
         self.key = key
+        self.signing = try key.preparedSignature(digest: .none, signatureLength: 64)
     }
 
     /// Generates a new random key.
     public convenience init() throws(CryptoError) {
-        self.init(key: try OpenSSLKey.generate(.ed25519))
+        try self.init(key: OpenSSLKey.generate(.ed25519))
     }
 
     /// Reads a PKCS#8 PEM private key (`-----BEGIN PRIVATE KEY-----`); it must be an Ed25519 key.
     public convenience init(pem: String) throws(CryptoError) {
         let key = try OpenSSLKey.privateKey(pem: pem)
         guard key.kind == .ed25519 else { throw .invalidArgument("PEM private key is not an Ed25519 key") }
-        self.init(key: key)
+        try self.init(key: key)
     }
 
     /// A key from its 32-byte seed (the "secret key" of RFC 8032's test vectors).
     public convenience init(rawRepresentation raw: [UInt8]) throws(CryptoError) {
-        self.init(key: try OpenSSLKey.ed25519PrivateKey(raw: raw))
+        try self.init(key: OpenSSLKey.ed25519PrivateKey(raw: raw))
     }
 
     /// The 32-byte seed; a secret, to be stored only sealed.
@@ -44,9 +47,7 @@ public final class Ed25519PrivateKey: Sendable {
     ///
     /// Ed25519 hashes internally, so there is no digest to choose.
     public func signature(for message: [UInt8]) throws(CryptoError) -> [UInt8] {
-        let signature = try key.signature(for: message, digest: .none)
-        guard signature.count == 64 else { throw .internalFailure("Ed25519 signature is not 64 bytes") }
-        return signature
+        try signing.signature(for: message)
     }
 }
 

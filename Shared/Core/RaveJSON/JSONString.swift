@@ -6,8 +6,12 @@
 /// control byte. Everything else, non-ASCII included, is written as its UTF-8 bytes; U+2028 and U+2029 are valid
 /// JSON and stay as they are. A Swift `String` is always valid Unicode (bytes that were not valid UTF-8 became
 /// U+FFFD when the string was made), so the output is always valid UTF-8.
+///
+/// Inlinable, so each caller's module specializes it for its string type: unspecialized, every byte went through
+/// the standard library's generic iterator, and signing an access token spent more on its claims than on the rest.
 public enum JSONString {
     /// `text` as a JSON string literal, quotes included.
+    @inlinable
     public static func quoted(_ text: some StringProtocol) -> String {
         if !text.utf8.contains(where: needsEscape) { return "\"" + String(text) + "\"" }
         var bytes: [UInt8] = []
@@ -16,6 +20,7 @@ public enum JSONString {
     }
 
     /// `text` as the UTF-8 bytes of a JSON string literal, quotes included.
+    @inlinable
     public static func quotedBytes(_ text: some StringProtocol) -> [UInt8] {
         var bytes: [UInt8] = []
         append(text, to: &bytes)
@@ -23,6 +28,7 @@ public enum JSONString {
     }
 
     /// Appends `text` as a JSON string literal, quotes included, to `bytes`.
+    @inlinable
     public static func append(_ text: some StringProtocol, to bytes: inout [UInt8]) {
         bytes.reserveCapacity(bytes.count + text.utf8.count + 2)
         bytes.append(quote)
@@ -45,16 +51,16 @@ public enum JSONString {
     }
 
     /// Whether a byte of UTF-8 is written escaped (bytes of multi-byte sequences are all ≥ 0x80, so never).
-    @inline(__always)
+    @inlinable @inline(__always)
     static func needsEscape(_ byte: UInt8) -> Bool {
         byte < 0x20 || byte == quote || byte == backslash || byte == 0x7F
     }
 
-    private static let quote = UInt8(ascii: "\"")
-    private static let backslash = UInt8(ascii: "\\")
+    @usableFromInline static var quote: UInt8 { UInt8(ascii: "\"") }
+    @usableFromInline static var backslash: UInt8 { UInt8(ascii: "\\") }
 
-    @inline(__always)
-    private static func hex(_ nibble: UInt8) -> UInt8 {
+    @inlinable @inline(__always)
+    static func hex(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }
