@@ -5,10 +5,10 @@ import RaveRuntime
 /// | variable | default | meaning |
 /// | --- | --- | --- |
 /// | RAVE_WALLET_IDENTITY_ADDRESS | 127.0.0.1:7501 | identity (mTLS with wallet's certificate): `IdentityInternal/ResolveUsers` before an operator deposit, withdrawal or adjustment |
-/// | RAVE_WALLET_LANES | 4 | group-commit lanes: rounds that commit at once, each on its own connection, 1…64 |
+/// | RAVE_WALLET_LANES | 2 | group-commit lanes: rounds that commit at once, each on its own connection, 1…64 (docs/wallet.md, "Group commit", says why 2) |
 package struct WalletConfiguration: Sendable {
     var identityAddress = SocketAddress(host: "127.0.0.1", port: 7501)
-    package var laneCount = 4
+    package var laneCount = 2
     /// What was read, for the start-up log line.
     var settings: [(String, String)] = []
 

@@ -98,8 +98,8 @@ struct WalletRuntimeTests {
 }
 
 @Suite struct WalletConfigurationTests {
-    @Test func lanesDefaultToFour() throws {
-        #expect(try WalletConfiguration(environment: [:]).laneCount == 4)
+    @Test func lanesDefaultToTwo() throws {
+        #expect(try WalletConfiguration(environment: [:]).laneCount == 2)
     }
 
     @Test(arguments: ["abc", "0", "65", ""])

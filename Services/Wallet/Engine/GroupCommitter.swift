@@ -37,7 +37,7 @@ final class GroupCommitter: Sendable {
     private let lanes: Mutex<[Lane]>
     let laneCount: Int
 
-    init(pool: PostgresPool, engine: BetEngine, laneCount: Int = 4, maximumBetsPerRound: Int = 1_000) {
+    init(pool: PostgresPool, engine: BetEngine, laneCount: Int = 2, maximumBetsPerRound: Int = 1_000) {
         self.pool = pool
         self.engine = engine
         bulk = BulkRound(ledger: engine.ledger)
