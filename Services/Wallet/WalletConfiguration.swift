@@ -8,7 +8,7 @@ import RaveRuntime
 /// | RAVE_WALLET_LANES | 2 | group-commit lanes: rounds that commit at once, each on its own connection, 1…64 (docs/wallet.md, "Group commit", says why 2) |
 package struct WalletConfiguration: Sendable {
     var identityAddress = SocketAddress(host: "127.0.0.1", port: 7501)
-    package var laneCount = 2
+    package var laneCount = GroupCommitter.defaultLaneCount
     /// What was read, for the start-up log line.
     var settings: [(String, String)] = []
 

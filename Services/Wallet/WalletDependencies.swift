@@ -27,7 +27,8 @@ package struct WalletDependencies: Sendable {
     /// `merges` defaults to one that listens to nothing (tools and tests), which resolves every id from the
     /// database.
     package init(
-        pool: PostgresPool, users: any UserDirectory, laneCount: Int = 2, merges: MergedUsers? = nil,
+        pool: PostgresPool, users: any UserDirectory, laneCount: Int = GroupCommitter.defaultLaneCount,
+        merges: MergedUsers? = nil,
         adminScope: AdminScope = AdminScope(identity: nil, setting: "RAVE_WALLET_IDENTITY_ADDRESS")
     ) {
         self.pool = pool

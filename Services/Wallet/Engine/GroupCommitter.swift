@@ -37,7 +37,13 @@ final class GroupCommitter: Sendable {
     private let lanes: Mutex<[Lane]>
     let laneCount: Int
 
-    init(pool: PostgresPool, engine: BetEngine, laneCount: Int = 2, maximumBetsPerRound: Int = 1_000) {
+    /// Lanes when `RAVE_WALLET_LANES` is unset: two fill each round with twice the bets of four under a batch load,
+    /// spreading a round's fixed statements and commit (docs/wallet.md, "Group commit").
+    static let defaultLaneCount = 2
+
+    init(
+        pool: PostgresPool, engine: BetEngine, laneCount: Int = defaultLaneCount, maximumBetsPerRound: Int = 1_000
+    ) {
         self.pool = pool
         self.engine = engine
         bulk = BulkRound(ledger: engine.ledger)
